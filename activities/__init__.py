@@ -1,0 +1,1 @@
+"""Activities: model calls, tool execution, context assembly and artifact commits."""

@@ -1,0 +1,176 @@
+"""Context assembly: persisted items in, model messages out, within a token budget.
+
+Tool results are persisted as a ref plus a short preview. To call the model we expand
+refs into full text *in a copy*, newest first, while the budget lasts; a result that does
+not fit is cut to an excerpt and says so, with its ref. Nothing assembled here is ever
+written back: only the model's reply is persisted, by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from activities.providers.base import ChatMessage, ProviderCall, ToolSpec
+from activities.tokens import count_tokens, truncate_to_tokens
+from storage.models import ItemRow
+
+FetchArtifact = Callable[[uuid.UUID], Awaitable[tuple[bytes, str]]]
+"""Returns (bytes, content_type) of one artifact of the session's tenant."""
+
+# Rough per-message overhead of chat formats (role markers, separators).
+_MESSAGE_OVERHEAD = 4
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    context_tokens: int = 32_000
+    reply_tokens: int = 2_048
+    tool_result_tokens: int = 6_000
+    encoding: str = "cl100k_base"
+
+
+@dataclass
+class AssembledContext:
+    messages: list[ChatMessage]
+    input_tokens: int
+    expanded: int = 0
+    truncated: int = 0
+    not_expanded: int = 0
+    dropped_messages: int = 0
+
+
+@dataclass
+class _Block:
+    """One unit that is kept or dropped whole: a user message, or an assistant turn with
+    the results of its tool calls (providers reject a tool call without its result)."""
+
+    messages: list[ChatMessage]
+    pinned: bool = False
+    result_items: dict[int, ItemRow] = field(default_factory=dict)  # message index -> item
+
+
+def _tokens(msg: ChatMessage, encoding: str) -> int:
+    n = count_tokens(msg.content, encoding) + _MESSAGE_OVERHEAD
+    for call in msg.tool_calls:
+        n += count_tokens(call.name + json.dumps(call.arguments), encoding)
+    return n
+
+
+def _result_text(item: ItemRow) -> str:
+    return item.text or ""
+
+
+def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
+    calls = {i.tool_call_id: i for i in items if i.kind == "tool_call" and i.tool_call_id}
+    results = {i.tool_call_id: i for i in items if i.kind == "tool_result" and i.tool_call_id}
+    blocks: list[_Block] = []
+    first_user = True
+    for item in items:
+        if item.kind == "user_message":
+            blocks.append(_Block([ChatMessage("user", item.text)], pinned=first_user))
+            first_user = False
+        elif item.kind == "assistant_message":
+            ids = [c["id"] for c in item.data.get("tool_calls", [])]
+            provider_calls = tuple(
+                ProviderCall(
+                    id=cid,
+                    name=calls[cid].tool_name or "",
+                    arguments=dict(calls[cid].data.get("arguments", {})),
+                )
+                for cid in ids
+                if cid in calls
+            )
+            block = _Block([ChatMessage("assistant", item.text, tool_calls=provider_calls)])
+            for call in provider_calls:
+                result = results.get(call.id)
+                text = _result_text(result) if result else "[no result was recorded]"
+                block.messages.append(
+                    ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
+                )
+                if result is not None and result.artifact_id is not None:
+                    block.result_items[len(block.messages) - 1] = result
+            blocks.append(block)
+    return blocks
+
+
+def _decode(data: bytes, content_type: str) -> str | None:
+    if content_type.startswith(("text/", "application/json", "application/xml")) or (
+        "charset" in content_type
+    ):
+        return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _ref_note(item: ItemRow) -> str:
+    info = item.data.get("artifact", {})
+    return f"artifact sha256:{info.get('sha256', '?')} ({info.get('size_bytes', '?')} bytes)"
+
+
+async def assemble_context(
+    items: Sequence[ItemRow],
+    *,
+    system_prompt: str,
+    tools: Sequence[ToolSpec],
+    budget: ContextBudget,
+    fetch: FetchArtifact,
+) -> AssembledContext:
+    """Build the model input for `items` (in ordinal order) within `budget`."""
+    enc = budget.encoding
+    system = ChatMessage("system", system_prompt)
+    blocks = _blocks(items)
+    fixed = _tokens(system, enc) + budget.reply_tokens
+    fixed += sum(
+        count_tokens(t.name + t.description + json.dumps(t.parameters), enc) for t in tools
+    )
+    sizes = [sum(_tokens(m, enc) for m in b.messages) for b in blocks]
+
+    # Drop the oldest unpinned blocks until previews alone fit.
+    dropped = 0
+    while fixed + sum(sizes) > budget.context_tokens:
+        victim = next((i for i, b in enumerate(blocks) if not b.pinned), None)
+        if victim is None:
+            break
+        dropped += len(blocks[victim].messages)
+        del blocks[victim], sizes[victim]
+
+    result = AssembledContext(messages=[], input_tokens=0, dropped_messages=dropped)
+    remaining = budget.context_tokens - fixed - sum(sizes)
+    # Newest results first: they matter most to the next step.
+    for block in reversed(blocks):
+        for index in sorted(block.result_items, reverse=True):
+            item = block.result_items[index]
+            msg = block.messages[index]
+            preview_cost = _tokens(msg, enc)
+            allowance = min(budget.tool_result_tokens, remaining + preview_cost - _MESSAGE_OVERHEAD)
+            if allowance <= preview_cost:
+                note = f"\n[not expanded to fit the context budget; full result: {_ref_note(item)}]"
+                block.messages[index] = replace(msg, content=msg.content + note)
+                remaining -= count_tokens(note, enc)
+                result.not_expanded += 1
+                continue
+            assert item.artifact_id is not None
+            data, content_type = await fetch(item.artifact_id)
+            text = _decode(data, content_type)
+            if text is None:
+                text = f"[binary {content_type}, {len(data)} bytes: {_ref_note(item)}]"
+            full_tokens = count_tokens(text, enc)
+            if full_tokens > allowance:
+                text = truncate_to_tokens(text, max(allowance - 60, 0), enc) + (
+                    f"\n[truncated: first {max(allowance - 60, 0)} of {full_tokens} tokens; "
+                    f"full result: {_ref_note(item)}]"
+                )
+                result.truncated += 1
+            result.expanded += 1
+            expanded = replace(msg, content=text)
+            remaining -= _tokens(expanded, enc) - preview_cost
+            block.messages[index] = expanded
+
+    result.messages = [system] + [m for b in blocks for m in b.messages]
+    result.input_tokens = sum(_tokens(m, enc) for m in result.messages)
+    return result

@@ -1,0 +1,32 @@
+"""Heartbeat while a long awaitable runs, so a dead worker is noticed within the
+heartbeat timeout rather than the whole start-to-close timeout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+from temporalio import activity
+
+
+@asynccontextmanager
+async def heartbeating(every_seconds: float = 2.0) -> AsyncIterator[None]:
+    info = activity.info()
+    if not info.heartbeat_timeout:
+        yield
+        return
+    interval = min(every_seconds, info.heartbeat_timeout.total_seconds() / 3)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,63 @@
+"""Build the configured ModelProvider from ModelSettings.
+
+Providers are imported lazily: a worker pays only for the SDK it uses, and the offline and
+scripted providers are only loaded when asked for by name.
+"""
+
+from __future__ import annotations
+
+from activities.providers.base import ModelProvider
+from workers.settings import ModelSettings
+
+_CHOICES = "openai|anthropic|offline|scripted"
+
+
+def build_provider(settings: ModelSettings) -> ModelProvider:
+    """Return the provider named by ``settings.provider`` (MODEL_PROVIDER).
+
+    Raises ValueError when no provider is configured, or when the chosen one lacks what it
+    needs. There is no default: the offline model must be chosen on purpose, never by accident.
+    """
+    api_key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    match settings.provider:
+        case None:
+            raise ValueError(
+                f"No model provider configured: set MODEL_PROVIDER to one of {_CHOICES} "
+                "(offline is a deterministic stand-in model for demos and tests)."
+            )
+        case "openai":
+            if not settings.base_url and not api_key:
+                raise ValueError(
+                    "MODEL_PROVIDER=openai needs MODEL_API_KEY (for api.openai.com) or "
+                    "MODEL_BASE_URL (for an OpenAI-compatible server)."
+                )
+            from activities.providers.openai_compat import OpenAICompatibleProvider
+
+            return OpenAICompatibleProvider(
+                base_url=settings.base_url,
+                api_key=api_key,
+                model=settings.name,
+                timeout=settings.timeout_seconds,
+            )
+        case "anthropic":
+            if not api_key:
+                raise ValueError("MODEL_PROVIDER=anthropic needs MODEL_API_KEY.")
+            from activities.providers.anthropic_provider import AnthropicProvider
+
+            return AnthropicProvider(
+                api_key=api_key,
+                model=settings.name,
+                timeout=settings.timeout_seconds,
+                base_url=settings.base_url,
+            )
+        case "offline":
+            from activities.providers.offline import OfflineProvider
+
+            return OfflineProvider()
+        case "scripted":
+            if settings.script_path is None:
+                raise ValueError("MODEL_PROVIDER=scripted needs MODEL_SCRIPT_PATH.")
+            from activities.providers.scripted import ScriptedProvider
+
+            return ScriptedProvider.from_file(settings.script_path)
+    raise ValueError(f"Unknown MODEL_PROVIDER {settings.provider!r}: use one of {_CHOICES}.")

@@ -1,0 +1,127 @@
+"""The offline demo model: a small deterministic agent that needs no network.
+
+It surveys the workspace (list_dir), reads the text files it finds (read_file), writes
+a report built from what it read (write_file, which asks for approval) and then answers.
+It decides from the conversation it is given, so it reads the tool results that context
+assembly expanded from the artifact store: the demo shows the real data path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from activities.providers.base import ChatMessage, ModelReply, ModelRequest, ProviderCall, Usage
+
+_TEXT_SUFFIXES = (".md", ".txt", ".py", ".csv", ".json", ".toml", ".yaml", ".yml", ".rst")
+MAX_FILES = 6
+REPORT_PATH = "out/report.md"
+
+
+def _last_assistant(messages: list[ChatMessage]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            return i
+    return None
+
+
+def _summarise(path: str, text: str) -> str:
+    lines = text.splitlines()
+    words = sum(len(line.split()) for line in lines)
+    heading = next((ln.lstrip("# ").strip() for ln in lines if ln.strip()), "(empty)")
+    return f"| `{path}` | {len(lines)} | {words} | {heading[:60]} |"
+
+
+class OfflineProvider:
+    name = "offline"
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        msgs = request.messages
+        turn = sum(1 for m in msgs if m.role == "assistant")
+        last = _last_assistant(msgs)
+        usage = Usage(input_tokens=sum(len(m.content) for m in msgs) // 4, output_tokens=40)
+        if last is None or not msgs[last].tool_calls:
+            if last is not None:
+                return self._final("There is nothing more to do.", usage)
+            return self._calls(
+                turn,
+                [("list_dir", {"path": ".", "recursive": True})],
+                usage,
+                "Let me look at the workspace first.",
+            )
+        calls = msgs[last].tool_calls
+        results = {m.tool_call_id: m.content for m in msgs[last + 1 :] if m.role == "tool"}
+        kind = calls[0].name
+        if kind == "list_dir":
+            files = self._text_files(results.get(calls[0].id, ""))
+            if not files:
+                return self._final("The workspace has no text files to report on.", usage)
+            return self._calls(
+                turn,
+                [("read_file", {"path": p}) for p in files],
+                usage,
+                f"Reading {len(files)} files.",
+            )
+        if kind == "read_file":
+            rows = [_summarise(str(c.arguments.get("path")), results.get(c.id, "")) for c in calls]
+            task = next((m.content for m in msgs if m.role == "user"), "")
+            report = "\n".join(
+                [
+                    "# Workspace report",
+                    "",
+                    f"Task: {task[:200]}",
+                    "",
+                    "| file | lines | words | first line |",
+                    "|---|---|---|---|",
+                    *rows,
+                    "",
+                ]
+            )
+            return self._calls(
+                turn,
+                [("write_file", {"path": REPORT_PATH, "content": report})],
+                usage,
+                "Writing the report.",
+            )
+        if kind == "write_file":
+            outcome = results.get(calls[0].id, "")
+            if "rejected" in outcome.lower() or "error" in outcome.lower():
+                return self._final(f"I did not write the report: {outcome[:200]}", usage)
+            return self._final(f"Wrote {REPORT_PATH} summarising the workspace.", usage)
+        return self._final("Done.", usage)
+
+    @staticmethod
+    def _text_files(listing: str) -> list[str]:
+        try:
+            data: Any = json.loads(listing)
+        except json.JSONDecodeError:
+            return []
+        entries = data.get("entries", data) if isinstance(data, dict) else data
+        files = [
+            str(e["path"])
+            for e in entries
+            if isinstance(e, dict)
+            and e.get("type") == "file"
+            and str(e.get("path", "")).endswith(_TEXT_SUFFIXES)
+            and not str(e.get("path", "")).startswith("out/")
+        ]
+        return sorted(files)[:MAX_FILES]
+
+    @staticmethod
+    def _calls(
+        turn: int, calls: list[tuple[str, dict[str, Any]]], usage: Usage, text: str
+    ) -> ModelReply:
+        return ModelReply(
+            text=text,
+            tool_calls=[ProviderCall(f"call_{turn}_{i}", n, a) for i, (n, a) in enumerate(calls)],
+            finish_reason="tool_calls",
+            usage=usage,
+            model="offline",
+        )
+
+    @staticmethod
+    def _final(text: str, usage: Usage) -> ModelReply:
+        return ModelReply(text=text, finish_reason="stop", usage=usage, model="offline")
+
+    async def aclose(self) -> None:
+        return None

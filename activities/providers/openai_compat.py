@@ -1,0 +1,190 @@
+"""Chat Completions over the official ``openai`` SDK, for OpenAI and compatible servers.
+
+SDK objects never leave this module: ``complete()`` takes and returns our own types, and
+SDK exceptions become ApplicationErrors (see ``errors``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI, omit
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageCustomToolCall,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+    ChatCompletionMessageToolCallUnion,
+)
+
+from activities.providers import errors
+from activities.providers.base import (
+    ChatMessage,
+    ModelReply,
+    ModelRequest,
+    ProviderCall,
+    ToolSpec,
+    Usage,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
+# explicit placeholder also stops the SDK from picking up OPENAI_API_KEY from the
+# environment and sending it to a third-party base_url.
+_NO_KEY = "no-key"
+
+
+class OpenAICompatibleProvider:
+    """ModelProvider for the Chat Completions API (OpenAI or any compatible server)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout: float,
+    ) -> None:
+        """Create the SDK client; no request is made until ``complete()``.
+
+        ``base_url`` defaults to OpenAI's; ``model`` is used when a request names none.
+        """
+        self._model = model
+        self._secrets = (api_key,) if api_key else ()
+        # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
+        self._client = AsyncOpenAI(
+            base_url=base_url or DEFAULT_BASE_URL,
+            api_key=api_key or _NO_KEY,
+            timeout=timeout,
+            # Temporal retries the activity; SDK retries would multiply attempts and hide them.
+            max_retries=0,
+        )
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Send one chat-completions request; raise ApplicationError on any failure."""
+        messages = [_to_openai_message(m, self.name) for m in request.messages]
+        tools = [_to_openai_tool(t) for t in request.tools]
+        try:
+            completion = await self._client.chat.completions.create(
+                model=request.model or self._model,
+                messages=messages,
+                # Some compatible servers reject an empty tools list, so omit it entirely.
+                tools=tools if tools else omit,
+                # max_tokens is deprecated and refused by OpenAI's reasoning models; servers
+                # that do not know this field ignore it.
+                max_completion_tokens=request.max_output_tokens,
+                extra_headers={"Idempotency-Key": request.idempotency_key},
+            )
+        except openai.APIStatusError as exc:
+            raise errors.status_error(
+                self.name,
+                exc.status_code,
+                body=exc.body,
+                headers=exc.response.headers,
+                secrets=self._secrets,
+            ) from None
+        except openai.APITimeoutError:
+            raise errors.connection_error(self.name, timed_out=True) from None
+        except openai.APIConnectionError as exc:
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else None
+            raise errors.connection_error(self.name, timed_out=False, cause=cause) from None
+        return _from_completion(completion, self.name)
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP connection pool."""
+        await self._client.close()
+
+
+def _to_openai_message(message: ChatMessage, provider: str) -> ChatCompletionMessageParam:
+    if message.role == "system":
+        return {"role": "system", "content": message.content}
+    if message.role == "user":
+        return {"role": "user", "content": message.content}
+    if message.role == "tool":
+        if not message.tool_call_id:
+            raise errors.rejected_request(provider, "tool message without tool_call_id")
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if not message.tool_calls:
+        return {"role": "assistant", "content": message.content}
+    calls = [_to_openai_tool_call(c) for c in message.tool_calls]
+    if message.content:
+        return {"role": "assistant", "content": message.content, "tool_calls": calls}
+    # The API allows an assistant turn with tool calls and no content; "" is rejected by some.
+    return {"role": "assistant", "tool_calls": calls}
+
+
+def _to_openai_tool_call(call: ProviderCall) -> ChatCompletionMessageFunctionToolCallParam:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": _arguments_json(call.arguments)},
+    }
+
+
+def _arguments_json(arguments: dict[str, Any]) -> str:
+    raw = arguments.get(errors.RAW_ARGUMENTS_KEY)
+    if len(arguments) == 1 and isinstance(raw, str):
+        # Replay malformed arguments exactly as the model wrote them, so the history it sees
+        # matches what it said (the tool result already told it they were invalid).
+        return raw
+    return json.dumps(arguments)
+
+
+def _to_openai_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def _from_completion(completion: ChatCompletion, provider: str) -> ModelReply:
+    if not completion.choices:
+        raise errors.bad_response(provider, "no choices")
+    choice = completion.choices[0]
+    message = choice.message
+    tool_calls = list(_from_tool_calls(message.tool_calls or ()))
+    # Compatible servers may not validate; fall back rather than fail on a missing field.
+    finish_reason: str = choice.finish_reason or "stop"
+    if tool_calls and finish_reason == "stop":
+        # Some compatible servers say "stop" even when they return tool calls.
+        finish_reason = "tool_calls"
+    usage = completion.usage
+    return ModelReply(
+        text=message.content or message.refusal or "",
+        tool_calls=tool_calls,
+        finish_reason=finish_reason,
+        usage=Usage(
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        ),
+        model=completion.model or "",
+    )
+
+
+def _from_tool_calls(
+    calls: Iterable[ChatCompletionMessageToolCallUnion],
+) -> Iterable[ProviderCall]:
+    for call in calls:
+        if isinstance(call, ChatCompletionMessageCustomToolCall):
+            # Custom (free-text) tools are never offered, so this is the model misbehaving;
+            # keep the call so the tool layer answers it with an error instead of losing it.
+            yield ProviderCall(
+                id=call.id,
+                name=call.custom.name,
+                arguments={errors.RAW_ARGUMENTS_KEY: call.custom.input},
+            )
+        else:
+            yield ProviderCall(
+                id=call.id,
+                name=call.function.name,
+                arguments=errors.parse_tool_arguments(call.function.arguments),
+            )

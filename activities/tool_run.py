@@ -1,0 +1,170 @@
+"""The run_tool activity: execute, upload the full result, verify it, then commit the
+tool_result item (ref + short preview). Upload-verify-commit is the order that makes a
+crash at any point leave at most an orphan object, never a ref to a missing one."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from activities.errors import non_retryable, storage_errors_are_final
+from activities.heartbeat import heartbeating
+from activities.model_call import artifact_info
+from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
+from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
+from storage.items import ItemRepository, NewItem
+from storage.models import ItemRow
+from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
+
+
+def make_preview(content: bytes, content_type: str, limit: int = PREVIEW_CHARS) -> str:
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"[binary {content_type}, {len(content)} bytes]"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Result:
+    output: ToolOutput | None
+    error_type: str | None = None
+    error: str | None = None
+
+
+class ToolActivities:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        store: ArtifactStore,
+        registry: ToolRegistry,
+        *,
+        workspace: Path,
+        fetch_max_bytes: int,
+    ) -> None:
+        self._sessions = sessions
+        self._store = store
+        self._registry = registry
+        self._workspace = workspace
+        self._fetch_max_bytes = fetch_max_bytes
+
+    @activity.defn(name="run_tool")
+    async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
+        """Run one tool call once per idempotency key and commit its result."""
+        session_id = uuid.UUID(inp.session_id)
+        async with storage_errors_are_final():
+            async with self._sessions() as db:
+                items = ItemRepository(db, inp.tenant_id)
+                done = await items.by_key(inp.idempotency_key)
+                if done is not None:
+                    return _outcome_of(done, inp.tenant_id)
+                args = await self._arguments(items, session_id, inp.tool_call_id)
+            async with heartbeating():
+                result = await self._execute(inp, args)
+            ref: ArtifactRef | None = None
+            if result.output is not None:
+                # Verified in the store before anything refers to it.
+                ref = await self._store.put(
+                    inp.tenant_id, result.output.content, result.output.content_type
+                )
+            async with self._sessions() as db, db.begin():
+                row = await self._commit(db, inp, session_id, result, ref)
+                return _outcome_of(row, inp.tenant_id)
+
+    async def _arguments(
+        self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
+    ) -> dict[str, Any]:
+        rows = await items.for_tool_call(session_id, tool_call_id)
+        call = next((r for r in rows if r.kind == "tool_call"), None)
+        if call is None:
+            raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
+        edited = next(
+            (r for r in reversed(rows) if r.kind == "approval" and r.data.get("arguments")), None
+        )
+        return dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
+
+    async def _execute(self, inp: ToolRunInput, args: dict[str, Any]) -> _Result:
+        tool = self._registry.get(inp.name)
+        if tool is None:
+            return _Result(None, "UnknownTool", f"there is no tool named {inp.name!r}")
+        ctx = ToolContext(
+            idempotency_key=inp.idempotency_key,
+            workspace=self._workspace,
+            tenant_id=inp.tenant_id,
+            session_id=inp.session_id,
+            fetch_max_bytes=self._fetch_max_bytes,
+        )
+        try:
+            return _Result(await tool.fn(ctx, args))
+        except ToolError as err:
+            activity.logger.info("tool %s failed: %s", inp.name, err.error_type)
+            return _Result(None, err.error_type, err.message)
+
+    async def _commit(
+        self,
+        db: AsyncSession,
+        inp: ToolRunInput,
+        session_id: uuid.UUID,
+        result: _Result,
+        ref: ArtifactRef | None,
+    ) -> ItemRow:
+        artifact_id: uuid.UUID | None = None
+        data: dict[str, Any] = {"step": inp.step}
+        if ref is not None and result.output is not None:
+            artifacts = ArtifactRepository(db, inp.tenant_id)
+            artifact_id = await artifacts.register(ref, uri=self._store.uri(ref))
+            await artifacts.add_ref(
+                artifact_id,
+                owner_type="checkpoint",
+                owner_id=inp.session_id,
+                required_for_resume=True,
+            )
+            data["artifact"] = artifact_info(ref)
+            text = make_preview(result.output.content, ref.content_type)
+        else:
+            data["error_type"] = result.error_type
+            text = f"error ({result.error_type}): {result.error}"[:PREVIEW_CHARS]
+        row, _ = await ItemRepository(db, inp.tenant_id).append(
+            NewItem(
+                session_id=session_id,
+                kind="tool_result",
+                role="tool",
+                idempotency_key=inp.idempotency_key,
+                text=text,
+                tool_call_id=inp.tool_call_id,
+                tool_name=inp.name,
+                data=data,
+                artifact_id=artifact_id,
+            )
+        )
+        return row
+
+
+def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
+    info = row.data.get("artifact")
+    ref = None
+    if info and row.artifact_id is not None:
+        ref = ArtifactRef(
+            tenant_id=tenant_id,
+            sha256=info["sha256"],
+            key=info["key"],
+            size_bytes=int(info["size_bytes"]),
+            content_type=info["content_type"],
+            artifact_id=str(row.artifact_id),
+        )
+    error_type = row.data.get("error_type")
+    return ToolOutcome(
+        tool_call_id=row.tool_call_id or "",
+        item_id=str(row.id),
+        ordinal=row.ordinal,
+        preview=row.text[:PREVIEW_CHARS],
+        ref=ref,
+        is_error=error_type is not None,
+        error_type=error_type,
+    )

@@ -1,0 +1,1 @@
+"""Built-in tools. Each receives a ToolContext carrying its idempotency key."""

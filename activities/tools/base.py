@@ -1,0 +1,70 @@
+"""What a tool is: a spec the model sees, a policy, and an async function."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from activities.providers.base import ToolSpec
+
+Location = Literal["cloud", "device"]
+
+
+class ToolError(Exception):
+    """A deterministic failure the model should be told about (bad path, too large, ...).
+
+    Retrying cannot help, so the activity reports it as an error result instead of failing.
+    """
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Per-call context. The idempotency key is stable across retries of the same call."""
+
+    idempotency_key: str
+    workspace: Path
+    tenant_id: str
+    session_id: str
+    fetch_max_bytes: int = 5 * 1024 * 1024
+    fetch_timeout_seconds: float = 20.0
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: bytes
+    content_type: str = "text/plain; charset=utf-8"
+    summary: str | None = None
+
+
+ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    spec: ToolSpec
+    fn: ToolFn
+    needs_approval: bool = False
+    default_location: Location = "cloud"
+    side_effects: bool = False
+
+
+@dataclass
+class ToolRegistry:
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
+        return cls({t.spec.name: t for t in tools})
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec for t in self.tools.values()]

@@ -1,0 +1,122 @@
+"""The built-in tool set: what the model sees (specs) plus the policy for each tool."""
+
+from __future__ import annotations
+
+from activities.providers.base import ToolSpec
+from activities.tools.base import Tool, ToolRegistry
+from activities.tools.files import (
+    DEFAULT_READ_CAP_BYTES,
+    MAX_LIST_ENTRIES,
+    list_dir,
+    make_read_file,
+    write_file,
+)
+from activities.tools.web import fetch_url
+
+_PATH = {
+    "type": "string",
+    "description": "Path relative to the workspace root, e.g. 'src/app.py'.",
+}
+
+READ_FILE_SPEC = ToolSpec(
+    name="read_file",
+    description=(
+        "Read a file from the workspace and return its bytes. Large files are fine; "
+        "pass max_bytes to read only the beginning."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "max_bytes": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Read at most this many bytes from the start of the file.",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+)
+
+WRITE_FILE_SPEC = ToolSpec(
+    name="write_file",
+    description=(
+        "Create or replace a UTF-8 text file in the workspace (parent directories are "
+        "created). Returns JSON with path, bytes, sha256 and already_applied."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "content": {"type": "string", "description": "The complete new file content."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+)
+
+LIST_DIR_SPEC = ToolSpec(
+    name="list_dir",
+    description=(
+        "List a workspace directory as JSON entries {path, type: file|dir, size}, sorted. "
+        f"At most {MAX_LIST_ENTRIES} entries; 'truncated' tells whether more exist."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {
+                **_PATH,
+                "description": "Directory relative to the workspace root.",
+                "default": ".",
+            },
+            "recursive": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also list everything below subdirectories.",
+            },
+        },
+        "additionalProperties": False,
+    },
+)
+
+FETCH_URL_SPEC = ToolSpec(
+    name="fetch_url",
+    description=(
+        "HTTP GET an http(s) URL (following up to 5 redirects) and return the response "
+        "body with its content type. Large responses are rejected."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "description": "Absolute http:// or https:// URL."},
+        },
+        "required": ["url"],
+        "additionalProperties": False,
+    },
+)
+
+
+def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
+    """Return the built-in tools with their approval and side-effect policy.
+
+    Only write_file changes anything, so only it needs approval and is marked as
+    side-effecting (it is idempotent under the call's idempotency key).
+    """
+    return [
+        Tool(spec=READ_FILE_SPEC, fn=make_read_file(read_cap_bytes), default_location="cloud"),
+        Tool(
+            spec=WRITE_FILE_SPEC,
+            fn=write_file,
+            needs_approval=True,
+            side_effects=True,
+            default_location="cloud",
+        ),
+        Tool(spec=LIST_DIR_SPEC, fn=list_dir, default_location="cloud"),
+        Tool(spec=FETCH_URL_SPEC, fn=fetch_url, default_location="cloud"),
+    ]
+
+
+def default_registry() -> ToolRegistry:
+    """Return a registry holding the built-in tools with default limits."""
+    return ToolRegistry.of(builtin_tools())

@@ -1,0 +1,106 @@
+"""Artifact metadata repository (agent_artifacts, agent_artifact_refs). Never commits.
+
+Rows are written only for refs the ArtifactStore has already uploaded and verified.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.errors import ArtifactNotFound
+from storage.models import OWNER_TYPES, ArtifactRefRow, ArtifactRow
+from workflows.contracts import ArtifactRef
+
+SCHEMA_VERSION = 1
+
+
+class ArtifactRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def register(self, ref: ArtifactRef, *, uri: str) -> uuid.UUID:
+        """Record a verified object; the same bytes map to the same artifact_id."""
+        if ref.tenant_id != self._tenant:
+            raise ArtifactNotFound("artifact belongs to another tenant")
+        await self._db.execute(
+            insert(ArtifactRow)
+            .values(
+                artifact_id=uuid.uuid4(),
+                tenant_id=self._tenant,
+                sha256=ref.sha256,
+                uri=uri,
+                content_type=ref.content_type,
+                size_bytes=ref.size_bytes,
+                schema_version=SCHEMA_VERSION,
+                status="active",
+            )
+            .on_conflict_do_nothing(index_elements=[ArtifactRow.tenant_id, ArtifactRow.sha256])
+        )
+        artifact_id = await self._db.scalar(
+            select(ArtifactRow.artifact_id).where(
+                ArtifactRow.tenant_id == self._tenant, ArtifactRow.sha256 == ref.sha256
+            )
+        )
+        assert artifact_id is not None  # inserted or already present in this transaction
+        return artifact_id
+
+    async def add_ref(
+        self,
+        artifact_id: uuid.UUID,
+        *,
+        owner_type: str,
+        owner_id: str,
+        required_for_resume: bool,
+        expires_at: datetime | None = None,
+    ) -> None:
+        if owner_type not in OWNER_TYPES:
+            raise ValueError(f"unknown owner_type {owner_type!r}")
+        await self._db.execute(
+            insert(ArtifactRefRow)
+            .values(
+                tenant_id=self._tenant,
+                artifact_id=artifact_id,
+                owner_type=owner_type,
+                owner_id=owner_id,
+                required_for_resume=required_for_resume,
+                expires_at=expires_at,
+            )
+            .on_conflict_do_nothing()
+        )
+
+    async def get(self, artifact_id: uuid.UUID) -> ArtifactRow:
+        row = await self._db.scalar(
+            select(ArtifactRow).where(
+                ArtifactRow.tenant_id == self._tenant, ArtifactRow.artifact_id == artifact_id
+            )
+        )
+        if row is None:
+            raise ArtifactNotFound(f"artifact {artifact_id} not found")
+        return row
+
+    async def get_many(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, ArtifactRow]:
+        wanted = set(ids)
+        if not wanted:
+            return {}
+        rows = await self._db.scalars(
+            select(ArtifactRow).where(
+                ArtifactRow.tenant_id == self._tenant, ArtifactRow.artifact_id.in_(wanted)
+            )
+        )
+        return {r.artifact_id: r for r in rows}
+
+    async def refs_of(self, artifact_id: uuid.UUID) -> list[ArtifactRefRow]:
+        rows = await self._db.scalars(
+            select(ArtifactRefRow).where(
+                ArtifactRefRow.tenant_id == self._tenant,
+                ArtifactRefRow.artifact_id == artifact_id,
+            )
+        )
+        return list(rows)

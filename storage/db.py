@@ -1,0 +1,39 @@
+"""Engine, session factory and migrations for AgentState."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> AsyncEngine:
+    return create_async_engine(url, pool_size=pool_size, echo=echo, pool_pre_ping=True)
+
+
+def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    # expire_on_commit=False: activities read attributes after the unit of work commits.
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def _alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+async def migrate(url: str) -> None:
+    """Bring the database at `url` to the latest schema (idempotent)."""
+    # Alembic's env runs its own event loop, so it gets a thread of its own.
+    await asyncio.to_thread(command.upgrade, _alembic_config(url), "head")

@@ -1,0 +1,27 @@
+"""Storage errors. Each maps to a non-retryable activity error of the same type name."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    error_type = "StorageError"
+
+
+class SessionNotFound(StorageError):
+    """No such session for this tenant (another tenant's session looks exactly like this)."""
+
+    error_type = "SessionNotFound"
+
+
+class ArtifactNotFound(StorageError):
+    error_type = "ArtifactNotFound"
+
+
+class ArtifactIntegrityError(StorageError):
+    """Stored bytes do not match the sha256 that names them."""
+
+    error_type = "ArtifactIntegrityError"
+
+
+class InvalidTenant(StorageError):
+    error_type = "InvalidTenant"

@@ -1,0 +1,103 @@
+"""Item repository: the append-only conversation of a session. Never commits."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import ITEM_KINDS, ItemRow
+from storage.sessions import SessionRepository
+
+
+@dataclass(frozen=True)
+class NewItem:
+    session_id: uuid.UUID
+    kind: str
+    role: str
+    idempotency_key: str
+    text: str = ""
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    artifact_id: uuid.UUID | None = None
+
+
+class ItemRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+        self._sessions = SessionRepository(db, tenant_id)
+
+    async def by_key(self, idempotency_key: str) -> ItemRow | None:
+        return await self._db.scalar(
+            select(ItemRow).where(
+                ItemRow.idempotency_key == idempotency_key, ItemRow.tenant_id == self._tenant
+            )
+        )
+
+    async def append(self, item: NewItem) -> tuple[ItemRow, bool]:
+        """Append once per idempotency key. Returns (row, created).
+
+        A retried write finds the row the first attempt committed and returns it, so no
+        call, however often retried, duplicates a message.
+        """
+        if item.kind not in ITEM_KINDS:
+            raise ValueError(f"unknown item kind {item.kind!r}")
+        existing = await self.by_key(item.idempotency_key)
+        if existing is not None:
+            return existing, False
+        ordinal = await self._sessions.take_ordinal(item.session_id)
+        # Re-check under the session lock: a concurrent attempt may have committed meanwhile.
+        existing = await self.by_key(item.idempotency_key)
+        if existing is not None:
+            return existing, False
+        row = ItemRow(
+            id=uuid.uuid4(),
+            tenant_id=self._tenant,
+            session_id=item.session_id,
+            ordinal=ordinal,
+            kind=item.kind,
+            role=item.role,
+            text=item.text,
+            tool_call_id=item.tool_call_id,
+            tool_name=item.tool_name,
+            data=item.data,
+            idempotency_key=item.idempotency_key,
+            artifact_id=item.artifact_id,
+        )
+        self._db.add(row)
+        await self._db.flush()
+        return row, True
+
+    async def page(
+        self, session_id: uuid.UUID, *, after_ordinal: int = 0, limit: int | None = None
+    ) -> list[ItemRow]:
+        """Items of a session in ordinal order, starting after a cursor."""
+        stmt = (
+            select(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.ordinal > after_ordinal,
+            )
+            .order_by(ItemRow.ordinal)
+        )
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return list(await self._db.scalars(stmt))
+
+    async def for_tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> list[ItemRow]:
+        rows = await self._db.scalars(
+            select(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.tool_call_id == tool_call_id,
+            )
+            .order_by(ItemRow.ordinal)
+        )
+        return list(rows)

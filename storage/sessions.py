@@ -1,0 +1,94 @@
+"""Session repository: all SQL on `sessions`, scoped to one tenant. Never commits."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.errors import SessionNotFound
+from storage.models import SESSION_STATUSES, SessionRow
+
+
+class SessionRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def create(
+        self,
+        session_id: uuid.UUID,
+        *,
+        title: str,
+        model_config: dict[str, Any],
+        workflow_id: str | None = None,
+    ) -> SessionRow:
+        """Create the session, or return it unchanged if this id already exists for the tenant."""
+        stmt = (
+            insert(SessionRow)
+            .values(
+                id=session_id,
+                tenant_id=self._tenant,
+                title=title,
+                status="created",
+                model_config_json=model_config,
+                workflow_id=workflow_id,
+                next_ordinal=1,
+            )
+            .on_conflict_do_nothing(index_elements=[SessionRow.id])
+        )
+        await self._db.execute(stmt)
+        return await self.get(session_id)
+
+    async def find(self, session_id: uuid.UUID) -> SessionRow | None:
+        row = await self._db.scalar(
+            select(SessionRow).where(
+                SessionRow.id == session_id, SessionRow.tenant_id == self._tenant
+            )
+        )
+        return row
+
+    async def get(self, session_id: uuid.UUID) -> SessionRow:
+        row = await self.find(session_id)
+        if row is None:
+            raise SessionNotFound(f"session {session_id} not found")
+        return row
+
+    async def list(self, *, limit: int = 50) -> list[SessionRow]:
+        rows = await self._db.scalars(
+            select(SessionRow)
+            .where(SessionRow.tenant_id == self._tenant)
+            .order_by(SessionRow.created_at.desc())
+            .limit(limit)
+        )
+        return list(rows)
+
+    async def set_status(self, session_id: uuid.UUID, status: str) -> None:
+        if status not in SESSION_STATUSES:
+            raise ValueError(f"unknown session status {status!r}")
+        result = await self._db.execute(
+            update(SessionRow)
+            .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
+            .values(status=status, updated_at=func.now())
+        )
+        if result.rowcount == 0:  # type: ignore[attr-defined]
+            raise SessionNotFound(f"session {session_id} not found")
+
+    async def take_ordinal(self, session_id: uuid.UUID) -> int:
+        """Hand out the next item ordinal.
+
+        The row lock this takes is held until the unit of work ends, so appends to one
+        session are serialised and ordinals never collide.
+        """
+        ordinal = await self._db.scalar(
+            update(SessionRow)
+            .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
+            .values(next_ordinal=SessionRow.next_ordinal + 1, updated_at=func.now())
+            .returning(SessionRow.next_ordinal - 1)
+        )
+        if ordinal is None:
+            raise SessionNotFound(f"session {session_id} not found")
+        return int(ordinal)

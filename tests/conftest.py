@@ -1,0 +1,108 @@
+"""Fixtures: one real stack per test session (Temporal dev server, PostgreSQL, SeaweedFS),
+migrated once; each test gets its own task queue, workspace and tenant or session ids."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+from temporalio.client import Client
+
+from activities.providers.base import ModelProvider
+from activities.tools.builtin import default_registry
+from storage.db import migrate
+from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.resources import Resources, open_resources
+from workers.settings import AgentSettings, DatabaseSettings, ModelSettings, S3Settings, Settings
+from workers.stack import DevStack, StackEndpoints
+from workers.temporal_client import connect_client
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackEndpoints]:
+    # Not under pytest's 0700 tmp: as root, PostgreSQL runs as an unprivileged user.
+    state = Path(tempfile.mkdtemp(prefix="durable-agents-test-"))
+    state.chmod(0o755)
+    devstack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    try:
+        yield devstack.start()
+    finally:
+        devstack.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def migrated(stack: StackEndpoints) -> StackEndpoints:
+    await migrate(stack.database_url)
+    return stack
+
+
+def settings_for(ep: StackEndpoints, workspace: Path, task_queue: str) -> Settings:
+    return Settings(
+        database=DatabaseSettings(url=SecretStr(ep.database_url)),
+        s3=S3Settings(
+            endpoint_url=ep.s3_endpoint_url,
+            access_key_id=SecretStr(ep.s3_access_key_id),
+            secret_access_key=SecretStr(ep.s3_secret_access_key),
+            bucket=ep.s3_bucket,
+        ),
+        model=ModelSettings(provider="scripted", name="test-model"),
+        agent=AgentSettings(workspace=workspace, task_queue=task_queue),
+    )
+
+
+@pytest.fixture(scope="session")
+async def resources(migrated: StackEndpoints, tmp_path_factory: pytest.TempPathFactory
+                    ) -> AsyncIterator[Resources]:
+    s = settings_for(migrated, tmp_path_factory.mktemp("unused"), "unused")
+    async with open_resources(s.database, s.s3) as res:
+        await res.store.ensure_bucket()
+        yield res
+
+
+@pytest.fixture(scope="session")
+async def client(stack: StackEndpoints) -> Client:
+    return await connect_client(stack.temporal_address, "default")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+AgentRunner = Callable[..., AbstractAsyncContextManager[str]]
+
+
+@pytest.fixture
+def agent_worker(
+    client: Client, resources: Resources, migrated: StackEndpoints
+) -> AgentRunner:
+    """Run a cloud worker with the given (fake) provider on a fresh task queue.
+
+    max_cached_workflows=0 makes every workflow task replay the history from the start,
+    so each test also checks the loop is deterministic.
+    """
+
+    @asynccontextmanager
+    async def run(provider: ModelProvider, workspace: Path) -> AsyncIterator[str]:
+        queue = f"test-{uuid.uuid4().hex[:10]}"
+        settings = settings_for(migrated, workspace, queue)
+        acts = cloud_activities(settings, resources, provider, default_registry())
+        worker = build_cloud_worker(client, acts, task_queue=queue, max_cached_workflows=0)
+        async with running(worker):
+            yield queue
+
+    return run

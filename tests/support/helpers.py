@@ -1,0 +1,94 @@
+"""Shared test helpers: start a task, decide approvals, read what was committed."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from temporalio.client import Client, WorkflowHandle
+
+from storage.models import ArtifactRow, ItemRow
+from workers import tasks
+from workers.resources import Resources
+from workflows.agent import AgentWorkflow
+
+DEMO_WORKSPACE = Path(__file__).resolve().parents[2] / "workers" / "demo_workspace"
+
+
+def copy_demo_workspace(target: Path) -> Path:
+    shutil.copytree(DEMO_WORKSPACE, target, dirs_exist_ok=True)
+    return target
+
+
+async def start(
+    client: Client,
+    res: Resources,
+    queue: str,
+    text: str = "Survey the workspace.",
+    *,
+    tenant: str = "default",
+    **options: Any,
+) -> tuple[str, WorkflowHandle[AgentWorkflow, Any]]:
+    opts = tasks.TaskOptions(tenant_id=tenant, task_queue=queue, **options)
+    handle = await tasks.start_task(client, res.sessions, text, opts)
+    return handle.id.removeprefix("agent-"), handle
+
+
+async def approve_all(client: Client, session_id: str, stop: asyncio.Event) -> list[str]:
+    """Approve every pending call as it appears, until `stop` is set."""
+    approved: list[str] = []
+    while not stop.is_set():
+        live = await tasks.live_status(client, session_id)
+        for p in live.pending_approvals:
+            if p.tool_call_id not in approved:
+                await tasks.approve(client, session_id, p.tool_call_id, "test")
+                approved.append(p.tool_call_id)
+        await asyncio.sleep(0.05)
+    return approved
+
+
+async def wait_for_pending(client: Client, session_id: str, timeout: float = 20) -> list[str]:
+    async with asyncio.timeout(timeout):
+        while True:
+            live = await tasks.live_status(client, session_id)
+            if live.pending_approvals:
+                return [p.tool_call_id for p in live.pending_approvals]
+            await asyncio.sleep(0.05)
+
+
+async def items_of(res: Resources, tenant: str, session_id: str) -> list[ItemRow]:
+    _, items = await tasks.read_session(res.sessions, tenant, session_id)
+    return items
+
+
+async def artifact_count(res: Resources, tenant: str, sha256: str | None = None) -> int:
+    async with res.sessions() as db:
+        stmt = select(func.count()).select_from(ArtifactRow).where(ArtifactRow.tenant_id == tenant)
+        if sha256:
+            stmt = stmt.where(ArtifactRow.sha256 == sha256)
+        return int(await db.scalar(stmt) or 0)
+
+
+async def s3_keys(res: Resources, prefix: str) -> list[str]:
+    s3: Any = res.store._s3  # the test reads the bucket as any other S3 client would
+    keys: list[str] = []
+    paginator = s3.get_paginator("list_objects_v2")
+    async for page in paginator.paginate(Bucket=res.store.bucket, Prefix=prefix):
+        keys += [o["Key"] for o in page.get("Contents", [])]
+    return keys
+
+
+async def s3_sha256(res: Resources, key: str) -> str:
+    s3: Any = res.store._s3
+    obj = await s3.get_object(Bucket=res.store.bucket, Key=key)
+    async with obj["Body"] as body:
+        return hashlib.sha256(await body.read()).hexdigest()
+
+
+def new_session_id() -> uuid.UUID:
+    return uuid.uuid4()

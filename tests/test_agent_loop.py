@@ -1,0 +1,55 @@
+"""The demo task end to end on the real stack, with the offline model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from temporalio.client import Client
+
+from activities.providers.offline import REPORT_PATH, OfflineProvider
+from tests.conftest import AgentRunner
+from tests.support.helpers import (
+    approve_all,
+    copy_demo_workspace,
+    items_of,
+    s3_sha256,
+    start,
+)
+from workers import tasks
+from workers.resources import Resources
+
+
+async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path
+) -> None:
+    copy_demo_workspace(workspace)
+    async with agent_worker(OfflineProvider(), workspace) as queue:
+        session_id, handle = await start(client, resources, queue)
+        stop = asyncio.Event()
+        approver = asyncio.create_task(approve_all(client, session_id, stop))
+        result = await asyncio.wait_for(handle.result(), 60)
+        stop.set()
+        approved = await approver
+
+    assert result.status == "completed"
+    assert len(approved) == 1
+    items = await items_of(resources, "default", session_id)
+    kinds = [i.kind for i in items]
+    assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
+    assert kinds.count("approval") == 1
+    results = [i for i in items if i.kind == "tool_result"]
+    # list_dir + four text files read + write_file
+    assert len(results) == 6
+    for item in results:
+        info = item.data["artifact"]
+        assert item.artifact_id is not None
+        assert await s3_sha256(resources, info["key"]) == info["sha256"]
+        assert len(item.text) <= 500
+    report = (workspace / REPORT_PATH).read_text()
+    # The report was built from file contents the model only saw through transient expansion.
+    assert "readings.csv" in report and "| 7 |" in report
+    row, _ = await tasks.read_session(resources.sessions, "default", session_id)
+    assert row.status == "completed"
+    ordinals = [i.ordinal for i in items]
+    assert ordinals == sorted(set(ordinals))

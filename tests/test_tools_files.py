@@ -1,0 +1,376 @@
+"""Workspace confinement, idempotent writes, reads and listings of the file tools."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.tools.base import ToolContext, ToolError
+from activities.tools.builtin import builtin_tools, default_registry
+from activities.tools.files import (
+    MAX_LIST_ENTRIES,
+    list_dir,
+    make_read_file,
+    read_file,
+    write_file,
+)
+from activities.tools.workspace import resolve_in_workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def ctx(ws: Path, key: str = "call-1") -> ToolContext:
+    return ToolContext(idempotency_key=key, workspace=ws, tenant_id="t1", session_id="s1")
+
+
+def names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def as_json(content: bytes) -> dict[str, Any]:
+    value = json.loads(content)
+    assert isinstance(value, dict)
+    return value
+
+
+# --- confinement ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../x", "/etc/passwd", "a/../../x", "", "   ", "a\x00b", "C:\\Windows", "\\\\srv\\share"],
+)
+def test_resolve_rejects_escapes(ws: Path, bad: str) -> None:
+    with pytest.raises(ToolError) as err:
+        resolve_in_workspace(ws, bad)
+    assert err.value.error_type == "PathOutsideWorkspace"
+
+
+def test_resolve_allows_inner_dotdot_and_returns_absolute(ws: Path) -> None:
+    resolved = resolve_in_workspace(ws, "a/../b/c.txt")
+    assert resolved == ws.resolve() / "b" / "c.txt"
+
+
+def test_resolve_rejects_symlink_outside(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    (ws / "link").symlink_to(outside)
+    (ws / "dirlink").symlink_to(tmp_path)
+    for rel in ("link", "dirlink/secret.txt"):
+        with pytest.raises(ToolError) as err:
+            resolve_in_workspace(ws, rel)
+        assert err.value.error_type == "PathOutsideWorkspace"
+        assert rel in err.value.message
+
+
+def test_resolve_allows_symlink_inside(ws: Path) -> None:
+    (ws / "real.txt").write_text("x")
+    (ws / "alias.txt").symlink_to(ws / "real.txt")
+    assert resolve_in_workspace(ws, "alias.txt") == (ws / "real.txt").resolve()
+
+
+@pytest.mark.parametrize("reserved", [".agent", ".agent/effects/abc.json", "x/../.agent/effects"])
+def test_resolve_rejects_reserved(ws: Path, reserved: str) -> None:
+    with pytest.raises(ToolError) as err:
+        resolve_in_workspace(ws, reserved)
+    assert err.value.error_type == "ReservedPath"
+
+
+def test_symlink_into_reserved_dir_is_rejected(ws: Path) -> None:
+    (ws / ".agent").mkdir()
+    (ws / "sneaky").symlink_to(ws / ".agent")
+    with pytest.raises(ToolError) as err:
+        resolve_in_workspace(ws, "sneaky/effects")
+    assert err.value.error_type == "ReservedPath"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("../x", "PathOutsideWorkspace"),
+        ("/etc/passwd", "PathOutsideWorkspace"),
+        ("link", "PathOutsideWorkspace"),
+        (".agent/effects/whatever.json", "ReservedPath"),
+    ],
+)
+async def test_tools_refuse_bad_paths(ws: Path, tmp_path: Path, path: str, expected: str) -> None:
+    (tmp_path / "outside.txt").write_text("do not touch")
+    (ws / "link").symlink_to(tmp_path / "outside.txt")
+    (ws / ".agent" / "effects").mkdir(parents=True)
+    (ws / ".agent" / "effects" / "whatever.json").write_text("{}")
+    calls: list[tuple[Any, dict[str, Any]]] = [
+        (read_file, {"path": path}),
+        (write_file, {"path": path, "content": "pwned"}),
+        (list_dir, {"path": path}),
+    ]
+    for tool, args in calls:
+        with pytest.raises(ToolError) as err:
+            await tool(ctx(ws, key=f"k-{path}"), args)
+        assert err.value.error_type == expected
+    assert (tmp_path / "outside.txt").read_text() == "do not touch"
+    assert (ws / ".agent" / "effects" / "whatever.json").read_text() == "{}"
+
+
+# --- argument validation -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        (read_file, {}),
+        (read_file, {"path": 3}),
+        (read_file, {"path": "a", "max_bytes": "10"}),
+        (read_file, {"path": "a", "max_bytes": True}),
+        (read_file, {"path": "a", "max_bytes": 0}),
+        (write_file, {"path": "a"}),
+        (write_file, {"content": "x"}),
+        (write_file, {"path": "a", "content": ["x"]}),
+        (write_file, {"_raw": '{"path": "a", "content": '}),
+        (list_dir, {"recursive": "yes"}),
+        (list_dir, {"path": 1}),
+        (list_dir, {"_raw": "nonsense"}),
+    ],
+)
+async def test_invalid_arguments(ws: Path, tool: Any, args: dict[str, Any]) -> None:
+    with pytest.raises(ToolError) as err:
+        await tool(ctx(ws), args)
+    assert err.value.error_type == "InvalidArguments"
+    assert not (ws / "a").exists()
+
+
+# --- write_file ----------------------------------------------------------------------
+
+
+async def test_write_is_idempotent_per_key(ws: Path) -> None:
+    first = await write_file(ctx(ws, "k1"), {"path": "out/notes.txt", "content": "hello"})
+    target = ws / "out" / "notes.txt"
+    assert target.read_text() == "hello"
+    before = target.stat()
+    first_result = as_json(first.content)
+    assert first_result == {
+        "path": "out/notes.txt",
+        "bytes": 5,
+        "sha256": hashlib.sha256(b"hello").hexdigest(),
+        "already_applied": False,
+    }
+
+    second = await write_file(ctx(ws, "k1"), {"path": "out/notes.txt", "content": "hello"})
+    after = target.stat()
+    # A rewrite via temp file + rename would give a new inode and a new mtime.
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert as_json(second.content) == {**first_result, "already_applied": True}
+
+    third = await write_file(ctx(ws, "k2"), {"path": "out/notes.txt", "content": "changed"})
+    assert as_json(third.content)["already_applied"] is False
+    assert target.read_text() == "changed"
+    assert target.stat().st_ino != before.st_ino
+
+
+async def test_write_ledger_entry_after_first_write(ws: Path) -> None:
+    await write_file(ctx(ws, "ledger-key"), {"path": "f.txt", "content": "abc"})
+    digest = hashlib.sha256(b"ledger-key").hexdigest()
+    entry = json.loads((ws / ".agent" / "effects" / f"{digest}.json").read_text())
+    assert entry == {"path": "f.txt", "sha256": hashlib.sha256(b"abc").hexdigest(), "bytes": 3}
+
+
+async def test_write_retry_does_not_clobber_later_edits(ws: Path) -> None:
+    await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "from agent"})
+    (ws / "f.txt").write_text("edited by a human afterwards")
+    again = await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "from agent"})
+    assert as_json(again.content)["already_applied"] is True
+    assert (ws / "f.txt").read_text() == "edited by a human afterwards"
+
+
+async def test_write_same_key_different_effect_is_a_conflict(ws: Path) -> None:
+    await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "one"})
+    with pytest.raises(ToolError) as err:
+        await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "two"})
+    assert err.value.error_type == "IdempotencyConflict"
+    assert (ws / "f.txt").read_text() == "one"
+
+
+async def test_write_crash_before_ledger_rewrites_identical_bytes(ws: Path) -> None:
+    await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "same"})
+    # Simulate a crash between the file write and the ledger write.
+    for entry in (ws / ".agent" / "effects").iterdir():
+        entry.unlink()
+    retry = await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "same"})
+    assert as_json(retry.content)["already_applied"] is False
+    assert (ws / "f.txt").read_text() == "same"
+
+
+async def test_write_is_atomic_and_leaves_no_temp_files(ws: Path) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("old")
+    os.chmod(ws / "d" / "f.txt", 0o640)
+    await write_file(ctx(ws, "a"), {"path": "d/f.txt", "content": "new ✓"})
+    assert (ws / "d" / "f.txt").read_bytes() == "new ✓".encode()
+    assert names(ws / "d") == ["f.txt"]
+    ledger = names(ws / ".agent" / "effects")
+    assert len(ledger) == 1 and ledger[0].endswith(".json")
+    assert (ws / "d" / "f.txt").stat().st_mode & 0o777 == 0o640
+
+
+async def test_write_onto_directory_is_refused(ws: Path) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").mkdir()  # a directory where the file should go
+    with pytest.raises(ToolError) as err:
+        await write_file(ctx(ws, "a"), {"path": "d/f.txt", "content": "x"})
+    assert err.value.error_type == "NotAFile"
+    assert names(ws / "d") == ["f.txt"]
+    assert not (ws / ".agent").exists()
+
+
+async def test_failed_rename_leaves_old_file_and_no_temp(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "f.txt").write_text("old")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr("activities.tools.files.os.replace", broken_replace)
+    with pytest.raises(OSError, match="disk on fire"):
+        await write_file(ctx(ws, "a"), {"path": "f.txt", "content": "new"})
+    monkeypatch.undo()
+    assert names(ws) == ["f.txt"]  # no temp file, no ledger entry
+    assert (ws / "f.txt").read_text() == "old"
+    # The failed attempt recorded nothing, so the retry really writes.
+    retry = await write_file(ctx(ws, "a"), {"path": "f.txt", "content": "new"})
+    assert as_json(retry.content)["already_applied"] is False
+    assert (ws / "f.txt").read_text() == "new"
+
+
+async def test_write_under_a_file_parent(ws: Path) -> None:
+    (ws / "plain").write_text("x")
+    with pytest.raises(ToolError) as err:
+        await write_file(ctx(ws, "a"), {"path": "plain/child.txt", "content": "x"})
+    assert err.value.error_type == "NotADirectory"
+
+
+# --- read_file -----------------------------------------------------------------------
+
+
+async def test_read_large_file_returns_all_bytes(ws: Path) -> None:
+    data = os.urandom(3 * 1024 * 1024)
+    (ws / "big.bin").write_bytes(data)
+    out = await read_file(ctx(ws), {"path": "big.bin"})
+    assert out.content == data
+    assert out.content_type == "application/octet-stream"
+
+
+async def test_read_text_and_types(ws: Path) -> None:
+    (ws / "notes").write_text("plain text, no extension ✓")
+    (ws / "data.json").write_text('{"a": 1}')
+    (ws / "page.html").write_text("<p>hi</p>")
+    notes = await read_file(ctx(ws), {"path": "notes"})
+    assert notes.content == "plain text, no extension ✓".encode()
+    assert notes.content_type == "text/plain; charset=utf-8"
+    assert (await read_file(ctx(ws), {"path": "data.json"})).content_type == (
+        "application/json; charset=utf-8"
+    )
+    assert (await read_file(ctx(ws), {"path": "page.html"})).content_type == (
+        "text/html; charset=utf-8"
+    )
+    assert notes.summary is not None and "✓" not in notes.summary  # no contents in summary
+
+
+async def test_read_max_bytes_and_cap(ws: Path) -> None:
+    (ws / "f.txt").write_bytes(b"0123456789")
+    head = await read_file(ctx(ws), {"path": "f.txt", "max_bytes": 4})
+    assert head.content == b"0123"
+    assert head.summary is not None and "truncated" in head.summary
+    small_cap = make_read_file(cap_bytes=5)
+    with pytest.raises(ToolError) as err:
+        await small_cap(ctx(ws), {"path": "f.txt"})
+    assert err.value.error_type == "FileTooLarge"
+    assert (await small_cap(ctx(ws), {"path": "f.txt", "max_bytes": 100})).content == b"01234"
+
+
+async def test_read_missing_and_directory(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    for path, expected in (("nope.txt", "FileNotFound"), ("sub", "NotAFile"), (".", "NotAFile")):
+        with pytest.raises(ToolError) as err:
+            await read_file(ctx(ws), {"path": path})
+        assert err.value.error_type == expected
+
+
+async def test_read_fifo_is_refused_without_hanging(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolError) as err:
+        await read_file(ctx(ws), {"path": "pipe"})
+    assert err.value.error_type == "NotAFile"
+
+
+# --- list_dir ------------------------------------------------------------------------
+
+
+async def test_list_dir(ws: Path, tmp_path: Path) -> None:
+    (ws / "b.txt").write_text("bb")
+    (ws / "a").mkdir()
+    (ws / "a" / "x.py").write_text("x = 1\n")
+    (ws / "a.txt").write_text("a")
+    (ws / "outside").symlink_to(tmp_path)
+    await write_file(ctx(ws, "k"), {"path": "w.txt", "content": "w"})  # creates .agent/
+
+    flat = as_json((await list_dir(ctx(ws), {})).content)
+    assert flat == {
+        "path": ".",
+        "truncated": False,
+        "entries": [
+            {"path": "a", "type": "dir", "size": None},
+            {"path": "a.txt", "type": "file", "size": 1},
+            {"path": "b.txt", "type": "file", "size": 2},
+            {"path": "w.txt", "type": "file", "size": 1},
+        ],
+    }
+    deep = as_json((await list_dir(ctx(ws), {"path": ".", "recursive": True})).content)
+    assert [e["path"] for e in deep["entries"]] == ["a", "a/x.py", "a.txt", "b.txt", "w.txt"]
+    sub = as_json((await list_dir(ctx(ws), {"path": "a"})).content)
+    assert sub["entries"] == [{"path": "a/x.py", "type": "file", "size": 6}]
+
+
+async def test_list_dir_errors_and_truncation(ws: Path) -> None:
+    (ws / "f.txt").write_text("x")
+    with pytest.raises(ToolError) as err:
+        await list_dir(ctx(ws), {"path": "f.txt"})
+    assert err.value.error_type == "NotADirectory"
+    with pytest.raises(ToolError) as err:
+        await list_dir(ctx(ws), {"path": "missing"})
+    assert err.value.error_type == "FileNotFound"
+
+    many = ws / "many"
+    many.mkdir()
+    for i in range(MAX_LIST_ENTRIES + 5):
+        (many / f"f{i:05d}").touch()
+    listing = as_json((await list_dir(ctx(ws), {"path": "many"})).content)
+    assert listing["truncated"] is True
+    assert len(listing["entries"]) == MAX_LIST_ENTRIES
+    assert listing["entries"][0]["path"] == "many/f00000"
+
+
+# --- registry ------------------------------------------------------------------------
+
+
+def test_builtin_policy() -> None:
+    tools = {t.spec.name: t for t in builtin_tools()}
+    assert set(tools) == {"read_file", "write_file", "list_dir", "fetch_url"}
+    assert tools["write_file"].needs_approval and tools["write_file"].side_effects
+    for name in ("read_file", "list_dir", "fetch_url"):
+        assert not tools[name].needs_approval
+        assert not tools[name].side_effects
+    assert all(t.default_location == "cloud" for t in tools.values())
+    assert tools["write_file"].spec.parameters["required"] == ["path", "content"]
+    registry = default_registry()
+    assert registry.get("fetch_url") is not None
+    assert [s.name for s in registry.specs()] == list(tools)

@@ -1,0 +1,1 @@
+"""Processes: cloud worker, device worker, the embedded dev stack and the agentctl CLI."""

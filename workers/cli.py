@@ -1,0 +1,292 @@
+"""agentctl: start, steer and read durable agent tasks; run workers and the dev stack."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from storage.artifact_records import ArtifactRepository
+from storage.db import migrate
+from storage.errors import StorageError
+from workers import tasks
+from workers.render import print_item, timeline_table
+from workers.resources import Resources, open_resources
+from workers.settings import Settings, get_settings
+from workers.temporal_client import connect_client
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for development.")
+artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts.")
+app.add_typer(dev_app, name="dev")
+app.add_typer(artifacts_app, name="artifacts")
+
+console = Console()
+err_console = Console(stderr=True)
+T = TypeVar("T")
+
+Tenant = Annotated[str | None, typer.Option("--tenant", help="Tenant id (default: AGENT_TENANT_ID).")]
+
+
+def _tenant(settings: Settings, tenant: str | None) -> str:
+    return tenant or settings.agent.tenant_id
+
+
+def _run(coro: Awaitable[T]) -> T:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+async def _with_resources(fn: Callable[[Resources], Awaitable[T]]) -> T:
+    s = get_settings()
+    async with open_resources(s.database, s.s3) as res:
+        return await fn(res)
+
+
+@app.command()
+def start(
+    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    tenant: Tenant = None,
+    max_steps: Annotated[int, typer.Option(help="Model steps before the task stops.")] = 24,
+    device: Annotated[str | None, typer.Option(help="Device whose worker runs device tools.")] = None,
+    device_tool: Annotated[list[str] | None, typer.Option(help="Tool to run on --device.")] = None,
+    watch: Annotated[bool, typer.Option(help="Follow the task after starting it.")] = False,
+) -> None:
+    """Start a task; prints its session id."""
+    s = get_settings()
+    opts = tasks.TaskOptions(
+        tenant_id=_tenant(s, tenant), max_steps=max_steps, device_id=device,
+        device_tools=list(device_tool or []), task_queue=s.agent.task_queue,
+        model_config={"provider": s.model.provider, "model": s.model.name},
+    )
+
+    async def go(res: Resources) -> str:
+        client = await connect_client()
+        handle = await tasks.start_task(client, res.sessions, task, opts)
+        return handle.id.removeprefix("agent-")
+
+    session_id = _run(_with_resources(go))
+    console.print(session_id)
+    if watch:
+        watch_cmd(session_id, tenant=tenant)
+
+
+@app.command()
+def approve(
+    session: str,
+    call: Annotated[str, typer.Argument(help="The tool call id waiting for approval.")],
+    by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
+) -> None:
+    """Approve a tool call that waits for approval."""
+    result = _run(_decide(session, call, True, "", by))
+    console.print(f"approved {result.tool_call_id}")
+
+
+@app.command()
+def reject(
+    session: str,
+    call: str,
+    reason: Annotated[str, typer.Option(help="Told to the model.")] = "",
+    by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
+) -> None:
+    """Reject a tool call; the model is told, and the task goes on."""
+    result = _run(_decide(session, call, False, reason, by))
+    console.print(f"rejected {result.tool_call_id}")
+
+
+async def _decide(
+    session: str, call: str, ok: bool, reason: str, by: str
+) -> tasks.DecisionResult:
+    client = await connect_client()
+    if ok:
+        return await tasks.approve(client, session, call, by)
+    return await tasks.reject(client, session, call, reason, by)
+
+
+@app.command()
+def send(session: str, message: str, tenant: Tenant = None) -> None:
+    """Send a follow-up message to a running task."""
+
+    async def go(res: Resources) -> int:
+        client = await connect_client()
+        row = await tasks.send_message(
+            client, res.sessions, _tenant(get_settings(), tenant), session, message
+        )
+        return row.ordinal
+
+    console.print(f"sent as item #{_run(_with_resources(go))}")
+
+
+@app.command()
+def status(session: str, tenant: Tenant = None) -> None:
+    """Where a task is: AgentState's view, plus the live workflow state if it runs."""
+
+    async def go(res: Resources) -> None:
+        row, items = await tasks.read_session(
+            res.sessions, _tenant(get_settings(), tenant), session
+        )
+        console.print(f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}")
+        try:
+            live = await tasks.live_status(await connect_client(), session)
+        except RPCError as err:
+            console.print(f"workflow: not reachable ({err.message})")
+            return
+        console.print(f"workflow: step={live.step} status={live.status}")
+        calls = {i.tool_call_id: i for i in items if i.kind == "tool_call"}
+        for p in live.pending_approvals:
+            call = calls.get(p.tool_call_id)
+            args = call.data.get("arguments", {}) if call else {}
+            shown = {k: (v if len(str(v)) < 80 else str(v)[:77] + "...") for k, v in args.items()}
+            console.print(f"  waiting for approval: {p.tool_call_id} {p.name}({shown})")
+        if live.last_error:
+            console.print(f"  last error: {live.last_error}")
+
+    _run(_with_resources(go))
+
+
+@app.command("watch")
+def watch_cmd(
+    session: str,
+    tenant: Tenant = None,
+    after: Annotated[int, typer.Option(help="Start after this item ordinal.")] = 0,
+) -> None:
+    """Print each item as it is committed, until the task ends."""
+
+    async def go(res: Resources) -> None:
+        t = _tenant(get_settings(), tenant)
+        async for item in tasks.watch_items(res.sessions, t, session, after=after):
+            print_item(console, item)
+        row, _ = await tasks.read_session(res.sessions, t, session, limit=0)
+        console.print(f"task ended: {row.status}")
+
+    _run(_with_resources(go))
+
+
+@app.command()
+def show(session: str, tenant: Tenant = None) -> None:
+    """The whole timeline of a session."""
+
+    async def go(res: Resources) -> None:
+        row, items = await tasks.read_session(res.sessions, _tenant(get_settings(), tenant), session)
+        console.print(timeline_table(row, items))
+
+    _run(_with_resources(go))
+
+
+@artifacts_app.command("get")
+def artifacts_get(
+    artifact_id: str,
+    tenant: Tenant = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
+) -> None:
+    """Fetch an artifact (sha256-verified) to stdout or a file."""
+
+    async def go(res: Resources) -> bytes:
+        t = _tenant(get_settings(), tenant)
+        async with res.sessions() as db:
+            row = await ArtifactRepository(db, t).get(uuid.UUID(artifact_id))
+        ref = res.store.ref_for(t, row.sha256, row.size_bytes, row.content_type)
+        return await res.store.get(t, ref)
+
+    data = _run(_with_resources(go))
+    if output:
+        output.write_bytes(data)
+        console.print(f"wrote {len(data)} bytes to {output}")
+    else:
+        sys.stdout.buffer.write(data)
+
+
+@app.command("migrate")
+def migrate_cmd() -> None:
+    """Apply AgentState migrations to DATABASE_URL."""
+    _run(migrate(get_settings().database.url.get_secret_value()))
+    console.print("migrations applied")
+
+
+@app.command()
+def worker() -> None:
+    """Run the cloud worker against the configured Temporal, PostgreSQL and S3."""
+    from workers.processes import run_cloud_worker
+
+    _run(run_cloud_worker(get_settings()))
+
+
+@app.command()
+def device(
+    device_id: Annotated[str, typer.Option(help="This device's id (task queue device-<id>).")],
+    workspace: Annotated[Path, typer.Option(help="Folder the device tools may touch.")] = Path("."),
+) -> None:
+    """Run this device's worker: device-local tools for tasks started with --device."""
+    from workers.processes import run_device_worker
+
+    _run(run_device_worker(get_settings(), device_id, workspace))
+
+
+@dev_app.command("up")
+def dev_up(
+    state_dir: Annotated[Path, typer.Option(help="Where the stack keeps its data.")] = Path(".devstack"),
+    temporal_port: int = 7233,
+    postgres_port: int = 54329,
+    s3_port: int = 8333,
+    ui: Annotated[bool, typer.Option(help="Serve the Temporal Web UI.")] = True,
+    model_provider: Annotated[
+        str | None, typer.Option(help="offline|scripted|openai|anthropic (else MODEL_PROVIDER).")
+    ] = None,
+) -> None:
+    """Run Temporal, PostgreSQL, SeaweedFS and a cloud worker in the foreground."""
+    from workers.devup import dev_up as run_dev_up
+
+    _run(run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, model_provider))
+
+
+@app.command()
+def demo(
+    interactive: Annotated[
+        bool | None, typer.Option(help="Ask before approving (default: when on a terminal).")
+    ] = None,
+) -> None:
+    """Start a throwaway stack, run the demo task to completion, show what happened, stop."""
+    from workers.demo import run_demo
+
+    ask = sys.stdin.isatty() if interactive is None else interactive
+    raise typer.Exit(_run(run_demo(console, interactive=ask)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app(args=argv, standalone_mode=False, prog_name="agentctl")
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except (StorageError, tasks.TaskNotRunning, ValueError) as err:
+        err_console.print(f"error: {err}")
+        return 1
+    except WorkflowUpdateFailedError as err:
+        err_console.print(f"error: {err.cause or err}")
+        return 1
+    except RPCError as err:
+        err_console.print(f"error: Temporal said: {err.message}")
+        return 1
+    except (typer.Abort, KeyboardInterrupt):
+        return 130
+    except Exception as err:  # click's usage errors and the like
+        import click
+
+        if isinstance(err, click.ClickException):
+            err.show()
+            return err.exit_code
+        raise
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The cloud worker: the agent workflow plus every cloud-side activity."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.context import ContextBudget
+from activities.model_call import ModelActivities
+from activities.providers.base import ModelProvider
+from activities.session_state import SessionStateActivities
+from activities.tool_run import ToolActivities
+from activities.tools.base import ToolRegistry
+from workers.resources import Resources
+from workers.settings import Settings
+from workflows.agent import AgentWorkflow
+
+# Awaited after a worker stops: exiting the process at once can abort inside the SDK's
+# native runtime at interpreter shutdown (seen with temporalio 1.30-1.35).
+SHUTDOWN_GRACE_SECONDS = 0.5
+
+
+def cloud_activities(
+    settings: Settings, resources: Resources, provider: ModelProvider, registry: ToolRegistry
+) -> list[Any]:
+    m = settings.model
+    model = ModelActivities(
+        resources.sessions,
+        resources.store,
+        provider,
+        registry,
+        model=m.name,
+        system_prompt=settings.agent.system_prompt,
+        budget=ContextBudget(m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding),
+    )
+    tools = ToolActivities(
+        resources.sessions,
+        resources.store,
+        registry,
+        workspace=settings.agent.workspace.resolve(),
+        fetch_max_bytes=settings.agent.fetch_max_bytes,
+    )
+    state = SessionStateActivities(resources.sessions)
+    return [
+        model.call_model,
+        tools.run_tool,
+        state.record_approval,
+        state.record_tool_error,
+        state.set_session_status,
+    ]
+
+
+def build_cloud_worker(
+    client: Client,
+    activities: Sequence[Any],
+    *,
+    task_queue: str,
+    max_cached_workflows: int | None = None,
+) -> Worker:
+    extra: dict[str, Any] = {}
+    if max_cached_workflows is not None:
+        extra["max_cached_workflows"] = max_cached_workflows
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=list(activities),
+        **extra,
+    )
+
+
+@asynccontextmanager
+async def running(worker: Worker) -> AsyncIterator[Worker]:
+    """Run a worker in the background for the length of a block."""
+    task = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        await worker.shutdown()
+        await asyncio.gather(task, return_exceptions=True)
+        await asyncio.sleep(SHUTDOWN_GRACE_SECONDS)

@@ -1,0 +1,172 @@
+"""`agentctl demo`: the whole product in one command on a throwaway embedded stack.
+
+Start Temporal + PostgreSQL + SeaweedFS, run a cloud worker with the offline model, start a
+task that reads the workspace and writes a report (which needs approval), follow it live,
+then show the timeline, verify every artifact against its sha256 and stop everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import SecretStr
+from rich.console import Console
+from rich.panel import Panel
+from temporalio.client import Client
+
+from activities.providers.offline import OfflineProvider, REPORT_PATH
+from activities.tools.builtin import default_registry
+from storage.artifact_records import ArtifactRepository
+from storage.db import migrate
+from workers import tasks
+from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.render import print_item, timeline_table
+from workers.resources import Resources, open_resources
+from workers.settings import AgentSettings, DatabaseSettings, ModelSettings, S3Settings, Settings
+from workers.stack import DevStack, StackEndpoints
+from workers.temporal_client import connect_client
+
+DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
+DEMO_QUEUE = "agent-demo"
+TENANT = "default"
+
+
+def demo_settings(ep: StackEndpoints, workspace: Path) -> Settings:
+    return Settings(
+        database=DatabaseSettings(url=SecretStr(ep.database_url)),
+        s3=S3Settings(
+            endpoint_url=ep.s3_endpoint_url,
+            access_key_id=SecretStr(ep.s3_access_key_id),
+            secret_access_key=SecretStr(ep.s3_secret_access_key),
+            bucket=ep.s3_bucket,
+        ),
+        model=ModelSettings(provider="offline", name="offline-demo"),
+        agent=AgentSettings(workspace=workspace, task_queue=DEMO_QUEUE),
+    )
+
+
+async def _decide_approvals(
+    console: Console, client: Client, session_id: str, interactive: bool, done: asyncio.Event
+) -> None:
+    decided: set[str] = set()
+    while not done.is_set():
+        live = await tasks.live_status(client, session_id)
+        for pending in live.pending_approvals:
+            if pending.tool_call_id in decided:
+                continue
+            decided.add(pending.tool_call_id)
+            console.print(
+                f"[bold yellow]approval needed[/]: {pending.name} [{pending.tool_call_id}]"
+            )
+            ok = True
+            if interactive:
+                answer = await asyncio.to_thread(input, "  approve? [Y/n] ")
+                ok = answer.strip().lower() not in ("n", "no")
+            else:
+                console.print(
+                    "  [yellow]auto-approving[/] (not on a terminal; "
+                    "`agentctl demo --interactive` asks instead)"
+                )
+            if ok:
+                await tasks.approve(client, session_id, pending.tool_call_id, "demo-user")
+            else:
+                await tasks.reject(
+                    client, session_id, pending.tool_call_id, "declined in the demo", "demo-user"
+                )
+        await asyncio.sleep(0.2)
+
+
+async def _follow(console: Console, res: Resources, session_id: str, done: asyncio.Event) -> None:
+    async for item in tasks.watch_items(res.sessions, TENANT, session_id, poll_seconds=0.1):
+        print_item(console, item)
+    done.set()
+
+
+async def _verify_artifacts(console: Console, res: Resources, session_id: str) -> int:
+    """Every tool result's ref must resolve to an object whose bytes hash to its sha256."""
+    _, items = await tasks.read_session(res.sessions, TENANT, session_id)
+    checked = 0
+    async with res.sessions() as db:
+        repo = ArtifactRepository(db, TENANT)
+        for item in items:
+            if item.artifact_id is None:
+                continue
+            row = await repo.get(item.artifact_id)
+            ref = res.store.ref_for(TENANT, row.sha256, row.size_bytes, row.content_type)
+            data = await res.store.get(TENANT, ref)  # raises if the sha256 does not match
+            console.print(
+                f"  ok  {row.artifact_id}  {len(data):>6} B  {row.content_type:<28} {ref.key}"
+            )
+            checked += 1
+    return checked
+
+
+async def _run_task(
+    console: Console, client: Client, res: Resources, interactive: bool
+) -> tuple[str, str]:
+    handle = await tasks.start_task(
+        client, res.sessions, DEMO_TASK, tasks.TaskOptions(task_queue=DEMO_QUEUE)
+    )
+    session_id = handle.id.removeprefix("agent-")
+    console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}\n")
+    done = asyncio.Event()
+    watcher = asyncio.create_task(_follow(console, res, session_id, done))
+    decider = asyncio.create_task(_decide_approvals(console, client, session_id, interactive, done))
+    result = await handle.result()
+    await watcher
+    decider.cancel()
+    await asyncio.gather(decider, return_exceptions=True)
+    return session_id, result.status
+
+
+async def run_demo(console: Console, *, interactive: bool) -> int:
+    began = time.monotonic()
+    state = Path(tempfile.mkdtemp(prefix="durable-agents-demo-"))
+    state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
+    workspace = state / "workspace"
+    shutil.copytree(Path(__file__).parent / "demo_workspace", workspace)
+    console.print(Panel.fit("durable-agents demo: a durable agent loop on real services"))
+    console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
+    stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    try:
+        t0 = time.monotonic()
+        ep = await asyncio.to_thread(stack.start)
+        console.print(
+            f"  ready in {time.monotonic() - t0:.1f}s: temporal {ep.temporal_address} · "
+            f"postgres {ep.database_url.rsplit('@', 1)[-1]} · s3 {ep.s3_endpoint_url}"
+        )
+        settings = demo_settings(ep, workspace)
+        await migrate(ep.database_url)
+        console.print("  AgentState migrations applied")
+        client = await connect_client(ep.temporal_address, "default")
+        async with open_resources(settings.database, settings.s3) as res:
+            await res.store.ensure_bucket()
+            provider = OfflineProvider()
+            acts = cloud_activities(settings, res, provider, default_registry())
+            async with running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)):
+                console.print("  cloud worker running (model: offline, deterministic)\n")
+                session_id, status = await _run_task(console, client, res, interactive)
+            row, items = await tasks.read_session(res.sessions, TENANT, session_id)
+            console.print()
+            console.print(timeline_table(row, items))
+            console.print("\nartifacts (each re-read from S3 and checked against its sha256):")
+            checked = await _verify_artifacts(console, res, session_id)
+            history = await tasks.task_handle(client, session_id).fetch_history()
+            size = len(history.to_json().encode())
+            console.print(
+                f"\nworkflow history: {len(history.events)} events, {size} bytes "
+                f"(ids, cursors and refs only); {checked} artifacts verified"
+            )
+        report = workspace / REPORT_PATH
+        if report.exists():
+            console.print(Panel(report.read_text(), title=str(REPORT_PATH)))
+        console.print(f"task {status} in {time.monotonic() - began:.1f}s; stopping the stack")
+        return 0 if status == "completed" else 1
+    finally:
+        await asyncio.to_thread(stack.stop)
+        shutil.rmtree(state, ignore_errors=True)
+

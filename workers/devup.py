@@ -1,0 +1,56 @@
+"""`agentctl dev up`: the embedded stack plus a cloud worker, in the foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from rich.console import Console
+
+from storage.db import migrate
+from workers.processes import run_cloud_worker
+from workers.settings import ModelSettings, Settings, get_settings
+from workers.stack import DevStack
+
+console = Console()
+
+
+async def dev_up(
+    state_dir: Path,
+    temporal_port: int,
+    postgres_port: int,
+    s3_port: int,
+    ui: bool,
+    model_provider: str | None,
+) -> None:
+    base = get_settings()
+    provider = model_provider or base.model.provider
+    if provider is None:
+        raise ValueError(
+            "choose a model: --model-provider offline (deterministic, no network) or set "
+            "MODEL_PROVIDER=openai|anthropic with MODEL_BASE_URL / MODEL_API_KEY"
+        )
+    stack = DevStack(
+        state_dir, temporal_port=temporal_port, postgres_port=postgres_port, s3_port=s3_port, ui=ui
+    )
+    try:
+        ep = await asyncio.to_thread(stack.start)
+        # The worker and any agentctl started from this process read the same variables.
+        os.environ.update(ep.env())
+        await migrate(ep.database_url)
+        console.print("[bold]durable-agents dev stack is up[/] (Ctrl-C stops everything)")
+        for name, value in ep.env().items():
+            if "SECRET" not in name:
+                console.print(f"  export {name}={value}")
+        if ep.temporal_ui_url:
+            console.print(f"  Temporal Web UI: {ep.temporal_ui_url}")
+        logging.getLogger().setLevel(logging.INFO)
+        settings = Settings(
+            model=ModelSettings.model_validate({**base.model.model_dump(), "provider": provider}),
+            agent=base.agent,
+        )
+        await run_cloud_worker(settings)
+    finally:
+        await asyncio.to_thread(stack.stop)

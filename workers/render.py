@@ -1,0 +1,61 @@
+"""How items and sessions look in a terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from storage.models import ItemRow, SessionRow
+
+_ICONS = {
+    "user_message": "user",
+    "assistant_message": "model",
+    "tool_call": "call",
+    "tool_result": "result",
+    "approval": "approval",
+    "error": "error",
+}
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def item_line(item: ItemRow, width: int = 100) -> str:
+    kind = _ICONS.get(item.kind, item.kind)
+    label = f"#{item.ordinal:<3} {kind:<8}"
+    if item.kind == "tool_call":
+        args = item.data.get("arguments", {})
+        arg_text = ", ".join(f"{k}={_one_line(str(v), 40)!s}" for k, v in args.items())
+        return f"{label} {item.tool_name}({arg_text})  [{item.tool_call_id}]"
+    text = _one_line(item.text, width)
+    artifact = item.data.get("artifact")
+    if artifact:
+        text += f"  [artifact {artifact['sha256'][:12]} {artifact['size_bytes']} B]"
+    if item.kind == "tool_result":
+        return f"{label} {item.tool_name or ''} [{item.tool_call_id}] {text}"
+    return f"{label} {text}"
+
+
+def print_item(console: Console, item: ItemRow) -> None:
+    console.print(item_line(item), markup=False, highlight=False)
+
+
+def timeline_table(session: SessionRow, items: list[ItemRow]) -> Table:
+    table = Table(title=f"session {session.id} · {session.status}", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("kind")
+    table.add_column("tool / call")
+    table.add_column("text", overflow="fold")
+    table.add_column("artifact")
+    for item in items:
+        artifact = item.data.get("artifact")
+        table.add_row(
+            str(item.ordinal),
+            item.kind,
+            f"{item.tool_name or ''} {item.tool_call_id or ''}".strip(),
+            _one_line(item.text, 70),
+            f"{artifact['sha256'][:12]} ({artifact['size_bytes']} B)" if artifact else "",
+        )
+    return table

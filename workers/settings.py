@@ -1,0 +1,88 @@
+"""Configuration from the environment, one cached get_settings().
+
+Each group has its own env prefix so the names read like the services they point at
+(DATABASE_URL, S3_BUCKET, MODEL_PROVIDER, ...). The Temporal connection is not here: it
+comes from the SDK's own env config (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Defaults match `agentctl dev up`, so a second terminal needs no exports.
+DEV_POSTGRES_PORT = 54329
+DEV_S3_PORT = 8333
+DEV_TEMPORAL_PORT = 7233
+DEV_S3_ACCESS_KEY = "durable-agents-dev"
+DEV_S3_SECRET_KEY = "durable-agents-dev-secret"
+
+
+class DatabaseSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DATABASE_", extra="ignore")
+
+    url: SecretStr = SecretStr(f"postgresql+asyncpg://agent@127.0.0.1:{DEV_POSTGRES_PORT}/agent")
+    pool_size: int = 5
+    echo: bool = False
+
+
+class S3Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="S3_", extra="ignore")
+
+    endpoint_url: str | None = f"http://127.0.0.1:{DEV_S3_PORT}"
+    region: str = "us-east-1"
+    access_key_id: SecretStr = SecretStr(DEV_S3_ACCESS_KEY)
+    secret_access_key: SecretStr = SecretStr(DEV_S3_SECRET_KEY)
+    bucket: str = "agent-artifacts"
+    prefix: str = "artifacts"
+    # Above this size, uploads go multipart.
+    multipart_threshold_bytes: int = 16 * 1024 * 1024
+
+
+class ModelSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MODEL_", extra="ignore")
+
+    # No default on purpose: the offline model is chosen explicitly, never as a fallback.
+    provider: Literal["openai", "anthropic", "offline", "scripted"] | None = None
+    name: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    timeout_seconds: float = 120.0
+    script_path: Path | None = None
+    # Context window budget for one model call, counted with tiktoken.
+    context_tokens: int = 32_000
+    reply_tokens: int = 2_048
+    tool_result_tokens: int = 6_000
+    encoding: str = "cl100k_base"
+
+
+class AgentSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore")
+
+    tenant_id: str = "default"
+    workspace: Path = Path("workspace")
+    task_queue: str = "agent-cloud"
+    device_id: str | None = None
+    fetch_max_bytes: int = 5 * 1024 * 1024
+    system_prompt: str = (
+        "You are a careful agent. Use the tools to inspect the workspace, "
+        "and write results to files under out/."
+    )
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore")
+
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    s3: S3Settings = Field(default_factory=S3Settings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

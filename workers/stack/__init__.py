@@ -1,0 +1,173 @@
+"""The embedded dev stack: Temporal, PostgreSQL and S3 (SeaweedFS) on loopback, no Docker.
+
+Used by `agentctl dev up` and by the pytest fixtures. Layout of state_dir:
+postgres/ (cluster), s3/ (weed data), temporal.db, logs/.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from workers.settings import (
+    DEV_POSTGRES_PORT,
+    DEV_S3_ACCESS_KEY,
+    DEV_S3_PORT,
+    DEV_S3_SECRET_KEY,
+    DEV_TEMPORAL_PORT,
+)
+from workers.stack.errors import PortInUseError, StackError
+from workers.stack.ports import free_port, reserve_ports
+from workers.stack.postgres import PostgresServer
+from workers.stack.seaweed import DEFAULT_BUCKET, SeaweedServer
+from workers.stack.temporal import TemporalDevServer
+
+__all__ = [
+    "DEFAULT_BUCKET",
+    "DevStack",
+    "PortInUseError",
+    "PostgresServer",
+    "SeaweedServer",
+    "StackEndpoints",
+    "StackError",
+    "TemporalDevServer",
+    "free_port",
+    "reserve_ports",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StackEndpoints:
+    """Where a running stack's services are, and how to log in."""
+
+    temporal_address: str
+    database_url: str
+    s3_endpoint_url: str
+    s3_access_key_id: str
+    s3_secret_access_key: str
+    s3_bucket: str
+    temporal_ui_url: str | None = None
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that point the settings at this stack."""
+        return {
+            "TEMPORAL_ADDRESS": self.temporal_address,
+            "TEMPORAL_NAMESPACE": "default",
+            "DATABASE_URL": self.database_url,
+            "S3_ENDPOINT_URL": self.s3_endpoint_url,
+            "S3_ACCESS_KEY_ID": self.s3_access_key_id,
+            "S3_SECRET_ACCESS_KEY": self.s3_secret_access_key,
+            "S3_BUCKET": self.s3_bucket,
+        }
+
+
+class _Service(Protocol):
+    def check_ports(self) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+class DevStack:
+    """Temporal + PostgreSQL + S3 under one state dir; a port of 0 means any free port."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        temporal_port: int = DEV_TEMPORAL_PORT,
+        postgres_port: int = DEV_POSTGRES_PORT,
+        s3_port: int = DEV_S3_PORT,
+        ui: bool = False,
+        fsync: bool = True,
+        s3_access_key: str = DEV_S3_ACCESS_KEY,
+        s3_secret_key: str = DEV_S3_SECRET_KEY,
+        bucket: str = DEFAULT_BUCKET,
+    ) -> None:
+        self.state_dir = state_dir.absolute()
+        logs = self.state_dir / "logs"
+        self.postgres = PostgresServer(
+            self.state_dir / "postgres",
+            port=postgres_port,
+            fsync=fsync,
+            log_path=logs / "postgres.log",
+        )
+        self.seaweed = SeaweedServer(
+            self.state_dir / "s3",
+            port=s3_port,
+            access_key=s3_access_key,
+            secret_key=s3_secret_key,
+            bucket=bucket,
+            log_path=logs / "seaweed.log",
+        )
+        self.temporal = TemporalDevServer(
+            self.state_dir / "temporal.db",
+            port=temporal_port,
+            headless=not ui,
+            log_path=logs / "temporal.log",
+        )
+        self._services: list[_Service] = [self.postgres, self.seaweed, self.temporal]
+        self._endpoints: StackEndpoints | None = None
+
+    @property
+    def endpoints(self) -> StackEndpoints:
+        """The endpoints of the running stack; StackError before start()."""
+        if self._endpoints is None:
+            raise StackError("dev stack is not running")
+        return self._endpoints
+
+    def start(self) -> StackEndpoints:
+        """Start all three services in parallel; on any failure stop them all and raise."""
+        began = time.monotonic()
+        # Every port up front, so a taken one fails before anything is launched.
+        for service in self._services:
+            service.check_ports()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "logs").mkdir(exist_ok=True)
+        with ThreadPoolExecutor(len(self._services), thread_name_prefix="devstack") as pool:
+            futures = [pool.submit(service.start) for service in self._services]
+            errors = [exc for f in futures if (exc := f.exception()) is not None]
+        if errors:
+            self.stop()
+            for extra in errors[1:]:
+                logger.error("dev stack: another service failed too: %s", extra)
+            raise errors[0]
+        self._endpoints = StackEndpoints(
+            temporal_address=self.temporal.address,
+            database_url=self.postgres.url,
+            s3_endpoint_url=self.seaweed.endpoint_url,
+            s3_access_key_id=self.seaweed.access_key,
+            s3_secret_access_key=self.seaweed.secret_key,
+            s3_bucket=self.seaweed.bucket,
+            temporal_ui_url=self.temporal.ui_url,
+        )
+        logger.info("dev stack up in %.2fs (state in %s)", time.monotonic() - began, self.state_dir)
+        return self._endpoints
+
+    def stop(self) -> None:
+        """Stop every service, also after a failed start; errors are logged, not raised."""
+        began = time.monotonic()
+        with ThreadPoolExecutor(len(self._services), thread_name_prefix="devstack") as pool:
+            futures = [pool.submit(service.stop) for service in self._services]
+        for future in futures:
+            if (exc := future.exception()) is not None:
+                logger.error("dev stack: stop failed: %s", exc)
+        self._endpoints = None
+        logger.info("dev stack stopped in %.2fs", time.monotonic() - began)
+
+    def __enter__(self) -> StackEndpoints:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

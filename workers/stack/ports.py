@@ -1,0 +1,88 @@
+"""Loopback port helpers.
+
+Ports are picked at random below the kernel's ephemeral range: the Temporal dev server
+binds several internal services on kernel-assigned ports, and so does every outgoing
+connection, so a port picked from that range could be taken again before we bind it.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+from pathlib import Path
+
+from workers.stack.errors import PortInUseError
+
+LOOPBACK = "127.0.0.1"
+_LOWEST = 20000
+_DEFAULT_EPHEMERAL_START = 32768
+
+# Ports already handed out in this process, so two stacks built at the same time never
+# get the same one between "picked" and "bound".
+_handed_out: set[int] = set()
+_lock = threading.Lock()
+
+
+def _ephemeral_start() -> int:
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return _DEFAULT_EPHEMERAL_START
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """True when nothing listens on host:port (SO_REUSEADDR ignores TIME_WAIT leftovers)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def ensure_port_free(port: int, service: str, host: str = LOOPBACK) -> None:
+    """Raise PortInUseError naming the service when host:port is taken."""
+    if not port_is_free(port, host):
+        raise PortInUseError(service, port, host)
+
+
+def _kernel_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def free_port() -> int:
+    """A loopback port that is free now and not handed out before by this process."""
+    return reserve_ports(1)[0]
+
+
+def reserve_ports(count: int) -> list[int]:
+    """count distinct free loopback ports, never repeated within this process."""
+    high = max(_ephemeral_start() - 1, _LOWEST + 1000)
+    picked: list[int] = []
+    with _lock:
+        for _ in range(count * 200):
+            if len(picked) == count:
+                break
+            port = random.randint(_LOWEST, high)
+            if port in _handed_out or not port_is_free(port):
+                continue
+            _handed_out.add(port)
+            picked.append(port)
+        while len(picked) < count:
+            # The low range is crowded; fall back to what the kernel hands out.
+            port = _kernel_port()
+            if port not in _handed_out:
+                _handed_out.add(port)
+                picked.append(port)
+    return picked
+
+
+def resolve_port(port: int) -> int:
+    """port itself, or a free one when port is 0."""
+    return port if port else free_port()

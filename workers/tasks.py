@@ -1,0 +1,187 @@
+"""What a user does to a task, from any device: start, send, approve, reject, read.
+
+Content (the task text, follow-up messages) is committed to AgentState first; Temporal
+only ever sees the session id and the item's id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+
+from storage.items import ItemRepository, NewItem
+from storage.models import ItemRow, SessionRow
+from storage.sessions import SessionRepository
+from workflows.agent import AgentWorkflow
+from workflows.contracts import (
+    AgentInput,
+    AgentStatus,
+    ApproveInput,
+    DecisionResult,
+    RejectInput,
+    SendMessageInput,
+)
+from workflows.policies import CLOUD_TASK_QUEUE, workflow_id_for
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass
+class TaskOptions:
+    tenant_id: str = "default"
+    max_steps: int = 24
+    device_id: str | None = None
+    device_tools: list[str] = field(default_factory=list)
+    approval_overrides: dict[str, bool] = field(default_factory=dict)
+    approval_timeout_seconds: float = 24 * 3600
+    tool_timeout_seconds: float = 120
+    task_queue: str = CLOUD_TASK_QUEUE
+    model_config: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskNotRunning(Exception):
+    pass
+
+
+async def start_task(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    text: str,
+    options: TaskOptions,
+    *,
+    session_id: uuid.UUID | None = None,
+) -> WorkflowHandle[AgentWorkflow, Any]:
+    """Commit the session and its first message, then start the workflow for it."""
+    if not text.strip():
+        raise ValueError("the task text is empty")
+    session_id = session_id or uuid.uuid4()
+    workflow_id = workflow_id_for(str(session_id))
+    async with sessions() as db, db.begin():
+        await SessionRepository(db, options.tenant_id).create(
+            session_id,
+            title=text[:200],
+            model_config=options.model_config,
+            workflow_id=workflow_id,
+        )
+        await ItemRepository(db, options.tenant_id).append(
+            NewItem(
+                session_id=session_id,
+                kind="user_message",
+                role="user",
+                idempotency_key=f"{workflow_id}:task",
+                text=text,
+            )
+        )
+    return await client.start_workflow(
+        AgentWorkflow.run,
+        AgentInput(
+            session_id=str(session_id),
+            tenant_id=options.tenant_id,
+            max_steps=options.max_steps,
+            device_id=options.device_id,
+            device_tools=list(options.device_tools),
+            approval_overrides=dict(options.approval_overrides),
+            approval_timeout_seconds=options.approval_timeout_seconds,
+            tool_timeout_seconds=options.tool_timeout_seconds,
+        ),
+        id=workflow_id,
+        task_queue=options.task_queue,
+    )
+
+
+def task_handle(client: Client, session_id: str) -> WorkflowHandle[AgentWorkflow, Any]:
+    return client.get_workflow_handle_for(AgentWorkflow.run, workflow_id_for(session_id))
+
+
+async def send_message(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    text: str,
+    *,
+    message_id: str | None = None,
+) -> ItemRow:
+    """Commit a follow-up message and tell the running workflow about it."""
+    if not text.strip():
+        raise ValueError("the message is empty")
+    handle = task_handle(client, session_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise TaskNotRunning(f"task {session_id} is not running ({desc.status.name.lower()})")
+    key = f"{handle.id}:user:{message_id or uuid.uuid4()}"
+    async with sessions() as db, db.begin():
+        row, _ = await ItemRepository(db, tenant_id).append(
+            NewItem(
+                session_id=uuid.UUID(session_id),
+                kind="user_message",
+                role="user",
+                idempotency_key=key,
+                text=text,
+            )
+        )
+    await handle.signal(AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal))
+    return row
+
+
+async def approve(client: Client, session_id: str, call_id: str, by: str) -> DecisionResult:
+    return await task_handle(client, session_id).execute_update(
+        AgentWorkflow.approve, ApproveInput(call_id, by)
+    )
+
+
+async def reject(
+    client: Client, session_id: str, call_id: str, reason: str, by: str
+) -> DecisionResult:
+    return await task_handle(client, session_id).execute_update(
+        AgentWorkflow.reject, RejectInput(call_id, reason, by)
+    )
+
+
+async def live_status(client: Client, session_id: str) -> AgentStatus:
+    return await task_handle(client, session_id).query(AgentWorkflow.status)
+
+
+async def read_session(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    *,
+    after: int = 0,
+    limit: int | None = None,
+) -> tuple[SessionRow, list[ItemRow]]:
+    async with sessions() as db:
+        sid = uuid.UUID(session_id)
+        row = await SessionRepository(db, tenant_id).get(sid)
+        items = await ItemRepository(db, tenant_id).page(sid, after_ordinal=after, limit=limit)
+        return row, items
+
+
+async def watch_items(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    *,
+    after: int = 0,
+    poll_seconds: float = 0.3,
+) -> AsyncIterator[ItemRow]:
+    """Yield each item as it is committed, in order, until the session ends.
+
+    Resuming from a cursor (`after`) gives no gaps and no duplicates, because ordinals are
+    handed out under the session lock and items are append-only.
+    """
+    cursor = after
+    while True:
+        row, items = await read_session(sessions, tenant_id, session_id, after=cursor)
+        for item in items:
+            cursor = item.ordinal
+            yield item
+        if row.status in TERMINAL and not items:
+            return
+        await asyncio.sleep(poll_seconds)

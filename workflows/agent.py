@@ -1,0 +1,329 @@
+"""AgentWorkflow: the durable agent loop. Deterministic code only.
+
+History holds ids, step cursors, tool call ids and ArtifactRefs; the conversation itself
+lives in AgentState and is assembled inside the call_model activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
+
+from workflows.contracts import (
+    AgentInput,
+    AgentResult,
+    AgentStatus,
+    ApprovalRecordInput,
+    ApproveInput,
+    DecisionResult,
+    ModelCallInput,
+    ModelCallResult,
+    PendingApproval,
+    RejectInput,
+    SendMessageInput,
+    SessionStatusInput,
+    ToolCallRef,
+    ToolErrorInput,
+    ToolRunInput,
+)
+from workflows.policies import (
+    MODEL_CALL_TIMEOUT,
+    MODEL_RETRY,
+    STATE_WRITE_RETRY,
+    STATE_WRITE_TIMEOUT,
+    TOOL_RETRY,
+    device_task_queue,
+)
+
+with workflow.unsafe.imports_passed_through():
+    # Passed through: the activity classes only name the methods we schedule; their modules
+    # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
+    from activities.model_call import ModelActivities
+    from activities.session_state import SessionStateActivities
+    from activities.tool_run import ToolActivities
+
+MAX_REASON_CHARS = 500
+
+
+@dataclass
+class _Waiting:
+    name: str
+    step: int
+    approved: bool | None = None
+    decided_by: str = ""
+    reason: str = ""
+
+
+@workflow.defn(name="AgentWorkflow")
+class AgentWorkflow:
+    @workflow.init
+    def __init__(self, inp: AgentInput) -> None:
+        self._inp = inp
+        self._step = inp.step
+        self._status = "running"
+        self._waiting: dict[str, _Waiting] = {}
+        self._decided: set[str] = set()
+        self._received = inp.received_messages
+        self._seen = inp.seen_messages
+        self._last_error: str | None = None
+
+    # -- the loop -------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: AgentInput) -> AgentResult:
+        try:
+            await self._set_status("running")
+            return await self._loop()
+        except asyncio.CancelledError:
+            self._status = "cancelled"
+            # Cancellation was delivered; activities started from here still run.
+            await self._set_status("cancelled", "cancelled by request", "cancelled")
+            raise
+
+    async def _loop(self) -> AgentResult:
+        inp = self._inp
+        final_item: str | None = None
+        while True:
+            if self._step >= inp.max_steps:
+                raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._next_input())
+            seen = self._received
+            step = self._step
+            try:
+                result = await self._call_model(step)
+            except ActivityError as err:
+                raise await self._fail(f"model call failed: {_cause(err)}", "ModelFailed") from err
+            self._step += 1
+            self._seen = seen
+            final_item = result.item_id
+            if result.tool_calls:
+                await asyncio.gather(*(self._handle_call(step, c) for c in result.tool_calls))
+                continue
+            if self._received > self._seen:
+                continue  # a follow-up arrived while the model was answering
+            break
+        self._status = "completed"
+        await self._set_status("completed")
+        return AgentResult(inp.session_id, "completed", self._step, final_item_id=final_item)
+
+    def _should_continue_as_new(self) -> bool:
+        if self._step == self._inp.step:
+            return False  # always make progress in a run first
+        every = self._inp.continue_as_new_every
+        if every and self._step - self._inp.step >= every:
+            return True
+        return workflow.info().is_continue_as_new_suggested()
+
+    def _next_input(self) -> AgentInput:
+        inp = self._inp
+        return AgentInput(
+            session_id=inp.session_id,
+            tenant_id=inp.tenant_id,
+            max_steps=inp.max_steps,
+            device_id=inp.device_id,
+            device_tools=list(inp.device_tools),
+            approval_overrides=dict(inp.approval_overrides),
+            approval_timeout_seconds=inp.approval_timeout_seconds,
+            tool_timeout_seconds=inp.tool_timeout_seconds,
+            device_schedule_to_start_seconds=inp.device_schedule_to_start_seconds,
+            step=self._step,
+            seen_messages=self._seen,
+            received_messages=self._received,
+            continue_as_new_every=inp.continue_as_new_every,
+        )
+
+    def _key(self, step: int, suffix: str) -> str:
+        # Stable across retries, worker crashes, replay and continue-as-new.
+        return f"{workflow.info().workflow_id}:{step}:{suffix}"
+
+    async def _call_model(self, step: int) -> ModelCallResult:
+        return await workflow.execute_activity_method(
+            ModelActivities.call_model,
+            ModelCallInput(
+                session_id=self._inp.session_id,
+                tenant_id=self._inp.tenant_id,
+                step=step,
+                idempotency_key=self._key(step, "model"),
+            ),
+            start_to_close_timeout=MODEL_CALL_TIMEOUT,
+            retry_policy=MODEL_RETRY,
+        )
+
+    # -- one tool call ------------------------------------------------------------------------
+
+    async def _handle_call(self, step: int, call: ToolCallRef) -> None:
+        key = self._key(step, call.tool_call_id)
+        needs = self._inp.approval_overrides.get(call.name, call.needs_approval)
+        if needs and call.known and not await self._approved(step, call, key):
+            return
+        inp = self._inp
+        on_device = inp.device_id is not None and call.name in inp.device_tools
+        timeout = timedelta(seconds=inp.tool_timeout_seconds)
+        try:
+            await workflow.execute_activity_method(
+                ToolActivities.run_tool,
+                ToolRunInput(
+                    session_id=inp.session_id,
+                    tenant_id=inp.tenant_id,
+                    step=step,
+                    tool_call_id=call.tool_call_id,
+                    name=call.name,
+                    idempotency_key=key,
+                ),
+                task_queue=device_task_queue(inp.device_id)
+                if on_device and inp.device_id
+                else workflow.info().task_queue,
+                start_to_close_timeout=timeout,
+                heartbeat_timeout=min(timeout, timedelta(seconds=30)),
+                schedule_to_start_timeout=timedelta(seconds=inp.device_schedule_to_start_seconds)
+                if on_device
+                else None,
+                retry_policy=TOOL_RETRY,
+            )
+        except ActivityError as err:
+            error_type = "DeviceOffline" if on_device and _is_timeout(err) else "ToolFailed"
+            message = _cause(err)
+            self._last_error = f"{call.name}: {message}"
+            await self._state(
+                SessionStateActivities.record_tool_error,
+                ToolErrorInput(
+                    inp.session_id,
+                    inp.tenant_id,
+                    step,
+                    call.tool_call_id,
+                    call.name,
+                    error_type,
+                    message,
+                    key,
+                ),
+            )
+
+    async def _approved(self, step: int, call: ToolCallRef, key: str) -> bool:
+        waiting = _Waiting(call.name, step)
+        self._waiting[call.tool_call_id] = waiting
+        if len(self._waiting) == 1:
+            await self._set_status("waiting_approval")
+        try:
+            await workflow.wait_condition(
+                lambda: waiting.approved is not None,
+                timeout=timedelta(seconds=self._inp.approval_timeout_seconds),
+            )
+        except TimeoutError:
+            waiting.approved, waiting.decided_by = False, "timeout"
+            waiting.reason = f"no decision within {self._inp.approval_timeout_seconds:g}s"
+        finally:
+            del self._waiting[call.tool_call_id]
+            self._decided.add(call.tool_call_id)
+        await self._state(
+            SessionStateActivities.record_approval,
+            ApprovalRecordInput(
+                session_id=self._inp.session_id,
+                tenant_id=self._inp.tenant_id,
+                step=step,
+                tool_call_id=call.tool_call_id,
+                approved=bool(waiting.approved),
+                decided_by=waiting.decided_by,
+                reason=waiting.reason,
+                idempotency_key=key,
+            ),
+        )
+        if not self._waiting and self._status == "running":
+            await self._set_status("running")
+        return bool(waiting.approved)
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    @workflow.update(name="approve")
+    async def approve(self, inp: ApproveInput) -> DecisionResult:
+        waiting = self._waiting[inp.tool_call_id]
+        waiting.approved, waiting.decided_by = True, inp.decided_by[:100]
+        return DecisionResult(inp.tool_call_id, True)
+
+    @approve.validator
+    def _validate_approve(self, inp: ApproveInput) -> None:
+        self._validate_decision(inp.tool_call_id)
+
+    @workflow.update(name="reject")
+    async def reject(self, inp: RejectInput) -> DecisionResult:
+        waiting = self._waiting[inp.tool_call_id]
+        waiting.approved, waiting.decided_by = False, inp.decided_by[:100]
+        waiting.reason = inp.reason[:MAX_REASON_CHARS]
+        return DecisionResult(inp.tool_call_id, False)
+
+    @reject.validator
+    def _validate_reject(self, inp: RejectInput) -> None:
+        self._validate_decision(inp.tool_call_id)
+
+    def _validate_decision(self, tool_call_id: str) -> None:
+        waiting = self._waiting.get(tool_call_id)
+        if tool_call_id in self._decided or (waiting is not None and waiting.approved is not None):
+            raise ApplicationError(
+                f"tool call {tool_call_id!r} was already decided", type="AlreadyDecided"
+            )
+        if waiting is None:
+            raise ApplicationError(
+                f"no tool call {tool_call_id!r} is waiting for approval "
+                f"(waiting: {sorted(self._waiting) or 'none'})",
+                type="UnknownToolCall",
+            )
+
+    @workflow.signal(name="send_message")
+    def send_message(self, inp: SendMessageInput) -> None:
+        self._received += 1
+
+    @workflow.query(name="status")
+    def status(self) -> AgentStatus:
+        return AgentStatus(
+            session_id=self._inp.session_id,
+            status="waiting_approval" if self._waiting else self._status,
+            step=self._step,
+            pending_approvals=[
+                PendingApproval(call_id, w.name, w.step)
+                for call_id, w in self._waiting.items()
+                if w.approved is None
+            ],
+            last_error=self._last_error,
+        )
+
+    # -- state writes ---------------------------------------------------------------------------
+
+    async def _state(self, method: Any, arg: Any) -> Any:
+        return await workflow.execute_activity_method(
+            method,
+            arg,
+            start_to_close_timeout=STATE_WRITE_TIMEOUT,
+            retry_policy=STATE_WRITE_RETRY,
+        )
+
+    async def _set_status(
+        self, status: str, detail: str | None = None, suffix: str | None = None
+    ) -> None:
+        key = self._key(self._step, f"status:{suffix}") if suffix else None
+        await self._state(
+            SessionStateActivities.set_session_status,
+            SessionStatusInput(self._inp.session_id, self._inp.tenant_id, status, detail, key),
+        )
+
+    async def _fail(self, message: str, error_type: str) -> ApplicationError:
+        """Record the failure in AgentState; the caller raises what this returns."""
+        self._status, self._last_error = "failed", message
+        await self._set_status("failed", message, error_type)
+        return ApplicationError(message, type=error_type, non_retryable=True)
+
+
+def _cause(err: BaseException) -> str:
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return str(err)[:300] or type(err).__name__
+
+
+def _is_timeout(err: ActivityError) -> bool:
+    return isinstance(err.cause, TemporalTimeout)

@@ -1,0 +1,193 @@
+"""Payloads that cross the workflow boundary.
+
+These are durable contracts: they are written into Temporal history and read back by
+later deploys, so new fields are optional with defaults and nothing here ever holds
+content (prompts, tool output, secrets) beyond a short preview.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PREVIEW_CHARS = 500
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """A verified object in the artifact store: content-addressed, so sha256 names it."""
+
+    tenant_id: str
+    sha256: str
+    key: str
+    size_bytes: int
+    content_type: str
+    artifact_id: str | None = None
+
+
+@dataclass
+class AgentInput:
+    """Start (or continue-as-new) input of AgentWorkflow: ids and cursors only."""
+
+    session_id: str
+    tenant_id: str = "default"
+    max_steps: int = 24
+    device_id: str | None = None
+    # Tools that run on the device's own task queue when device_id is set.
+    device_tools: list[str] = field(default_factory=list)
+    # Per-task approval overrides: tool name -> needs approval.
+    approval_overrides: dict[str, bool] = field(default_factory=dict)
+    approval_timeout_seconds: float = 24 * 3600
+    tool_timeout_seconds: float = 120
+    device_schedule_to_start_seconds: float = 3600
+    # Cursors carried across continue-as-new.
+    step: int = 0
+    seen_messages: int = 0
+    received_messages: int = 0
+    # Forces continue-as-new after this many steps in one run (0 = only when suggested).
+    continue_as_new_every: int = 0
+
+
+@dataclass
+class AgentResult:
+    session_id: str
+    status: str
+    steps: int
+    final_item_id: str | None = None
+    last_error: str | None = None
+
+
+@dataclass
+class ModelCallInput:
+    session_id: str
+    tenant_id: str
+    step: int
+    idempotency_key: str
+
+
+@dataclass
+class ToolCallRef:
+    """A tool call the model asked for; its arguments stay in AgentState."""
+
+    tool_call_id: str
+    name: str
+    item_id: str
+    # Decided by the activity from the tool registry, so the workflow stays deterministic.
+    needs_approval: bool = False
+    known: bool = True
+
+
+@dataclass
+class ModelCallResult:
+    item_id: str
+    ordinal: int
+    tool_calls: list[ToolCallRef] = field(default_factory=list)
+    finished: bool = False
+    finish_reason: str = "stop"
+
+
+@dataclass
+class ToolRunInput:
+    session_id: str
+    tenant_id: str
+    step: int
+    tool_call_id: str
+    name: str
+    idempotency_key: str
+
+
+@dataclass
+class ToolOutcome:
+    """A committed tool result: the ref to its full content plus a short preview."""
+
+    tool_call_id: str
+    item_id: str
+    ordinal: int
+    preview: str
+    ref: ArtifactRef | None = None
+    is_error: bool = False
+    error_type: str | None = None
+
+
+@dataclass
+class CommittedItem:
+    item_id: str
+    ordinal: int
+
+
+@dataclass
+class ApprovalRecordInput:
+    session_id: str
+    tenant_id: str
+    step: int
+    tool_call_id: str
+    approved: bool
+    decided_by: str
+    reason: str
+    idempotency_key: str
+
+
+@dataclass
+class SessionStatusInput:
+    session_id: str
+    tenant_id: str
+    status: str
+    # A short, content-free reason; recorded as an error item when given with a key.
+    detail: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass
+class ToolErrorInput:
+    """A tool call that could not produce a result (retries exhausted, device offline)."""
+
+    session_id: str
+    tenant_id: str
+    step: int
+    tool_call_id: str
+    name: str
+    error_type: str
+    message: str
+    idempotency_key: str
+
+
+@dataclass
+class ApproveInput:
+    tool_call_id: str
+    decided_by: str = "user"
+
+
+@dataclass
+class RejectInput:
+    tool_call_id: str
+    reason: str = ""
+    decided_by: str = "user"
+
+
+@dataclass
+class DecisionResult:
+    tool_call_id: str
+    approved: bool
+
+
+@dataclass
+class SendMessageInput:
+    """Announces a user message the client already committed to AgentState."""
+
+    item_id: str
+    ordinal: int
+
+
+@dataclass
+class PendingApproval:
+    tool_call_id: str
+    name: str
+    step: int
+
+
+@dataclass
+class AgentStatus:
+    session_id: str
+    status: str
+    step: int
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
+    last_error: str | None = None

@@ -1,0 +1,53 @@
+"""Task queues, timeouts and retry policies: named once, used everywhere."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+CLOUD_TASK_QUEUE = "agent-cloud"
+WORKFLOW_ID_PREFIX = "agent-"
+
+# Business errors that retrying cannot fix; every activity raises them with these types.
+NON_RETRYABLE_ERROR_TYPES = [
+    "ModelRequestRejected",
+    "ModelAuthError",
+    "SessionNotFound",
+    "ToolCallNotFound",
+    "UnknownTool",
+    "ArtifactIntegrityError",
+]
+
+MODEL_CALL_TIMEOUT = timedelta(minutes=5)
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=8,
+    non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
+)
+
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=6,
+    non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
+)
+
+STATE_WRITE_TIMEOUT = timedelta(seconds=30)
+STATE_WRITE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=20,
+    non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
+)
+
+
+def device_task_queue(device_id: str) -> str:
+    return f"device-{device_id}"
+
+
+def workflow_id_for(session_id: str) -> str:
+    return f"{WORKFLOW_ID_PREFIX}{session_id}"
