@@ -58,15 +58,15 @@ class ToolActivities:
     async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
         """Run one tool call once per idempotency key and commit its result."""
         session_id = uuid.UUID(inp.session_id)
-        async with storage_errors_are_final():
+        # Heartbeat through upload and commit too: a 200 MB upload must not look like a crash.
+        async with storage_errors_are_final(), heartbeating():
             async with self._sessions() as db:
                 items = ItemRepository(db, inp.tenant_id)
                 done = await items.by_key(inp.idempotency_key)
                 if done is not None:
                     return _outcome_of(done, inp.tenant_id)
                 args = await self._arguments(items, session_id, inp.tool_call_id)
-            async with heartbeating():
-                result = await self._execute(inp, args)
+            result = await self._execute(inp, args)
             ref: ArtifactRef | None = None
             if result.output is not None:
                 # Verified in the store before anything refers to it.
@@ -114,6 +114,10 @@ class ToolActivities:
         result: _Result,
         ref: ArtifactRef | None,
     ) -> ItemRow:
+        items = ItemRepository(db, inp.tenant_id)
+        done = await items.by_key(inp.idempotency_key)
+        if done is not None:
+            return done  # an earlier attempt committed while this one ran
         artifact_id: uuid.UUID | None = None
         data: dict[str, Any] = {"step": inp.step}
         if ref is not None and result.output is not None:
@@ -130,7 +134,7 @@ class ToolActivities:
         else:
             data["error_type"] = result.error_type
             text = f"error ({result.error_type}): {result.error}"[:PREVIEW_CHARS]
-        row, _ = await ItemRepository(db, inp.tenant_id).append(
+        row, _ = await items.append(
             NewItem(
                 session_id=session_id,
                 kind="tool_result",

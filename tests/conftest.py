@@ -58,8 +58,9 @@ def settings_for(ep: StackEndpoints, workspace: Path, task_queue: str) -> Settin
 
 
 @pytest.fixture(scope="session")
-async def resources(migrated: StackEndpoints, tmp_path_factory: pytest.TempPathFactory
-                    ) -> AsyncIterator[Resources]:
+async def resources(
+    migrated: StackEndpoints, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Resources]:
     s = settings_for(migrated, tmp_path_factory.mktemp("unused"), "unused")
     async with open_resources(s.database, s.s3) as res:
         await res.store.ensure_bucket()
@@ -87,9 +88,7 @@ AgentRunner = Callable[..., AbstractAsyncContextManager[str]]
 
 
 @pytest.fixture
-def agent_worker(
-    client: Client, resources: Resources, migrated: StackEndpoints
-) -> AgentRunner:
+def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints) -> AgentRunner:
     """Run a cloud worker with the given (fake) provider on a fresh task queue.
 
     max_cached_workflows=0 makes every workflow task replay the history from the start,

@@ -378,6 +378,12 @@ async def test_factory_builds_openai_provider(server: FakeOpenAI) -> None:
     assert API_KEY not in headers.get("authorization", "")
 
 
-def test_factory_key_from_secretstr() -> None:
-    p = build_provider(ModelSettings(provider="openai", api_key=SecretStr(API_KEY)))
-    assert isinstance(p, OpenAICompatibleProvider)
+async def test_factory_sends_key_from_secretstr(server: FakeOpenAI) -> None:
+    settings = ModelSettings(provider="openai", base_url=server.url, api_key=SecretStr(API_KEY))
+    p = build_provider(settings)
+    try:
+        await p.complete(request())
+    finally:
+        await p.aclose()
+    headers = {k.lower(): v for k, v in server.requests[0].headers.items()}
+    assert headers["authorization"] == f"Bearer {API_KEY}"

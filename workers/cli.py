@@ -216,6 +216,7 @@ def worker() -> None:
     """Run the cloud worker against the configured Temporal, PostgreSQL and S3."""
     from workers.processes import run_cloud_worker
 
+    logging.getLogger().setLevel(logging.INFO)
     _run(run_cloud_worker(get_settings()))
 
 
@@ -227,6 +228,7 @@ def device(
     """Run this device's worker: device-local tools for tasks started with --device."""
     from workers.processes import run_device_worker
 
+    logging.getLogger().setLevel(logging.INFO)
     _run(run_device_worker(get_settings(), device_id, workspace))
 
 
@@ -290,3 +292,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -52,8 +52,10 @@ async def approve_all(client: Client, session_id: str, stop: asyncio.Event) -> l
     return approved
 
 
-async def wait_for_pending(client: Client, session_id: str, timeout: float = 20) -> list[str]:
-    async with asyncio.timeout(timeout):
+async def wait_for_pending(
+    client: Client, session_id: str, within_seconds: float = 20
+) -> list[str]:
+    async with asyncio.timeout(within_seconds):
         while True:
             live = await tasks.live_status(client, session_id)
             if live.pending_approvals:

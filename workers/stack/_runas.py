@@ -28,7 +28,8 @@ def _works(argv: Sequence[str]) -> bool:
 
 def _chown(paths: Sequence[Path], uid: int, gid: int) -> None:
     for path in paths:
-        os.chown(path, uid, gid)
+        if path.exists():
+            os.chown(path, uid, gid)
 
 
 def pg_launcher(data_dir: Path, writable: Sequence[Path] = ()) -> list[str]:

@@ -7,7 +7,6 @@ folders. Postgres refuses to run as root; see _runas for how it runs when we are
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shlex
 import subprocess
@@ -57,8 +56,7 @@ class PostgresServer:
         self.user = user
         self.database = database
         self.start_timeout = start_timeout
-        self._launcher: list[str] = []
-        self._launched = False
+        self._launcher: list[str] | None = None
 
     @property
     def url(self) -> str:
@@ -93,21 +91,9 @@ class PostgresServer:
         ]
         if not self.fsync:
             options.append("-c synchronous_commit=off")
-        self._launched = True
-        self._pg(
-            "pg_ctl",
-            "start",
-            "-D",
-            str(self.data_dir),
-            "-l",
-            str(self.log_path),
-            "-w",
-            "-t",
-            str(int(self.start_timeout)),
-            "-o",
-            " ".join(options),
-            what="start",
-        )
+        args = ["start", "-D", str(self.data_dir), "-l", str(self.log_path), "-w"]
+        args += ["-t", str(int(self.start_timeout)), "-o", " ".join(options)]
+        self._pg("pg_ctl", *args, what="start")
         self._ensure_role_and_database()
         logger.info(
             "postgres ready on %s:%d in %.2fs", LOOPBACK, self.port, time.monotonic() - began
@@ -116,10 +102,11 @@ class PostgresServer:
     def stop(self) -> None:
         """Fast shutdown; a no-op when the server is not running."""
         if not (self.data_dir / "postmaster.pid").exists():
-            self._launched = False
+            return
+        # Status 3: a stale pid file from a crashed server, nothing to stop.
+        if self._pg("pg_ctl", "status", "-D", str(self.data_dir), what="status", ok=(0, 3)) == 3:
             return
         self._pg("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", what="stop")
-        self._launched = False
         logger.info("postgres on port %d stopped", self.port)
 
     def create_database(self, name: str) -> str:
@@ -193,16 +180,19 @@ class PostgresServer:
         # Empty -k disables the unix socket; every client here uses TCP anyway.
         return str(self.data_dir) if len(str(socket_path)) <= _MAX_SOCKET_PATH else ""
 
-    def _pg(self, tool: str, *args: str, what: str) -> None:
+    def _pg(self, tool: str, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> int:
+        if self._launcher is None:
+            self._launcher = pg_launcher(self.data_dir, [self.log_path])
         argv = [*self._launcher, str(pg_bin_dir() / tool), *args]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
+        if done.returncode not in ok:
             output = (done.stdout + done.stderr).strip()
             tail = log_tail(self.log_path, 10)
             raise StackError(
                 f"postgres: {what} failed (port {self.port}, data {self.data_dir}):\n"
                 f"{output}\nlog {self.log_path}:\n{tail}"
             )
+        return done.returncode
 
 
 def _check_name(name: str) -> None:

@@ -1,0 +1,53 @@
+"""Hold an artifact's metadata commit back, from outside the worker, through PostgreSQL.
+
+An open transaction that inserts the (tenant, sha256) row makes the worker's insert of the
+same row wait for it: the worker has uploaded the object but cannot commit its ref. That
+is the window between upload and commit, made as long as the test needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy import text
+
+from workers.resources import Resources
+
+
+@asynccontextmanager
+async def artifact_commit_held(res: Resources, tenant: str, sha256: str) -> AsyncIterator[None]:
+    conn = await res.engine.connect()
+    trans = await conn.begin()
+    try:
+        await conn.execute(
+            text(
+                "INSERT INTO agent_artifacts (artifact_id, tenant_id, sha256, uri, content_type,"
+                " size_bytes, schema_version, status) VALUES (:id, :t, :sha, 'held', 'x', 0, 1,"
+                " 'held')"
+            ),
+            {"id": uuid.uuid4(), "t": tenant, "sha": sha256},
+        )
+        yield
+    finally:
+        await trans.rollback()
+        await conn.close()
+
+
+async def wait_until_commit_blocked(res: Resources, within_seconds: float = 30) -> None:
+    """Until some backend waits on a lock while writing agent_artifacts."""
+    async with asyncio.timeout(within_seconds):
+        while True:
+            async with res.engine.connect() as conn:
+                waiting = await conn.scalar(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        " AND query ILIKE '%INSERT INTO agent_artifacts%'"
+                        " AND pid <> pg_backend_pid()"
+                    )
+                )
+            if waiting:
+                return
+            await asyncio.sleep(0.05)
