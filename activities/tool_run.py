@@ -167,7 +167,6 @@ def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
         tool_call_id=row.tool_call_id or "",
         item_id=str(row.id),
         ordinal=row.ordinal,
-        preview=row.text[:PREVIEW_CHARS],
         ref=ref,
         is_error=error_type is not None,
         error_type=error_type,

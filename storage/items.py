@@ -50,11 +50,13 @@ class ItemRepository:
         existing = await self.by_key(item.idempotency_key)
         if existing is not None:
             return existing, False
-        ordinal = await self._sessions.take_ordinal(item.session_id)
+        await self._sessions.lock(item.session_id)
         # Re-check under the session lock: a concurrent attempt may have committed meanwhile.
+        # Only then take the ordinal, so a losing duplicate leaves next_ordinal alone.
         existing = await self.by_key(item.idempotency_key)
         if existing is not None:
             return existing, False
+        ordinal = await self._sessions.take_ordinal(item.session_id)
         row = ItemRow(
             id=uuid.uuid4(),
             tenant_id=self._tenant,

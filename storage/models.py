@@ -67,6 +67,12 @@ class ItemRow(Base):
     __table_args__ = (
         UniqueConstraint("session_id", "ordinal", name="uq_items_session_ordinal"),
         Index("ix_items_session_tool_call", "session_id", "tool_call_id"),
+        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_items_session"),
+        ForeignKeyConstraint(
+            ["tenant_id", "artifact_id"],
+            ["agent_artifacts.tenant_id", "agent_artifacts.artifact_id"],
+            name="fk_items_artifact",
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
@@ -111,6 +117,7 @@ class ArtifactRefRow(Base):
             ["agent_artifacts.tenant_id", "agent_artifacts.artifact_id"],
             name="fk_refs_artifact",
         ),
+        Index("ix_artifact_refs_artifact", "tenant_id", "artifact_id"),
     )
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)

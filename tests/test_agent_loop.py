@@ -12,6 +12,7 @@ from tests.conftest import AgentRunner
 from tests.support.helpers import (
     approve_all,
     copy_demo_workspace,
+    decoded_payloads,
     items_of,
     s3_sha256,
     start,
@@ -53,3 +54,7 @@ async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
     assert row.status == "completed"
     ordinals = [i.ordinal for i in items]
     assert ordinals == sorted(set(ordinals))
+    # History carries ids and refs: not the task, not what the tools read, not the report.
+    payloads = decoded_payloads(await handle.fetch_history())
+    for secretish in ("Survey the workspace", "LTE modem", "station,timestamp", "Workspace report"):
+        assert secretish not in payloads

@@ -111,6 +111,20 @@ async def test_put_over_a_corrupted_object_refuses_to_return_a_ref(
         await store.put(tenant, data)
 
 
+async def test_put_over_corrupted_object_with_forged_sha256_metadata_refuses_a_ref(
+    resources: Resources, tenant: str
+) -> None:
+    store = resources.store
+    data = os.urandom(100)
+    ref = await store.put(tenant, data)
+    await _raw(store).put_object(
+        Bucket=store.bucket, Key=ref.key, Body=os.urandom(100), Metadata={"sha256": ref.sha256}
+    )
+
+    with pytest.raises(ArtifactIntegrityError):
+        await store.put(tenant, data)
+
+
 async def test_get_with_another_tenants_ref_looks_like_a_missing_object(
     resources: Resources, tenant: str
 ) -> None:

@@ -10,7 +10,7 @@ from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, s3_keys, start
+from tests.support.helpers import decoded_payloads, items_of, s3_keys, start
 from workers.resources import Resources
 
 ONE_MB = 1024 * 1024
@@ -57,9 +57,11 @@ async def test_one_megabyte_tool_result_grows_history_by_under_4kb(
     assert len(tool_events) == 3
     assert sum(tool_events) < 4096, f"tool step added {sum(tool_events)} bytes to history"
 
-    serialized = history.to_json()
-    assert len(serialized) < 64 * 1024
-    assert "unique-marker-0040000" not in serialized  # deep content never enters history
+    assert len(history.to_json()) < 64 * 1024
+    payloads = decoded_payloads(history)
+    assert sha in payloads  # the ref is there...
+    assert "unique-marker-" not in payloads  # ...and no part of the content, not even a preview
+    assert "header line for the preview" not in payloads
 
     # The megabyte is in S3 exactly once, under this tenant's content-addressed key.
     keys = await s3_keys(resources, f"{resources.store.prefix}/{tenant}/")

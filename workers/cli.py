@@ -23,8 +23,11 @@ from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
 from workers.settings import Settings, get_settings
 from workers.temporal_client import connect_client
+from workflows.contracts import DecisionResult
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False
+)
 dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for development.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts.")
 app.add_typer(dev_app, name="dev")
@@ -34,7 +37,9 @@ console = Console()
 err_console = Console(stderr=True)
 T = TypeVar("T")
 
-Tenant = Annotated[str | None, typer.Option("--tenant", help="Tenant id (default: AGENT_TENANT_ID).")]
+Tenant = Annotated[
+    str | None, typer.Option("--tenant", help="Tenant id (default: AGENT_TENANT_ID).")
+]
 
 
 def _tenant(settings: Settings, tenant: str | None) -> str:
@@ -56,15 +61,20 @@ def start(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
     tenant: Tenant = None,
     max_steps: Annotated[int, typer.Option(help="Model steps before the task stops.")] = 24,
-    device: Annotated[str | None, typer.Option(help="Device whose worker runs device tools.")] = None,
+    device: Annotated[
+        str | None, typer.Option(help="Device whose worker runs device tools.")
+    ] = None,
     device_tool: Annotated[list[str] | None, typer.Option(help="Tool to run on --device.")] = None,
     watch: Annotated[bool, typer.Option(help="Follow the task after starting it.")] = False,
 ) -> None:
     """Start a task; prints its session id."""
     s = get_settings()
     opts = tasks.TaskOptions(
-        tenant_id=_tenant(s, tenant), max_steps=max_steps, device_id=device,
-        device_tools=list(device_tool or []), task_queue=s.agent.task_queue,
+        tenant_id=_tenant(s, tenant),
+        max_steps=max_steps,
+        device_id=device,
+        device_tools=list(device_tool or []),
+        task_queue=s.agent.task_queue,
         model_config={"provider": s.model.provider, "model": s.model.name},
     )
 
@@ -102,9 +112,7 @@ def reject(
     console.print(f"rejected {result.tool_call_id}")
 
 
-async def _decide(
-    session: str, call: str, ok: bool, reason: str, by: str
-) -> tasks.DecisionResult:
+async def _decide(session: str, call: str, ok: bool, reason: str, by: str) -> DecisionResult:
     client = await connect_client()
     if ok:
         return await tasks.approve(client, session, call, by)
@@ -133,7 +141,9 @@ def status(session: str, tenant: Tenant = None) -> None:
         row, items = await tasks.read_session(
             res.sessions, _tenant(get_settings(), tenant), session
         )
-        console.print(f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}")
+        console.print(
+            f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}"
+        )
         try:
             live = await tasks.live_status(await connect_client(), session)
         except RPCError as err:
@@ -175,7 +185,9 @@ def show(session: str, tenant: Tenant = None) -> None:
     """The whole timeline of a session."""
 
     async def go(res: Resources) -> None:
-        row, items = await tasks.read_session(res.sessions, _tenant(get_settings(), tenant), session)
+        row, items = await tasks.read_session(
+            res.sessions, _tenant(get_settings(), tenant), session
+        )
         console.print(timeline_table(row, items))
 
     _run(_with_resources(go))
@@ -229,12 +241,14 @@ def device(
     from workers.processes import run_device_worker
 
     logging.getLogger().setLevel(logging.INFO)
-    _run(run_device_worker(get_settings(), device_id, workspace))
+    _run(run_device_worker(get_settings(), device_id, workspace.resolve()))
 
 
 @dev_app.command("up")
 def dev_up(
-    state_dir: Annotated[Path, typer.Option(help="Where the stack keeps its data.")] = Path(".devstack"),
+    state_dir: Annotated[Path, typer.Option(help="Where the stack keeps its data.")] = Path(
+        ".devstack"
+    ),
     temporal_port: int = 7233,
     postgres_port: int = 54329,
     s3_port: int = 8333,
@@ -263,12 +277,13 @@ def demo(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code. Usage errors exit 2, ours exit 1."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app(args=argv, standalone_mode=False, prog_name="agentctl")
-    except typer.Exit as done:
-        return int(done.exit_code)
+        # Standalone mode: the CLI library reports usage errors itself and exits.
+        app(args=argv, prog_name="agentctl")
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except (StorageError, tasks.TaskNotRunning, ValueError) as err:
         err_console.print(f"error: {err}")
         return 1
@@ -278,15 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     except RPCError as err:
         err_console.print(f"error: Temporal said: {err.message}")
         return 1
-    except (typer.Abort, KeyboardInterrupt):
-        return 130
-    except Exception as err:  # click's usage errors and the like
-        import click
-
-        if isinstance(err, click.ClickException):
-            err.show()
-            return err.exit_code
-        raise
+    except (OSError, RuntimeError) as err:
+        # Connection failures: asyncpg/aiohttp raise OSError, the Temporal client RuntimeError.
+        if isinstance(err, RuntimeError) and "connect" not in str(err).lower():
+            raise
+        err_console.print(
+            f"error: cannot reach a service: {err}\n"
+            "  Is the stack up (`agentctl dev up`)? Check TEMPORAL_ADDRESS, DATABASE_URL and "
+            "S3_ENDPOINT_URL."
+        )
+        return 1
     return 0
 
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.panel import Panel
 from temporalio.client import Client
 
-from activities.providers.offline import OfflineProvider, REPORT_PATH
+from activities.providers.offline import REPORT_PATH, OfflineProvider
 from activities.tools.builtin import default_registry
 from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
@@ -123,12 +123,17 @@ async def _run_task(
     return session_id, result.status
 
 
-async def run_demo(console: Console, *, interactive: bool) -> int:
-    began = time.monotonic()
+def _prepare_dirs() -> tuple[Path, Path]:
     state = Path(tempfile.mkdtemp(prefix="durable-agents-demo-"))
     state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
     workspace = state / "workspace"
     shutil.copytree(Path(__file__).parent / "demo_workspace", workspace)
+    return state, workspace
+
+
+async def run_demo(console: Console, *, interactive: bool) -> int:
+    began = time.monotonic()
+    state, workspace = await asyncio.to_thread(_prepare_dirs)
     console.print(Panel.fit("durable-agents demo: a durable agent loop on real services"))
     console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
     stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
@@ -169,4 +174,3 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
     finally:
         await asyncio.to_thread(stack.stop)
         shutil.rmtree(state, ignore_errors=True)
-

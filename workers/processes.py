@@ -37,19 +37,26 @@ async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None
             acts = cloud_activities(settings, res, provider, default_registry())
             worker = build_cloud_worker(client, acts, task_queue=settings.agent.task_queue)
             async with running(worker):
-                logger.info("cloud worker on %s (model: %s)", settings.agent.task_queue,
-                            provider.name)
+                logger.info(
+                    "cloud worker on %s (model: %s)", settings.agent.task_queue, provider.name
+                )
                 await (stop.wait() if stop else _until_signalled())
     finally:
         await provider.aclose()
 
 
 async def run_device_worker(settings: Settings, device_id: str, workspace: Path) -> None:
-    """Serve this device's tools on its own task queue until SIGINT/SIGTERM."""
+    """Serve this device's tools on its own task queue until SIGINT/SIGTERM.
+
+    `workspace` must be an absolute path: device tools are confined to it.
+    """
     client = await connect_client()
     async with open_resources(settings.database, settings.s3) as res:
         tools = ToolActivities(
-            res.sessions, res.store, default_registry(), workspace=workspace.resolve(),
+            res.sessions,
+            res.store,
+            default_registry(),
+            workspace=workspace,
             fetch_max_bytes=settings.agent.fetch_max_bytes,
         )
         async with running(build_device_worker(client, device_id, tools)):

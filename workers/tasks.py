@@ -41,12 +41,20 @@ class TaskOptions:
     approval_overrides: dict[str, bool] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
+    continue_as_new_every: int = 0
     task_queue: str = CLOUD_TASK_QUEUE
     model_config: dict[str, Any] = field(default_factory=dict)
 
 
 class TaskNotRunning(Exception):
     pass
+
+
+def session_uuid(session_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(session_id)
+    except ValueError:
+        raise ValueError(f"not a session id: {session_id!r} (expected a UUID)") from None
 
 
 async def start_task(
@@ -89,6 +97,7 @@ async def start_task(
             approval_overrides=dict(options.approval_overrides),
             approval_timeout_seconds=options.approval_timeout_seconds,
             tool_timeout_seconds=options.tool_timeout_seconds,
+            continue_as_new_every=options.continue_as_new_every,
         ),
         id=workflow_id,
         task_queue=options.task_queue,
@@ -114,12 +123,13 @@ async def send_message(
     handle = task_handle(client, session_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
-        raise TaskNotRunning(f"task {session_id} is not running ({desc.status.name.lower()})")
+        state = desc.status.name.lower() if desc.status else "unknown"
+        raise TaskNotRunning(f"task {session_id} is not running ({state})")
     key = f"{handle.id}:user:{message_id or uuid.uuid4()}"
     async with sessions() as db, db.begin():
         row, _ = await ItemRepository(db, tenant_id).append(
             NewItem(
-                session_id=uuid.UUID(session_id),
+                session_id=session_uuid(session_id),
                 kind="user_message",
                 role="user",
                 idempotency_key=key,
@@ -157,7 +167,7 @@ async def read_session(
     limit: int | None = None,
 ) -> tuple[SessionRow, list[ItemRow]]:
     async with sessions() as db:
-        sid = uuid.UUID(session_id)
+        sid = session_uuid(session_id)
         row = await SessionRepository(db, tenant_id).get(sid)
         items = await ItemRepository(db, tenant_id).page(sid, after_ordinal=after, limit=limit)
         return row, items

@@ -242,7 +242,7 @@ class AgentWorkflow:
     # -- handlers ---------------------------------------------------------------------------
 
     @workflow.update(name="approve")
-    async def approve(self, inp: ApproveInput) -> DecisionResult:
+    def approve(self, inp: ApproveInput) -> DecisionResult:
         waiting = self._waiting[inp.tool_call_id]
         waiting.approved, waiting.decided_by = True, inp.decided_by[:100]
         return DecisionResult(inp.tool_call_id, True)
@@ -252,7 +252,7 @@ class AgentWorkflow:
         self._validate_decision(inp.tool_call_id)
 
     @workflow.update(name="reject")
-    async def reject(self, inp: RejectInput) -> DecisionResult:
+    def reject(self, inp: RejectInput) -> DecisionResult:
         waiting = self._waiting[inp.tool_call_id]
         waiting.approved, waiting.decided_by = False, inp.decided_by[:100]
         waiting.reason = inp.reason[:MAX_REASON_CHARS]

@@ -2,7 +2,7 @@
 
 These are durable contracts: they are written into Temporal history and read back by
 later deploys, so new fields are optional with defaults and nothing here ever holds
-content (prompts, tool output, secrets) beyond a short preview.
+content: no prompts, no tool output, no secrets.
 """
 
 from __future__ import annotations
@@ -97,12 +97,15 @@ class ToolRunInput:
 
 @dataclass
 class ToolOutcome:
-    """A committed tool result: the ref to its full content plus a short preview."""
+    """A committed tool result: where it is in AgentState and the ref to its full content.
+
+    No preview travels here: for a small output the preview *is* the output, and tool
+    output never enters history. The ≤500-char preview lives on the AgentState item.
+    """
 
     tool_call_id: str
     item_id: str
     ordinal: int
-    preview: str
     ref: ArtifactRef | None = None
     is_error: bool = False
     error_type: str | None = None

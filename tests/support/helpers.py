@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
+import json
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
 from storage.models import ArtifactRow, ItemRow
 from workers import tasks
@@ -94,3 +96,22 @@ async def s3_sha256(res: Resources, key: str) -> str:
 
 def new_session_id() -> uuid.UUID:
     return uuid.uuid4()
+
+
+def decoded_payloads(history: WorkflowHistory) -> str:
+    """Every payload in a history, decoded: what a reader of the history could see."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "data" and isinstance(value, str):
+                    found.append(base64.b64decode(value).decode("utf-8", "replace"))
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(history.to_json()))
+    return "\n".join(found)

@@ -1,0 +1,95 @@
+"""Approvals arrive as Temporal updates; validators refuse bad decisions with clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from activities.providers.scripted import ScriptedProvider
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, start, wait_for_pending
+from workers import tasks
+from workers.resources import Resources
+
+
+def _script() -> ScriptedProvider:
+    return ScriptedProvider.from_data(
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "out/a.md", "content": "A"}},
+                    {"name": "write_file", "arguments": {"path": "out/b.md", "content": "B"}},
+                ]
+            },
+            {"tool_calls": [{"name": "list_dir", "arguments": {"path": "out"}}]},
+        ]
+    )
+
+
+async def _refused(coro: object) -> ApplicationError:
+    with pytest.raises(WorkflowUpdateFailedError) as info:
+        await coro  # type: ignore[misc]
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError)
+    return cause
+
+
+async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reaches_model(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    provider = _script()
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        pending = await wait_for_pending(client, session_id)
+        assert sorted(pending) == ["call_0_0", "call_0_1"]
+
+        unknown = await _refused(tasks.approve(client, session_id, "call_9_9", "alice"))
+        assert unknown.type == "UnknownToolCall" and "call_9_9" in unknown.message
+
+        await tasks.approve(client, session_id, "call_0_0", "alice")
+        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice"))
+        assert again.type == "AlreadyDecided"
+        flip = await _refused(
+            tasks.reject(client, session_id, "call_0_0", "changed my mind", "bob")
+        )
+        assert flip.type == "AlreadyDecided"
+
+        await tasks.reject(client, session_id, "call_0_1", "b.md is not wanted", "bob")
+        result = await asyncio.wait_for(handle.result(), 30)
+
+    assert result.status == "completed"
+    assert (workspace / "out/a.md").read_text() == "A"
+    assert not (workspace / "out/b.md").exists()
+    # The model was told about the rejection as the call's result, and carried on.
+    second = provider.requests[1]
+    told = {m.tool_call_id: m.content for m in second.messages if m.role == "tool"}
+    assert "rejected by bob" in told["call_0_1"] and "b.md is not wanted" in told["call_0_1"]
+    assert '"already_applied": false' in told["call_0_0"]
+    assert len(provider.requests) == 3
+
+    items = await items_of(resources, tenant, session_id)
+    decisions = {i.tool_call_id: i.data for i in items if i.kind == "approval"}
+    assert decisions["call_0_0"]["approved"] is True
+    assert decisions["call_0_0"]["decided_by"] == "alice"
+    assert decisions["call_0_1"] == {
+        "approved": False,
+        "decided_by": "bob",
+        "reason": "b.md is not wanted",
+        "step": 0,
+    }
+
+
+async def test_decisions_on_a_finished_task_are_refused(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    provider = ScriptedProvider.from_data([{"text": "nothing to do"}])
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        await handle.result()
+    with pytest.raises(RPCError, match=r"(?i)completed"):
+        await tasks.approve(client, session_id, "call_0_0", "alice")

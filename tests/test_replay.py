@@ -1,0 +1,53 @@
+"""Workflow code stays deterministic: recorded histories replay without errors.
+
+tests/histories/*.json were recorded from earlier versions of the loop; a change that
+breaks replay of in-flight workflows fails here (use workflow.patched for such changes).
+Set RECORD_HISTORIES=1 to (re)record the demo history after an intended change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
+
+from activities.providers.offline import OfflineProvider
+from tests.conftest import AgentRunner
+from tests.support.helpers import approve_all, copy_demo_workspace, start
+from workers.resources import Resources
+from workflows.agent import AgentWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+async def test_demo_history_replays_without_nondeterminism(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path
+) -> None:
+    copy_demo_workspace(workspace)
+    async with agent_worker(OfflineProvider(), workspace) as queue:
+        session_id, handle = await start(client, resources, queue)
+        stop = asyncio.Event()
+        approver = asyncio.create_task(approve_all(client, session_id, stop))
+        await asyncio.wait_for(handle.result(), 60)
+        stop.set()
+        await approver
+    history = await handle.fetch_history()
+    if os.environ.get("RECORD_HISTORIES"):
+        HISTORIES.mkdir(exist_ok=True)
+        (HISTORIES / "demo.json").write_text(history.to_json())
+
+    result = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
+    assert result.replay_failure is None
+
+
+async def test_recorded_histories_replay_with_current_code() -> None:
+    files = sorted(HISTORIES.glob("*.json"))
+    assert files, "no recorded histories: run with RECORD_HISTORIES=1 once"
+    replayer = Replayer(workflows=[AgentWorkflow])
+    for path in files:
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
