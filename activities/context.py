@@ -112,6 +112,37 @@ def _ref_note(item: ItemRow) -> str:
     return f"artifact sha256:{info.get('sha256', '?')} ({info.get('size_bytes', '?')} bytes)"
 
 
+async def _expand(
+    block: _Block, index: int, remaining: int, budget: ContextBudget, fetch: FetchArtifact
+) -> tuple[ChatMessage, bool] | None:
+    """The result at `index` expanded to fit `remaining` more tokens, or None if it can't."""
+    enc = budget.encoding
+    item, floor = block.result_items[index], block.messages[index]
+    floor_cost = _tokens(floor, enc)
+    allowance = min(budget.tool_result_tokens, remaining + floor_cost)
+    if allowance <= floor_cost or item.artifact_id is None:
+        return None
+    data, content_type = await fetch(item.artifact_id)
+    text = _decode(data, content_type)
+    if text is None:
+        text = f"[binary {content_type}, {len(data)} bytes: {_ref_note(item)}]"
+    full = replace(floor, content=text)
+    full_tokens = _tokens(full, enc)
+    if full_tokens <= allowance:
+        return full, False
+    note = f"\n[truncated: first {{kept}} of {full_tokens} tokens; full result: {_ref_note(item)}]"
+    kept = allowance - _MESSAGE_OVERHEAD - count_tokens(note, enc) - 8
+    for _ in range(3):  # token counts of a cut text can shift by a few at the seam
+        if kept <= count_tokens(_result_text(item), enc):
+            return None
+        cut = replace(floor, content=truncate_to_tokens(text, kept, enc) + note.format(kept=kept))
+        over = _tokens(cut, enc) - allowance
+        if over <= 0:
+            return cut, True
+        kept -= over
+    return None
+
+
 async def assemble_context(
     items: Sequence[ItemRow],
     *,
@@ -124,6 +155,13 @@ async def assemble_context(
     enc = budget.encoding
     system = ChatMessage("system", system_prompt)
     blocks = _blocks(items)
+    # The floor is every result as its preview plus a note saying where the rest is;
+    # expansion below replaces that with content while the budget lasts.
+    for block in blocks:
+        for index, item in block.result_items.items():
+            msg = block.messages[index]
+            note = f"\n[not expanded to fit the context budget; full result: {_ref_note(item)}]"
+            block.messages[index] = replace(msg, content=msg.content + note)
     fixed = _tokens(system, enc) + budget.reply_tokens
     fixed += sum(
         count_tokens(t.name + t.description + json.dumps(t.parameters), enc) for t in tools
@@ -144,32 +182,15 @@ async def assemble_context(
     # Newest results first: they matter most to the next step.
     for block in reversed(blocks):
         for index in sorted(block.result_items, reverse=True):
-            item = block.result_items[index]
-            msg = block.messages[index]
-            preview_cost = _tokens(msg, enc)
-            allowance = min(budget.tool_result_tokens, remaining + preview_cost - _MESSAGE_OVERHEAD)
-            if allowance <= preview_cost:
-                note = f"\n[not expanded to fit the context budget; full result: {_ref_note(item)}]"
-                block.messages[index] = replace(msg, content=msg.content + note)
-                remaining -= count_tokens(note, enc)
+            expanded = await _expand(block, index, remaining, budget, fetch)
+            if expanded is None:
                 result.not_expanded += 1
                 continue
-            assert item.artifact_id is not None
-            data, content_type = await fetch(item.artifact_id)
-            text = _decode(data, content_type)
-            if text is None:
-                text = f"[binary {content_type}, {len(data)} bytes: {_ref_note(item)}]"
-            full_tokens = count_tokens(text, enc)
-            if full_tokens > allowance:
-                text = truncate_to_tokens(text, max(allowance - 60, 0), enc) + (
-                    f"\n[truncated: first {max(allowance - 60, 0)} of {full_tokens} tokens; "
-                    f"full result: {_ref_note(item)}]"
-                )
-                result.truncated += 1
+            message, truncated = expanded
+            remaining -= _tokens(message, enc) - _tokens(block.messages[index], enc)
+            block.messages[index] = message
             result.expanded += 1
-            expanded = replace(msg, content=text)
-            remaining -= _tokens(expanded, enc) - preview_cost
-            block.messages[index] = expanded
+            result.truncated += truncated
 
     result.messages = [system] + [m for b in blocks for m in b.messages]
     result.input_tokens = sum(_tokens(m, enc) for m in result.messages)

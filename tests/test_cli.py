@@ -1,0 +1,152 @@
+"""agentctl against the real stack: the commands a user types, and their errors."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from tests.conftest import AgentRunner
+from workers.cli import main
+from workers.settings import get_settings
+from workers.stack import StackEndpoints
+
+
+@pytest.fixture
+def cli_env(
+    migrated: StackEndpoints, monkeypatch: pytest.MonkeyPatch, tenant: str
+) -> Iterator[None]:
+    for name, value in migrated.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AGENT_TENANT_ID", tenant)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+async def agentctl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = await asyncio.to_thread(main, list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_start_status_approve_watch_and_fetch_an_artifact(
+    client: Client,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    cli_env: None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (workspace / "a.txt").write_text("alpha")
+    provider = ScriptedProvider.from_data(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "b.txt", "content": "b"}}
+                ]
+            },
+        ]
+    )
+    async with agent_worker(provider, workspace) as queue:
+        monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
+        get_settings.cache_clear()
+        code, out, _ = await agentctl(capsys, "start", "copy a to b")
+        assert code == 0
+        session = out.strip()
+        uuid.UUID(session)
+
+        async with asyncio.timeout(20):
+            while "waiting for approval" not in out:
+                code, out, _ = await agentctl(capsys, "status", session)
+                await asyncio.sleep(0.1)
+        assert "write_file" in out and "'path': 'b.txt'" in out
+        call = re.search(r"waiting for approval: (\S+)", out).group(1)  # type: ignore[union-attr]
+
+        code, out, err = await agentctl(capsys, "approve", session, "call_9_9")
+        assert code == 1 and "no tool call 'call_9_9' is waiting" in err
+        code, out, _ = await agentctl(capsys, "approve", session, call)
+        assert (code, out.strip()) == (0, f"approved {call}")
+
+        code, out, _ = await agentctl(capsys, "watch", session)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("#1") and "copy a to b" in lines[0]
+    assert lines[-1] == "task ended: completed"
+    artifact_line = next(line for line in lines if "read_file" in line and "artifact" in line)
+    assert "result" in artifact_line
+
+    code, out, _ = await agentctl(capsys, "show", session)
+    assert code == 0 and "completed" in out
+
+    code, out, _ = await agentctl(capsys, "watch", session, "--after", "3")
+    assert out.splitlines()[0].startswith("#4 ")
+
+
+async def test_artifacts_get_returns_the_verified_bytes(
+    client: Client,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    cli_env: None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    resources: object,
+    tenant: str,
+) -> None:
+    from tests.support.helpers import items_of
+
+    (workspace / "a.txt").write_bytes(b"alpha bytes")
+    provider = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}]
+    )
+    async with agent_worker(provider, workspace) as queue:
+        monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
+        get_settings.cache_clear()
+        code, out, _ = await agentctl(capsys, "start", "read a", "--watch")
+    session = out.splitlines()[0].strip()
+    result = next(
+        i
+        for i in await items_of(resources, tenant, session)  # type: ignore[arg-type]
+        if i.kind == "tool_result"
+    )
+    target = tmp_path / "a.out"
+    code, out, _ = await agentctl(
+        capsys, "artifacts", "get", str(result.artifact_id), "-o", str(target)
+    )
+    assert code == 0 and target.read_bytes() == b"alpha bytes"
+
+    code, _, err = await agentctl(
+        capsys, "artifacts", "get", str(result.artifact_id), "--tenant", "someone-else"
+    )
+    assert code == 1 and "not found" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["status", "not-a-uuid"], "not a session id"),
+        (["status", str(uuid.UUID(int=0))], "not found"),
+        (["start", "   "], "the task text is empty"),
+        (["send", str(uuid.UUID(int=0)), "hi"], "not found"),
+    ],
+)
+async def test_bad_input_gets_a_clear_error_and_exit_code_1(
+    cli_env: None, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, _, err = await agentctl(capsys, *args)
+    assert code == 1
+    assert message in err.lower()
+    assert "Traceback" not in err
+
+
+async def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = await agentctl(capsys, "--bogus")
+    assert code == 2 and "No such option" in err

@@ -1,0 +1,108 @@
+"""Transient expansion: refs become content in a copy, within a real token budget."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from activities.context import ContextBudget, assemble_context
+from activities.tokens import count_tokens
+from storage.models import ItemRow
+
+SESSION = uuid.uuid4()
+
+
+class _Items:
+    def __init__(self) -> None:
+        self.rows: list[ItemRow] = []
+        self.blobs: dict[uuid.UUID, bytes] = {}
+
+    def add(self, kind: str, text: str = "", **kw: Any) -> ItemRow:
+        row = ItemRow(
+            id=uuid.uuid4(), tenant_id="t", session_id=SESSION, ordinal=len(self.rows) + 1,
+            kind=kind, role="x", text=text, idempotency_key=str(uuid.uuid4()),
+            tool_call_id=kw.get("call"), tool_name=kw.get("name"), data=kw.get("data", {}),
+            artifact_id=None,
+        )
+        self.rows.append(row)
+        return row
+
+    def step(self, call: str, content: bytes) -> None:
+        self.add("assistant_message", "", data={"tool_calls": [{"id": call, "name": "read_file"}]})
+        self.add("tool_call", call=call, name="read_file", data={"arguments": {"path": call}})
+        result = self.add(
+            "tool_result", content[:100].decode(), call=call, name="read_file",
+            data={"artifact": {"sha256": "f" * 64, "size_bytes": len(content)}},
+        )
+        result.artifact_id = uuid.uuid4()
+        self.blobs[result.artifact_id] = content
+
+    async def fetch(self, artifact_id: uuid.UUID) -> tuple[bytes, str]:
+        return self.blobs[artifact_id], "text/plain; charset=utf-8"
+
+
+async def _assemble(items: _Items, **budget: int) -> Any:
+    return await assemble_context(
+        items.rows, system_prompt="be brief", tools=[], budget=ContextBudget(**budget),
+        fetch=items.fetch,
+    )
+
+
+async def test_small_results_are_expanded_in_full_and_rows_stay_previews() -> None:
+    items = _Items()
+    items.add("user_message", "summarise")
+    body = b"line of text\n" * 50
+    items.step("c1", body)
+    before = [r.text for r in items.rows]
+    ctx = await _assemble(items)
+    tool = next(m for m in ctx.messages if m.role == "tool")
+    assert tool.content == body.decode()
+    assert ctx.expanded == 1 and ctx.truncated == 0
+    assert [r.text for r in items.rows] == before  # nothing written back into the rows
+
+
+async def test_large_result_is_cut_to_its_token_allowance_and_says_where_the_rest_is() -> None:
+    items = _Items()
+    items.add("user_message", "summarise")
+    items.step("c1", ("word " * 50_000).encode())
+    ctx = await _assemble(items, tool_result_tokens=1_000)
+    tool = next(m for m in ctx.messages if m.role == "tool")
+    assert count_tokens(tool.content) <= 1_000
+    assert "[truncated:" in tool.content and "f" * 64 in tool.content
+    assert ctx.truncated == 1
+
+
+async def test_budget_goes_to_the_newest_results_first() -> None:
+    items = _Items()
+    items.add("user_message", "summarise")
+    for n in range(4):
+        items.step(f"c{n}", (f"result {n} " * 2_000).encode())
+    ctx = await _assemble(items, context_tokens=12_000, reply_tokens=1_000,
+                          tool_result_tokens=5_000)
+    tools = {m.tool_call_id: m.content for m in ctx.messages if m.role == "tool"}
+    assert "[not expanded" in tools["c0"]
+    assert "[not expanded" not in tools["c3"] and tools["c3"].startswith("result 3")
+    assert ctx.input_tokens + 1_000 <= 12_000
+
+
+async def test_over_budget_history_drops_oldest_steps_but_keeps_the_task() -> None:
+    items = _Items()
+    items.add("user_message", "the original task")
+    for n in range(30):
+        items.add("user_message", f"follow-up {n} " + "x " * 300)
+    ctx = await _assemble(items, context_tokens=4_000, reply_tokens=500)
+    users = [m.content for m in ctx.messages if m.role == "user"]
+    assert users[0] == "the original task"
+    assert users[-1].startswith("follow-up 29")
+    assert ctx.dropped_messages > 0 and ctx.input_tokens + 500 <= 4_000
+
+
+async def test_user_message_between_call_and_result_does_not_separate_them() -> None:
+    items = _Items()
+    items.add("user_message", "task")
+    items.add("assistant_message", "", data={"tool_calls": [{"id": "c1", "name": "read_file"}]})
+    items.add("tool_call", call="c1", name="read_file", data={"arguments": {}})
+    items.add("user_message", "meanwhile")
+    items.add("tool_result", "ok", call="c1", name="read_file")
+    roles = [m.role for m in (await _assemble(items)).messages]
+    assert roles == ["system", "user", "assistant", "tool", "user"]

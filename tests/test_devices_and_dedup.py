@@ -1,0 +1,80 @@
+"""Device-local tools run on the device's own queue; equal bytes are stored once per tenant."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from activities.tool_run import ToolActivities
+from activities.tools.builtin import default_registry
+from tests.conftest import AgentRunner
+from tests.support.helpers import artifact_count, items_of, s3_keys, start
+from workers.cloud import running
+from workers.device import build_device_worker
+from workers.resources import Resources
+
+
+def _read(path: str) -> ScriptedProvider:
+    return ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}]
+    )
+
+
+async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path,
+    tmp_path: Path, tenant: str,
+) -> None:
+    laptop = tmp_path / "laptop"
+    laptop.mkdir()
+    (laptop / "notes.txt").write_text("only on the laptop")
+    (workspace / "notes.txt").write_text("cloud copy")
+    device_id = f"laptop-{tenant}"
+    tools = ToolActivities(
+        resources.sessions, resources.store, default_registry(), workspace=laptop,
+        fetch_max_bytes=1024,
+    )
+    provider = _read("notes.txt")
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, device_id=device_id,
+            device_tools=["read_file"],
+        )
+        # Nothing serves the device yet: the call waits on its queue, the task stays open.
+        await asyncio.sleep(1.5)
+        assert [i.kind for i in await items_of(resources, tenant, session_id)][-1] == "tool_call"
+        async with running(build_device_worker(client, device_id, tools)):
+            result = await asyncio.wait_for(handle.result(), 30)
+
+    assert result.status == "completed"
+    told = next(m for m in provider.requests[1].messages if m.role == "tool")
+    assert told.content == "only on the laptop"
+
+
+async def test_same_bytes_in_two_sessions_of_a_tenant_are_stored_once(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    data = b"shared page\n" * 1000
+    (workspace / "page.txt").write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    sessions = []
+    for _ in range(2):
+        async with agent_worker(_read("page.txt"), workspace) as queue:
+            session_id, handle = await start(client, resources, queue, tenant=tenant)
+            await asyncio.wait_for(handle.result(), 30)
+            sessions.append(session_id)
+
+    refs = []
+    for session_id in sessions:
+        result = next(i for i in await items_of(resources, tenant, session_id)
+                      if i.kind == "tool_result")
+        refs.append(result.artifact_id)
+    assert refs[0] is not None and refs[0] == refs[1]
+    assert await artifact_count(resources, tenant, sha) == 1
+    keys = await s3_keys(resources, f"{resources.store.prefix}/{tenant}/")
+    assert [k for k in keys if k.endswith(sha)] == [
+        f"{resources.store.prefix}/{tenant}/sha256/{sha[:2]}/{sha[2:4]}/{sha}"
+    ]
