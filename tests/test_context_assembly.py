@@ -19,9 +19,17 @@ class _Items:
 
     def add(self, kind: str, text: str = "", **kw: Any) -> ItemRow:
         row = ItemRow(
-            id=uuid.uuid4(), tenant_id="t", session_id=SESSION, ordinal=len(self.rows) + 1,
-            kind=kind, role="x", text=text, idempotency_key=str(uuid.uuid4()),
-            tool_call_id=kw.get("call"), tool_name=kw.get("name"), data=kw.get("data", {}),
+            id=uuid.uuid4(),
+            tenant_id="t",
+            session_id=SESSION,
+            ordinal=len(self.rows) + 1,
+            kind=kind,
+            role="x",
+            text=text,
+            idempotency_key=str(uuid.uuid4()),
+            tool_call_id=kw.get("call"),
+            tool_name=kw.get("name"),
+            data=kw.get("data", {}),
             artifact_id=None,
         )
         self.rows.append(row)
@@ -31,7 +39,10 @@ class _Items:
         self.add("assistant_message", "", data={"tool_calls": [{"id": call, "name": "read_file"}]})
         self.add("tool_call", call=call, name="read_file", data={"arguments": {"path": call}})
         result = self.add(
-            "tool_result", content[:100].decode(), call=call, name="read_file",
+            "tool_result",
+            content[:100].decode(),
+            call=call,
+            name="read_file",
             data={"artifact": {"sha256": "f" * 64, "size_bytes": len(content)}},
         )
         result.artifact_id = uuid.uuid4()
@@ -43,7 +54,10 @@ class _Items:
 
 async def _assemble(items: _Items, **budget: int) -> Any:
     return await assemble_context(
-        items.rows, system_prompt="be brief", tools=[], budget=ContextBudget(**budget),
+        items.rows,
+        system_prompt="be brief",
+        tools=[],
+        budget=ContextBudget(**budget),
         fetch=items.fetch,
     )
 
@@ -77,8 +91,9 @@ async def test_budget_goes_to_the_newest_results_first() -> None:
     items.add("user_message", "summarise")
     for n in range(4):
         items.step(f"c{n}", (f"result {n} " * 2_000).encode())
-    ctx = await _assemble(items, context_tokens=12_000, reply_tokens=1_000,
-                          tool_result_tokens=5_000)
+    ctx = await _assemble(
+        items, context_tokens=12_000, reply_tokens=1_000, tool_result_tokens=5_000
+    )
     tools = {m.tool_call_id: m.content for m in ctx.messages if m.role == "tool"}
     assert "[not expanded" in tools["c0"]
     assert "[not expanded" not in tools["c3"] and tools["c3"].startswith("result 3")

@@ -25,8 +25,12 @@ def _read(path: str) -> ScriptedProvider:
 
 
 async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
-    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path,
-    tmp_path: Path, tenant: str,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tmp_path: Path,
+    tenant: str,
 ) -> None:
     laptop = tmp_path / "laptop"
     laptop.mkdir()
@@ -34,13 +38,20 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
     (workspace / "notes.txt").write_text("cloud copy")
     device_id = f"laptop-{tenant}"
     tools = ToolActivities(
-        resources.sessions, resources.store, default_registry(), workspace=laptop,
+        resources.sessions,
+        resources.store,
+        default_registry(),
+        workspace=laptop,
         fetch_max_bytes=1024,
     )
     provider = _read("notes.txt")
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(
-            client, resources, queue, tenant=tenant, device_id=device_id,
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            device_id=device_id,
             device_tools=["read_file"],
         )
         # Nothing serves the device yet: the call waits on its queue, the task stays open.
@@ -69,8 +80,9 @@ async def test_same_bytes_in_two_sessions_of_a_tenant_are_stored_once(
 
     refs = []
     for session_id in sessions:
-        result = next(i for i in await items_of(resources, tenant, session_id)
-                      if i.kind == "tool_result")
+        result = next(
+            i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"
+        )
         refs.append(result.artifact_id)
     assert refs[0] is not None and refs[0] == refs[1]
     assert await artifact_count(resources, tenant, sha) == 1

