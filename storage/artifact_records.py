@@ -85,6 +85,23 @@ class ArtifactRepository:
             raise ArtifactNotFound(f"artifact {artifact_id} not found")
         return row
 
+    async def find_by_sha_prefix(self, prefix: str) -> ArtifactRow:
+        """The one artifact whose sha256 starts with `prefix` (as shown in timelines)."""
+        if len(prefix) < 8 or any(c not in "0123456789abcdef" for c in prefix):
+            raise ArtifactNotFound(f"not an artifact id or sha256 prefix: {prefix!r}")
+        rows = list(
+            await self._db.scalars(
+                select(ArtifactRow)
+                .where(ArtifactRow.tenant_id == self._tenant, ArtifactRow.sha256.startswith(prefix))
+                .limit(2)
+            )
+        )
+        if not rows:
+            raise ArtifactNotFound(f"no artifact with sha256 {prefix}…")
+        if len(rows) > 1:
+            raise ArtifactNotFound(f"sha256 prefix {prefix} is ambiguous; give more characters")
+        return rows[0]
+
     async def get_many(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, ArtifactRow]:
         wanted = set(ids)
         if not wanted:

@@ -123,6 +123,9 @@ async def test_artifacts_get_returns_the_verified_bytes(
     )
     assert code == 0 and target.read_bytes() == b"alpha bytes"
 
+    sha = result.data["artifact"]["sha256"]
+    code, out, _ = await agentctl(capsys, "artifacts", "get", sha[:12])
+    assert code == 0 and out == "alpha bytes"
     code, _, err = await agentctl(
         capsys, "artifacts", "get", str(result.artifact_id), "--tenant", "someone-else"
     )

@@ -197,7 +197,7 @@ def show(session: str, tenant: Tenant = None) -> None:
 
 @artifacts_app.command("get")
 def artifacts_get(
-    artifact_id: str,
+    artifact_id: Annotated[str, typer.Argument(help="Artifact id, or sha256 (prefix) as shown.")],
     tenant: Tenant = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
 ) -> None:
@@ -206,7 +206,11 @@ def artifacts_get(
     async def go(res: Resources) -> bytes:
         t = _tenant(get_settings(), tenant)
         async with res.sessions() as db:
-            row = await ArtifactRepository(db, t).get(uuid.UUID(artifact_id))
+            repo = ArtifactRepository(db, t)
+            try:
+                row = await repo.get(uuid.UUID(artifact_id))
+            except ValueError:
+                row = await repo.find_by_sha_prefix(artifact_id.lower())
         ref = res.store.ref_for(t, row.sha256, row.size_bytes, row.content_type)
         return await res.store.get(t, ref)
 
