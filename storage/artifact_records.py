@@ -48,7 +48,8 @@ class ArtifactRepository:
                 ArtifactRow.tenant_id == self._tenant, ArtifactRow.sha256 == ref.sha256
             )
         )
-        assert artifact_id is not None  # inserted or already present in this transaction
+        if artifact_id is None:  # only if the row vanished between insert and select
+            raise ArtifactNotFound(f"artifact {ref.sha256} disappeared while registering it")
         return artifact_id
 
     async def add_ref(

@@ -11,7 +11,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 from temporalio.client import Client
 
 from activities.providers.base import ModelProvider
@@ -19,7 +18,6 @@ from activities.tools.builtin import default_registry
 from storage.db import migrate
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources, open_resources
-from workers.settings import AgentSettings, DatabaseSettings, ModelSettings, S3Settings, Settings
 from workers.stack import DevStack, StackEndpoints
 from workers.temporal_client import connect_client
 
@@ -43,25 +41,11 @@ async def migrated(stack: StackEndpoints) -> StackEndpoints:
     return stack
 
 
-def settings_for(ep: StackEndpoints, workspace: Path, task_queue: str) -> Settings:
-    return Settings(
-        database=DatabaseSettings(url=SecretStr(ep.database_url)),
-        s3=S3Settings(
-            endpoint_url=ep.s3_endpoint_url,
-            access_key_id=SecretStr(ep.s3_access_key_id),
-            secret_access_key=SecretStr(ep.s3_secret_access_key),
-            bucket=ep.s3_bucket,
-        ),
-        model=ModelSettings(provider="scripted", name="test-model"),
-        agent=AgentSettings(workspace=workspace, task_queue=task_queue),
-    )
-
-
 @pytest.fixture(scope="session")
 async def resources(
     migrated: StackEndpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Resources]:
-    s = settings_for(migrated, tmp_path_factory.mktemp("unused"), "unused")
+    s = migrated.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
     async with open_resources(s.database, s.s3) as res:
         await res.store.ensure_bucket()
         yield res
@@ -98,7 +82,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
     @asynccontextmanager
     async def run(provider: ModelProvider, workspace: Path) -> AsyncIterator[str]:
         queue = f"test-{uuid.uuid4().hex[:10]}"
-        settings = settings_for(migrated, workspace, queue)
+        settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
         acts = cloud_activities(settings, resources, provider, default_registry())
         worker = build_cloud_worker(client, acts, task_queue=queue, max_cached_workflows=0)
         async with running(worker):

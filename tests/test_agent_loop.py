@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from temporalio.client import Client
@@ -10,10 +9,10 @@ from temporalio.client import Client
 from activities.providers.offline import REPORT_PATH, OfflineProvider
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
-    approve_all,
     copy_demo_workspace,
     decoded_payloads,
     items_of,
+    run_approving,
     s3_sha256,
     start,
 )
@@ -27,11 +26,7 @@ async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
     copy_demo_workspace(workspace)
     async with agent_worker(OfflineProvider(), workspace) as queue:
         session_id, handle = await start(client, resources, queue)
-        stop = asyncio.Event()
-        approver = asyncio.create_task(approve_all(client, session_id, stop))
-        result = await asyncio.wait_for(handle.result(), 60)
-        stop.set()
-        approved = await approver
+        result, approved = await run_approving(client, session_id, handle)
 
     assert result.status == "completed"
     assert len(approved) == 1

@@ -93,3 +93,24 @@ async def test_decisions_on_a_finished_task_are_refused(
         await handle.result()
     with pytest.raises(RPCError, match=r"(?i)completed"):
         await tasks.approve(client, session_id, "call_0_0", "alice")
+
+
+async def test_approval_that_never_comes_times_out_and_the_model_is_told(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    provider = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "x.md", "content": "x"}}]}]
+    )
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, approval_timeout_seconds=1
+        )
+        result = await asyncio.wait_for(handle.result(), 30)
+
+    assert result.status == "completed"
+    assert not (workspace / "x.md").exists()
+    told = next(m for m in provider.requests[1].messages if m.role == "tool")
+    assert "rejected by timeout" in told.content and "no decision within 1s" in told.content
+    items = await items_of(resources, tenant, session_id)
+    decision = next(i for i in items if i.kind == "approval")
+    assert decision.data["decided_by"] == "timeout" and decision.data["approved"] is False

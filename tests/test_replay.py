@@ -7,7 +7,6 @@ Set RECORD_HISTORIES=1 to (re)record the demo history after an intended change.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from temporalio.worker import Replayer
 
 from activities.providers.offline import OfflineProvider
 from tests.conftest import AgentRunner
-from tests.support.helpers import approve_all, copy_demo_workspace, start
+from tests.support.helpers import copy_demo_workspace, run_approving, start
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
 
@@ -29,11 +28,7 @@ async def test_demo_history_replays_without_nondeterminism(
     copy_demo_workspace(workspace)
     async with agent_worker(OfflineProvider(), workspace) as queue:
         session_id, handle = await start(client, resources, queue)
-        stop = asyncio.Event()
-        approver = asyncio.create_task(approve_all(client, session_id, stop))
-        await asyncio.wait_for(handle.result(), 60)
-        stop.set()
-        await approver
+        await run_approving(client, session_id, handle)
     history = await handle.fetch_history()
     if os.environ.get("RECORD_HISTORIES"):
         HISTORIES.mkdir(exist_ok=True)

@@ -7,9 +7,9 @@ import logging
 import sys
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -48,8 +48,8 @@ def _tenant(settings: Settings, tenant: str | None) -> str:
     return tenant or settings.agent.tenant_id
 
 
-def _run(coro: Awaitable[T]) -> T:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
 
 
 async def _with_resources(fn: Callable[[Resources], Awaitable[T]]) -> T:

@@ -13,7 +13,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from pydantic import SecretStr
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -27,27 +26,12 @@ from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
-from workers.settings import AgentSettings, DatabaseSettings, ModelSettings, S3Settings, Settings
-from workers.stack import DevStack, StackEndpoints
+from workers.stack import DevStack
 from workers.temporal_client import connect_client
 
 DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
 DEMO_QUEUE = "agent-demo"
 TENANT = "default"
-
-
-def demo_settings(ep: StackEndpoints, workspace: Path) -> Settings:
-    return Settings(
-        database=DatabaseSettings(url=SecretStr(ep.database_url)),
-        s3=S3Settings(
-            endpoint_url=ep.s3_endpoint_url,
-            access_key_id=SecretStr(ep.s3_access_key_id),
-            secret_access_key=SecretStr(ep.s3_secret_access_key),
-            bucket=ep.s3_bucket,
-        ),
-        model=ModelSettings(provider="offline", name="offline-demo"),
-        agent=AgentSettings(workspace=workspace, task_queue=DEMO_QUEUE),
-    )
 
 
 async def _decide_approvals(
@@ -147,7 +131,7 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
             f"  ready in {time.monotonic() - t0:.1f}s: temporal {ep.temporal_address} · "
             f"postgres {ep.database_url.rsplit('@', 1)[-1]} · s3 {ep.s3_endpoint_url}"
         )
-        settings = demo_settings(ep, workspace)
+        settings = ep.settings(workspace=workspace, task_queue=DEMO_QUEUE, provider="offline")
         await migrate(ep.database_url)
         console.print("  AgentState migrations applied")
         client = await connect_client(ep.temporal_address, "default")

@@ -22,7 +22,7 @@ def _one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def item_line(item: ItemRow, width: int = 72) -> str:
+def item_line(item: ItemRow, width: int = 60) -> str:
     kind = _ICONS.get(item.kind, item.kind)
     label = f"#{item.ordinal:<3} {kind:<8}"
     if item.kind == "tool_call":

@@ -54,6 +54,19 @@ async def approve_all(client: Client, session_id: str, stop: asyncio.Event) -> l
     return approved
 
 
+async def run_approving(
+    client: Client, session_id: str, handle: WorkflowHandle[AgentWorkflow, Any]
+) -> tuple[Any, list[str]]:
+    """Wait for the task's result, approving every call that asks; returns (result, approved)."""
+    stop = asyncio.Event()
+    approver = asyncio.create_task(approve_all(client, session_id, stop))
+    try:
+        result = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        stop.set()
+    return result, await approver
+
+
 async def wait_for_pending(
     client: Client, session_id: str, within_seconds: float = 20
 ) -> list[str]:

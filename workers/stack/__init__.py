@@ -14,12 +14,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
+from pydantic import SecretStr
+
 from workers.settings import (
     DEV_POSTGRES_PORT,
     DEV_S3_ACCESS_KEY,
     DEV_S3_PORT,
     DEV_S3_SECRET_KEY,
     DEV_TEMPORAL_PORT,
+    AgentSettings,
+    DatabaseSettings,
+    ModelSettings,
+    S3Settings,
+    Settings,
 )
 from workers.stack.errors import PortInUseError, StackError
 from workers.stack.ports import free_port, reserve_ports
@@ -66,6 +73,20 @@ class StackEndpoints:
             "S3_SECRET_ACCESS_KEY": self.s3_secret_access_key,
             "S3_BUCKET": self.s3_bucket,
         }
+
+    def settings(self, *, workspace: Path, task_queue: str, provider: str) -> Settings:
+        """Settings pointing a worker in this process at this stack."""
+        return Settings(
+            database=DatabaseSettings(url=SecretStr(self.database_url)),
+            s3=S3Settings(
+                endpoint_url=self.s3_endpoint_url,
+                access_key_id=SecretStr(self.s3_access_key_id),
+                secret_access_key=SecretStr(self.s3_secret_access_key),
+                bucket=self.s3_bucket,
+            ),
+            model=ModelSettings.model_validate({"provider": provider, "name": provider}),
+            agent=AgentSettings(workspace=workspace, task_queue=task_queue),
+        )
 
 
 class _Service(Protocol):
