@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -43,12 +44,20 @@ SESSION_STATUSES = (
     "completed",
     "failed",
     "cancelled",
+    "archived",
 )
+TERMINAL_STATUSES = ("completed", "failed", "cancelled", "archived")
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
 
 
 class SessionRow(Base):
     __tablename__ = "sessions"
+    __table_args__ = (
+        ForeignKeyConstraint(["parent_id"], ["sessions.id"], name="fk_sessions_parent"),
+        ForeignKeyConstraint(["root_id"], ["sessions.id"], name="fk_sessions_root"),
+        Index("ix_sessions_parent", "tenant_id", "parent_id"),
+        Index("ix_sessions_root", "tenant_id", "root_id"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(128), index=True)
@@ -56,6 +65,10 @@ class SessionRow(Base):
     status: Mapped[str] = mapped_column(String(32))
     model_config_json: Mapped[dict[str, Any]] = mapped_column("model_config", JSONB)
     workflow_id: Mapped[str | None] = mapped_column(String(256))
+    workflow_run_id: Mapped[str | None] = mapped_column(String(256))
+    parent_id: Mapped[uuid.UUID | None] = mapped_column()
+    root_id: Mapped[uuid.UUID | None] = mapped_column()
+    agent_name: Mapped[str] = mapped_column(Text, server_default="agent")
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -68,6 +81,7 @@ class ItemRow(Base):
         UniqueConstraint("session_id", "ordinal", name="uq_items_session_ordinal"),
         Index("ix_items_session_tool_call", "session_id", "tool_call_id"),
         ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_items_session"),
+        ForeignKeyConstraint(["turn_id"], ["turns.id"], name="fk_items_turn"),
         ForeignKeyConstraint(
             ["tenant_id", "artifact_id"],
             ["agent_artifacts.tenant_id", "agent_artifacts.artifact_id"],
@@ -87,6 +101,9 @@ class ItemRow(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     idempotency_key: Mapped[str] = mapped_column(String(512), unique=True)
     artifact_id: Mapped[uuid.UUID | None] = mapped_column()
+    turn_id: Mapped[uuid.UUID | None] = mapped_column()
+    # Token count of the persisted text, so a reader can pick a window without re-tokenising.
+    tokens: Mapped[int] = mapped_column(Integer, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -126,4 +143,115 @@ class ArtifactRefRow(Base):
     artifact_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     required_for_resume: Mapped[bool] = mapped_column(Boolean, default=False)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ContextBlobRow(Base):
+    """A system prompt or tool schema set, stored once per tenant by sha256."""
+
+    __tablename__ = "context_blobs"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    sha256: Mapped[str] = mapped_column(Text, primary_key=True)
+    kind: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ContextConfigRow(Base):
+    """What a turn used: model, provider, prompt version, tool schema set, budget."""
+
+    __tablename__ = "context_configs"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "sha256", name="uq_context_configs_tenant_sha"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(Text)
+    provider: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    system_prompt_sha256: Mapped[str] = mapped_column(Text)
+    tool_schemas_sha256: Mapped[str] = mapped_column(Text)
+    budget: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class TurnRow(Base):
+    """The items of one user request, and the context configuration it ran with."""
+
+    __tablename__ = "turns"
+    __table_args__ = (
+        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_turns_session"),
+        ForeignKeyConstraint(["context_config_id"], ["context_configs.id"], name="fk_turns_config"),
+        UniqueConstraint("session_id", "turn_no", name="uq_turns_session_no"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[uuid.UUID] = mapped_column()
+    turn_no: Mapped[int] = mapped_column(Integer)
+    first_ordinal: Mapped[int] = mapped_column(BigInteger)
+    context_config_id: Mapped[uuid.UUID | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class CompactionRow(Base):
+    """A versioned summary of a session's items up to an ordinal; raw items stay."""
+
+    __tablename__ = "compactions"
+    __table_args__ = (
+        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_compactions_session"),
+        ForeignKeyConstraint(
+            ["previous_compaction_id"], ["compactions.id"], name="fk_compactions_previous"
+        ),
+        UniqueConstraint("session_id", "version", name="uq_compactions_session_version"),
+        UniqueConstraint("idempotency_key", name="uq_compactions_idempotency_key"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[uuid.UUID] = mapped_column()
+    version: Mapped[int] = mapped_column(Integer)
+    previous_compaction_id: Mapped[uuid.UUID | None] = mapped_column()
+    covers_through_ordinal: Mapped[int] = mapped_column(BigInteger)
+    summary: Mapped[str] = mapped_column(Text)
+    summary_tokens: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(Text)
+    idempotency_key: Mapped[str] = mapped_column(String(512))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+MEMORY_SCOPES = ("user", "project", "agent")
+MEMORY_AUTHORS = ("agent", "user", "extractor")
+
+
+class MemoryRow(Base):
+    """A remembered fact, scoped to tenant + (user | project | agent)."""
+
+    __tablename__ = "memories"
+    __table_args__ = (
+        ForeignKeyConstraint(["supersedes_id"], ["memories.id"], name="fk_memories_supersedes"),
+        UniqueConstraint("idempotency_key", name="uq_memories_idempotency_key"),
+        Index(
+            "ix_memories_scope_live",
+            "tenant_id",
+            "scope_type",
+            "scope_id",
+            "created_at",
+            postgresql_where=text("deleted_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text)
+    scope_type: Mapped[str] = mapped_column(Text)
+    scope_id: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text)
+    source: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    version: Mapped[int] = mapped_column(Integer, server_default="1")
+    created_by: Mapped[str] = mapped_column(Text)
+    supersedes_id: Mapped[uuid.UUID | None] = mapped_column()
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    idempotency_key: Mapped[str | None] = mapped_column(String(512))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

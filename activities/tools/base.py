@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from activities.providers.base import ToolSpec
 
@@ -24,6 +24,27 @@ class ToolError(Exception):
         self.message = message
 
 
+class MemoryAccess(Protocol):
+    """The agent's scoped memory, as the remember/recall tools see it (tenant already bound)."""
+
+    async def remember(
+        self,
+        *,
+        scope_type: str,
+        scope_id: str,
+        content: str,
+        source: dict[str, Any],
+        idempotency_key: str,
+        supersedes: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def recall(
+        self, *, scope_type: str, scope_id: str, query: str | None, limit: int
+    ) -> list[dict[str, Any]]: ...
+
+    async def forget(self, *, memory_id: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """Per-call context. The idempotency key is stable across retries of the same call."""
@@ -34,6 +55,8 @@ class ToolContext:
     session_id: str
     fetch_max_bytes: int = 5 * 1024 * 1024
     fetch_timeout_seconds: float = 20.0
+    agent_name: str = "agent"
+    memory: MemoryAccess | None = None
 
 
 @dataclass(frozen=True)
