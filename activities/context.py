@@ -30,6 +30,7 @@ class ContextBudget:
     reply_tokens: int = 2_048
     tool_result_tokens: int = 6_000
     encoding: str = "cl100k_base"
+    compact_at_ratio: float = 0.75
 
 
 @dataclass

@@ -8,14 +8,16 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.context import AssembledContext, ContextBudget, assemble_context
+from activities.context import AssembledContext, ContextBudget
 from activities.errors import storage_errors_are_final
+from activities.model_context import assemble_for_step, budget_of, config_of, tools_of, turn_config
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
+from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
-from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.context_configs import ContextConfig
 from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
+from storage.models import CompactionRow, ItemRow
 from storage.sessions import SessionRepository
 from workflows.contracts import ArtifactRef, ModelCallInput, ModelCallResult, ToolCallRef
 
@@ -36,30 +38,36 @@ class ModelActivities:
         self._store = store
         self._provider = provider
         self._registry = registry
-        self._model = model
-        self._system_prompt = system_prompt
-        self._budget = budget
+        # What a new turn records; a turn already under way keeps what it recorded.
+        self._current = config_of(provider.name, model, system_prompt, registry.specs(), budget)
+
+    @property
+    def current_config(self) -> ContextConfig:
+        return self._current
 
     @activity.defn(name="call_model")
     async def call_model(self, inp: ModelCallInput) -> ModelCallResult:
         """One model step. Retries after the reply was committed return the committed reply."""
         session_id = uuid.UUID(inp.session_id)
         async with storage_errors_are_final():
-            async with self._sessions() as db:
-                items = ItemRepository(db, inp.tenant_id)
-                done = await items.by_key(inp.idempotency_key)
+            async with self._sessions() as db, db.begin():
+                done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
-                    return await self._result_of(items, done)
+                    return await self._result_of(db, inp.tenant_id, done, None)
                 await SessionRepository(db, inp.tenant_id).get(session_id)
-                context = await self._assemble(db, inp.tenant_id, session_id)
+                config_id, config = await turn_config(db, inp.tenant_id, session_id, self._current)
+            async with self._sessions() as db:
+                context, compaction = await assemble_for_step(
+                    db, self._store, inp.tenant_id, session_id, config
+                )
             # No transaction is held open across the provider call.
             reply = await self._provider.complete(
                 ModelRequest(
-                    model=self._model,
+                    model=config.model,
                     messages=context.messages,
-                    tools=self._registry.specs(),
+                    tools=tools_of(config),
                     idempotency_key=inp.idempotency_key,
-                    max_output_tokens=self._budget.reply_tokens,
+                    max_output_tokens=budget_of(config).reply_tokens,
                 )
             )
             activity.logger.info(
@@ -71,37 +79,24 @@ class ModelActivities:
                 len(reply.tool_calls),
             )
             async with self._sessions() as db, db.begin():
-                items = ItemRepository(db, inp.tenant_id)
-                row = await self._persist(items, inp, session_id, reply, context)
-                return await self._result_of(items, row)
-
-    async def _assemble(
-        self, db: AsyncSession, tenant_id: str, session_id: uuid.UUID
-    ) -> AssembledContext:
-        rows = await ItemRepository(db, tenant_id).page(session_id)
-        artifacts = ArtifactRepository(db, tenant_id)
-
-        async def fetch(artifact_id: uuid.UUID) -> tuple[bytes, str]:
-            row = await artifacts.get(artifact_id)
-            ref = self._store.ref_for(tenant_id, row.sha256, row.size_bytes, row.content_type)
-            return await self._store.get(tenant_id, ref), row.content_type
-
-        return await assemble_context(
-            rows,
-            system_prompt=self._system_prompt,
-            tools=self._registry.specs(),
-            budget=self._budget,
-            fetch=fetch,
-        )
+                row = await self._persist(
+                    db, inp, session_id, reply, context, config, config_id, compaction
+                )
+                return await self._result_of(db, inp.tenant_id, row, config)
 
     async def _persist(
         self,
-        items: ItemRepository,
+        db: AsyncSession,
         inp: ModelCallInput,
         session_id: uuid.UUID,
         reply: ModelReply,
         context: AssembledContext,
+        config: ContextConfig,
+        config_id: uuid.UUID | None,
+        compaction: CompactionRow | None,
     ) -> ItemRow:
+        items = ItemRepository(db, inp.tenant_id)
+        encoding = budget_of(config).encoding
         row, _ = await items.append(
             NewItem(
                 session_id=session_id,
@@ -109,12 +104,14 @@ class ModelActivities:
                 role="assistant",
                 idempotency_key=inp.idempotency_key,
                 text=reply.text,
+                tokens=count_tokens(reply.text, encoding),
                 data={
                     "step": inp.step,
                     "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
                     "finish_reason": reply.finish_reason,
-                    "model": reply.model or self._model,
+                    "model": reply.model or config.model,
                     "provider": self._provider.name,
+                    "context_config_id": str(config_id) if config_id else None,
                     "usage": {
                         "input_tokens": reply.usage.input_tokens,
                         "output_tokens": reply.usage.output_tokens,
@@ -125,11 +122,13 @@ class ModelActivities:
                         "truncated": context.truncated,
                         "not_expanded": context.not_expanded,
                         "dropped_messages": context.dropped_messages,
+                        "compaction_version": compaction.version if compaction else None,
                     },
                 },
             )
         )
         for call in reply.tool_calls:
+            args_text = str(call.arguments)
             await items.append(
                 NewItem(
                     session_id=session_id,
@@ -137,6 +136,7 @@ class ModelActivities:
                     role="assistant",
                     idempotency_key=f"{inp.idempotency_key}:call:{call.id}",
                     text=f"{call.name}",
+                    tokens=count_tokens(call.name + args_text, encoding),
                     tool_call_id=call.id,
                     tool_name=call.name,
                     data={"arguments": call.arguments, "step": inp.step},
@@ -144,7 +144,10 @@ class ModelActivities:
             )
         return row
 
-    async def _result_of(self, items: ItemRepository, row: ItemRow) -> ModelCallResult:
+    async def _result_of(
+        self, db: AsyncSession, tenant_id: str, row: ItemRow, config: ContextConfig | None
+    ) -> ModelCallResult:
+        items = ItemRepository(db, tenant_id)
         calls = []
         for call in row.data.get("tool_calls", []):
             tool = self._registry.get(call["name"])
@@ -159,12 +162,16 @@ class ModelActivities:
                     known=tool is not None,
                 )
             )
+        used = int(row.data.get("context", {}).get("input_tokens", 0))
+        budget = budget_of(config or self._current)
         return ModelCallResult(
             item_id=str(row.id),
             ordinal=row.ordinal,
             tool_calls=calls,
             finished=not calls,
             finish_reason=str(row.data.get("finish_reason", "stop")),
+            context_tokens=used,
+            compaction_due=used >= budget.context_tokens * budget.compact_at_ratio,
         )
 
 

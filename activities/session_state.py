@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.errors import storage_errors_are_final
+from activities.tokens import count_tokens
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
 from workflows.contracts import (
@@ -86,7 +87,9 @@ class SessionStateActivities:
     async def set_session_status(self, inp: SessionStatusInput) -> None:
         session_id = uuid.UUID(inp.session_id)
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            await SessionRepository(db, inp.tenant_id).set_status(session_id, inp.status)
+            await SessionRepository(db, inp.tenant_id).set_status(
+                session_id, inp.status, workflow_run_id=inp.workflow_run_id
+            )
             if inp.detail and inp.idempotency_key:
                 await ItemRepository(db, inp.tenant_id).append(
                     NewItem(
@@ -95,6 +98,7 @@ class SessionStateActivities:
                         role="system",
                         idempotency_key=inp.idempotency_key,
                         text=inp.detail[:PREVIEW_CHARS],
+                        tokens=count_tokens(inp.detail[:PREVIEW_CHARS]),
                         data={"status": inp.status},
                     )
                 )

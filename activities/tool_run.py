@@ -15,6 +15,7 @@ from temporalio import activity
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
+from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
@@ -141,6 +142,7 @@ class ToolActivities:
                 role="tool",
                 idempotency_key=inp.idempotency_key,
                 text=text,
+                tokens=count_tokens(text),
                 tool_call_id=inp.tool_call_id,
                 tool_name=inp.name,
                 data=data,

@@ -25,3 +25,9 @@ class ArtifactIntegrityError(StorageError):
 
 class InvalidTenant(StorageError):
     error_type = "InvalidTenant"
+
+
+class MemoryNotFound(StorageError):
+    """No such live memory in this tenant and scope (another tenant's looks exactly like this)."""
+
+    error_type = "MemoryNotFound"

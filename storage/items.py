@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import ITEM_KINDS, ItemRow
 from storage.sessions import SessionRepository
+from storage.turns import TurnRepository
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class NewItem:
     tool_name: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
     artifact_id: uuid.UUID | None = None
+    # Token estimate of `text`, kept so readers can choose a window without re-tokenising.
+    tokens: int = 0
 
 
 class ItemRepository:
@@ -57,6 +60,13 @@ class ItemRepository:
         if existing is not None:
             return existing, False
         ordinal = await self._sessions.take_ordinal(item.session_id)
+        turns = TurnRepository(self._db, self._tenant)
+        # A user message opens a turn; everything else belongs to the latest one.
+        turn = (
+            await turns.open(item.session_id, ordinal)
+            if item.kind == "user_message"
+            else await turns.latest(item.session_id)
+        )
         row = ItemRow(
             id=uuid.uuid4(),
             tenant_id=self._tenant,
@@ -70,6 +80,9 @@ class ItemRepository:
             data=item.data,
             idempotency_key=item.idempotency_key,
             artifact_id=item.artifact_id,
+            turn_id=turn.id if turn else None,
+            # A rough estimate when the writer did not count: it only picks windows.
+            tokens=item.tokens or (len(item.text) + 3) // 4,
         )
         self._db.add(row)
         await self._db.flush()
@@ -103,3 +116,51 @@ class ItemRepository:
             .order_by(ItemRow.ordinal)
         )
         return list(rows)
+
+    async def window(
+        self, session_id: uuid.UUID, *, after_ordinal: int, token_budget: int, page: int = 200
+    ) -> list[ItemRow]:
+        """The newest items after `after_ordinal` whose stored token counts fit the budget,
+        in ordinal order. Reads newest-first pages, so the cost follows the window, not the
+        length of the session."""
+        picked: list[ItemRow] = []
+        spent = 0
+        before: int | None = None
+        while spent <= token_budget:
+            stmt = (
+                select(ItemRow)
+                .where(
+                    ItemRow.session_id == session_id,
+                    ItemRow.tenant_id == self._tenant,
+                    ItemRow.ordinal > after_ordinal,
+                )
+                .order_by(ItemRow.ordinal.desc())
+                .limit(page)
+            )
+            if before is not None:
+                stmt = stmt.where(ItemRow.ordinal < before)
+            rows = list(await self._db.scalars(stmt))
+            for row in rows:
+                spent += row.tokens
+                if spent > token_budget and picked:
+                    break
+                picked.append(row)
+            else:
+                if len(rows) == page:
+                    before = rows[-1].ordinal
+                    continue
+            break
+        picked.reverse()
+        return picked
+
+    async def first_of_kind(self, session_id: uuid.UUID, kind: str) -> ItemRow | None:
+        return await self._db.scalar(
+            select(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.kind == kind,
+            )
+            .order_by(ItemRow.ordinal)
+            .limit(1)
+        )

@@ -25,8 +25,17 @@ class SessionRepository:
         title: str,
         model_config: dict[str, Any],
         workflow_id: str | None = None,
+        parent_id: uuid.UUID | None = None,
+        agent_name: str = "agent",
     ) -> SessionRow:
-        """Create the session, or return it unchanged if this id already exists for the tenant."""
+        """Create the session, or return it unchanged if this id already exists for the tenant.
+
+        A child session (a sub-agent's) names its parent and shares the parent's root.
+        """
+        root_id = session_id
+        if parent_id is not None:
+            parent = await self.get(parent_id)
+            root_id = parent.root_id or parent.id
         stmt = (
             insert(SessionRow)
             .values(
@@ -37,6 +46,9 @@ class SessionRepository:
                 model_config_json=model_config,
                 workflow_id=workflow_id,
                 next_ordinal=1,
+                parent_id=parent_id,
+                root_id=root_id,
+                agent_name=agent_name,
             )
             .on_conflict_do_nothing(index_elements=[SessionRow.id])
         )
@@ -57,7 +69,7 @@ class SessionRepository:
             raise SessionNotFound(f"session {session_id} not found")
         return row
 
-    async def list(self, *, limit: int = 50) -> list[SessionRow]:
+    async def recent(self, *, limit: int = 50) -> list[SessionRow]:
         rows = await self._db.scalars(
             select(SessionRow)
             .where(SessionRow.tenant_id == self._tenant)
@@ -66,13 +78,35 @@ class SessionRepository:
         )
         return list(rows)
 
-    async def set_status(self, session_id: uuid.UUID, status: str) -> None:
+    async def tree(self, root_id: uuid.UUID) -> list[SessionRow]:
+        """Every session under `root_id` (itself included), oldest first."""
+        rows = await self._db.scalars(
+            select(SessionRow)
+            .where(SessionRow.root_id == root_id, SessionRow.tenant_id == self._tenant)
+            .order_by(SessionRow.created_at, SessionRow.id)
+        )
+        return list(rows)
+
+    async def children(self, session_id: uuid.UUID) -> list[SessionRow]:
+        rows = await self._db.scalars(
+            select(SessionRow)
+            .where(SessionRow.parent_id == session_id, SessionRow.tenant_id == self._tenant)
+            .order_by(SessionRow.created_at, SessionRow.id)
+        )
+        return list(rows)
+
+    async def set_status(
+        self, session_id: uuid.UUID, status: str, *, workflow_run_id: str | None = None
+    ) -> None:
         if status not in SESSION_STATUSES:
             raise ValueError(f"unknown session status {status!r}")
+        values: dict[str, Any] = {"status": status, "updated_at": func.now()}
+        if workflow_run_id:
+            values["workflow_run_id"] = workflow_run_id
         result = await self._db.execute(
             update(SessionRow)
             .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
-            .values(status=status, updated_at=func.now())
+            .values(**values)
         )
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise SessionNotFound(f"session {session_id} not found")

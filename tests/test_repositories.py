@@ -179,7 +179,7 @@ async def test_sessions_and_items_are_invisible_to_another_tenant(
         assert await SessionRepository(db, other).find(sid) is None
         with pytest.raises(SessionNotFound):
             await SessionRepository(db, other).get(sid)
-        assert await SessionRepository(db, other).list() == []
+        assert await SessionRepository(db, other).recent() == []
         assert await ItemRepository(db, other).page(sid) == []
         assert await ItemRepository(db, other).by_key(key) is None
     with pytest.raises(SessionNotFound):  # nor can the other tenant append to it

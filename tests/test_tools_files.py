@@ -364,11 +364,21 @@ async def test_list_dir_errors_and_truncation(ws: Path) -> None:
 
 def test_builtin_policy() -> None:
     tools = {t.spec.name: t for t in builtin_tools()}
-    assert set(tools) == {"read_file", "write_file", "list_dir", "fetch_url"}
+    assert set(tools) == {
+        "read_file",
+        "write_file",
+        "list_dir",
+        "fetch_url",
+        "remember",
+        "recall",
+        "forget",
+    }
     assert tools["write_file"].needs_approval and tools["write_file"].side_effects
-    for name in ("read_file", "list_dir", "fetch_url"):
+    for name in ("read_file", "list_dir", "fetch_url", "recall"):
         assert not tools[name].needs_approval
         assert not tools[name].side_effects
+    for name in ("remember", "forget"):
+        assert not tools[name].needs_approval and tools[name].side_effects
     assert all(t.default_location == "cloud" for t in tools.values())
     assert tools["write_file"].spec.parameters["required"] == ["path", "content"]
     registry = default_registry()

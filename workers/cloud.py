@@ -10,6 +10,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
@@ -36,7 +37,9 @@ def cloud_activities(
         registry,
         model=m.name,
         system_prompt=settings.agent.system_prompt,
-        budget=ContextBudget(m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding),
+        budget=ContextBudget(
+            m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
+        ),
     )
     tools = ToolActivities(
         resources.sessions,
@@ -46,8 +49,10 @@ def cloud_activities(
         fetch_max_bytes=settings.agent.fetch_max_bytes,
     )
     state = SessionStateActivities(resources.sessions)
+    compaction = CompactionActivities(resources.sessions, provider, model.current_config)
     return [
         model.call_model,
+        compaction.compact_session,
         tools.run_tool,
         state.record_approval,
         state.record_tool_error,

@@ -58,6 +58,8 @@ class ModelSettings(BaseSettings):
     reply_tokens: int = 2_048
     tool_result_tokens: int = 6_000
     encoding: str = "cl100k_base"
+    # Compact when an assembled input passes this share of context_tokens.
+    compact_at_ratio: float = 0.75
 
 
 class AgentSettings(BaseSettings):

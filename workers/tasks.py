@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
+from activities.tokens import count_tokens
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
@@ -84,6 +85,7 @@ async def start_task(
                 role="user",
                 idempotency_key=f"{workflow_id}:task",
                 text=text,
+                tokens=count_tokens(text),
             )
         )
     return await client.start_workflow(
@@ -134,6 +136,7 @@ async def send_message(
                 role="user",
                 idempotency_key=key,
                 text=text,
+                tokens=count_tokens(text),
             )
         )
     await handle.signal(AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal))

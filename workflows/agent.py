@@ -21,6 +21,7 @@ from workflows.contracts import (
     AgentStatus,
     ApprovalRecordInput,
     ApproveInput,
+    CompactInput,
     DecisionResult,
     ModelCallInput,
     ModelCallResult,
@@ -44,6 +45,7 @@ from workflows.policies import (
 with workflow.unsafe.imports_passed_through():
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
+    from activities.compaction import CompactionActivities
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
     from activities.tool_run import ToolActivities
@@ -72,6 +74,7 @@ class AgentWorkflow:
         self._received = inp.received_messages
         self._seen = inp.seen_messages
         self._last_error: str | None = None
+        self._compaction = inp.compaction
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -106,6 +109,8 @@ class AgentWorkflow:
             final_item = result.item_id
             if result.tool_calls:
                 await asyncio.gather(*(self._handle_call(step, c) for c in result.tool_calls))
+                if result.compaction_due:
+                    await self._compact(step)
                 continue
             if self._received > self._seen:
                 continue  # a follow-up arrived while the model was answering
@@ -137,6 +142,7 @@ class AgentWorkflow:
             step=self._step,
             seen_messages=self._seen,
             received_messages=self._received,
+            compaction=self._compaction,
             continue_as_new_every=inp.continue_as_new_every,
         )
 
@@ -156,6 +162,18 @@ class AgentWorkflow:
             start_to_close_timeout=MODEL_CALL_TIMEOUT,
             retry_policy=MODEL_RETRY,
         )
+
+    async def _compact(self, step: int) -> None:
+        ref = await workflow.execute_activity_method(
+            CompactionActivities.compact_session,
+            CompactInput(
+                self._inp.session_id, self._inp.tenant_id, step, self._key(step, "compact")
+            ),
+            start_to_close_timeout=MODEL_CALL_TIMEOUT,
+            retry_policy=MODEL_RETRY,
+        )
+        if ref is not None:
+            self._compaction = ref
 
     # -- one tool call ------------------------------------------------------------------------
 
@@ -309,7 +327,14 @@ class AgentWorkflow:
         key = self._key(self._step, f"status:{suffix}") if suffix else None
         await self._state(
             SessionStateActivities.set_session_status,
-            SessionStatusInput(self._inp.session_id, self._inp.tenant_id, status, detail, key),
+            SessionStatusInput(
+                self._inp.session_id,
+                self._inp.tenant_id,
+                status,
+                detail,
+                key,
+                workflow_run_id=workflow.info().run_id,
+            ),
         )
 
     async def _fail(self, message: str, error_type: str) -> ApplicationError:

@@ -25,6 +25,15 @@ class ArtifactRef:
 
 
 @dataclass
+class CompactionRef:
+    """The latest compaction: assembly starts from it. The loop's cursor into AgentState."""
+
+    compaction_id: str
+    version: int
+    covers_through_ordinal: int
+
+
+@dataclass
 class AgentInput:
     """Start (or continue-as-new) input of AgentWorkflow: ids and cursors only."""
 
@@ -43,6 +52,7 @@ class AgentInput:
     step: int = 0
     seen_messages: int = 0
     received_messages: int = 0
+    compaction: CompactionRef | None = None
     # Forces continue-as-new after this many steps in one run (0 = only when suggested).
     continue_as_new_every: int = 0
 
@@ -83,6 +93,17 @@ class ModelCallResult:
     tool_calls: list[ToolCallRef] = field(default_factory=list)
     finished: bool = False
     finish_reason: str = "stop"
+    # Tokens of the assembled input; past the turn's threshold the loop compacts.
+    context_tokens: int = 0
+    compaction_due: bool = False
+
+
+@dataclass
+class CompactInput:
+    session_id: str
+    tenant_id: str
+    step: int
+    idempotency_key: str
 
 
 @dataclass
@@ -137,6 +158,7 @@ class SessionStatusInput:
     # A short, content-free reason; recorded as an error item when given with a key.
     detail: str | None = None
     idempotency_key: str | None = None
+    workflow_run_id: str | None = None
 
 
 @dataclass

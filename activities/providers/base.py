@@ -41,6 +41,8 @@ class ModelRequest:
     # Stable across retries; providers that support it forward it so the vendor can dedupe.
     idempotency_key: str
     max_output_tokens: int = 2048
+    # "chat" for a step of the loop, "compaction" when asked to summarise the conversation.
+    purpose: str = "chat"
 
 
 @dataclass(frozen=True)

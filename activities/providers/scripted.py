@@ -1,12 +1,14 @@
 """A deterministic provider that replays a script of turns: the fake LLM for tests.
 
-The turn played is the number of assistant messages already in the conversation, so a
-retried or resumed call gets the same answer. Tool call ids are derived from the turn.
+The turn played is the number of assistant messages already in the conversation (plus
+those a compaction summary stands for), so a retried or resumed call gets the same answer.
+Tool call ids are derived from the turn.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,20 @@ class ScriptedTurn:
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+_SUMMARISED = re.compile(r"\[scripted turns summarised: (\d+)\]")
+
+
+def _turns_so_far(request: ModelRequest) -> int:
+    """Assistant turns in the conversation, counting those a compaction summary replaced."""
+    summarised = [
+        int(n)
+        for m in request.messages
+        if m.role == "system"
+        for n in _SUMMARISED.findall(m.content)
+    ]
+    return max(summarised, default=0) + sum(1 for m in request.messages if m.role == "assistant")
+
+
 class ScriptedProvider:
     name = "scripted"
 
@@ -27,6 +43,7 @@ class ScriptedProvider:
         self.turns = turns
         self.final_text = final_text
         self.requests: list[ModelRequest] = []
+        self.compaction_requests: list[ModelRequest] = []
 
     @classmethod
     def from_data(cls, data: list[dict[str, Any]]) -> ScriptedProvider:
@@ -51,8 +68,16 @@ class ScriptedProvider:
         return cls.from_data(data)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        turn_no = _turns_so_far(request)
+        if request.purpose == "compaction":
+            self.compaction_requests.append(request)
+            users = [m.content[:60] for m in request.messages if m.role == "user"][:-1]
+            return ModelReply(
+                text=f"Earlier: {len(users)} user messages ({'; '.join(users)}). "
+                f"[scripted turns summarised: {turn_no}]",
+                model="scripted",
+            )
         self.requests.append(request)
-        turn_no = sum(1 for m in request.messages if m.role == "assistant")
         if turn_no >= len(self.turns):
             return ModelReply(text=self.final_text, finish_reason="stop", model="scripted")
         turn = self.turns[turn_no]

@@ -11,6 +11,7 @@ from activities.tools.files import (
     make_read_file,
     write_file,
 )
+from activities.tools.memory import memory_tools
 from activities.tools.web import fetch_url
 
 _PATH = {
@@ -100,8 +101,9 @@ FETCH_URL_SPEC = ToolSpec(
 def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
     """Return the built-in tools with their approval and side-effect policy.
 
-    Only write_file changes anything, so only it needs approval and is marked as
-    side-effecting (it is idempotent under the call's idempotency key).
+    Only write_file changes the workspace, so only it needs approval. It and the memory
+    tools that write (remember, forget) are marked side-effecting; each is safe to retry
+    under the call's idempotency key.
     """
     return [
         Tool(spec=READ_FILE_SPEC, fn=make_read_file(read_cap_bytes), default_location="cloud"),
@@ -114,6 +116,7 @@ def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
         ),
         Tool(spec=LIST_DIR_SPEC, fn=list_dir, default_location="cloud"),
         Tool(spec=FETCH_URL_SPEC, fn=fetch_url, default_location="cloud"),
+        *memory_tools(),
     ]
 
 

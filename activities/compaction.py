@@ -1,0 +1,128 @@
+"""The compact_session activity: summarise the older part of a session's window through the
+provider and store it as the next compaction version. Raw items stay; assembly then starts
+from the summary. Idempotent: a retried or replayed call stores (and returns) one version."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from activities.context import ContextBudget, assemble_context
+from activities.errors import storage_errors_are_final
+from activities.model_context import budget_of, summary_prompt, turn_config, window_items
+from activities.providers.base import ChatMessage, ModelProvider, ModelRequest
+from activities.tokens import count_tokens
+from storage.compactions import CompactionRepository
+from storage.context_configs import ContextConfig
+from storage.models import CompactionRow, ItemRow
+from workflows.contracts import CompactInput, CompactionRef
+
+SUMMARY_INSTRUCTIONS = (
+    "Summarise the conversation above for your own later use. Keep the task, decisions, "
+    "facts learned, file names and artifact sha256 references, and what is still open. "
+    "Be concise; this summary replaces the messages it covers."
+)
+# Share of the window kept verbatim after the cut: the most recent steps stay raw.
+KEEP_RECENT_RATIO = 0.25
+_BLOCK_STARTS = ("user_message", "assistant_message")
+
+
+def cut_ordinal(items: list[ItemRow], keep_tokens: int) -> int | None:
+    """The last ordinal to summarise: everything before the kept tail, never splitting a
+    tool call from its result (the tail starts at a user or assistant message)."""
+    kept = 0
+    cut: int | None = None
+    for item in reversed(items):
+        kept += item.tokens
+        if item.kind in _BLOCK_STARTS:
+            cut = item.ordinal - 1
+            if kept >= keep_tokens:
+                break
+    return cut
+
+
+class CompactionActivities:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        provider: ModelProvider,
+        current: ContextConfig,
+    ) -> None:
+        self._sessions = sessions
+        self._provider = provider
+        self._current = current
+
+    @activity.defn(name="compact_session")
+    async def compact_session(self, inp: CompactInput) -> CompactionRef | None:
+        """Store the next compaction, or None when there is nothing old enough to compact."""
+        session_id = uuid.UUID(inp.session_id)
+        async with storage_errors_are_final():
+            async with self._sessions() as db, db.begin():
+                repo = CompactionRepository(db, inp.tenant_id)
+                done = await repo.by_key(inp.idempotency_key)
+                if done is not None:
+                    return _ref(done)
+                _, config = await turn_config(db, inp.tenant_id, session_id, self._current)
+                budget = budget_of(config)
+                previous = await repo.latest(session_id)
+                window = await window_items(db, inp.tenant_id, session_id, budget, previous)
+            cut = cut_ordinal(window, int(budget.context_tokens * KEEP_RECENT_RATIO))
+            floor = previous.covers_through_ordinal if previous else 0
+            if cut is None or cut <= floor:
+                return _ref(previous) if previous else None
+            summary = await self._summarise(inp, config, budget, previous, window, cut)
+            async with self._sessions() as db, db.begin():
+                row, _ = await CompactionRepository(db, inp.tenant_id).add(
+                    session_id,
+                    covers_through_ordinal=cut,
+                    summary=summary,
+                    summary_tokens=count_tokens(summary, budget.encoding),
+                    model=config.model,
+                    idempotency_key=inp.idempotency_key,
+                )
+                activity.logger.info(
+                    "session %s compacted through item %d (v%d)", inp.session_id, cut, row.version
+                )
+                return _ref(row)
+
+    async def _summarise(
+        self,
+        inp: CompactInput,
+        config: ContextConfig,
+        budget: ContextBudget,
+        previous: CompactionRow | None,
+        window: list[ItemRow],
+        cut: int,
+    ) -> str:
+        async def previews_only(_: uuid.UUID) -> tuple[bytes, str]:
+            raise LookupError  # never called: the budget below leaves no room to expand
+
+        context = await assemble_context(
+            [i for i in window if i.ordinal <= cut],
+            system_prompt=summary_prompt(config.system_prompt, previous),
+            tools=[],
+            budget=ContextBudget(
+                context_tokens=budget.context_tokens,
+                reply_tokens=budget.reply_tokens,
+                tool_result_tokens=0,
+                encoding=budget.encoding,
+            ),
+            fetch=previews_only,
+        )
+        reply = await self._provider.complete(
+            ModelRequest(
+                model=config.model,
+                messages=[*context.messages, ChatMessage("user", SUMMARY_INSTRUCTIONS)],
+                tools=[],
+                idempotency_key=inp.idempotency_key,
+                max_output_tokens=budget.reply_tokens,
+                purpose="compaction",
+            )
+        )
+        return reply.text
+
+
+def _ref(row: CompactionRow) -> CompactionRef:
+    return CompactionRef(str(row.id), row.version, row.covers_through_ordinal)

@@ -1,0 +1,113 @@
+"""Reading what a model step needs from AgentState: the turn's recorded configuration, the
+latest compaction, and the window of items after it. Shared by call_model and compaction."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from activities.context import AssembledContext, ContextBudget, assemble_context
+from activities.providers.base import ToolSpec
+from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
+from storage.compactions import CompactionRepository
+from storage.context_configs import ContextConfig, ContextConfigRepository
+from storage.items import ItemRepository
+from storage.models import CompactionRow, ItemRow
+from storage.turns import TurnRepository
+
+
+def config_of(
+    provider: str, model: str, system_prompt: str, tools: list[ToolSpec], budget: ContextBudget
+) -> ContextConfig:
+    return ContextConfig(
+        provider=provider,
+        model=model,
+        system_prompt=system_prompt,
+        tool_schemas=[asdict(t) for t in tools],
+        budget=asdict(budget),
+    )
+
+
+def budget_of(config: ContextConfig) -> ContextBudget:
+    known = ContextBudget.__dataclass_fields__
+    return ContextBudget(**{k: v for k, v in config.budget.items() if k in known})
+
+
+def tools_of(config: ContextConfig) -> list[ToolSpec]:
+    return [ToolSpec(**t) for t in config.tool_schemas]
+
+
+async def turn_config(
+    db: AsyncSession, tenant_id: str, session_id: uuid.UUID, current: ContextConfig
+) -> tuple[uuid.UUID | None, ContextConfig]:
+    """The latest turn's recorded config; the first step of a turn records `current`."""
+    turn = await TurnRepository(db, tenant_id).latest(session_id)
+    configs = ContextConfigRepository(db, tenant_id)
+    if turn is None:
+        return None, current
+    if turn.context_config_id is None:
+        config_id = await TurnRepository(db, tenant_id).set_config(
+            turn.id, await configs.record(current)
+        )
+    else:
+        config_id = turn.context_config_id
+    return config_id, await configs.load(config_id)
+
+
+def summary_prompt(system_prompt: str, compaction: CompactionRow | None) -> str:
+    if compaction is None:
+        return system_prompt
+    return (
+        f"{system_prompt}\n\nSummary of the conversation so far (compaction "
+        f"v{compaction.version}, items 1-{compaction.covers_through_ordinal}):\n"
+        f"{compaction.summary}"
+    )
+
+
+async def window_items(
+    db: AsyncSession,
+    tenant_id: str,
+    session_id: uuid.UUID,
+    budget: ContextBudget,
+    compaction: CompactionRow | None,
+) -> list[ItemRow]:
+    """Items after the latest compaction that fit the window, plus the task itself if no
+    compaction has summarised it yet."""
+    items = ItemRepository(db, tenant_id)
+    after = compaction.covers_through_ordinal if compaction else 0
+    window = await items.window(session_id, after_ordinal=after, token_budget=budget.context_tokens)
+    if compaction is None:
+        task = await items.first_of_kind(session_id, "user_message")
+        if task is not None and (not window or task.ordinal < window[0].ordinal):
+            window.insert(0, task)
+    return window
+
+
+async def assemble_for_step(
+    db: AsyncSession,
+    store: ArtifactStore,
+    tenant_id: str,
+    session_id: uuid.UUID,
+    config: ContextConfig,
+) -> tuple[AssembledContext, CompactionRow | None]:
+    budget = budget_of(config)
+    compaction = await CompactionRepository(db, tenant_id).latest(session_id)
+    rows = await window_items(db, tenant_id, session_id, budget, compaction)
+    artifacts = ArtifactRepository(db, tenant_id)
+
+    async def fetch(artifact_id: uuid.UUID) -> tuple[bytes, str]:
+        row = await artifacts.get(artifact_id)
+        ref = store.ref_for(tenant_id, row.sha256, row.size_bytes, row.content_type)
+        return await store.get(tenant_id, ref), row.content_type
+
+    context = await assemble_context(
+        rows,
+        system_prompt=summary_prompt(config.system_prompt, compaction),
+        tools=tools_of(config),
+        budget=budget,
+        fetch=fetch,
+    )
+    return context, compaction

@@ -1,0 +1,68 @@
+"""Turn repository: a turn groups the items of one user request. Never commits."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import TurnRow
+
+
+class TurnRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def open(self, session_id: uuid.UUID, first_ordinal: int) -> TurnRow:
+        """Start the next turn at `first_ordinal`. Callers hold the session lock."""
+        last = await self._db.scalar(
+            select(func.max(TurnRow.turn_no)).where(
+                TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant
+            )
+        )
+        row = TurnRow(
+            id=uuid.uuid4(),
+            tenant_id=self._tenant,
+            session_id=session_id,
+            turn_no=int(last or 0) + 1,
+            first_ordinal=first_ordinal,
+        )
+        self._db.add(row)
+        await self._db.flush()
+        return row
+
+    async def latest(self, session_id: uuid.UUID) -> TurnRow | None:
+        return await self._db.scalar(
+            select(TurnRow)
+            .where(TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant)
+            .order_by(TurnRow.turn_no.desc())
+            .limit(1)
+        )
+
+    async def for_session(self, session_id: uuid.UUID) -> list[TurnRow]:
+        rows = await self._db.scalars(
+            select(TurnRow)
+            .where(TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant)
+            .order_by(TurnRow.turn_no)
+        )
+        return list(rows)
+
+    async def set_config(self, turn_id: uuid.UUID, config_id: uuid.UUID) -> uuid.UUID:
+        """Record the turn's context config once; returns the config the turn keeps."""
+        await self._db.execute(
+            update(TurnRow)
+            .where(
+                TurnRow.id == turn_id,
+                TurnRow.tenant_id == self._tenant,
+                TurnRow.context_config_id.is_(None),
+            )
+            .values(context_config_id=config_id)
+        )
+        kept = await self._db.scalar(
+            select(TurnRow.context_config_id).where(
+                TurnRow.id == turn_id, TurnRow.tenant_id == self._tenant
+            )
+        )
+        return kept or config_id
