@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -80,9 +81,20 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
     """
 
     @asynccontextmanager
-    async def run(provider: ModelProvider, workspace: Path) -> AsyncIterator[str]:
-        queue = f"test-{uuid.uuid4().hex[:10]}"
+    async def run(
+        provider: ModelProvider,
+        workspace: Path,
+        *,
+        queue: str | None = None,
+        system_prompt: str | None = None,
+        **model: Any,
+    ) -> AsyncIterator[str]:
+        queue = queue or f"test-{uuid.uuid4().hex[:10]}"
         settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
+        if model:
+            settings.model = settings.model.model_copy(update=model)
+        if system_prompt is not None:
+            settings.agent = settings.agent.model_copy(update={"system_prompt": system_prompt})
         acts = cloud_activities(settings, resources, provider, default_registry())
         worker = build_cloud_worker(client, acts, task_queue=queue, max_cached_workflows=0)
         async with running(worker):

@@ -1,0 +1,175 @@
+"""AgentState as a service: turns keep their config, compaction, the session tree."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
+
+from activities.compaction import CompactionActivities
+from activities.context import ContextBudget
+from activities.model_context import config_of
+from activities.providers.scripted import ScriptedProvider
+from storage.compactions import CompactionRepository
+from storage.errors import SessionNotFound
+from storage.sessions import SessionRepository
+from storage.turns import TurnRepository
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, start, wait_for_pending
+from workers import tasks
+from workers.resources import Resources
+from workflows.contracts import CompactInput
+
+
+async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    script = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "a", "content": "a"}}]}]
+    queue = f"cfg-{uuid.uuid4().hex[:8]}"
+    old = ScriptedProvider.from_data(script)
+    async with agent_worker(old, workspace, queue=queue, system_prompt="prompt v1", name="m-1"):
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        (call,) = await wait_for_pending(client, session_id)
+    # A new deploy: another prompt and model. The turn under way must not notice.
+    new = ScriptedProvider.from_data(script)
+    async with agent_worker(new, workspace, queue=queue, system_prompt="prompt v2", name="m-2"):
+        await tasks.approve(client, session_id, call, "test")
+        await asyncio.wait_for(handle.result(), 30)
+
+    assert old.requests[0].model == "m-1" and old.requests[0].messages[0].content == "prompt v1"
+    resumed = new.requests[0]
+    assert resumed.model == "m-1"
+    assert resumed.messages[0].content == "prompt v1"
+    async with resources.sessions() as db:
+        turns = await TurnRepository(db, tenant).for_session(uuid.UUID(session_id))
+    assert len(turns) == 1 and turns[0].context_config_id is not None
+
+
+async def test_follow_up_opens_a_new_turn_that_records_the_current_config(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    provider = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "a", "content": "a"}}]}]
+    )
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        (call,) = await wait_for_pending(client, session_id)
+        await tasks.send_message(client, resources.sessions, tenant, session_id, "and then?")
+        await tasks.approve(client, session_id, call, "test")
+        await asyncio.wait_for(handle.result(), 30)
+    items = await items_of(resources, tenant, session_id)
+    async with resources.sessions() as db:
+        turns = await TurnRepository(db, tenant).for_session(uuid.UUID(session_id))
+    assert [t.turn_no for t in turns] == [1, 2]
+    follow_up = next(i for i in items if i.text == "and then?")
+    assert follow_up.turn_id == turns[1].id and turns[1].first_ordinal == follow_up.ordinal
+    assert all(i.turn_id is not None for i in items)
+
+
+async def test_long_session_compacts_and_assembly_starts_from_the_summary(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    for n in range(8):
+        (workspace / f"f{n}.txt").write_text(f"file {n} " * 300)
+    provider = ScriptedProvider.from_data(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": f"f{n}.txt"}}]}
+            for n in range(8)
+        ]
+    )
+    budget = {"context_tokens": 6_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
+    async with agent_worker(provider, workspace, **budget) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, continue_as_new_every=3
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+
+    assert result.status == "completed" and result.steps == 9
+    async with resources.sessions() as db:
+        versions = await CompactionRepository(db, tenant).for_session(uuid.UUID(session_id))
+    assert versions, "expected at least one compaction"
+    assert [v.version for v in versions] == list(range(1, len(versions) + 1))
+    for older, newer in itertools.pairwise(versions):
+        assert newer.previous_compaction_id == older.id
+        assert newer.covers_through_ordinal > older.covers_through_ordinal
+    latest = versions[-1]
+    last = provider.requests[-1]
+    assert f"compaction v{latest.version}" in last.messages[0].content
+    assert latest.summary in last.messages[0].content
+    # Items covered by the summary are not in the model's input any more...
+    items = await items_of(resources, tenant, session_id)
+    compacted_calls = {
+        i.tool_call_id
+        for i in items
+        if i.kind == "tool_call" and i.ordinal <= latest.covers_through_ordinal
+    }
+    seen_calls = {m.tool_call_id for m in last.messages if m.role == "tool"}
+    assert compacted_calls and not compacted_calls & seen_calls
+    # ...but they are all still there.
+    assert len([i for i in items if i.kind == "tool_result"]) == 8
+
+
+async def test_compaction_retried_after_a_crash_is_stored_once(
+    resources: Resources, tenant: str
+) -> None:
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+    from storage.items import ItemRepository, NewItem
+
+    async with resources.sessions() as db, db.begin():
+        items = ItemRepository(db, tenant)
+        for n in range(40):
+            await items.append(
+                NewItem(
+                    sid, "user_message", "user", f"{sid}:{n}", text=f"message {n} " + "y " * 200
+                )
+            )
+    provider = ScriptedProvider([])
+    current = config_of("scripted", "m", "p", [], ContextBudget(context_tokens=4_000))
+    acts = CompactionActivities(resources.sessions, provider, current)
+    inp = CompactInput(str(sid), tenant, 7, f"{sid}:7:compact")
+    env = ActivityEnvironment()
+    first, again, racing = await asyncio.gather(
+        env.run(acts.compact_session, inp),
+        env.run(acts.compact_session, inp),
+        env.run(acts.compact_session, inp),
+    )
+    assert first is not None and first == again == racing
+    async with resources.sessions() as db:
+        stored = await CompactionRepository(db, tenant).for_session(sid)
+    assert len(stored) == 1 and stored[0].version == 1
+
+
+async def test_session_tree_links_children_to_parent_and_root_within_a_tenant(
+    resources: Resources, tenant: str
+) -> None:
+    root, child, grandchild = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        repo = SessionRepository(db, tenant)
+        await repo.create(root, title="root", model_config={})
+        await repo.create(
+            child, title="child", model_config={}, parent_id=root, agent_name="researcher"
+        )
+        await repo.create(grandchild, title="gc", model_config={}, parent_id=child)
+    async with resources.sessions() as db:
+        repo = SessionRepository(db, tenant)
+        tree = await repo.tree(root)
+        assert {s.id for s in tree} == {root, child, grandchild}
+        assert {s.root_id for s in tree} == {root}
+        assert [s.id for s in await repo.children(root)] == [child]
+        assert (await repo.get(child)).agent_name == "researcher"
+        other = SessionRepository(db, f"{tenant}-other")
+        assert await other.tree(root) == []
+        with pytest.raises(SessionNotFound):
+            await other.get(child)
+    async with resources.sessions() as db, db.begin():
+        with pytest.raises(SessionNotFound):
+            await SessionRepository(db, f"{tenant}-other").create(
+                uuid.uuid4(), title="x", model_config={}, parent_id=root
+            )
