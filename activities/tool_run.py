@@ -17,10 +17,12 @@ from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
 from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
+from activities.tools.memory import SqlMemoryAccess
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow
+from storage.sessions import SessionRepository
 from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
 
 
@@ -67,7 +69,8 @@ class ToolActivities:
                 if done is not None:
                     return _outcome_of(done, inp.tenant_id)
                 args = await self._arguments(items, session_id, inp.tool_call_id)
-            result = await self._execute(inp, args)
+                agent_name = (await SessionRepository(db, inp.tenant_id).get(session_id)).agent_name
+            result = await self._execute(inp, args, agent_name)
             ref: ArtifactRef | None = None
             if result.output is not None:
                 # Verified in the store before anything refers to it.
@@ -90,7 +93,7 @@ class ToolActivities:
         )
         return dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
 
-    async def _execute(self, inp: ToolRunInput, args: dict[str, Any]) -> _Result:
+    async def _execute(self, inp: ToolRunInput, args: dict[str, Any], agent_name: str) -> _Result:
         tool = self._registry.get(inp.name)
         if tool is None:
             return _Result(None, "UnknownTool", f"there is no tool named {inp.name!r}")
@@ -100,6 +103,8 @@ class ToolActivities:
             tenant_id=inp.tenant_id,
             session_id=inp.session_id,
             fetch_max_bytes=self._fetch_max_bytes,
+            agent_name=agent_name,
+            memory=SqlMemoryAccess(self._sessions, inp.tenant_id),
         )
         try:
             return _Result(await tool.fn(ctx, args))

@@ -173,3 +173,27 @@ async def test_session_tree_links_children_to_parent_and_root_within_a_tenant(
             await SessionRepository(db, f"{tenant}-other").create(
                 uuid.uuid4(), title="x", model_config={}, parent_id=root
             )
+
+
+async def test_agent_remembers_across_sessions_and_another_tenant_recalls_nothing(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    remember = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "remember", "arguments": {"content": "deploys on Fridays"}}]}]
+    )
+    recall = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "recall", "arguments": {"query": "fridays"}}]}]
+    )
+    async with agent_worker(remember, workspace) as queue:
+        _, handle = await start(client, resources, queue, tenant=tenant)
+        await asyncio.wait_for(handle.result(), 30)
+    async with agent_worker(recall, workspace) as queue:
+        _, handle = await start(client, resources, queue, tenant=tenant)
+        await asyncio.wait_for(handle.result(), 30)
+    told = next(m for m in recall.requests[1].messages if m.role == "tool")
+    assert "deploys on Fridays" in told.content
+    async with agent_worker(recall, workspace) as queue:
+        _, handle = await start(client, resources, queue, tenant=f"{tenant}-other")
+        await asyncio.wait_for(handle.result(), 30)
+    told = next(m for m in recall.requests[-1].messages if m.role == "tool")
+    assert "deploys on Fridays" not in told.content
