@@ -22,6 +22,8 @@ FetchArtifact = Callable[[uuid.UUID], Awaitable[tuple[bytes, str]]]
 
 # Rough per-message overhead of chat formats (role markers, separators).
 _MESSAGE_OVERHEAD = 4
+# Expanding a result is worth an S3 read only if it adds at least this much over the preview.
+_MIN_GAIN_TOKENS = 128
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,8 @@ async def _expand(
     item, floor = block.result_items[index], block.messages[index]
     floor_cost = _tokens(floor, enc)
     allowance = min(budget.tool_result_tokens, remaining + floor_cost)
-    if allowance <= floor_cost or item.artifact_id is None:
+    # Fetch only when an excerpt meaningfully longer than the preview fits.
+    if allowance <= floor_cost + _MIN_GAIN_TOKENS or item.artifact_id is None:
         return None
     data, content_type = await fetch(item.artifact_id)
     text = _decode(data, content_type)
@@ -182,6 +185,11 @@ async def assemble_context(
     remaining = budget.context_tokens - fixed - sum(sizes)
     # Newest results first: they matter most to the next step.
     for block in reversed(blocks):
+        if remaining <= _MIN_GAIN_TOKENS:
+            result.not_expanded += sum(
+                len(b.result_items) for b in blocks[: blocks.index(block) + 1]
+            )
+            break
         for index in sorted(block.result_items, reverse=True):
             expanded = await _expand(block, index, remaining, budget, fetch)
             if expanded is None:

@@ -78,7 +78,10 @@ async def window_items(
     compaction has summarised it yet."""
     items = ItemRepository(db, tenant_id)
     after = compaction.covers_through_ordinal if compaction else 0
-    window = await items.window(session_id, after_ordinal=after, token_budget=budget.context_tokens)
+    # Previews may fill half the window; the other half is for expanding the newest results.
+    window = await items.window(
+        session_id, after_ordinal=after, token_budget=budget.context_tokens // 2
+    )
     if compaction is None:
         task = await items.first_of_kind(session_id, "user_message")
         if task is not None and (not window or task.ordinal < window[0].ordinal):

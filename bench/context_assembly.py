@@ -17,6 +17,7 @@ import statistics
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 from activities.context import ContextBudget
@@ -109,9 +110,14 @@ async def measure(res: Resources, sid: uuid.UUID, runs: int) -> tuple[float, flo
     return statistics.median(timings), p95, tokens
 
 
-async def main(runs: int) -> None:
+def _state_dir() -> Path:
     state = Path(tempfile.mkdtemp(prefix="durable-agents-bench-"))
-    state.chmod(0o755)
+    state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
+    return state
+
+
+async def main(runs: int) -> None:
+    state = await asyncio.to_thread(_state_dir)
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     try:
         ep = await asyncio.to_thread(stack.start)
@@ -135,6 +141,7 @@ async def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     asyncio.run(main(parser.parse_args().runs))
