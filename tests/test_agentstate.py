@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import uuid
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
+from temporalio.worker import Replayer
 
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
@@ -23,6 +25,7 @@ from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
+from workflows.agent import AgentWorkflow
 from workflows.contracts import CompactInput
 
 
@@ -113,6 +116,14 @@ async def test_long_session_compacts_and_assembly_starts_from_the_summary(
     # ...but they are all still there.
     assert len([i for i in items if i.kind == "tool_result"]) == 8
 
+    # The last run (after continue-as-new) compacted too, and replays deterministically.
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    assert "compact_session" in history.to_json()
+    replay = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
+    assert replay.replay_failure is None
+    if os.environ.get("RECORD_HISTORIES"):
+        (Path(__file__).parent / "histories" / "compaction.json").write_text(history.to_json())
+
 
 async def test_compaction_retried_after_a_crash_is_stored_once(
     resources: Resources, tenant: str
@@ -197,3 +208,47 @@ async def test_agent_remembers_across_sessions_and_another_tenant_recalls_nothin
         await asyncio.wait_for(handle.result(), 30)
     told = next(m for m in recall.requests[-1].messages if m.role == "tool")
     assert "deploys on Fridays" not in told.content
+
+
+async def test_turns_and_compactions_of_another_tenant_look_missing(
+    resources: Resources, tenant: str
+) -> None:
+    from storage.items import ItemRepository, NewItem
+
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        await ItemRepository(db, tenant).append(NewItem(sid, "user_message", "user", f"{sid}:0"))
+        await CompactionRepository(db, tenant).add(
+            sid,
+            covers_through_ordinal=1,
+            summary="s",
+            summary_tokens=1,
+            model="m",
+            idempotency_key=f"{sid}:c",
+        )
+    other = f"{tenant}-other"
+    async with resources.sessions() as db:
+        assert len(await TurnRepository(db, tenant).for_session(sid)) == 1
+        assert await TurnRepository(db, other).for_session(sid) == []
+        assert await TurnRepository(db, other).latest(sid) is None
+        assert await CompactionRepository(db, other).latest(sid) is None
+        assert await CompactionRepository(db, other).by_key(f"{sid}:c") is None
+        assert await ItemRepository(db, other).page(sid) == []
+
+
+async def test_paging_a_long_session_is_an_index_scan(resources: Resources, tenant: str) -> None:
+    from sqlalchemy import text
+
+    async with resources.engine.connect() as conn:
+        await conn.execute(text("SET enable_seqscan = off"))  # small test tables favour seq scans
+        plan = "\n".join(
+            await conn.scalars(
+                text(
+                    "EXPLAIN SELECT * FROM items WHERE session_id = :s AND tenant_id = :t"
+                    " AND ordinal > 5000 ORDER BY ordinal LIMIT 200"
+                ),
+                {"s": uuid.uuid4(), "t": tenant},
+            )
+        )
+    assert "uq_items_session_ordinal" in plan and "Sort" not in plan

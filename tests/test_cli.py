@@ -84,7 +84,16 @@ async def test_start_status_approve_watch_and_fetch_an_artifact(
     assert "result" in artifact_line
 
     code, out, _ = await agentctl(capsys, "show", session)
-    assert code == 0 and "completed" in out
+    assert code == 0 and f"session {session}" in out and "completed" in out
+    turn_row = next(line for line in out.splitlines() if line.startswith("│ 1 "))
+    assert "scripted" in turn_row  # the turn's recorded provider and model
+    assert "artifacts in this page" in out
+    code, out, _ = await agentctl(capsys, "show", session, "--after", "3", "--limit", "2")
+    assert f"more items: agentctl show {session} --after 5" in out
+    assert "│   4 │" in out and "│   6 │" not in out
+
+    code, out, _ = await agentctl(capsys, "sessions")
+    assert code == 0 and session in out
 
     code, out, _ = await agentctl(capsys, "watch", session, "--after", "3")
     assert out.splitlines()[0].startswith("#4 ")

@@ -19,9 +19,11 @@ from temporalio.service import RPCError
 from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
 from storage.errors import StorageError
+from storage.sessions import SessionRepository
 from workers import tasks
-from workers.render import print_item, timeline_table
+from workers.render import print_item
 from workers.resources import Resources, open_resources
+from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import Settings, get_settings
 from workers.temporal_client import connect_client
 from workflows.contracts import DecisionResult
@@ -183,14 +185,38 @@ def watch_cmd(
 
 
 @app.command()
-def show(session: str, tenant: Tenant = None) -> None:
-    """The whole timeline of a session."""
+def show(
+    session: str,
+    tenant: Tenant = None,
+    after: Annotated[int, typer.Option(help="Items after this ordinal.")] = 0,
+    limit: Annotated[int, typer.Option(help="Items per page.")] = 200,
+) -> None:
+    """A session as any device sees it: tree, turns, compactions, items, artifacts."""
 
     async def go(res: Resources) -> None:
-        row, items = await tasks.read_session(
-            res.sessions, _tenant(get_settings(), tenant), session
+        view = await load_view(
+            res.sessions,
+            _tenant(get_settings(), tenant),
+            tasks.session_uuid(session),
+            after=after,
+            limit=limit,
         )
-        console.print(timeline_table(row, items))
+        console.print(render_view(view))
+
+    _run(_with_resources(go))
+
+
+@app.command()
+def sessions(
+    tenant: Tenant = None,
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+) -> None:
+    """Recent sessions of the tenant."""
+
+    async def go(res: Resources) -> None:
+        async with res.sessions() as db:
+            rows = await SessionRepository(db, _tenant(get_settings(), tenant)).recent(limit=limit)
+        console.print(sessions_table(rows))
 
     _run(_with_resources(go))
 
