@@ -111,7 +111,14 @@ class ArtifactRow(Base):
     """One object in the store (seed 000's agent_artifacts)."""
 
     __tablename__ = "agent_artifacts"
-    __table_args__ = (UniqueConstraint("tenant_id", "sha256", name="uq_artifacts_tenant_sha"),)
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "sha256", name="uq_artifacts_tenant_sha"),
+        Index(
+            "ix_artifacts_unreachable",
+            "unreachable_since",
+            postgresql_where=text("status = 'unreachable'"),
+        ),
+    )
 
     artifact_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -120,7 +127,9 @@ class ArtifactRow(Base):
     content_type: Mapped[str] = mapped_column(Text)
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     schema_version: Mapped[int] = mapped_column(Integer)
+    # active | unreachable (marked by GC; swept after the safety window)
     status: Mapped[str] = mapped_column(Text)
+    unreachable_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -255,3 +264,22 @@ class MemoryRow(Base):
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     idempotency_key: Mapped[str | None] = mapped_column(String(512))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class SessionArchiveRow(Base):
+    """A session moved to the cold tier: one compressed snapshot in object storage."""
+
+    __tablename__ = "session_archives"
+    __table_args__ = (
+        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_archives_session"),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    snapshot_key: Mapped[str] = mapped_column(Text)
+    snapshot_sha256: Mapped[str] = mapped_column(Text)
+    snapshot_bytes: Mapped[int] = mapped_column(BigInteger)
+    item_count: Mapped[int] = mapped_column(Integer)
+    archived_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
