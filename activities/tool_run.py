@@ -18,6 +18,7 @@ from activities.model_call import artifact_info
 from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
 from activities.tools.memory import SqlMemoryAccess
+from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.items import ItemRepository, NewItem
@@ -127,9 +128,8 @@ class ToolActivities:
         artifact_id: uuid.UUID | None = None
         data: dict[str, Any] = {"step": inp.step}
         if ref is not None and result.output is not None:
-            artifacts = ArtifactRepository(db, inp.tenant_id)
-            artifact_id = await artifacts.register(ref, uri=self._store.uri(ref))
-            await artifacts.add_ref(
+            artifact_id = await register_uploaded(db, self._store, ref, result.output.content)
+            await ArtifactRepository(db, inp.tenant_id).add_ref(
                 artifact_id,
                 owner_type="checkpoint",
                 owner_id=inp.session_id,

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,8 +25,19 @@ class ArtifactRepository:
         self._db = db
         self._tenant = tenant_id
 
+    async def lock_content(self, sha256: str) -> None:
+        """Serialise, until the transaction ends, everyone who registers or deletes these
+        bytes: commits of new refs and the garbage collector's sweeps."""
+        await self._db.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
+            {"k": f"{self._tenant}:{sha256}"},
+        )
+
     async def register(self, ref: ArtifactRef, *, uri: str) -> uuid.UUID:
-        """Record a verified object; the same bytes map to the same artifact_id."""
+        """Record a verified object; the same bytes map to the same artifact_id.
+
+        A row the collector marked unreachable becomes active again: it is wanted.
+        """
         if ref.tenant_id != self._tenant:
             raise ArtifactNotFound("artifact belongs to another tenant")
         await self._db.execute(
@@ -41,7 +52,10 @@ class ArtifactRepository:
                 schema_version=SCHEMA_VERSION,
                 status="active",
             )
-            .on_conflict_do_nothing(index_elements=[ArtifactRow.tenant_id, ArtifactRow.sha256])
+            .on_conflict_do_update(
+                index_elements=[ArtifactRow.tenant_id, ArtifactRow.sha256],
+                set_={"status": "active", "unreachable_since": None},
+            )
         )
         artifact_id = await self._db.scalar(
             select(ArtifactRow.artifact_id).where(
@@ -75,6 +89,22 @@ class ArtifactRepository:
             )
             .on_conflict_do_nothing()
         )
+
+    async def release_ref(
+        self, artifact_id: uuid.UUID, *, owner_type: str, owner_id: str, expires_at: datetime
+    ) -> bool:
+        """Stop requiring an artifact for resume; it stays referenced until `expires_at`."""
+        result = await self._db.execute(
+            update(ArtifactRefRow)
+            .where(
+                ArtifactRefRow.tenant_id == self._tenant,
+                ArtifactRefRow.artifact_id == artifact_id,
+                ArtifactRefRow.owner_type == owner_type,
+                ArtifactRefRow.owner_id == owner_id,
+            )
+            .values(required_for_resume=False, expires_at=expires_at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def get(self, artifact_id: uuid.UUID) -> ArtifactRow:
         row = await self._db.scalar(

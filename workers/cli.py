@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
@@ -21,10 +18,19 @@ from storage.db import migrate
 from storage.errors import StorageError
 from storage.sessions import SessionRepository
 from workers import tasks
+from workers.cli_common import (
+    Tenant,
+    console,
+    err_console,
+    run_async,
+    tenant_or_default,
+    with_resources,
+)
+from workers.cli_gc import gc_app
 from workers.render import print_item
-from workers.resources import Resources, open_resources
+from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
-from workers.settings import Settings, get_settings
+from workers.settings import get_settings
 from workers.temporal_client import connect_client
 from workflows.contracts import DecisionResult
 
@@ -35,29 +41,7 @@ dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for develop
 artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts.")
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
-
-# Off a terminal (CI logs, pipes) rich would wrap at 80 columns; timelines read better wider.
-console = Console(width=None if sys.stdout.isatty() else 120)
-err_console = Console(stderr=True)
-T = TypeVar("T")
-
-Tenant = Annotated[
-    str | None, typer.Option("--tenant", help="Tenant id (default: AGENT_TENANT_ID).")
-]
-
-
-def _tenant(settings: Settings, tenant: str | None) -> str:
-    return tenant or settings.agent.tenant_id
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-async def _with_resources(fn: Callable[[Resources], Awaitable[T]]) -> T:
-    s = get_settings()
-    async with open_resources(s.database, s.s3) as res:
-        return await fn(res)
+app.add_typer(gc_app, name="gc")
 
 
 @app.command()
@@ -74,7 +58,7 @@ def start(
     """Start a task; prints its session id."""
     s = get_settings()
     opts = tasks.TaskOptions(
-        tenant_id=_tenant(s, tenant),
+        tenant_id=tenant_or_default(tenant),
         max_steps=max_steps,
         device_id=device,
         device_tools=list(device_tool or []),
@@ -87,7 +71,7 @@ def start(
         handle = await tasks.start_task(client, res.sessions, task, opts)
         return handle.id.removeprefix("agent-")
 
-    session_id = _run(_with_resources(go))
+    session_id = run_async(with_resources(go))
     console.print(session_id)
     if watch:
         watch_cmd(session_id, tenant=tenant)
@@ -100,7 +84,7 @@ def approve(
     by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
 ) -> None:
     """Approve a tool call that waits for approval."""
-    result = _run(_decide(session, call, True, "", by))
+    result = run_async(_decide(session, call, True, "", by))
     console.print(f"approved {result.tool_call_id}")
 
 
@@ -112,7 +96,7 @@ def reject(
     by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
 ) -> None:
     """Reject a tool call; the model is told, and the task goes on."""
-    result = _run(_decide(session, call, False, reason, by))
+    result = run_async(_decide(session, call, False, reason, by))
     console.print(f"rejected {result.tool_call_id}")
 
 
@@ -130,11 +114,11 @@ def send(session: str, message: str, tenant: Tenant = None) -> None:
     async def go(res: Resources) -> int:
         client = await connect_client()
         row = await tasks.send_message(
-            client, res.sessions, _tenant(get_settings(), tenant), session, message
+            client, res.sessions, tenant_or_default(tenant), session, message
         )
         return row.ordinal
 
-    console.print(f"sent as item #{_run(_with_resources(go))}")
+    console.print(f"sent as item #{run_async(with_resources(go))}")
 
 
 @app.command()
@@ -143,7 +127,7 @@ def status(session: str, tenant: Tenant = None) -> None:
 
     async def go(res: Resources) -> None:
         row, items = await tasks.read_session(
-            res.sessions, _tenant(get_settings(), tenant), session
+            res.sessions, tenant_or_default(tenant), session, store=res.store
         )
         console.print(
             f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}"
@@ -163,7 +147,7 @@ def status(session: str, tenant: Tenant = None) -> None:
         if live.last_error:
             console.print(f"  last error: {live.last_error}")
 
-    _run(_with_resources(go))
+    run_async(with_resources(go))
 
 
 @app.command("watch")
@@ -175,13 +159,13 @@ def watch_cmd(
     """Print each item as it is committed, until the task ends."""
 
     async def go(res: Resources) -> None:
-        t = _tenant(get_settings(), tenant)
-        async for item in tasks.watch_items(res.sessions, t, session, after=after):
+        t = tenant_or_default(tenant)
+        async for item in tasks.watch_items(res.sessions, t, session, after=after, store=res.store):
             print_item(console, item)
-        row, _ = await tasks.read_session(res.sessions, t, session, limit=0)
+        row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
         console.print(f"task ended: {row.status}")
 
-    _run(_with_resources(go))
+    run_async(with_resources(go))
 
 
 @app.command()
@@ -196,14 +180,15 @@ def show(
     async def go(res: Resources) -> None:
         view = await load_view(
             res.sessions,
-            _tenant(get_settings(), tenant),
+            tenant_or_default(tenant),
             tasks.session_uuid(session),
             after=after,
             limit=limit,
+            store=res.store,
         )
         console.print(render_view(view))
 
-    _run(_with_resources(go))
+    run_async(with_resources(go))
 
 
 @app.command()
@@ -215,10 +200,10 @@ def sessions(
 
     async def go(res: Resources) -> None:
         async with res.sessions() as db:
-            rows = await SessionRepository(db, _tenant(get_settings(), tenant)).recent(limit=limit)
+            rows = await SessionRepository(db, tenant_or_default(tenant)).recent(limit=limit)
         console.print(sessions_table(rows))
 
-    _run(_with_resources(go))
+    run_async(with_resources(go))
 
 
 @artifacts_app.command("get")
@@ -230,7 +215,7 @@ def artifacts_get(
     """Fetch an artifact (sha256-verified) to stdout or a file."""
 
     async def go(res: Resources) -> bytes:
-        t = _tenant(get_settings(), tenant)
+        t = tenant_or_default(tenant)
         async with res.sessions() as db:
             repo = ArtifactRepository(db, t)
             try:
@@ -240,7 +225,7 @@ def artifacts_get(
         ref = res.store.ref_for(t, row.sha256, row.size_bytes, row.content_type)
         return await res.store.get(t, ref)
 
-    data = _run(_with_resources(go))
+    data = run_async(with_resources(go))
     if output:
         output.write_bytes(data)
         console.print(f"wrote {len(data)} bytes to {output}")
@@ -251,7 +236,7 @@ def artifacts_get(
 @app.command("migrate")
 def migrate_cmd() -> None:
     """Apply AgentState migrations to DATABASE_URL."""
-    _run(migrate(get_settings().database.url.get_secret_value()))
+    run_async(migrate(get_settings().database.url.get_secret_value()))
     console.print("migrations applied")
 
 
@@ -261,7 +246,7 @@ def worker() -> None:
     from workers.processes import run_cloud_worker
 
     logging.getLogger().setLevel(logging.INFO)
-    _run(run_cloud_worker(get_settings()))
+    run_async(run_cloud_worker(get_settings()))
 
 
 @app.command()
@@ -273,7 +258,7 @@ def device(
     from workers.processes import run_device_worker
 
     logging.getLogger().setLevel(logging.INFO)
-    _run(run_device_worker(get_settings(), device_id, workspace.resolve()))
+    run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
 
 
 @dev_app.command("up")
@@ -292,7 +277,7 @@ def dev_up(
     """Run Temporal, PostgreSQL, SeaweedFS and a cloud worker in the foreground."""
     from workers.devup import dev_up as run_dev_up
 
-    _run(run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, model_provider))
+    run_async(run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, model_provider))
 
 
 @app.command()
@@ -305,7 +290,7 @@ def demo(
     from workers.demo import run_demo
 
     ask = sys.stdin.isatty() if interactive is None else interactive
-    raise typer.Exit(_run(run_demo(console, interactive=ask)))
+    raise typer.Exit(run_async(run_demo(console, interactive=ask)))
 
 
 def main(argv: list[str] | None = None) -> int:

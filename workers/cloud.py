@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
+from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
 from activities.session_state import SessionStateActivities
@@ -20,6 +21,7 @@ from activities.tools.base import ToolRegistry
 from workers.resources import Resources
 from workers.settings import Settings
 from workflows.agent import AgentWorkflow
+from workflows.gc import ArtifactGcWorkflow
 
 # Awaited after a worker stops: exiting the process at once can abort inside the SDK's
 # native runtime at interpreter shutdown (seen with temporalio 1.30-1.35).
@@ -50,7 +52,9 @@ def cloud_activities(
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)
+    gc = GcActivities(resources.sessions, resources.store)
     return [
+        gc.collect_garbage,
         model.call_model,
         compaction.compact_session,
         tools.run_tool,
@@ -73,7 +77,7 @@ def build_cloud_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow],
+        workflows=[AgentWorkflow, ArtifactGcWorkflow],
         activities=list(activities),
         **extra,
     )

@@ -216,3 +216,20 @@ class AgentStatus:
     step: int
     pending_approvals: list[PendingApproval] = field(default_factory=list)
     last_error: str | None = None
+
+
+@dataclass
+class GcInput:
+    window_seconds: float = 24 * 3600
+    tenant_id: str | None = None
+    dry_run: bool = False
+
+
+@dataclass
+class GcResult:
+    marked: int
+    revived: int
+    swept: int
+    orphans: int
+    bytes_reclaimed: int
+    dry_run: bool = False

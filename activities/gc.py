@@ -1,0 +1,39 @@
+"""The collect_garbage activity: one mark-and-sweep pass over the artifact store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from activities.heartbeat import heartbeating
+from storage.artifacts import ArtifactStore
+from storage.gc import collect
+from workflows.contracts import GcInput, GcResult
+
+
+class GcActivities:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], store: ArtifactStore) -> None:
+        self._sessions = sessions
+        self._store = store
+
+    @activity.defn(name="collect_garbage")
+    async def collect_garbage(self, inp: GcInput) -> GcResult:
+        async with heartbeating():
+            report = await collect(
+                self._sessions,
+                self._store,
+                now=datetime.now(UTC),
+                window=timedelta(seconds=inp.window_seconds),
+                tenant_id=inp.tenant_id,
+                dry_run=inp.dry_run,
+            )
+        return GcResult(
+            marked=report.marked,
+            revived=report.revived,
+            swept=len(report.swept),
+            orphans=len(report.orphans),
+            bytes_reclaimed=report.bytes_reclaimed,
+            dry_run=report.dry_run,
+        )

@@ -1,0 +1,28 @@
+"""Committing a reference to an uploaded artifact, safely against a concurrent collector."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
+from workflows.contracts import ArtifactRef
+
+
+async def register_uploaded(
+    db: AsyncSession, store: ArtifactStore, ref: ArtifactRef, content: bytes
+) -> uuid.UUID:
+    """Register `ref` in this unit of work, making sure its object exists at commit.
+
+    The content lock is held until the transaction ends, so no sweep can delete the object
+    between this check and the commit. A sweep that ran *before* we took the lock (between
+    our upload and now) may already have removed it: then we upload it again.
+    """
+    repo = ArtifactRepository(db, ref.tenant_id)
+    await repo.lock_content(ref.sha256)
+    artifact_id = await repo.register(ref, uri=store.uri(ref))
+    if not await store.exists(ref):
+        await store.put(ref.tenant_id, content, ref.content_type)
+    return artifact_id

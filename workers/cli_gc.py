@@ -1,0 +1,111 @@
+"""agentctl gc: run or schedule the artifact garbage collector."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleIntervalSpec,
+    ScheduleSpec,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
+
+from storage.gc import collect
+from workers.cli_common import Tenant, console, run_async, with_resources
+from workers.resources import Resources
+from workers.settings import get_settings
+from workers.temporal_client import connect_client
+from workflows.contracts import GcInput
+from workflows.gc import ArtifactGcWorkflow
+
+SCHEDULE_ID = "durable-agents-gc"
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+
+gc_app = typer.Typer(help="Collect unreferenced artifacts (mark-and-sweep with a safety window).")
+
+
+def parse_duration(text: str) -> timedelta:
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30m, 24h, 7d)")
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[match[2]]
+    return timedelta(**{unit: int(match[1])})
+
+
+Window = Annotated[str, typer.Option(help="Safety window before anything is deleted.")]
+
+
+@gc_app.callback(invoke_without_command=True)
+def gc(
+    ctx: typer.Context,
+    dry_run: Annotated[bool, typer.Option(help="Print what would go, delete nothing.")] = False,
+    window: Window = "24h",
+    tenant: Tenant = None,
+) -> None:
+    """Run one GC pass now (subcommand `schedule` runs it periodically on Temporal)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    keep = parse_duration(window)
+
+    async def go(res: Resources) -> None:
+        report = await collect(
+            res.sessions,
+            res.store,
+            now=datetime.now(UTC),
+            window=keep,
+            tenant_id=tenant,
+            dry_run=dry_run,
+        )
+        verb = "would delete" if dry_run else "deleted"
+        for t, sha, size in report.swept:
+            console.print(f"  {verb} artifact {t}/{sha[:16]} ({size} B)", soft_wrap=True)
+        for key, size in report.orphans:
+            console.print(f"  {verb} orphan {key} ({size} B)", soft_wrap=True)
+        console.print(
+            f"marked {report.marked} unreachable, revived {report.revived}; {verb} "
+            f"{len(report.swept)} artifacts and {len(report.orphans)} orphans, "
+            f"{report.bytes_reclaimed} bytes{' (dry run)' if dry_run else ''}"
+        )
+
+    run_async(with_resources(go))
+
+
+@gc_app.command("schedule")
+def schedule(
+    every: Annotated[str, typer.Option(help="How often, e.g. 1h.")] = "1h",
+    window: Window = "24h",
+) -> None:
+    """Create or update the Temporal Schedule that runs GC on the cloud worker."""
+    interval, keep = parse_duration(every), parse_duration(window)
+    queue = get_settings().agent.task_queue
+
+    async def go() -> str:
+        client = await connect_client()
+        sched = Schedule(
+            action=ScheduleActionStartWorkflow(
+                ArtifactGcWorkflow.run,
+                GcInput(window_seconds=keep.total_seconds()),
+                id=f"{SCHEDULE_ID}-run",
+                task_queue=queue,
+            ),
+            spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=interval)]),
+        )
+        try:
+            await client.create_schedule(SCHEDULE_ID, sched)
+            return "created"
+        except ScheduleAlreadyRunningError:
+
+            def replace(_: ScheduleUpdateInput) -> ScheduleUpdate:
+                return ScheduleUpdate(schedule=sched)
+
+            await client.get_schedule_handle(SCHEDULE_ID).update(replace)
+            return "updated"
+
+    console.print(f"{run_async(go())} schedule {SCHEDULE_ID}: every {every}, window {window}")
