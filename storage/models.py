@@ -283,3 +283,19 @@ class SessionArchiveRow(Base):
     archived_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
+
+
+class DeviceRow(Base):
+    """A device that serves device-local tools on `device-{device_id}`; presence by heartbeat."""
+
+    __tablename__ = "devices"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    device_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    tools: Mapped[list[str]] = mapped_column(JSONB)
+    registered_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    last_seen_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
