@@ -233,3 +233,11 @@ class GcResult:
     orphans: int
     bytes_reclaimed: int
     dry_run: bool = False
+
+
+@dataclass
+class DevicePresenceInput:
+    tenant_id: str
+    device_id: str
+    # Seen within this many seconds counts as online.
+    within_seconds: float = 30.0
