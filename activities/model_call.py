@@ -8,6 +8,7 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
+from activities.approval_policy import needs_approval
 from activities.context import AssembledContext, ContextBudget
 from activities.errors import storage_errors_are_final
 from activities.model_context import assemble_for_step, budget_of, config_of, tools_of, turn_config
@@ -53,7 +54,7 @@ class ModelActivities:
             async with self._sessions() as db, db.begin():
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
-                    return await self._result_of(db, inp.tenant_id, done, None)
+                    return await self._result_of(db, inp, done, None)
                 await SessionRepository(db, inp.tenant_id).get(session_id)
                 config_id, config = await turn_config(db, inp.tenant_id, session_id, self._current)
             async with self._sessions() as db:
@@ -82,7 +83,7 @@ class ModelActivities:
                 row = await self._persist(
                     db, inp, session_id, reply, context, config, config_id, compaction
                 )
-                return await self._result_of(db, inp.tenant_id, row, config)
+                return await self._result_of(db, inp, row, config)
 
     async def _persist(
         self,
@@ -145,20 +146,26 @@ class ModelActivities:
         return row
 
     async def _result_of(
-        self, db: AsyncSession, tenant_id: str, row: ItemRow, config: ContextConfig | None
+        self,
+        db: AsyncSession,
+        inp: ModelCallInput,
+        row: ItemRow,
+        config: ContextConfig | None,
     ) -> ModelCallResult:
-        items = ItemRepository(db, tenant_id)
+        items = ItemRepository(db, inp.tenant_id)
         calls = []
         for call in row.data.get("tool_calls", []):
             tool = self._registry.get(call["name"])
             call_items = await items.for_tool_call(row.session_id, call["id"])
             call_row = next(i for i in call_items if i.kind == "tool_call")
+            default = "always" if tool and tool.needs_approval else "never"
+            policy = inp.approval_policies.get(call["name"], default)
             calls.append(
                 ToolCallRef(
                     tool_call_id=call["id"],
                     name=call["name"],
                     item_id=str(call_row.id),
-                    needs_approval=bool(tool and tool.needs_approval),
+                    needs_approval=needs_approval(policy, call_row.data.get("arguments", {})),
                     known=tool is not None,
                 )
             )

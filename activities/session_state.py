@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.errors import storage_errors_are_final
+from activities.errors import non_retryable, storage_errors_are_final
 from activities.tokens import count_tokens
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
@@ -18,6 +19,22 @@ from workflows.contracts import (
     SessionStatusInput,
     ToolErrorInput,
 )
+
+
+async def _edited_arguments(
+    items: ItemRepository, inp: ApprovalRecordInput
+) -> dict[str, Any] | None:
+    """The arguments an approver committed to run instead, if any (same session and call)."""
+    if not inp.approved or not inp.edited_arguments_item_id:
+        return None
+    rows = await items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
+    proposal = next((r for r in rows if str(r.id) == inp.edited_arguments_item_id), None)
+    if proposal is None or "proposed_arguments" not in proposal.data:
+        raise non_retryable(
+            "EditedArgumentsNotFound",
+            f"no edited arguments {inp.edited_arguments_item_id} for call {inp.tool_call_id}",
+        )
+    return dict(proposal.data["proposed_arguments"])
 
 
 class SessionStateActivities:
@@ -32,6 +49,7 @@ class SessionStateActivities:
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
             items = ItemRepository(db, inp.tenant_id)
             decision = "approved" if inp.approved else "rejected"
+            edited = await _edited_arguments(items, inp)
             row, _ = await items.append(
                 NewItem(
                     session_id=session_id,
@@ -46,6 +64,8 @@ class SessionStateActivities:
                         "decided_by": inp.decided_by,
                         "reason": inp.reason,
                         "step": inp.step,
+                        "device_id": inp.device_id,
+                        **({"arguments": edited} if edited is not None else {}),
                     },
                 )
             )

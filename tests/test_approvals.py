@@ -81,6 +81,7 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
         "decided_by": "bob",
         "reason": "b.md is not wanted",
         "step": 0,
+        "device_id": None,
     }
 
 

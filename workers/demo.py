@@ -27,6 +27,7 @@ from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
 from workers.stack import DevStack
+from workers.payload_offload import data_converter_with_offload
 from workers.temporal_client import connect_client
 
 DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
@@ -134,9 +135,11 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
         settings = ep.settings(workspace=workspace, task_queue=DEMO_QUEUE, provider="offline")
         await migrate(ep.database_url)
         console.print("  AgentState migrations applied")
-        client = await connect_client(ep.temporal_address, "default")
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()
+            client = await connect_client(
+                ep.temporal_address, "default", data_converter=data_converter_with_offload(res.store)
+            )
             provider = OfflineProvider()
             acts = cloud_activities(settings, res, provider, default_registry())
             async with running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)):

@@ -60,6 +60,8 @@ class _Waiting:
     approved: bool | None = None
     decided_by: str = ""
     reason: str = ""
+    device_id: str | None = None
+    edited_arguments_item_id: str | None = None
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -136,6 +138,7 @@ class AgentWorkflow:
             device_id=inp.device_id,
             device_tools=list(inp.device_tools),
             approval_overrides=dict(inp.approval_overrides),
+            approval_policies=dict(inp.approval_policies),
             approval_timeout_seconds=inp.approval_timeout_seconds,
             tool_timeout_seconds=inp.tool_timeout_seconds,
             device_schedule_to_start_seconds=inp.device_schedule_to_start_seconds,
@@ -158,6 +161,7 @@ class AgentWorkflow:
                 tenant_id=self._inp.tenant_id,
                 step=step,
                 idempotency_key=self._key(step, "model"),
+                approval_policies=dict(self._inp.approval_policies),
             ),
             start_to_close_timeout=MODEL_CALL_TIMEOUT,
             retry_policy=MODEL_RETRY,
@@ -251,6 +255,8 @@ class AgentWorkflow:
                 decided_by=waiting.decided_by,
                 reason=waiting.reason,
                 idempotency_key=key,
+                device_id=waiting.device_id,
+                edited_arguments_item_id=waiting.edited_arguments_item_id,
             ),
         )
         if not self._waiting and self._status == "running":
@@ -263,24 +269,32 @@ class AgentWorkflow:
     def approve(self, inp: ApproveInput) -> DecisionResult:
         waiting = self._waiting[inp.tool_call_id]
         waiting.approved, waiting.decided_by = True, inp.decided_by[:100]
+        waiting.device_id = inp.device_id
+        waiting.edited_arguments_item_id = inp.edited_arguments_item_id
         return DecisionResult(inp.tool_call_id, True)
 
     @approve.validator
     def _validate_approve(self, inp: ApproveInput) -> None:
-        self._validate_decision(inp.tool_call_id)
+        self._validate_decision(inp.tool_call_id, inp.tenant_id)
 
     @workflow.update(name="reject")
     def reject(self, inp: RejectInput) -> DecisionResult:
         waiting = self._waiting[inp.tool_call_id]
         waiting.approved, waiting.decided_by = False, inp.decided_by[:100]
         waiting.reason = inp.reason[:MAX_REASON_CHARS]
+        waiting.device_id = inp.device_id
         return DecisionResult(inp.tool_call_id, False)
 
     @reject.validator
     def _validate_reject(self, inp: RejectInput) -> None:
-        self._validate_decision(inp.tool_call_id)
+        self._validate_decision(inp.tool_call_id, inp.tenant_id)
 
-    def _validate_decision(self, tool_call_id: str) -> None:
+    def _validate_decision(self, tool_call_id: str, tenant_id: str | None) -> None:
+        if tenant_id is not None and tenant_id != self._inp.tenant_id:
+            raise ApplicationError(
+                "this task belongs to another tenant; decisions must come from its own",
+                type="TenantMismatch",
+            )
         waiting = self._waiting.get(tool_call_id)
         if tool_call_id in self._decided or (waiting is not None and waiting.approved is not None):
             raise ApplicationError(

@@ -45,6 +45,8 @@ class AgentInput:
     device_tools: list[str] = field(default_factory=list)
     # Per-task approval overrides: tool name -> needs approval.
     approval_overrides: dict[str, bool] = field(default_factory=dict)
+    # Per-task approval policies: tool name -> "never" | "always" | "outside:DIR" | "match:A:RE".
+    approval_policies: dict[str, str] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
     device_schedule_to_start_seconds: float = 3600
@@ -72,6 +74,7 @@ class ModelCallInput:
     tenant_id: str
     step: int
     idempotency_key: str
+    approval_policies: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,6 +151,8 @@ class ApprovalRecordInput:
     decided_by: str
     reason: str
     idempotency_key: str
+    device_id: str | None = None
+    edited_arguments_item_id: str | None = None
 
 
 @dataclass
@@ -179,6 +184,11 @@ class ToolErrorInput:
 class ApproveInput:
     tool_call_id: str
     decided_by: str = "user"
+    # The caller's tenant; a decision from another tenant is refused.
+    tenant_id: str | None = None
+    device_id: str | None = None
+    # An approval item the client committed with edited arguments to run instead.
+    edited_arguments_item_id: str | None = None
 
 
 @dataclass
@@ -186,6 +196,8 @@ class RejectInput:
     tool_call_id: str
     reason: str = ""
     decided_by: str = "user"
+    tenant_id: str | None = None
+    device_id: str | None = None
 
 
 @dataclass
