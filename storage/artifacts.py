@@ -4,18 +4,28 @@ The key is `{prefix}/{tenant}/sha256/ab/cd/{sha256}`, so the same bytes become t
 object, uploaded once. A put sends ChecksumSHA256 (the server rejects corrupted bodies),
 creates conditionally (IfNoneMatch) so a second upload is a no-op, and confirms with a
 HEAD before returning. A get re-hashes what it read.
+
+Large artifacts (put_file, put_stream, iter_chunks; storage/artifact_streams.py) go through a
+hashed temp file and a multipart upload verified by its composite checksum, so memory stays
+at about one part whatever the size.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import logging
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from storage import artifact_streams as streams
+from storage.artifact_streams import error_code as _error_code
+from storage.artifact_streams import status as _status
 from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
 from workflows.contracts import ArtifactRef
 
@@ -23,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+MAX_PRESIGN_SECONDS = 3600  # a download link is a bearer credential: keep it short-lived
 
 
 def check_tenant(tenant_id: str) -> str:
@@ -40,21 +51,32 @@ def artifact_key(prefix: str, tenant_id: str, sha256: str) -> str:
     return f"{prefix}/{tenant_id}/sha256/{sha256[:2]}/{sha256[2:4]}/{sha256}"
 
 
-def _error_code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", ""))
-
-
-def _status(err: ClientError) -> int:
-    return int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
-
-
 class ArtifactStore:
     """Artifacts in one bucket. `client` is an open aioboto3 S3 client owned by the caller."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str = "artifacts") -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        prefix: str = "artifacts",
+        *,
+        multipart_threshold: int = streams.DEFAULT_MULTIPART_THRESHOLD,
+        part_size: int = streams.DEFAULT_PART_SIZE,
+    ) -> None:
+        if part_size < streams.MIN_PART_SIZE:
+            raise ValueError(f"part_size must be at least {streams.MIN_PART_SIZE} bytes")
+        if multipart_threshold < 0:
+            raise ValueError("multipart_threshold must not be negative")
         self._s3 = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")
+        self.multipart_threshold = multipart_threshold
+        self.part_size = part_size
+
+    @property
+    def client(self) -> Any:
+        """The underlying S3 client, for maintenance jobs (GC) that list and delete."""
+        return self._s3
 
     def ref_for(
         self, tenant_id: str, sha256: str, size_bytes: int, content_type: str
@@ -141,13 +163,16 @@ class ArtifactStore:
             raise
         return True
 
-    async def get(self, tenant_id: str, ref: ArtifactRef) -> bytes:
-        """Read an artifact of `tenant_id`, checking the bytes still hash to the ref's sha256."""
+    def _check_owner(self, tenant_id: str, ref: ArtifactRef) -> None:
         if ref.tenant_id != tenant_id or ref.key != artifact_key(
             self.prefix, tenant_id, ref.sha256
         ):
             # Another tenant's object is indistinguishable from a missing one.
             raise ArtifactNotFound(f"artifact {ref.sha256} not found")
+
+    async def get(self, tenant_id: str, ref: ArtifactRef) -> bytes:
+        """Read an artifact of `tenant_id`, checking the bytes still hash to the ref's sha256."""
+        self._check_owner(tenant_id, ref)
         try:
             obj = await self._s3.get_object(Bucket=self.bucket, Key=ref.key)
         except ClientError as err:
@@ -159,3 +184,116 @@ class ArtifactStore:
         if hashlib.sha256(data).hexdigest() != ref.sha256:
             raise ArtifactIntegrityError(f"artifact {ref.sha256} failed its sha256 check")
         return data
+
+    async def put_file(
+        self, tenant_id: str, path: Path, content_type: str = "application/octet-stream"
+    ) -> ArtifactRef:
+        """Store a file of any size with memory bounded by one part; same guarantees as put().
+
+        The file must not change while it is stored (ArtifactIntegrityError if it does).
+        """
+        check_tenant(tenant_id)
+        hashed = await asyncio.to_thread(streams.hash_file, path, self.part_size)
+        return await self._put_hashed(tenant_id, path, hashed, content_type)
+
+    async def put_stream(
+        self,
+        tenant_id: str,
+        chunks: AsyncIterator[bytes],
+        content_type: str = "application/octet-stream",
+        *,
+        spool_dir: Path | None = None,
+    ) -> ArtifactRef:
+        """Store a stream: spooled to a temp file in `spool_dir` while hashed, then uploaded.
+
+        The key is the sha256, so nothing is sent before the stream ends; an error from
+        `chunks` therefore leaves no object and no multipart upload behind.
+        """
+        check_tenant(tenant_id)
+        async with streams.spooled(chunks, spool_dir, self.part_size) as (path, hashed):
+            return await self._put_hashed(tenant_id, path, hashed, content_type)
+
+    async def _put_hashed(
+        self, tenant_id: str, path: Path, hashed: streams.Hashed, content_type: str
+    ) -> ArtifactRef:
+        if hashed.size <= self.multipart_threshold:
+            data = await asyncio.to_thread(streams.read_at_most, path, hashed.size + 1)
+            if hashlib.sha256(data).hexdigest() != hashed.sha256:
+                raise ArtifactIntegrityError(f"{path} changed while it was being stored")
+            return await self.put(tenant_id, data, content_type)
+        key = artifact_key(self.prefix, tenant_id, hashed.sha256)
+        await streams.put_multipart(self._s3, self.bucket, key, path, hashed, content_type)
+        return self.ref_for(tenant_id, hashed.sha256, hashed.size, content_type)
+
+    async def get_range(
+        self, tenant_id: str, ref: ArtifactRef, start: int, end_inclusive: int
+    ) -> bytes:
+        """Bytes `start`..`end_inclusive` of an artifact, as in an HTTP Range header.
+
+        Not integrity-checked: a slice cannot be hashed against the whole object's sha256.
+        Use get() or iter_chunks() when the bytes must be verified.
+        """
+        self._check_owner(tenant_id, ref)
+        if not 0 <= start <= end_inclusive < ref.size_bytes:
+            raise ValueError(f"range {start}-{end_inclusive} not within 0-{ref.size_bytes - 1}")
+        try:
+            obj = await self._s3.get_object(
+                Bucket=self.bucket, Key=ref.key, Range=f"bytes={start}-{end_inclusive}"
+            )
+        except ClientError as err:
+            if _status(err) == 404 or _error_code(err) == "NoSuchKey":
+                raise ArtifactNotFound(f"artifact {ref.sha256} not found") from err
+            if _status(err) == 416:  # the object is shorter than its ref says
+                raise ArtifactIntegrityError(f"artifact {ref.sha256} is truncated") from err
+            raise
+        async with obj["Body"] as body:
+            data: bytes = await body.read()
+        if len(data) != end_inclusive - start + 1:
+            raise ArtifactIntegrityError(f"artifact {ref.sha256} is truncated")
+        return data
+
+    def iter_chunks(
+        self, tenant_id: str, ref: ArtifactRef, chunk_size: int = streams.READ_CHUNK
+    ) -> AsyncIterator[bytes]:
+        """Stream an artifact in `chunk_size` pieces, checking its sha256 at the end.
+
+        The check can only come after the last byte: ArtifactIntegrityError is raised then,
+        so what was yielded is unverified until the iteration ends without error.
+        """
+        self._check_owner(tenant_id, ref)
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be positive")
+        return self._verified_chunks(ref, chunk_size)
+
+    async def _verified_chunks(self, ref: ArtifactRef, chunk_size: int) -> AsyncIterator[bytes]:
+        digest, size = hashlib.sha256(), 0
+        try:
+            async for chunk in streams.iter_object(self._s3, self.bucket, ref.key, chunk_size):
+                digest.update(chunk)
+                size += len(chunk)
+                yield chunk
+        except ClientError as err:
+            if _status(err) == 404 or _error_code(err) == "NoSuchKey":
+                raise ArtifactNotFound(f"artifact {ref.sha256} not found") from err
+            raise
+        if size != ref.size_bytes or digest.hexdigest() != ref.sha256:
+            raise ArtifactIntegrityError(f"artifact {ref.sha256} failed its sha256 check")
+
+    async def presigned_url(
+        self, tenant_id: str, ref: ArtifactRef, *, expires_in: int = 300
+    ) -> str:
+        """A GET URL for the artifact that works without credentials for `expires_in` seconds.
+
+        Signing is local (a missing object is a 404 at download time). The downloader skips
+        get()'s integrity check, so it should verify ref.sha256 itself.
+        """
+        self._check_owner(tenant_id, ref)
+        if not 1 <= expires_in <= MAX_PRESIGN_SECONDS:
+            raise ValueError(f"expires_in must be 1..{MAX_PRESIGN_SECONDS} seconds")
+        url: str = await self._s3.generate_presigned_url(
+            "get_object",
+            Params={"Bucket": self.bucket, "Key": ref.key},
+            ExpiresIn=expires_in,
+            HttpMethod="GET",
+        )
+        return url

@@ -31,6 +31,8 @@ async def open_store(s3: S3Settings) -> AsyncIterator[ArtifactStore]:
         # Only send/validate checksums where we ask for them (ChecksumSHA256 on put).
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
+        # Presigned URLs in SigV4: regions that no longer accept SigV2 refuse the default.
+        signature_version="s3v4",
     )
     async with session.client(
         "s3",
@@ -40,7 +42,9 @@ async def open_store(s3: S3Settings) -> AsyncIterator[ArtifactStore]:
         aws_secret_access_key=s3.secret_access_key.get_secret_value(),
         config=config,
     ) as client:
-        yield ArtifactStore(client, s3.bucket, s3.prefix)
+        yield ArtifactStore(
+            client, s3.bucket, s3.prefix, multipart_threshold=s3.multipart_threshold_bytes
+        )
 
 
 @asynccontextmanager
