@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
+from activities.delegation import DelegationActivities
 from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
@@ -53,8 +54,11 @@ def cloud_activities(
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)
     gc = GcActivities(resources.sessions, resources.store)
+    delegation = DelegationActivities(resources.sessions, resources.store)
     return [
         gc.collect_garbage,
+        delegation.open_child_session,
+        delegation.record_delegation,
         model.call_model,
         compaction.compact_session,
         tools.run_tool,

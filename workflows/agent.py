@@ -33,6 +33,7 @@ from workflows.contracts import (
     ToolErrorInput,
     ToolRunInput,
 )
+from workflows.delegation import DELEGATE_TOOL, delegate
 from workflows.policies import (
     MODEL_CALL_TIMEOUT,
     MODEL_RETRY,
@@ -146,6 +147,7 @@ class AgentWorkflow:
             seen_messages=self._seen,
             received_messages=self._received,
             compaction=self._compaction,
+            depth=inp.depth,
             continue_as_new_every=inp.continue_as_new_every,
         )
 
@@ -185,6 +187,9 @@ class AgentWorkflow:
         key = self._key(step, call.tool_call_id)
         needs = self._inp.approval_overrides.get(call.name, call.needs_approval)
         if needs and call.known and not await self._approved(step, call, key):
+            return
+        if call.name == DELEGATE_TOOL:
+            await delegate(self._inp, step, call, key)
             return
         inp = self._inp
         on_device = inp.device_id is not None and call.name in inp.device_tools

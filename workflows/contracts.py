@@ -55,6 +55,8 @@ class AgentInput:
     seen_messages: int = 0
     received_messages: int = 0
     compaction: CompactionRef | None = None
+    # How deep in a tree of delegations this run is (0 = a task a user started).
+    depth: int = 0
     # Forces continue-as-new after this many steps in one run (0 = only when suggested).
     continue_as_new_every: int = 0
 
@@ -253,3 +255,32 @@ class DevicePresenceInput:
     device_id: str
     # Seen within this many seconds counts as online.
     within_seconds: float = 30.0
+
+
+@dataclass
+class ChildSessionInput:
+    """Open the sub-agent session a `delegate` call asked for (arguments stay in AgentState)."""
+
+    parent_session_id: str
+    tenant_id: str
+    step: int
+    tool_call_id: str
+    idempotency_key: str
+
+
+@dataclass
+class ChildSession:
+    session_id: str
+    agent_name: str
+
+
+@dataclass
+class DelegationResultInput:
+    parent_session_id: str
+    tenant_id: str
+    step: int
+    tool_call_id: str
+    child_session_id: str
+    child_status: str
+    idempotency_key: str
+    error: str | None = None

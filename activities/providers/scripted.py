@@ -36,26 +36,40 @@ def _turns_so_far(request: ModelRequest) -> int:
     return max(summarised, default=0) + sum(1 for m in request.messages if m.role == "assistant")
 
 
+def _turns(data: list[dict[str, Any]]) -> list[ScriptedTurn]:
+    turns = []
+    for i, turn in enumerate(data):
+        if not isinstance(turn, dict):
+            raise ValueError(f"script turn {i} must be an object")
+        calls = [(str(c["name"]), dict(c.get("arguments", {}))) for c in turn.get("tool_calls", [])]
+        turns.append(ScriptedTurn(text=str(turn.get("text", "")), tool_calls=calls))
+    return turns
+
+
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, turns: list[ScriptedTurn], *, final_text: str = "Done.") -> None:
+    def __init__(
+        self,
+        turns: list[ScriptedTurn],
+        *,
+        final_text: str = "Done.",
+        by_task: dict[str, list[ScriptedTurn]] | None = None,
+    ) -> None:
         self.turns = turns
         self.final_text = final_text
+        # Other scripts for conversations whose first user message starts with the key:
+        # one fake model can then play a parent agent and its sub-agents.
+        self.by_task = by_task or {}
         self.requests: list[ModelRequest] = []
         self.compaction_requests: list[ModelRequest] = []
 
     @classmethod
-    def from_data(cls, data: list[dict[str, Any]]) -> ScriptedProvider:
-        turns = []
-        for i, turn in enumerate(data):
-            if not isinstance(turn, dict):
-                raise ValueError(f"script turn {i} must be an object")
-            calls = [
-                (str(c["name"]), dict(c.get("arguments", {}))) for c in turn.get("tool_calls", [])
-            ]
-            turns.append(ScriptedTurn(text=str(turn.get("text", "")), tool_calls=calls))
-        return cls(turns)
+    def from_data(
+        cls, data: list[dict[str, Any]], by_task: dict[str, list[dict[str, Any]]] | None = None
+    ) -> ScriptedProvider:
+        scripts = {prefix: _turns(script) for prefix, script in (by_task or {}).items()}
+        return cls(_turns(data), by_task=scripts)
 
     @classmethod
     def from_file(cls, path: Path | str) -> ScriptedProvider:
@@ -66,6 +80,13 @@ class ScriptedProvider:
         if not isinstance(data, list):
             raise ValueError(f"model script {path} must be a JSON list of turns")
         return cls.from_data(data)
+
+    def _script_for(self, request: ModelRequest) -> list[ScriptedTurn]:
+        task = next((m.content for m in request.messages if m.role == "user"), "")
+        for prefix, turns in self.by_task.items():
+            if task.startswith(prefix):
+                return turns
+        return self.turns
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         turn_no = _turns_so_far(request)
@@ -78,9 +99,10 @@ class ScriptedProvider:
                 model="scripted",
             )
         self.requests.append(request)
-        if turn_no >= len(self.turns):
+        script = self._script_for(request)
+        if turn_no >= len(script):
             return ModelReply(text=self.final_text, finish_reason="stop", model="scripted")
-        turn = self.turns[turn_no]
+        turn = script[turn_no]
         calls = [
             ProviderCall(id=f"call_{turn_no}_{i}", name=name, arguments=args)
             for i, (name, args) in enumerate(turn.tool_calls)

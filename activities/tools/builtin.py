@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from activities.providers.base import ToolSpec
-from activities.tools.base import Tool, ToolRegistry
+from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
 from activities.tools.files import (
     DEFAULT_READ_CAP_BYTES,
     MAX_LIST_ENTRIES,
@@ -98,6 +100,29 @@ FETCH_URL_SPEC = ToolSpec(
 )
 
 
+DELEGATE_SPEC = ToolSpec(
+    name="delegate",
+    description=(
+        "Hand a self-contained sub-task to a sub-agent with its own session. You receive its "
+        "final summary and references to the artifacts it produced."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "task": {"type": "string", "description": "What the sub-agent should do."},
+            "agent": {"type": "string", "description": "A short name for the sub-agent."},
+        },
+        "required": ["task"],
+        "additionalProperties": False,
+    },
+)
+
+
+async def _delegate_runs_in_the_workflow(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    # The loop starts a child workflow for `delegate`; an activity can't, so never runs it.
+    raise ToolError("NotRunnable", "delegate is run by the agent loop, not as an activity")
+
+
 def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
     """Return the built-in tools with their approval and side-effect policy.
 
@@ -117,6 +142,7 @@ def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
         Tool(spec=LIST_DIR_SPEC, fn=list_dir, default_location="cloud"),
         Tool(spec=FETCH_URL_SPEC, fn=fetch_url, default_location="cloud"),
         *memory_tools(),
+        Tool(spec=DELEGATE_SPEC, fn=_delegate_runs_in_the_workflow, default_location="cloud"),
     ]
 
 

@@ -1,0 +1,153 @@
+"""Activities behind the `delegate` tool: open a child session, and report what it made."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from activities.errors import non_retryable, storage_errors_are_final
+from activities.model_call import artifact_info
+from activities.tokens import count_tokens
+from activities.tool_run import make_preview
+from storage.artifact_commit import register_uploaded
+from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
+from storage.items import ItemRepository, NewItem
+from storage.sessions import SessionRepository
+from workflows.contracts import (
+    ChildSession,
+    ChildSessionInput,
+    CommittedItem,
+    DelegationResultInput,
+)
+from workflows.policies import workflow_id_for
+
+MAX_TASK_CHARS = 8_000
+
+
+def _child_id(idempotency_key: str) -> uuid.UUID:
+    # Derived from the call's key: a retried or replayed delegation opens the same child.
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"durable-agents:child:{idempotency_key}")
+
+
+def _task_of(arguments: dict[str, Any]) -> tuple[str, str]:
+    task, agent = arguments.get("task"), arguments.get("agent", "sub-agent")
+    if not isinstance(task, str) or not task.strip() or len(task) > MAX_TASK_CHARS:
+        raise non_retryable(
+            "InvalidArguments", f"delegate needs a 'task' string of 1-{MAX_TASK_CHARS} characters"
+        )
+    if not isinstance(agent, str) or not agent.strip() or len(agent) > 64:
+        raise non_retryable("InvalidArguments", "delegate's 'agent' must be a short name")
+    return task, agent.strip()
+
+
+class DelegationActivities:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], store: ArtifactStore) -> None:
+        self._sessions = sessions
+        self._store = store
+
+    @activity.defn(name="open_child_session")
+    async def open_child_session(self, inp: ChildSessionInput) -> ChildSession:
+        """Create the child session (parent edge, agent name) with the task as its message."""
+        parent = uuid.UUID(inp.parent_session_id)
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            items = ItemRepository(db, inp.tenant_id)
+            call = next(
+                (
+                    r
+                    for r in await items.for_tool_call(parent, inp.tool_call_id)
+                    if r.kind == "tool_call"
+                ),
+                None,
+            )
+            if call is None:
+                raise non_retryable("ToolCallNotFound", f"no tool call {inp.tool_call_id}")
+            task, agent = _task_of(dict(call.data.get("arguments", {})))
+            child = _child_id(inp.idempotency_key)
+            await SessionRepository(db, inp.tenant_id).create(
+                child,
+                title=task[:200],
+                model_config={},
+                workflow_id=workflow_id_for(str(child)),
+                parent_id=parent,
+                agent_name=agent,
+            )
+            await items.append(
+                NewItem(
+                    child,
+                    "user_message",
+                    "user",
+                    f"{inp.idempotency_key}:task",
+                    text=task,
+                    tokens=count_tokens(task),
+                )
+            )
+            return ChildSession(str(child), agent)
+
+    @activity.defn(name="record_delegation")
+    async def record_delegation(self, inp: DelegationResultInput) -> CommittedItem:
+        """Commit the child's summary and artifact refs as the parent's tool result."""
+        parent, child = uuid.UUID(inp.parent_session_id), uuid.UUID(inp.child_session_id)
+        async with storage_errors_are_final():
+            async with self._sessions() as db:
+                done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
+                if done is not None:
+                    return CommittedItem(str(done.id), done.ordinal)
+                child_row = await SessionRepository(db, inp.tenant_id).get(child)
+                rows = await ItemRepository(db, inp.tenant_id).page(child)
+                made = await ArtifactRepository(db, inp.tenant_id).get_many(
+                    r.artifact_id for r in rows if r.artifact_id
+                )
+            final = next((r.text for r in reversed(rows) if r.kind == "assistant_message"), "")
+            report = {
+                "agent": child_row.agent_name,
+                "child_session_id": inp.child_session_id,
+                "status": inp.child_status,
+                "summary": final,
+                "error": inp.error,
+                "artifacts": [
+                    {
+                        "artifact_id": str(a.artifact_id),
+                        "sha256": a.sha256,
+                        "size_bytes": a.size_bytes,
+                        "content_type": a.content_type,
+                    }
+                    for a in made.values()
+                ],
+            }
+            content = json.dumps(report, indent=1).encode()
+            ref = await self._store.put(inp.tenant_id, content, "application/json")
+            async with self._sessions() as db, db.begin():
+                artifacts = ArtifactRepository(db, inp.tenant_id)
+                artifact_id = await register_uploaded(db, self._store, ref, content)
+                # The parent now needs the child's artifacts too, for as long as it lives.
+                for owned in [artifact_id, *made]:
+                    await artifacts.add_ref(
+                        owned,
+                        owner_type="checkpoint",
+                        owner_id=inp.parent_session_id,
+                        required_for_resume=True,
+                    )
+                row, _ = await ItemRepository(db, inp.tenant_id).append(
+                    NewItem(
+                        parent,
+                        "tool_result",
+                        "tool",
+                        inp.idempotency_key,
+                        text=make_preview(content, "application/json"),
+                        tool_call_id=inp.tool_call_id,
+                        tool_name="delegate",
+                        artifact_id=artifact_id,
+                        data={
+                            "step": inp.step,
+                            "artifact": artifact_info(ref),
+                            "child_session_id": inp.child_session_id,
+                            **({"error_type": "DelegationFailed"} if inp.error else {}),
+                        },
+                    )
+                )
+                return CommittedItem(str(row.id), row.ordinal)

@@ -1,0 +1,100 @@
+"""Sub-agents: a `delegate` tool call becomes a child AgentWorkflow on its own child session.
+
+The parent only ever receives the child's summary and its artifact refs, committed as the
+delegate call's tool result; the child's conversation stays in the child session.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ChildWorkflowError
+
+from workflows.contracts import (
+    AgentInput,
+    AgentResult,
+    ChildSessionInput,
+    DelegationResultInput,
+    ToolCallRef,
+    ToolErrorInput,
+)
+from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT, workflow_id_for
+
+with workflow.unsafe.imports_passed_through():
+    from activities.delegation import DelegationActivities
+    from activities.session_state import SessionStateActivities
+
+DELEGATE_TOOL = "delegate"
+MAX_DEPTH = 2
+
+
+async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -> None:
+    """Run the child to its end and record what it produced as the call's result."""
+    if parent.depth >= MAX_DEPTH:
+        message = f"sub-agents may not delegate deeper than {MAX_DEPTH} levels"
+        await _tool_error(parent, step, call, key, "DelegationTooDeep", message)
+        return
+    try:
+        child = await workflow.execute_activity_method(
+            DelegationActivities.open_child_session,
+            ChildSessionInput(parent.session_id, parent.tenant_id, step, call.tool_call_id, key),
+            start_to_close_timeout=STATE_WRITE_TIMEOUT,
+            retry_policy=STATE_WRITE_RETRY,
+        )
+    except ActivityError as err:  # bad arguments from the model: tell it, carry on
+        await _tool_error(parent, step, call, key, "InvalidArguments", str(err.cause or err))
+        return
+    status, error = "completed", None
+    try:
+        result: AgentResult = await workflow.execute_child_workflow(
+            "AgentWorkflow",
+            AgentInput(
+                session_id=child.session_id,
+                tenant_id=parent.tenant_id,
+                max_steps=parent.max_steps,
+                approval_overrides=dict(parent.approval_overrides),
+                approval_policies=dict(parent.approval_policies),
+                approval_timeout_seconds=parent.approval_timeout_seconds,
+                tool_timeout_seconds=parent.tool_timeout_seconds,
+                depth=parent.depth + 1,
+            ),
+            id=workflow_id_for(child.session_id),
+            result_type=AgentResult,
+        )
+        status = result.status
+    except ChildWorkflowError as err:
+        status, error = "failed", str(err.cause or err)[:300]
+    await workflow.execute_activity_method(
+        DelegationActivities.record_delegation,
+        DelegationResultInput(
+            parent.session_id,
+            parent.tenant_id,
+            step,
+            call.tool_call_id,
+            child.session_id,
+            status,
+            key,
+            error,
+        ),
+        start_to_close_timeout=STATE_WRITE_TIMEOUT,
+        retry_policy=STATE_WRITE_RETRY,
+    )
+
+
+async def _tool_error(
+    parent: AgentInput, step: int, call: ToolCallRef, key: str, error_type: str, message: str
+) -> None:
+    await workflow.execute_activity_method(
+        SessionStateActivities.record_tool_error,
+        ToolErrorInput(
+            parent.session_id,
+            parent.tenant_id,
+            step,
+            call.tool_call_id,
+            call.name,
+            error_type,
+            message[:300],
+            key,
+        ),
+        start_to_close_timeout=STATE_WRITE_TIMEOUT,
+        retry_policy=STATE_WRITE_RETRY,
+    )
