@@ -31,7 +31,9 @@ from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
 
-_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# A leading "_" marks a system tenant (e.g. offloaded Temporal payloads): the store
+# accepts it, user-facing entry points refuse it (check_user_tenant).
+_TENANT_RE = re.compile(r"^_?[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_PRESIGN_SECONDS = 3600  # a download link is a bearer credential: keep it short-lived
 
@@ -42,6 +44,13 @@ def check_tenant(tenant_id: str) -> str:
             f"invalid tenant id {tenant_id!r}: use 1-128 letters, digits, '.', '_' or '-'"
         )
     return tenant_id
+
+
+def check_user_tenant(tenant_id: str) -> str:
+    """A tenant a user may act as: valid, and not one of the system's reserved ones."""
+    if tenant_id.startswith("_"):
+        raise InvalidTenant(f"tenant ids starting with '_' are reserved: {tenant_id!r}")
+    return check_tenant(tenant_id)
 
 
 def artifact_key(prefix: str, tenant_id: str, sha256: str) -> str:

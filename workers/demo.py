@@ -24,10 +24,10 @@ from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.payload_offload import data_converter_with_offload
 from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
 from workers.stack import DevStack
-from workers.payload_offload import data_converter_with_offload
 from workers.temporal_client import connect_client
 
 DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
@@ -138,7 +138,9 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()
             client = await connect_client(
-                ep.temporal_address, "default", data_converter=data_converter_with_offload(res.store)
+                ep.temporal_address,
+                "default",
+                data_converter=data_converter_with_offload(res.store),
             )
             provider = OfflineProvider()
             acts = cloud_activities(settings, res, provider, default_registry())

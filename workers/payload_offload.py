@@ -42,7 +42,7 @@ from workflows.contracts import ArtifactRef
 # Tenant ids must start with a letter or digit (storage.artifacts.check_tenant), so the
 # system tenant cannot be "_payloads". Offloaded payloads are kept apart from every real
 # tenant's artifacts: a retention rule can target this prefix alone.
-SYSTEM_TENANT = "sys-payloads"
+SYSTEM_TENANT = "_payloads"
 # Persisted in every reference written to history: renaming it strands those references.
 DRIVER_NAME = "durable-agents.artifact-store"
 PAYLOAD_CONTENT_TYPE = "application/vnd.temporal.payload+protobuf"
