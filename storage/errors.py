@@ -31,3 +31,9 @@ class MemoryNotFound(StorageError):
     """No such live memory in this tenant and scope (another tenant's looks exactly like this)."""
 
     error_type = "MemoryNotFound"
+
+
+class SessionArchived(StorageError):
+    """The session is in the cold tier: rehydrate it before reading or appending."""
+
+    error_type = "SessionArchived"

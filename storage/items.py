@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.errors import SessionArchived
 from storage.models import ITEM_KINDS, ItemRow
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
@@ -53,7 +54,9 @@ class ItemRepository:
         existing = await self.by_key(item.idempotency_key)
         if existing is not None:
             return existing, False
-        await self._sessions.lock(item.session_id)
+        if await self._sessions.lock(item.session_id) == "archived":
+            # Its items live in a snapshot: appending here would fork the history.
+            raise SessionArchived(f"session {item.session_id} is archived; rehydrate it first")
         # Re-check under the session lock: a concurrent attempt may have committed meanwhile.
         # Only then take the ordinal, so a losing duplicate leaves next_ordinal alone.
         existing = await self.by_key(item.idempotency_key)

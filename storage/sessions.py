@@ -111,15 +111,17 @@ class SessionRepository:
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise SessionNotFound(f"session {session_id} not found")
 
-    async def lock(self, session_id: uuid.UUID) -> None:
-        """Lock the session row until the unit of work ends; this serialises appends."""
-        found = await self._db.scalar(
-            select(SessionRow.id)
+    async def lock(self, session_id: uuid.UUID) -> str:
+        """Lock the session row until the unit of work ends (this serialises appends);
+        returns the session's status."""
+        status = await self._db.scalar(
+            select(SessionRow.status)
             .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
             .with_for_update()
         )
-        if found is None:
+        if status is None:
             raise SessionNotFound(f"session {session_id} not found")
+        return status
 
     async def take_ordinal(self, session_id: uuid.UUID) -> int:
         """Hand out the next item ordinal.

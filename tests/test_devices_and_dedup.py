@@ -13,6 +13,7 @@ from activities.tool_run import ToolActivities
 from activities.tools.builtin import default_registry
 from tests.conftest import AgentRunner
 from tests.support.helpers import artifact_count, items_of, s3_keys, start
+from workers import tasks
 from workers.cloud import running
 from workers.device import build_device_worker
 from workers.resources import Resources
@@ -54,9 +55,13 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
             device_id=device_id,
             device_tools=["read_file"],
         )
-        # Nothing serves the device yet: the call waits on its queue, the task stays open.
+        # Nothing serves the device yet: the call waits on its queue, the task stays open,
+        # and every device can see that it waits for the device.
         await asyncio.sleep(1.5)
         assert [i.kind for i in await items_of(resources, tenant, session_id)][-1] == "tool_call"
+        assert (await tasks.live_status(client, session_id)).status == "waiting_device"
+        row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
+        assert row.status == "waiting_device"
         async with running(build_device_worker(client, device_id, tools)):
             result = await asyncio.wait_for(handle.result(), 30)
 

@@ -372,6 +372,7 @@ def test_builtin_policy() -> None:
         "remember",
         "recall",
         "forget",
+        "delegate",
     }
     assert tools["write_file"].needs_approval and tools["write_file"].side_effects
     for name in ("read_file", "list_dir", "fetch_url", "recall"):

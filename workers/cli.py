@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import uuid
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from temporalio.client import WorkflowUpdateFailedError
@@ -26,13 +27,14 @@ from workers.cli_common import (
     tenant_or_default,
     with_resources,
 )
+from workers.cli_devices import devices
 from workers.cli_gc import gc_app
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
 from workers.temporal_client import connect_client
-from workflows.contracts import DecisionResult
+from workflows.contracts import AgentStatus, DecisionResult
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False
@@ -42,6 +44,7 @@ artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
+app.command("devices")(devices)
 
 
 @app.command()
@@ -54,6 +57,10 @@ def start(
     ] = None,
     device_tool: Annotated[list[str] | None, typer.Option(help="Tool to run on --device.")] = None,
     watch: Annotated[bool, typer.Option(help="Follow the task after starting it.")] = False,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(help="TOOL=never|always|outside:DIR|match:ARG:REGEX (repeatable)."),
+    ] = None,
 ) -> None:
     """Start a task; prints its session id."""
     s = get_settings()
@@ -64,6 +71,7 @@ def start(
         device_tools=list(device_tool or []),
         task_queue=s.agent.task_queue,
         model_config={"provider": s.model.provider, "model": s.model.name},
+        approval_policies=_policies(policy),
     )
 
     async def go(res: Resources) -> str:
@@ -77,14 +85,36 @@ def start(
         watch_cmd(session_id, tenant=tenant)
 
 
+Device = Annotated[str | None, typer.Option(help="The device deciding (recorded).")]
+
+
 @app.command()
 def approve(
     session: str,
     call: Annotated[str, typer.Argument(help="The tool call id waiting for approval.")],
     by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
+    tenant: Tenant = None,
+    device: Device = None,
+    edit: Annotated[
+        str | None, typer.Option(help="Run with these arguments instead (a JSON object).")
+    ] = None,
 ) -> None:
-    """Approve a tool call that waits for approval."""
-    result = run_async(_decide(session, call, True, "", by))
+    """Approve a tool call that waits for approval, optionally with edited arguments."""
+    edited = _json_object(edit) if edit is not None else None
+
+    async def go(res: Resources) -> DecisionResult:
+        return await tasks.approve(
+            await connect_client(),
+            session,
+            call,
+            by,
+            tenant_id=tenant_or_default(tenant),
+            device_id=device,
+            sessions=res.sessions,
+            edited_arguments=edited,
+        )
+
+    result = run_async(with_resources(go))
     console.print(f"approved {result.tool_call_id}")
 
 
@@ -94,17 +124,43 @@ def reject(
     call: str,
     reason: Annotated[str, typer.Option(help="Told to the model.")] = "",
     by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
+    tenant: Tenant = None,
+    device: Device = None,
 ) -> None:
     """Reject a tool call; the model is told, and the task goes on."""
-    result = run_async(_decide(session, call, False, reason, by))
-    console.print(f"rejected {result.tool_call_id}")
+
+    async def go() -> DecisionResult:
+        return await tasks.reject(
+            await connect_client(),
+            session,
+            call,
+            reason,
+            by,
+            tenant_id=tenant_or_default(tenant),
+            device_id=device,
+        )
+
+    console.print(f"rejected {run_async(go()).tool_call_id}")
 
 
-async def _decide(session: str, call: str, ok: bool, reason: str, by: str) -> DecisionResult:
-    client = await connect_client()
-    if ok:
-        return await tasks.approve(client, session, call, by)
-    return await tasks.reject(client, session, call, reason, by)
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--edit is not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ValueError("--edit must be a JSON object of arguments")
+    return value
+
+
+def _policies(pairs: list[str] | None) -> dict[str, str]:
+    policies = {}
+    for pair in pairs or []:
+        tool, sep, policy = pair.partition("=")
+        if not sep or not tool:
+            raise ValueError(f"--policy wants TOOL=POLICY, got {pair!r}")
+        policies[tool] = policy
+    return policies
 
 
 @app.command()
@@ -126,16 +182,21 @@ def status(session: str, tenant: Tenant = None) -> None:
     """Where a task is: AgentState's view, plus the live workflow state if it runs."""
 
     async def go(res: Resources) -> None:
+        # The live state first: every call it reports waiting is committed by then, so the
+        # read that follows sees its arguments.
+        live: AgentStatus | str
+        try:
+            live = await tasks.live_status(await connect_client(), session)
+        except RPCError as err:
+            live = err.message
         row, items = await tasks.read_session(
             res.sessions, tenant_or_default(tenant), session, store=res.store
         )
         console.print(
             f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}"
         )
-        try:
-            live = await tasks.live_status(await connect_client(), session)
-        except RPCError as err:
-            console.print(f"workflow: not reachable ({err.message})")
+        if isinstance(live, str):
+            console.print(f"workflow: not reachable ({live})")
             return
         console.print(f"workflow: step={live.step} status={live.status}")
         calls = {i.tool_call_id: i for i in items if i.kind == "tool_call"}

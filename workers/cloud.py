@@ -8,15 +8,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
 from activities.delegation import DelegationActivities
+from activities.device_presence import DevicePresenceActivities
 from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
 from activities.session_state import SessionStateActivities
+from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tool_run import ToolActivities
 from activities.tools.base import ToolRegistry
 from workers.resources import Resources
@@ -30,8 +32,14 @@ SHUTDOWN_GRACE_SECONDS = 0.5
 
 
 def cloud_activities(
-    settings: Settings, resources: Resources, provider: ModelProvider, registry: ToolRegistry
+    settings: Settings,
+    resources: Resources,
+    provider: ModelProvider,
+    registry: ToolRegistry,
+    *,
+    recorder: TrajectoryRecorder | None = None,
 ) -> list[Any]:
+    """Every cloud activity; `recorder` traces model and tool calls (default: no-op)."""
     m = settings.model
     model = ModelActivities(
         resources.sessions,
@@ -43,6 +51,7 @@ def cloud_activities(
         budget=ContextBudget(
             m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
         ),
+        recorder=recorder,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -50,12 +59,15 @@ def cloud_activities(
         registry,
         workspace=settings.agent.workspace.resolve(),
         fetch_max_bytes=settings.agent.fetch_max_bytes,
+        recorder=recorder,
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)
     gc = GcActivities(resources.sessions, resources.store)
     delegation = DelegationActivities(resources.sessions, resources.store)
+    presence = DevicePresenceActivities(resources.sessions)
     return [
+        presence.device_online,
         gc.collect_garbage,
         delegation.open_child_session,
         delegation.record_delegation,
@@ -74,7 +86,10 @@ def build_cloud_worker(
     *,
     task_queue: str,
     max_cached_workflows: int | None = None,
+    interceptors: Sequence[Interceptor] = (),
 ) -> Worker:
+    """`interceptors`, e.g. TrajectoryRecorder.interceptors(), must not repeat ones the client
+    already carries: a worker runs its client's interceptors too."""
     extra: dict[str, Any] = {}
     if max_cached_workflows is not None:
         extra["max_cached_workflows"] = max_cached_workflows
@@ -83,6 +98,7 @@ def build_cloud_worker(
         task_queue=task_queue,
         workflows=[AgentWorkflow, ArtifactGcWorkflow],
         activities=list(activities),
+        interceptors=list(interceptors),
         **extra,
     )
 

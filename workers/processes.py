@@ -7,16 +7,24 @@ import logging
 import signal
 from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from activities.providers.factory import build_provider
 from activities.tool_run import ToolActivities
-from activities.tools.builtin import default_registry
+from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
+from storage.devices import DeviceRepository, validate_device_id
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.device import build_device_worker
+from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
 from workers.temporal_client import connect_client
 
 logger = logging.getLogger(__name__)
+
+# How often a device worker bumps its last_seen_at; `devices` calls a device online for
+# ONLINE_WITHIN (30 s), so a few missed beats do not flap it offline.
+DEVICE_HEARTBEAT_SECONDS = 5.0
 
 
 async def _until_signalled() -> None:
@@ -30,10 +38,11 @@ async def _until_signalled() -> None:
 async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Serve workflows and cloud activities until SIGINT/SIGTERM (or `stop` is set)."""
     provider = build_provider(settings.model)
-    client = await connect_client()
     try:
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()
+            # Oversized payloads go to the artifact store instead of failing the workflow.
+            client = await connect_client(data_converter=data_converter_with_offload(res.store))
             acts = cloud_activities(settings, res, provider, default_registry())
             worker = build_cloud_worker(client, acts, task_queue=settings.agent.task_queue)
             async with running(worker):
@@ -48,17 +57,52 @@ async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None
 async def run_device_worker(settings: Settings, device_id: str, workspace: Path) -> None:
     """Serve this device's tools on its own task queue until SIGINT/SIGTERM.
 
-    `workspace` must be an absolute path: device tools are confined to it.
+    `workspace` must be an absolute path: device tools are confined to it. The device is
+    registered (tenant AGENT_TENANT_ID) before it serves and heartbeats while it runs, so
+    `agentctl devices` and the device_online activity can tell whether it is there.
     """
-    client = await connect_client()
+    validate_device_id(device_id)  # before any connection: the id names a task queue
+    registry = default_registry()
+    served = sorted(name for name in registry.tools if name not in WORKFLOW_TOOLS)
+    tenant = settings.agent.tenant_id
     async with open_resources(settings.database, settings.s3) as res:
+        client = await connect_client(data_converter=data_converter_with_offload(res.store))
+        # Not best-effort: a device that cannot reach AgentState cannot run a tool either.
+        async with res.sessions() as db, db.begin():
+            await DeviceRepository(db, tenant).register(device_id, served)
         tools = ToolActivities(
             res.sessions,
             res.store,
-            default_registry(),
+            registry,
             workspace=workspace,
             fetch_max_bytes=settings.agent.fetch_max_bytes,
         )
-        async with running(build_device_worker(client, device_id, tools)):
-            logger.info("device worker for %s serving %s", device_id, workspace)
-            await _until_signalled()
+        presence = asyncio.create_task(_heartbeat(res.sessions, tenant, device_id, served))
+        try:
+            async with running(build_device_worker(client, device_id, tools)):
+                logger.info("device worker for %s serving %s", device_id, workspace)
+                await _until_signalled()
+        finally:
+            presence.cancel()
+            await asyncio.gather(presence, return_exceptions=True)
+
+
+async def _heartbeat(
+    sessions: async_sessionmaker[AsyncSession], tenant: str, device_id: str, tools: list[str]
+) -> None:
+    """Bump last_seen_at every DEVICE_HEARTBEAT_SECONDS until cancelled.
+
+    Best-effort: a database hiccup must not take down a worker that may be mid-tool, so a
+    failed beat is logged and the next one tried. A row that vanished (deleted by an
+    operator) is registered again rather than left missing.
+    """
+    while True:
+        await asyncio.sleep(DEVICE_HEARTBEAT_SECONDS)
+        try:
+            async with asyncio.timeout(DEVICE_HEARTBEAT_SECONDS):
+                async with sessions() as db, db.begin():
+                    repo = DeviceRepository(db, tenant)
+                    if not await repo.heartbeat(device_id):
+                        await repo.register(device_id, tools)
+        except Exception:  # any failure of one beat is survivable; the next may succeed
+            logger.warning("device %s heartbeat failed; retrying", device_id, exc_info=True)

@@ -11,7 +11,9 @@ from rich.table import Table
 from rich.tree import Tree
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from storage.archive import rehydrate_for_read
 from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
 from storage.compactions import CompactionRepository
 from storage.items import ItemRepository
 from storage.models import (
@@ -46,10 +48,15 @@ async def load_view(
     *,
     after: int = 0,
     limit: int = 200,
+    store: ArtifactStore | None = None,
 ) -> SessionView:
+    """What `agentctl show` prints; an archived session is rehydrated first (needs `store`)."""
     async with sessions() as db:
         repo = SessionRepository(db, tenant_id)
         row = await repo.get(session_id)
+        if row.status == "archived":
+            await rehydrate_for_read(sessions, store, tenant_id, session_id)
+            await db.refresh(row)
         tree = await repo.tree(row.root_id or row.id)
         turns = await TurnRepository(db, tenant_id).for_session(session_id)
         config_ids = {t.context_config_id for t in turns if t.context_config_id}

@@ -15,7 +15,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
+from activities.approval_policy import validate as validate_policy
 from activities.tokens import count_tokens
+from storage.archive import rehydrate_for_read
+from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
@@ -40,8 +43,10 @@ class TaskOptions:
     device_id: str | None = None
     device_tools: list[str] = field(default_factory=list)
     approval_overrides: dict[str, bool] = field(default_factory=dict)
+    approval_policies: dict[str, str] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
+    device_schedule_to_start_seconds: float = 3600
     continue_as_new_every: int = 0
     task_queue: str = CLOUD_TASK_QUEUE
     model_config: dict[str, Any] = field(default_factory=dict)
@@ -69,6 +74,9 @@ async def start_task(
     """Commit the session and its first message, then start the workflow for it."""
     if not text.strip():
         raise ValueError("the task text is empty")
+    # Validate everything before anything is committed.
+    check_user_tenant(options.tenant_id)
+    policies = {tool: validate_policy(p) for tool, p in options.approval_policies.items()}
     session_id = session_id or uuid.uuid4()
     workflow_id = workflow_id_for(str(session_id))
     async with sessions() as db, db.begin():
@@ -97,8 +105,10 @@ async def start_task(
             device_id=options.device_id,
             device_tools=list(options.device_tools),
             approval_overrides=dict(options.approval_overrides),
+            approval_policies=policies,
             approval_timeout_seconds=options.approval_timeout_seconds,
             tool_timeout_seconds=options.tool_timeout_seconds,
+            device_schedule_to_start_seconds=options.device_schedule_to_start_seconds,
             continue_as_new_every=options.continue_as_new_every,
         ),
         id=workflow_id,
@@ -143,17 +153,56 @@ async def send_message(
     return row
 
 
-async def approve(client: Client, session_id: str, call_id: str, by: str) -> DecisionResult:
+async def approve(
+    client: Client,
+    session_id: str,
+    call_id: str,
+    by: str,
+    *,
+    tenant_id: str | None = None,
+    device_id: str | None = None,
+    sessions: async_sessionmaker[AsyncSession] | None = None,
+    edited_arguments: dict[str, Any] | None = None,
+) -> DecisionResult:
+    """Approve a waiting call, optionally with edited arguments to run instead.
+
+    Edited arguments are content: they are committed to AgentState first (as a proposal
+    only the decision can adopt) and the update carries the item's id.
+    """
+    proposal: str | None = None
+    if edited_arguments is not None:
+        if sessions is None or tenant_id is None:
+            raise ValueError("edited arguments need the AgentState sessions and the tenant")
+        async with sessions() as db, db.begin():
+            row, _ = await ItemRepository(db, tenant_id).append(
+                NewItem(
+                    session_id=session_uuid(session_id),
+                    kind="approval",
+                    role="user",
+                    idempotency_key=f"{workflow_id_for(session_id)}:edit:{uuid.uuid4()}",
+                    text=f"{by} proposed edited arguments",
+                    tool_call_id=call_id,
+                    data={"proposed_arguments": edited_arguments, "proposed_by": by},
+                )
+            )
+            proposal = str(row.id)
     return await task_handle(client, session_id).execute_update(
-        AgentWorkflow.approve, ApproveInput(call_id, by)
+        AgentWorkflow.approve, ApproveInput(call_id, by, tenant_id, device_id, proposal)
     )
 
 
 async def reject(
-    client: Client, session_id: str, call_id: str, reason: str, by: str
+    client: Client,
+    session_id: str,
+    call_id: str,
+    reason: str,
+    by: str,
+    *,
+    tenant_id: str | None = None,
+    device_id: str | None = None,
 ) -> DecisionResult:
     return await task_handle(client, session_id).execute_update(
-        AgentWorkflow.reject, RejectInput(call_id, reason, by)
+        AgentWorkflow.reject, RejectInput(call_id, reason, by, tenant_id, device_id)
     )
 
 
@@ -168,10 +217,16 @@ async def read_session(
     *,
     after: int = 0,
     limit: int | None = None,
+    store: ArtifactStore | None = None,
 ) -> tuple[SessionRow, list[ItemRow]]:
+    """The session and a page of its items; an archived one is rehydrated first (needs
+    `store`, else SessionArchived)."""
     async with sessions() as db:
         sid = session_uuid(session_id)
         row = await SessionRepository(db, tenant_id).get(sid)
+        if row.status == "archived":
+            await rehydrate_for_read(sessions, store, tenant_id, sid)
+            await db.refresh(row)
         items = await ItemRepository(db, tenant_id).page(sid, after_ordinal=after, limit=limit)
         return row, items
 
@@ -183,6 +238,7 @@ async def watch_items(
     *,
     after: int = 0,
     poll_seconds: float = 0.3,
+    store: ArtifactStore | None = None,
 ) -> AsyncIterator[ItemRow]:
     """Yield each item as it is committed, in order, until the session ends.
 
@@ -191,7 +247,7 @@ async def watch_items(
     """
     cursor = after
     while True:
-        row, items = await read_session(sessions, tenant_id, session_id, after=cursor)
+        row, items = await read_session(sessions, tenant_id, session_id, after=cursor, store=store)
         for item in items:
             cursor = item.ordinal
             yield item

@@ -13,7 +13,6 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from workflows.contracts import (
     AgentInput,
@@ -30,8 +29,6 @@ from workflows.contracts import (
     SendMessageInput,
     SessionStatusInput,
     ToolCallRef,
-    ToolErrorInput,
-    ToolRunInput,
 )
 from workflows.delegation import DELEGATE_TOOL, delegate
 from workflows.policies import (
@@ -39,9 +36,8 @@ from workflows.policies import (
     MODEL_RETRY,
     STATE_WRITE_RETRY,
     STATE_WRITE_TIMEOUT,
-    TOOL_RETRY,
-    device_task_queue,
 )
+from workflows.tool_calls import cause_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: the activity classes only name the methods we schedule; their modules
@@ -49,7 +45,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.compaction import CompactionActivities
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
-    from activities.tool_run import ToolActivities
 
 MAX_REASON_CHARS = 500
 
@@ -78,6 +73,7 @@ class AgentWorkflow:
         self._seen = inp.seen_messages
         self._last_error: str | None = None
         self._compaction = inp.compaction
+        self._devices_away = 0
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -106,7 +102,9 @@ class AgentWorkflow:
             try:
                 result = await self._call_model(step)
             except ActivityError as err:
-                raise await self._fail(f"model call failed: {_cause(err)}", "ModelFailed") from err
+                raise await self._fail(
+                    f"model call failed: {cause_of(err)}", "ModelFailed"
+                ) from err
             self._step += 1
             self._seen = seen
             final_item = result.item_id
@@ -191,47 +189,26 @@ class AgentWorkflow:
         if call.name == DELEGATE_TOOL:
             await delegate(self._inp, step, call, key)
             return
-        inp = self._inp
-        on_device = inp.device_id is not None and call.name in inp.device_tools
-        timeout = timedelta(seconds=inp.tool_timeout_seconds)
-        try:
-            await workflow.execute_activity_method(
-                ToolActivities.run_tool,
-                ToolRunInput(
-                    session_id=inp.session_id,
-                    tenant_id=inp.tenant_id,
-                    step=step,
-                    tool_call_id=call.tool_call_id,
-                    name=call.name,
-                    idempotency_key=key,
-                ),
-                task_queue=device_task_queue(inp.device_id)
-                if on_device and inp.device_id
-                else workflow.info().task_queue,
-                start_to_close_timeout=timeout,
-                heartbeat_timeout=min(timeout, timedelta(seconds=30)),
-                schedule_to_start_timeout=timedelta(seconds=inp.device_schedule_to_start_seconds)
-                if on_device
-                else None,
-                retry_policy=TOOL_RETRY,
-            )
-        except ActivityError as err:
-            error_type = "DeviceOffline" if on_device and _is_timeout(err) else "ToolFailed"
-            message = _cause(err)
-            self._last_error = f"{call.name}: {message}"
-            await self._state(
-                SessionStateActivities.record_tool_error,
-                ToolErrorInput(
-                    inp.session_id,
-                    inp.tenant_id,
-                    step,
-                    call.tool_call_id,
-                    call.name,
-                    error_type,
-                    message,
-                    key,
-                ),
-            )
+        error = await run_tool_call(
+            self._inp,
+            step,
+            call,
+            key,
+            device_away=self._device_away,
+            device_back=self._device_back,
+        )
+        if error is not None:
+            self._last_error = error
+
+    async def _device_away(self) -> None:
+        self._devices_away += 1
+        if self._devices_away == 1 and not self._waiting:
+            await self._set_status("waiting_device")
+
+    async def _device_back(self) -> None:
+        self._devices_away -= 1
+        if self._devices_away == 0 and not self._waiting and self._status == "running":
+            await self._set_status("running")
 
     async def _approved(self, step: int, call: ToolCallRef, key: str) -> bool:
         waiting = _Waiting(call.name, step)
@@ -320,7 +297,11 @@ class AgentWorkflow:
     def status(self) -> AgentStatus:
         return AgentStatus(
             session_id=self._inp.session_id,
-            status="waiting_approval" if self._waiting else self._status,
+            status="waiting_approval"
+            if self._waiting
+            else "waiting_device"
+            if self._devices_away and self._status == "running"
+            else self._status,
             step=self._step,
             pending_approvals=[
                 PendingApproval(call_id, w.name, w.step)
@@ -361,13 +342,3 @@ class AgentWorkflow:
         self._status, self._last_error = "failed", message
         await self._set_status("failed", message, error_type)
         return ApplicationError(message, type=error_type, non_retryable=True)
-
-
-def _cause(err: BaseException) -> str:
-    while err.__cause__ is not None:
-        err = err.__cause__
-    return str(err)[:300] or type(err).__name__
-
-
-def _is_timeout(err: ActivityError) -> bool:
-    return isinstance(err.cause, TemporalTimeout)

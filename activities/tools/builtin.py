@@ -100,6 +100,9 @@ FETCH_URL_SPEC = ToolSpec(
 )
 
 
+# Tools the agent loop itself runs (not an activity): never served by a device.
+WORKFLOW_TOOLS = frozenset({"delegate"})
+
 DELEGATE_SPEC = ToolSpec(
     name="delegate",
     description=(

@@ -8,6 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from storage import outbox_models  # noqa: F401  (registers trajectory_outbox on Base)
 from storage.models import Base
 
 target_metadata = Base.metadata

@@ -26,7 +26,7 @@ async def artifact_commit_held(res: Resources, tenant: str, sha256: str) -> Asyn
             text(
                 "INSERT INTO agent_artifacts (artifact_id, tenant_id, sha256, uri, content_type,"
                 " size_bytes, schema_version, status) VALUES (:id, :t, :sha, 'held', 'x', 0, 1,"
-                " 'held')"
+                " 'active')"
             ),
             {"id": uuid.uuid4(), "t": tenant, "sha": sha256},
         )

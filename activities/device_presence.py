@@ -1,0 +1,34 @@
+"""The device_online activity: is a device heartbeating, by the database clock.
+
+Presence is a hint, not a guarantee: a device seen a second ago can be gone now, so a
+caller still relies on the device call's schedule-to-start timeout (DeviceOffline) to
+find out for sure. What this answers cheaply is "is it worth waiting for this device?".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from activities.errors import non_retryable, storage_errors_are_final
+from storage.devices import DeviceRepository, validate_device_id
+from workflows.contracts import DevicePresenceInput
+
+
+class DevicePresenceActivities:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    @activity.defn(name="device_online")
+    async def device_online(self, inp: DevicePresenceInput) -> bool:
+        """True if the tenant's device was seen within `inp.within_seconds`."""
+        try:
+            validate_device_id(inp.device_id)
+        except ValueError as err:
+            # A malformed id stays malformed on every retry.
+            raise non_retryable("InvalidDeviceId", str(err)) from err
+        within = timedelta(seconds=max(inp.within_seconds, 0.0))
+        async with storage_errors_are_final(), self._sessions() as db:
+            return await DeviceRepository(db, inp.tenant_id).is_online(inp.device_id, within)

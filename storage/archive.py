@@ -1,0 +1,286 @@
+"""The cold tier: a terminal session's hot rows moved to one gzip snapshot in object storage.
+
+Archive reads the session, uploads a deterministic snapshot (content-addressed, so a retry
+uploads nothing new), then in one transaction re-reads it under the session lock, and only if
+nothing changed records the index row and a checkpoint ref and deletes the hot rows.
+Rehydrate reverses that in one transaction. A crash before either commit leaves the previous
+state whole (at most an orphan object, which GC collects); after it, the new state is whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from storage.archive_snapshot import (
+    SNAPSHOT_CONTENT_TYPE,
+    TABLES,
+    delete_hot,
+    pack,
+    read_snapshot,
+    restore_hot,
+    unpack,
+)
+from storage.artifact_commit import register_uploaded
+from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
+from storage.errors import SessionArchived, SessionNotFound, StorageError
+from storage.models import ArtifactRefRow, ArtifactRow, SessionArchiveRow, SessionRow
+from workflows.contracts import ArtifactRef
+
+logger = logging.getLogger(__name__)
+
+ARCHIVABLE_STATUSES = ("completed", "failed", "cancelled")
+
+
+class SessionNotArchivable(StorageError):
+    """The session is not terminal (it may still run), so it stays in the hot tier."""
+
+    error_type = "SessionNotArchivable"
+
+
+class ArchiveConflict(StorageError):
+    """The session changed between snapshot and commit; nothing was changed. Retry."""
+
+    error_type = "ArchiveConflict"
+    retryable = True
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    session_id: uuid.UUID
+    snapshot_key: str
+    snapshot_sha256: str
+    snapshot_bytes: int
+    item_count: int
+    created: bool  # False: the session was already archived; nothing was done
+
+
+@dataclass(frozen=True)
+class RehydrateResult:
+    session_id: uuid.UUID
+    restored: bool  # False: the session was already hot; nothing was done
+    status: str
+    item_count: int
+
+
+async def _status(
+    db: AsyncSession, tenant_id: str, session_id: uuid.UUID, *, lock: bool = False
+) -> str:
+    """The session's status; with `lock`, the row stays locked (appends wait) until commit."""
+    stmt = select(SessionRow.status).where(
+        SessionRow.id == session_id, SessionRow.tenant_id == tenant_id
+    )
+    status = await db.scalar(stmt.with_for_update() if lock else stmt)
+    if status is None:
+        raise SessionNotFound(f"session {session_id} not found")
+    return status
+
+
+async def _index(db: AsyncSession, tenant_id: str, session_id: uuid.UUID) -> SessionArchiveRow:
+    row = await db.scalar(
+        select(SessionArchiveRow).where(
+            SessionArchiveRow.tenant_id == tenant_id, SessionArchiveRow.session_id == session_id
+        )
+    )
+    if row is None:
+        raise StorageError(f"session {session_id} is archived but has no archive index row")
+    return row
+
+
+def _result(row: SessionArchiveRow, *, created: bool) -> ArchiveResult:
+    return ArchiveResult(
+        row.session_id, row.snapshot_key, row.snapshot_sha256, row.snapshot_bytes,
+        row.item_count, created,
+    )  # fmt: skip
+
+
+async def _hold_refs(
+    db: AsyncSession, tenant_id: str, session_id: uuid.UUID, refs: set[uuid.UUID]
+) -> None:
+    """Required-for-resume refs on the snapshot and on every artifact its items point at:
+    once the items are gone, nothing else would keep those out of GC's reach."""
+    rows = [
+        {"tenant_id": tenant_id, "owner_type": "checkpoint", "owner_id": str(session_id),
+         "artifact_id": a, "required_for_resume": True, "expires_at": None}
+        for a in sorted(refs)
+    ]  # fmt: skip
+    stmt = insert(ArtifactRefRow).values(rows)
+    # A ref released by an earlier rehydrate (identical snapshot) is required again.
+    await db.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[c.name for c in TABLES["agent_artifact_refs"].primary_key],
+            set_={"required_for_resume": True, "expires_at": None},
+        )
+    )
+
+
+async def archive_session(
+    sessions: async_sessionmaker[AsyncSession],
+    store: ArtifactStore,
+    tenant_id: str,
+    session_id: uuid.UUID,
+) -> ArchiveResult:
+    """Move a terminal session's items, turns and compactions to one snapshot in S3.
+
+    Idempotent: an archived session returns its existing archive. Raises SessionNotArchivable
+    for a session that is not completed/failed/cancelled, and the retryable ArchiveConflict if
+    the session changed while its snapshot was uploaded (then nothing was deleted).
+    """
+    async with sessions() as db:
+        # One consistent view of the session and all its rows.
+        await db.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        snap = await read_snapshot(db, tenant_id, session_id)
+        status = snap["session"]["status"]
+        if status == "archived":
+            return _result(await _index(db, tenant_id, session_id), created=False)
+    if status not in ARCHIVABLE_STATUSES:
+        raise SessionNotArchivable(f"session {session_id} is {status}; only ended ones archive")
+    packed = pack(snap)
+    ref = await store.put(tenant_id, packed, SNAPSHOT_CONTENT_TYPE)
+    async with sessions() as db, db.begin():
+        if await _status(db, tenant_id, session_id, lock=True) == "archived":
+            return _result(await _index(db, tenant_id, session_id), created=False)
+        fresh = await read_snapshot(db, tenant_id, session_id)
+        if any(fresh[k] != snap[k] for k in ("session", "turns", "items", "compactions")):
+            raise ArchiveConflict(f"session {session_id} changed while archiving; retry")
+        index = SessionArchiveRow(
+            tenant_id=tenant_id,
+            session_id=session_id,
+            snapshot_key=ref.key,
+            snapshot_sha256=ref.sha256,
+            snapshot_bytes=ref.size_bytes,
+            item_count=len(snap["items"]),
+        )
+        db.add(index)
+        # Takes the content lock, so a GC sweep cannot remove the object before we commit.
+        snapshot_id = await register_uploaded(db, store, ref, packed)
+        held = {uuid.UUID(i["artifact_id"]) for i in snap["items"] if i["artifact_id"]}
+        await _hold_refs(db, tenant_id, session_id, held | {snapshot_id})
+        await delete_hot(db, tenant_id, session_id)
+        await db.execute(
+            update(SessionRow)
+            .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id)
+            .values(status="archived", updated_at=func.now())
+        )
+        await db.flush()
+        return _result(index, created=True)
+
+
+async def rehydrate_session(
+    sessions: async_sessionmaker[AsyncSession],
+    store: ArtifactStore,
+    tenant_id: str,
+    session_id: uuid.UUID,
+) -> RehydrateResult:
+    """Bring an archived session back to the hot tables exactly as it was (ids, ordinals,
+    timestamps, status). Idempotent: a hot session is left alone. The snapshot object stays;
+    its ref stops being required for resume, so GC may collect it later."""
+    async with sessions() as db:
+        status = await _status(db, tenant_id, session_id)
+        if status != "archived":
+            return RehydrateResult(session_id, False, status, 0)
+        index = await _index(db, tenant_id, session_id)
+    ref = ArtifactRef(
+        tenant_id=tenant_id,
+        sha256=index.snapshot_sha256,
+        key=index.snapshot_key,
+        size_bytes=index.snapshot_bytes,
+        content_type=SNAPSHOT_CONTENT_TYPE,
+    )
+    snap = unpack(await store.get(tenant_id, ref), tenant_id, session_id)
+    async with sessions() as db, db.begin():
+        status = await _status(db, tenant_id, session_id, lock=True)
+        if status != "archived":  # a concurrent rehydrate restored it first
+            return RehydrateResult(session_id, False, status, 0)
+        if (await _index(db, tenant_id, session_id)).snapshot_sha256 != index.snapshot_sha256:
+            raise ArchiveConflict(f"session {session_id} was re-archived meanwhile; retry")
+        prior_status = await restore_hot(db, tenant_id, session_id, snap)
+        await db.execute(
+            delete(SessionArchiveRow).where(
+                SessionArchiveRow.tenant_id == tenant_id,
+                SessionArchiveRow.session_id == session_id,
+            )
+        )
+        snapshot_id = await db.scalar(
+            select(ArtifactRow.artifact_id).where(
+                ArtifactRow.tenant_id == tenant_id, ArtifactRow.sha256 == index.snapshot_sha256
+            )
+        )
+        if snapshot_id is not None:
+            # The hot rows are the truth again; the snapshot may go once GC's window passes.
+            await ArtifactRepository(db, tenant_id).release_ref(
+                snapshot_id,
+                owner_type="checkpoint",
+                owner_id=str(session_id),
+                expires_at=datetime.now(UTC),
+            )
+    return RehydrateResult(session_id, True, prior_status, len(snap["items"]))
+
+
+async def archive_idle_sessions(
+    sessions: async_sessionmaker[AsyncSession],
+    store: ArtifactStore,
+    tenant_id: str,
+    *,
+    idle_for: timedelta,
+    limit: int = 100,
+) -> list[uuid.UUID]:
+    """Archive up to `limit` ended sessions not updated for `idle_for`, oldest first.
+
+    Returns the ids archived; a session that changed or resumed meanwhile is skipped.
+    """
+    async with sessions() as db:
+        ids = list(
+            await db.scalars(
+                select(SessionRow.id)
+                .where(
+                    SessionRow.tenant_id == tenant_id,
+                    SessionRow.status.in_(ARCHIVABLE_STATUSES),
+                    SessionRow.updated_at < func.now() - idle_for,
+                )
+                .order_by(SessionRow.updated_at, SessionRow.id)
+                .limit(limit)
+            )
+        )
+    archived: list[uuid.UUID] = []
+    for session_id in ids:
+        try:
+            result = await archive_session(sessions, store, tenant_id, session_id)
+        except (ArchiveConflict, SessionNotArchivable) as err:
+            logger.info("not archiving %s now: %s", session_id, err)
+            continue
+        if result.created:
+            archived.append(session_id)
+    return archived
+
+
+async def ensure_hot(
+    sessions: async_sessionmaker[AsyncSession],
+    store: ArtifactStore,
+    tenant_id: str,
+    session_id: uuid.UUID,
+) -> bool:
+    """Rehydrate the session if it is archived; returns whether it did."""
+    return (await rehydrate_session(sessions, store, tenant_id, session_id)).restored
+
+
+async def rehydrate_for_read(
+    sessions: async_sessionmaker[AsyncSession],
+    store: ArtifactStore | None,
+    tenant_id: str,
+    session_id: uuid.UUID,
+) -> None:
+    """For a reader that found the session archived: bring it back, or say why it cannot."""
+    if store is None:
+        raise SessionArchived(
+            f"session {session_id} is archived in object storage; read it with an artifact "
+            "store (it is rehydrated on read) or call storage.archive.ensure_hot first"
+        )
+    await ensure_hot(sessions, store, tenant_id, session_id)

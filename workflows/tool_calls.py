@@ -1,0 +1,105 @@
+"""Running one approved tool call from the loop: on the cloud queue or on the device's own
+queue, with a result committed either way (a failure becomes an error result the model
+reads). Deterministic workflow code only."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+from temporalio.exceptions import TimeoutError as TemporalTimeout
+
+from workflows.contracts import (
+    AgentInput,
+    DevicePresenceInput,
+    ToolCallRef,
+    ToolErrorInput,
+    ToolRunInput,
+)
+from workflows.policies import (
+    STATE_WRITE_RETRY,
+    STATE_WRITE_TIMEOUT,
+    TOOL_RETRY,
+    device_task_queue,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from activities.device_presence import DevicePresenceActivities
+    from activities.session_state import SessionStateActivities
+    from activities.tool_run import ToolActivities
+
+StatusHook = Callable[[], Awaitable[None]]
+
+
+async def run_tool_call(
+    inp: AgentInput,
+    step: int,
+    call: ToolCallRef,
+    key: str,
+    *,
+    device_away: StatusHook,
+    device_back: StatusHook,
+) -> str | None:
+    """Run `call`; returns an error message if it ended in an error result."""
+    device = inp.device_id if call.name in inp.device_tools else None
+    away = device is not None and not await _online(inp.tenant_id, device)
+    if away:
+        await device_away()  # the session shows waiting_device while the call waits
+    timeout = timedelta(seconds=inp.tool_timeout_seconds)
+    try:
+        await workflow.execute_activity_method(
+            ToolActivities.run_tool,
+            ToolRunInput(inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key),
+            task_queue=device_task_queue(device) if device else workflow.info().task_queue,
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=min(timeout, timedelta(seconds=30)),
+            # Bounded wait for a device that is away; cloud calls start at once anyway.
+            schedule_to_start_timeout=timedelta(seconds=inp.device_schedule_to_start_seconds)
+            if device
+            else None,
+            retry_policy=TOOL_RETRY,
+        )
+        return None
+    except ActivityError as err:
+        offline = device is not None and isinstance(err.cause, TemporalTimeout)
+        message = cause_of(err)
+        if offline:
+            message = f"device {device} is offline: {message}"
+        await workflow.execute_activity_method(
+            SessionStateActivities.record_tool_error,
+            ToolErrorInput(
+                inp.session_id,
+                inp.tenant_id,
+                step,
+                call.tool_call_id,
+                call.name,
+                "DeviceOffline" if offline else "ToolFailed",
+                message,
+                key,
+            ),
+            start_to_close_timeout=STATE_WRITE_TIMEOUT,
+            retry_policy=STATE_WRITE_RETRY,
+        )
+        return f"{call.name}: {message}"
+    finally:
+        if away:
+            await device_back()
+
+
+async def _online(tenant_id: str, device_id: str) -> bool:
+    online: bool = await workflow.execute_activity_method(
+        DevicePresenceActivities.device_online,
+        DevicePresenceInput(tenant_id, device_id),
+        start_to_close_timeout=STATE_WRITE_TIMEOUT,
+        retry_policy=STATE_WRITE_RETRY,
+    )
+    return online
+
+
+def cause_of(err: BaseException) -> str:
+    """The innermost cause's message, short: what the model or a status line is told."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return str(err)[:300] or type(err).__name__
