@@ -95,6 +95,14 @@ async def test_start_status_approve_watch_and_fetch_an_artifact(
     code, out, _ = await agentctl(capsys, "sessions")
     assert code == 0 and session in out
 
+    # Cold tier: archive it, read it anyway (rehydrates), restoring again is a no-op.
+    code, out, _ = await agentctl(capsys, "archive", "session", session)
+    assert code == 0 and out.startswith("archived:")
+    code, out, _ = await agentctl(capsys, "show", session)
+    assert code == 0 and "completed" in out and "│   4 │" in out
+    code, out, _ = await agentctl(capsys, "archive", "restore", session)
+    assert code == 0 and out.startswith("already hot")
+
     code, out, _ = await agentctl(capsys, "watch", session, "--after", "3")
     assert out.splitlines()[0].startswith("#4 ")
 

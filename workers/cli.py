@@ -19,6 +19,7 @@ from storage.db import migrate
 from storage.errors import StorageError
 from storage.sessions import SessionRepository
 from workers import tasks
+from workers.cli_archive import archive_app
 from workers.cli_common import (
     Tenant,
     console,
@@ -44,6 +45,7 @@ artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
+app.add_typer(archive_app, name="archive")
 app.command("devices")(devices)
 
 

@@ -1,0 +1,68 @@
+"""agentctl archive: move idle sessions to the cold tier, or bring one back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from storage.archive import archive_idle_sessions, archive_session, rehydrate_session
+from workers.cli_common import Tenant, console, run_async, tenant_or_default, with_resources
+from workers.cli_gc import parse_duration
+from workers.resources import Resources
+from workers.tasks import session_uuid
+
+archive_app = typer.Typer(
+    no_args_is_help=True, help="The cold tier: one compressed snapshot per idle session."
+)
+
+
+@archive_app.command("idle")
+def idle(
+    older_than: Annotated[str, typer.Option("--for", help="Idle for at least, e.g. 7d.")] = "7d",
+    limit: Annotated[int, typer.Option(help="At most this many per run.")] = 100,
+    tenant: Tenant = None,
+) -> None:
+    """Archive ended sessions that have been idle for a while."""
+    idle_for = parse_duration(older_than)
+
+    async def go(res: Resources) -> None:
+        done = await archive_idle_sessions(
+            res.sessions, res.store, tenant_or_default(tenant), idle_for=idle_for, limit=limit
+        )
+        for session_id in done:
+            console.print(f"  archived {session_id}")
+        console.print(f"archived {len(done)} sessions idle for {older_than} or more")
+
+    run_async(with_resources(go))
+
+
+@archive_app.command("session")
+def one(session: str, tenant: Tenant = None) -> None:
+    """Archive one ended session now."""
+
+    async def go(res: Resources) -> None:
+        result = await archive_session(
+            res.sessions, res.store, tenant_or_default(tenant), session_uuid(session)
+        )
+        state = "archived" if result.created else "already archived"
+        console.print(
+            f"{state}: {result.item_count} items in {result.snapshot_bytes} B "
+            f"(sha256 {result.snapshot_sha256[:16]})"
+        )
+
+    run_async(with_resources(go))
+
+
+@archive_app.command("restore")
+def restore(session: str, tenant: Tenant = None) -> None:
+    """Bring an archived session back to the hot tables (reads do this by themselves)."""
+
+    async def go(res: Resources) -> None:
+        result = await rehydrate_session(
+            res.sessions, res.store, tenant_or_default(tenant), session_uuid(session)
+        )
+        state = "restored" if result.restored else "already hot"
+        console.print(f"{state}: {result.item_count} items, status {result.status}")
+
+    run_async(with_resources(go))
