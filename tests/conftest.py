@@ -19,6 +19,7 @@ from activities.tools.builtin import default_registry
 from storage.db import migrate
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources, open_resources
+from workers.settings import get_settings
 from workers.stack import DevStack, StackEndpoints
 from workers.temporal_client import connect_client
 
@@ -101,3 +102,16 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             yield queue
 
     return run
+
+
+@pytest.fixture
+def cli_env(
+    migrated: StackEndpoints, monkeypatch: pytest.MonkeyPatch, tenant: str
+) -> Iterator[None]:
+    """The environment an agentctl on another device would have, for in-process CLI calls."""
+    for name, value in migrated.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AGENT_TENANT_ID", tenant)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,19 +14,6 @@ from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
 from workers.cli import main
 from workers.settings import get_settings
-from workers.stack import StackEndpoints
-
-
-@pytest.fixture
-def cli_env(
-    migrated: StackEndpoints, monkeypatch: pytest.MonkeyPatch, tenant: str
-) -> Iterator[None]:
-    for name, value in migrated.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AGENT_TENANT_ID", tenant)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 async def agentctl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -4,7 +4,6 @@ heartbeat, a device killed mid-call, a device that never comes, and two `agentct
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import re
 import signal
@@ -24,13 +23,15 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.device_presence import DevicePresenceActivities
 from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolContext
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
-from activities.tools.files import write_file
 from storage.devices import DeviceRepository
 from storage.models import DeviceRow
 from tests.conftest import AgentRunner
-from tests.support.blocking import artifact_commit_held, wait_until_commit_blocked
+from tests.support.blocking import (
+    artifact_commit_held,
+    wait_until_commit_blocked,
+    write_file_result_sha,
+)
 from tests.support.helpers import items_of, start, wait_for_pending
 from tests.support.processes import AGENTCTL
 from workers import processes, tasks
@@ -264,15 +265,6 @@ async def test_device_worker_registers_heartbeats_and_stops_cleanly(
     assert re.search(r"desk-1 .*\bno\b", devices_cli(device.env, tenant))
 
 
-async def _first_attempt_output_sha(tmp: Path) -> str:
-    """What write_file returns on its first application (as in test_tool_retry_idempotency)."""
-    scratch = tmp / "scratch"
-    scratch.mkdir()
-    ctx = ToolContext(idempotency_key="probe", workspace=scratch, tenant_id="t", session_id="s")
-    out = await write_file(ctx, {"path": REPORT, "content": CONTENT})
-    return hashlib.sha256(out.content).hexdigest()
-
-
 async def test_device_killed_mid_call_finishes_after_restart_and_writes_once(
     client: Client,
     resources: Resources,
@@ -285,7 +277,7 @@ async def test_device_killed_mid_call_finishes_after_restart_and_writes_once(
     laptop = tmp_path / "laptop"
     laptop.mkdir()
     (workspace / "cloud-only.txt").write_text("in the cloud workspace")
-    first_sha = await _first_attempt_output_sha(tmp_path)
+    first_sha = await write_file_result_sha(tmp_path / "scratch", REPORT, CONTENT)
     device = DeviceProcess(migrated, tenant, f"lid-{tenant}", laptop, tmp_path / "device.log")
     provider = ScriptedProvider.from_data(
         [

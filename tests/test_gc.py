@@ -23,7 +23,6 @@ from storage.gc import collect
 from tests.conftest import AgentRunner
 from tests.support.helpers import s3_keys
 from workers.resources import Resources
-from workers.stack import StackEndpoints
 from workflows.contracts import ArtifactRef, GcInput
 from workflows.gc import ArtifactGcWorkflow
 
@@ -189,34 +188,21 @@ async def test_young_orphans_and_recently_marked_artifacts_survive(
 
 
 async def test_agentctl_gc_dry_run_then_real_run_reports_bytes(
-    resources: Resources,
-    tenant: str,
-    migrated: StackEndpoints,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    resources: Resources, tenant: str, cli_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from workers.cli import main
-    from workers.settings import get_settings
 
-    for name, value in migrated.env().items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
     orphan = await resources.store.put(tenant, b"orphaned bytes", "text/plain")
-    try:
-        code = await asyncio.to_thread(
-            main, ["gc", "--dry-run", "--window", "0s", "--tenant", tenant]
-        )
-        out = capsys.readouterr().out
-        assert code == 0 and f"would delete orphan {orphan.key} (14 B)" in out
-        assert await resources.store.exists(orphan)
-        code = await asyncio.to_thread(main, ["gc", "--window", "0s", "--tenant", tenant])
-        out = capsys.readouterr().out
-        assert code == 0 and "14 bytes" in out
-        assert not await resources.store.exists(orphan)
-        code = await asyncio.to_thread(main, ["gc", "--window", "soon"])
-        assert code == 1 and "not a duration" in capsys.readouterr().err
-    finally:
-        get_settings.cache_clear()
+    code = await asyncio.to_thread(main, ["gc", "--dry-run", "--window", "0s", "--tenant", tenant])
+    out = capsys.readouterr().out
+    assert code == 0 and f"would delete orphan {orphan.key} (14 B)" in out
+    assert await resources.store.exists(orphan)
+    code = await asyncio.to_thread(main, ["gc", "--window", "0s", "--tenant", tenant])
+    out = capsys.readouterr().out
+    assert code == 0 and "14 bytes" in out
+    assert not await resources.store.exists(orphan)
+    code = await asyncio.to_thread(main, ["gc", "--window", "soon"])
+    assert code == 1 and "not a duration" in capsys.readouterr().err
 
 
 async def test_gc_runs_as_a_temporal_workflow(
@@ -235,18 +221,11 @@ async def test_gc_runs_as_a_temporal_workflow(
 
 
 async def test_gc_schedule_is_created_then_updated(
-    client: Client,
-    migrated: StackEndpoints,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    client: Client, cli_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from workers.cli import main
     from workers.cli_gc import SCHEDULE_ID
-    from workers.settings import get_settings
 
-    for name, value in migrated.env().items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
     try:
         assert await asyncio.to_thread(main, ["gc", "schedule", "--every", "2h"]) == 0
         assert "created schedule" in capsys.readouterr().out
@@ -256,4 +235,3 @@ async def test_gc_schedule_is_created_then_updated(
         assert desc.schedule.spec.intervals[0].every == timedelta(minutes=30)
     finally:
         await client.get_schedule_handle(SCHEDULE_ID).delete()
-        get_settings.cache_clear()

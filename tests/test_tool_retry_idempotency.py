@@ -3,31 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 from pathlib import Path
 
 from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolContext
-from activities.tools.files import write_file
 from tests.conftest import AgentRunner
-from tests.support.blocking import artifact_commit_held, wait_until_commit_blocked
+from tests.support.blocking import (
+    artifact_commit_held,
+    wait_until_commit_blocked,
+    write_file_result_sha,
+)
 from tests.support.helpers import items_of, start
 from workers.resources import Resources
 
 REPORT = "out/summary.md"
 CONTENT = "# Summary\n\nwritten once, whatever the retries\n"
-
-
-async def _first_attempt_output_sha(tmp: Path) -> str:
-    """What write_file returns on its first application of these arguments."""
-    scratch = tmp / "scratch"
-    scratch.mkdir()
-    ctx = ToolContext(idempotency_key="probe", workspace=scratch, tenant_id="t", session_id="s")
-    out = await write_file(ctx, {"path": REPORT, "content": CONTENT})
-    return hashlib.sha256(out.content).hexdigest()
 
 
 async def test_retry_after_timeout_does_not_duplicate_write_file_effect(
@@ -38,7 +30,7 @@ async def test_retry_after_timeout_does_not_duplicate_write_file_effect(
     tmp_path: Path,
     tenant: str,
 ) -> None:
-    first_sha = await _first_attempt_output_sha(tmp_path)
+    first_sha = await write_file_result_sha(tmp_path / "scratch", REPORT, CONTENT)
     provider = ScriptedProvider.from_data(
         [
             {

@@ -8,12 +8,16 @@ is the window between upload and commit, made as long as the test needs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from sqlalchemy import text
 
+from activities.tools.base import ToolContext
+from activities.tools.files import write_file
 from workers.resources import Resources
 
 
@@ -51,3 +55,12 @@ async def wait_until_commit_blocked(res: Resources, within_seconds: float = 30) 
             if waiting:
                 return
             await asyncio.sleep(0.05)
+
+
+async def write_file_result_sha(scratch: Path, path: str, content: str) -> str:
+    """The sha256 of what write_file returns when it first applies (path, content): the
+    artifact a test holds back to pause a write_file call between its effect and commit."""
+    await asyncio.to_thread(scratch.mkdir, parents=True, exist_ok=True)
+    ctx = ToolContext(idempotency_key="probe", workspace=scratch, tenant_id="t", session_id="s")
+    out = await write_file(ctx, {"path": path, "content": content})
+    return hashlib.sha256(out.content).hexdigest()
