@@ -13,25 +13,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import tempfile
 import time
 import uuid
 import warnings
 from datetime import timedelta
-from pathlib import Path
 
 from sqlalchemy import func, select, text, update
+from throwaway_stack import bench_resources  # bench/ is on sys.path when run as a script
 
 from storage.archive import archive_idle_sessions, archive_session, rehydrate_session
 from storage.artifact_records import ArtifactRepository
-from storage.db import migrate
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionArchiveRow, SessionRow
 from storage.sessions import SessionRepository
-from workers.resources import Resources, open_resources
-from workers.stack import DevStack
+from workers.resources import Resources
 
 TENANT = "bench"
 HOT_BYTES = (
@@ -98,12 +94,6 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-def _state_dir() -> Path:
-    state = Path(tempfile.mkdtemp(prefix="durable-agents-bench-"))
-    state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
-    return state
-
-
 async def run(res: Resources, n_sessions: int, n_items: int) -> None:
     t0 = time.perf_counter()
     ids = [await fill(res, n_items) for _ in range(n_sessions)]
@@ -167,18 +157,8 @@ async def run(res: Resources, n_sessions: int, n_items: int) -> None:
 
 
 async def main(n_sessions: int, n_items: int) -> None:
-    state = await asyncio.to_thread(_state_dir)
-    stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
-    try:
-        ep = await asyncio.to_thread(stack.start)
-        await migrate(ep.database_url)
-        settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
-        async with open_resources(settings.database, settings.s3) as res:
-            await res.store.ensure_bucket()
-            await run(res, n_sessions, n_items)
-    finally:
-        await asyncio.to_thread(stack.stop)
-        shutil.rmtree(state, ignore_errors=True)
+    async with bench_resources() as res:
+        await run(res, n_sessions, n_items)
 
 
 if __name__ == "__main__":

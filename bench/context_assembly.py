@@ -12,23 +12,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import tempfile
 import time
 import uuid
 import warnings
-from pathlib import Path
+
+from throwaway_stack import bench_resources  # bench/ is on sys.path when run as a script
 
 from activities.context import ContextBudget
 from activities.model_context import assemble_for_step, config_of
 from activities.tools.builtin import default_registry
 from storage.artifact_records import ArtifactRepository
-from storage.db import migrate
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
-from workers.resources import Resources, open_resources
-from workers.stack import DevStack
+from workers.resources import Resources
 
 SIZES = (100, 1_000, 10_000)
 TENANT = "bench"
@@ -110,34 +107,18 @@ async def measure(res: Resources, sid: uuid.UUID, runs: int) -> tuple[float, flo
     return statistics.median(timings), p95, tokens
 
 
-def _state_dir() -> Path:
-    state = Path(tempfile.mkdtemp(prefix="durable-agents-bench-"))
-    state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
-    return state
-
-
 async def main(runs: int) -> None:
-    state = await asyncio.to_thread(_state_dir)
-    stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
-    try:
-        ep = await asyncio.to_thread(stack.start)
-        await migrate(ep.database_url)
-        settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
-        async with open_resources(settings.database, settings.s3) as res:
-            await res.store.ensure_bucket()
-            print(f"{'items':>7} {'p50 ms':>8} {'p95 ms':>8} {'input tokens':>13}")
-            results = {}
-            for size in SIZES:
-                sid = await fill(res, size)
-                await measure(res, sid, 3)  # warm caches and connections
-                p50, p95, tokens = await measure(res, sid, runs)
-                results[size] = p50
-                print(f"{size:>7} {p50:>8.1f} {p95:>8.1f} {tokens:>13}")
-            ratio = results[SIZES[-1]] / results[SIZES[0]]
-            print(f"p50 ratio {SIZES[-1]:,} / {SIZES[0]:,} items: {ratio:.2f}x (target <= 2x)")
-    finally:
-        await asyncio.to_thread(stack.stop)
-        shutil.rmtree(state, ignore_errors=True)
+    async with bench_resources() as res:
+        print(f"{'items':>7} {'p50 ms':>8} {'p95 ms':>8} {'input tokens':>13}")
+        results = {}
+        for size in SIZES:
+            sid = await fill(res, size)
+            await measure(res, sid, 3)  # warm caches and connections
+            p50, p95, tokens = await measure(res, sid, runs)
+            results[size] = p50
+            print(f"{size:>7} {p50:>8.1f} {p95:>8.1f} {tokens:>13}")
+        ratio = results[SIZES[-1]] / results[SIZES[0]]
+        print(f"p50 ratio {SIZES[-1]:,} / {SIZES[0]:,} items: {ratio:.2f}x (target <= 2x)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""A throwaway embedded stack for benchmark scripts: started, migrated, torn down."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from storage.db import migrate
+from workers.resources import Resources, open_resources
+from workers.stack import DevStack
+
+
+def _state_dir() -> Path:
+    state = Path(tempfile.mkdtemp(prefix="durable-agents-bench-"))
+    state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
+    return state
+
+
+@asynccontextmanager
+async def bench_resources() -> AsyncIterator[Resources]:
+    """PostgreSQL (migrated) and S3 (bucket ready) on free ports, gone afterwards."""
+    state = await asyncio.to_thread(_state_dir)
+    stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    try:
+        ep = await asyncio.to_thread(stack.start)
+        await migrate(ep.database_url)
+        settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
+        async with open_resources(settings.database, settings.s3) as res:
+            await res.store.ensure_bucket()
+            yield res
+    finally:
+        await asyncio.to_thread(stack.stop)
+        shutil.rmtree(state, ignore_errors=True)
