@@ -13,6 +13,8 @@ from activities.context import AssembledContext, ContextBudget
 from activities.errors import storage_errors_are_final
 from activities.model_context import assemble_for_step, budget_of, config_of, tools_of, turn_config
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
+from activities.telemetry import ModelCallEvent
+from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
 from storage.artifacts import ArtifactStore
@@ -34,11 +36,13 @@ class ModelActivities:
         model: str,
         system_prompt: str,
         budget: ContextBudget,
+        recorder: TrajectoryRecorder | None = None,
     ) -> None:
         self._sessions = sessions
         self._store = store
         self._provider = provider
         self._registry = registry
+        self._recorder = recorder or TrajectoryRecorder.noop()
         # What a new turn records; a turn already under way keeps what it recorded.
         self._current = config_of(provider.name, model, system_prompt, registry.specs(), budget)
 
@@ -61,29 +65,42 @@ class ModelActivities:
                 context, compaction = await assemble_for_step(
                     db, self._store, inp.tenant_id, session_id, config
                 )
-            # No transaction is held open across the provider call.
-            reply = await self._provider.complete(
-                ModelRequest(
-                    model=config.model,
-                    messages=context.messages,
-                    tools=tools_of(config),
-                    idempotency_key=inp.idempotency_key,
-                    max_output_tokens=budget_of(config).reply_tokens,
+            async with self._recorder.model_call(self._event(inp, config.model)) as trace:
+                # No transaction is held open across the provider call.
+                reply = await self._provider.complete(
+                    ModelRequest(
+                        model=config.model,
+                        messages=context.messages,
+                        tools=tools_of(config),
+                        idempotency_key=inp.idempotency_key,
+                        max_output_tokens=budget_of(config).reply_tokens,
+                    )
                 )
-            )
-            activity.logger.info(
-                "model step %s: %d input tokens, %d expanded, %d truncated, %d tool calls",
-                inp.step,
-                context.input_tokens,
-                context.expanded,
-                context.truncated,
-                len(reply.tool_calls),
-            )
-            async with self._sessions() as db, db.begin():
-                row = await self._persist(
-                    db, inp, session_id, reply, context, config, config_id, compaction
+                await trace.replied(context.messages, reply)
+                activity.logger.info(
+                    "model step %s: %d input tokens, %d expanded, %d truncated, %d tool calls",
+                    inp.step,
+                    context.input_tokens,
+                    context.expanded,
+                    context.truncated,
+                    len(reply.tool_calls),
                 )
-                return await self._result_of(db, inp, row, config)
+                async with self._sessions() as db, db.begin():
+                    row = await self._persist(
+                        db, inp, session_id, reply, context, config, config_id, compaction
+                    )
+                    await trace.committed(db)  # audit mode: the event commits with the reply
+                    return await self._result_of(db, inp, row, config)
+
+    def _event(self, inp: ModelCallInput, model: str) -> ModelCallEvent:
+        return ModelCallEvent(
+            tenant_id=inp.tenant_id,
+            session_id=inp.session_id,
+            step=inp.step,
+            provider=self._provider.name,
+            model=model,
+            idempotency_key=inp.idempotency_key,
+        )
 
     async def _persist(
         self,

@@ -15,6 +15,8 @@ from temporalio import activity
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
+from activities.telemetry import ToolCallEvent
+from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
 from activities.tools.memory import SqlMemoryAccess
@@ -51,12 +53,14 @@ class ToolActivities:
         *,
         workspace: Path,
         fetch_max_bytes: int,
+        recorder: TrajectoryRecorder | None = None,
     ) -> None:
         self._sessions = sessions
         self._store = store
         self._registry = registry
         self._workspace = workspace
         self._fetch_max_bytes = fetch_max_bytes
+        self._recorder = recorder or TrajectoryRecorder.noop()
 
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
@@ -71,16 +75,20 @@ class ToolActivities:
                     return _outcome_of(done, inp.tenant_id)
                 args = await self._arguments(items, session_id, inp.tool_call_id)
                 agent_name = (await SessionRepository(db, inp.tenant_id).get(session_id)).agent_name
-            result = await self._execute(inp, args, agent_name)
-            ref: ArtifactRef | None = None
-            if result.output is not None:
-                # Verified in the store before anything refers to it.
-                ref = await self._store.put(
-                    inp.tenant_id, result.output.content, result.output.content_type
-                )
-            async with self._sessions() as db, db.begin():
-                row = await self._commit(db, inp, session_id, result, ref)
-                return _outcome_of(row, inp.tenant_id)
+            async with self._recorder.tool_call(_event(inp)) as trace:
+                result = await self._execute(inp, args, agent_name)
+                trace.executed(result.error_type)
+                ref: ArtifactRef | None = None
+                if result.output is not None:
+                    # Verified in the store before anything refers to it.
+                    ref = await self._store.put(
+                        inp.tenant_id, result.output.content, result.output.content_type
+                    )
+                async with self._sessions() as db, db.begin():
+                    row = await self._commit(db, inp, session_id, result, ref)
+                    # Audit mode: the event commits with the tool_result item.
+                    await trace.committed(db, ref, row.artifact_id)
+                    return _outcome_of(row, inp.tenant_id)
 
     async def _arguments(
         self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
@@ -155,6 +163,17 @@ class ToolActivities:
             )
         )
         return row
+
+
+def _event(inp: ToolRunInput) -> ToolCallEvent:
+    return ToolCallEvent(
+        tenant_id=inp.tenant_id,
+        session_id=inp.session_id,
+        step=inp.step,
+        tool=inp.name,
+        tool_call_id=inp.tool_call_id,
+        idempotency_key=inp.idempotency_key,
+    )
 
 
 def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:

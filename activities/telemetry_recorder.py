@@ -1,0 +1,138 @@
+"""TrajectoryRecorder: what call_model and run_tool use to leave a trajectory.
+
+Per model call a `chat {model}` span and per tool call an `execute_tool {tool}` span, with
+metrics. Payloads go by reference: the assembled input messages and the reply are uploaded
+to the artifact store as JSON and held by a `trajectory` ref that expires (DESIGN.md: never
+required for resume); tool results already are artifacts, so their span names that object.
+
+Telemetry is best-effort: a failed upload, ref or export is logged and the activity goes
+on. The one exception is audit mode, where the outbox row is written in the transaction
+that commits the item it describes: then the audit trail cannot miss a committed item, and
+the row fails only when that transaction fails anyway.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import temporalio.worker
+from opentelemetry import metrics, trace
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from activities import telemetry as tm
+from activities.telemetry_approvals import ApprovalsWaitingInterceptor
+from activities.telemetry_spans import ModelCallRecording, ToolCallRecording, safely
+from activities.telemetry_tracing import AgentTracingInterceptor
+from storage.artifact_commit import register_uploaded
+from storage.artifact_records import ArtifactRepository
+from storage.artifacts import ArtifactStore
+from storage.outbox_models import TrajectoryOutboxRow
+
+DEFAULT_RETENTION = timedelta(days=30)
+
+
+class TrajectoryRecorder:
+    """Tracer + metrics + artifact store + AgentState sessions. The default does nothing."""
+
+    def __init__(
+        self,
+        *,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+        store: ArtifactStore | None = None,
+        sessions: async_sessionmaker[AsyncSession] | None = None,
+        audit: bool = False,
+        retention: timedelta = DEFAULT_RETENTION,
+    ) -> None:
+        if audit and sessions is None:
+            raise ValueError("audit mode writes the outbox: it needs the AgentState sessions")
+        self.tracer = tracer or trace.NoOpTracer()
+        self.metrics = tm.TrajectoryMetrics(meter or metrics.NoOpMeter("durable-agents"))
+        self.audit = audit
+        self.retention = retention
+        self._store = store
+        self._sessions = sessions
+
+    @classmethod
+    def noop(cls) -> TrajectoryRecorder:
+        return cls()
+
+    def model_call(self, ev: tm.ModelCallEvent) -> ModelCallRecording:
+        return ModelCallRecording(self, ev)
+
+    def tool_call(self, ev: tm.ToolCallEvent) -> ToolCallRecording:
+        return ToolCallRecording(self, ev)
+
+    def interceptors(self) -> list[temporalio.worker.Interceptor]:
+        """For build_cloud_worker: workflow/activity spans, and the approvals-waiting gauge.
+
+        Do not also put the tracing interceptor on the client the worker is built from: the
+        worker would then run it twice.
+        """
+        found: list[temporalio.worker.Interceptor] = [AgentTracingInterceptor(self.tracer)]
+        if self._sessions is not None:
+            found.append(ApprovalsWaitingInterceptor(self._sessions, self.metrics))
+        return found
+
+    @property
+    def keeps_payloads(self) -> bool:
+        return self._store is not None and self._sessions is not None
+
+    async def keep_payload(
+        self, tenant_id: str, data: bytes, owner_id: str
+    ) -> tm.PayloadRef | None:
+        """Upload (verified), register and hold with an expiring trajectory ref; None on failure."""
+        if self._store is None or self._sessions is None:
+            return None
+        with safely("payload upload"):
+            ref = await self._store.put(tenant_id, data, "application/json")
+            async with self._sessions() as db, db.begin():
+                artifact_id = await register_uploaded(db, self._store, ref, data)
+                await self._hold(db, tenant_id, artifact_id, owner_id)
+            return tm.PayloadRef(ref.sha256, ref.size_bytes)
+        return None
+
+    async def keep_artifact(self, tenant_id: str, artifact_id: uuid.UUID, owner_id: str) -> None:
+        """Hold an artifact some committed item already references, for the trajectory too."""
+        if self._sessions is None:
+            return
+        with safely("trajectory ref"):
+            async with self._sessions() as db, db.begin():
+                await self._hold(db, tenant_id, artifact_id, owner_id)
+
+    async def _hold(
+        self, db: AsyncSession, tenant_id: str, artifact_id: uuid.UUID, owner_id: str
+    ) -> None:
+        await ArtifactRepository(db, tenant_id).add_ref(
+            artifact_id,
+            owner_type="trajectory",
+            owner_id=owner_id,
+            required_for_resume=False,
+            expires_at=datetime.now(UTC) + self.retention,
+        )
+
+    async def write_event(
+        self,
+        db: AsyncSession,
+        kind: str,
+        event_id: uuid.UUID,
+        ev: tm.ModelCallEvent | tm.ToolCallEvent,
+        attributes: dict[str, Any],
+    ) -> None:
+        """Audit mode: the event joins the caller's unit of work; a retry writes it once."""
+        if not self.audit:
+            return
+        await db.execute(
+            insert(TrajectoryOutboxRow)
+            .values(
+                event_id=event_id,
+                tenant_id=ev.tenant_id,
+                session_id=uuid.UUID(ev.session_id),
+                kind=kind,
+                attributes=attributes,
+            )
+            .on_conflict_do_nothing(index_elements=[TrajectoryOutboxRow.event_id])
+        )
