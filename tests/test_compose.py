@@ -20,12 +20,19 @@ from temporalio.envconfig import ClientConfig
 
 from activities.providers.factory import build_provider
 from workers.cli import app
-from workers.settings import AgentSettings, DatabaseSettings, ModelSettings, S3Settings, Settings
+from workers.settings import (
+    AgentSettings,
+    DatabaseSettings,
+    ModelSettings,
+    S3Settings,
+    Settings,
+    TelemetrySettings,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
-GROUPS = (DatabaseSettings, S3Settings, ModelSettings, AgentSettings)
+GROUPS = (DatabaseSettings, S3Settings, ModelSettings, AgentSettings, TelemetrySettings)
 PREFIXES = tuple(g.model_config["env_prefix"] for g in GROUPS)
 # Fields whose code default is fine for a laptop but must be chosen for a deployment; the
 # other required ones are found from their defaults (dev credentials, loopback addresses).

@@ -19,6 +19,7 @@ from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
 from workers.temporal_client import connect_client
+from workers.tracing_setup import recorder_for
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +44,26 @@ async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None
             await res.store.ensure_bucket()
             # Oversized payloads go to the artifact store instead of failing the workflow.
             client = await connect_client(data_converter=data_converter_with_offload(res.store))
-            acts = cloud_activities(settings, res, provider, default_registry())
-            worker = build_cloud_worker(client, acts, task_queue=settings.agent.task_queue)
-            async with running(worker):
-                logger.info(
-                    "cloud worker on %s (model: %s)", settings.agent.task_queue, provider.name
-                )
-                await (stop.wait() if stop else _until_signalled())
+            recorder, tracer_provider = recorder_for(settings.telemetry, res)
+            acts = cloud_activities(settings, res, provider, default_registry(), recorder=recorder)
+            worker = build_cloud_worker(
+                client,
+                acts,
+                task_queue=settings.agent.task_queue,
+                interceptors=recorder.interceptors(),
+            )
+            try:
+                async with running(worker):
+                    logger.info(
+                        "cloud worker on %s (model: %s, tracing: %s)",
+                        settings.agent.task_queue,
+                        provider.name,
+                        settings.telemetry.otlp_endpoint or "off",
+                    )
+                    await (stop.wait() if stop else _until_signalled())
+            finally:
+                if tracer_provider is not None:
+                    tracer_provider.shutdown()  # flush what is buffered
     finally:
         await provider.aclose()
 

@@ -76,6 +76,17 @@ class AgentSettings(BaseSettings):
     )
 
 
+class TelemetrySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENT_TRACE_", extra="ignore")
+
+    # Export spans over OTLP/HTTP here (e.g. http://127.0.0.1:4318); unset = no tracing.
+    otlp_endpoint: str | None = None
+    # Also write each trajectory event into the outbox with the item it describes.
+    audit: bool = False
+    retention_days: int = 30
+    service_name: str = "durable-agents-worker"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore")
 
@@ -83,6 +94,7 @@ class Settings(BaseSettings):
     s3: S3Settings = Field(default_factory=S3Settings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,40 @@
+"""Process-level tracing for workers: an OTLP exporter and a TrajectoryRecorder, when asked."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from activities.telemetry_recorder import TrajectoryRecorder
+from workers.resources import Resources
+from workers.settings import TelemetrySettings
+
+
+def recorder_for(
+    settings: TelemetrySettings, res: Resources
+) -> tuple[TrajectoryRecorder, TracerProvider | None]:
+    """A recorder exporting to `settings.otlp_endpoint`, or a no-op one if none is set.
+
+    The caller shuts the provider down on exit so buffered spans are flushed.
+    """
+    if not settings.otlp_endpoint:
+        if settings.audit:
+            # Audit without live export: events wait in the outbox for the forwarder.
+            return TrajectoryRecorder(sessions=res.sessions, audit=True), None
+        return TrajectoryRecorder(), None
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
+    endpoint = settings.otlp_endpoint.rstrip("/") + "/v1/traces"
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    recorder = TrajectoryRecorder(
+        tracer=provider.get_tracer("durable-agents"),
+        store=res.store,
+        sessions=res.sessions,
+        audit=settings.audit,
+        retention=timedelta(days=settings.retention_days),
+    )
+    return recorder, provider
