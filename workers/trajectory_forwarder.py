@@ -167,9 +167,13 @@ async def _main() -> None:
     from storage.db import make_engine, make_session_factory
     from workers.settings import get_settings
 
-    db = get_settings().database
-    engine = make_engine(db.url.get_secret_value(), pool_size=2)
-    exporter: SpanExporter = OTLPSpanExporter()
+    settings = get_settings()
+    engine = make_engine(settings.database.url.get_secret_value(), pool_size=2)
+    # Same collector as the workers; without AGENT_TRACE_OTLP_ENDPOINT the OTEL_* env applies.
+    base = settings.telemetry.otlp_endpoint
+    exporter: SpanExporter = OTLPSpanExporter(
+        endpoint=f"{base.rstrip('/')}/v1/traces" if base else None
+    )
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
