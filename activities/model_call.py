@@ -11,6 +11,7 @@ from temporalio import activity
 from activities.approval_policy import needs_approval
 from activities.context import AssembledContext, ContextBudget
 from activities.errors import storage_errors_are_final
+from activities.heartbeat import heartbeating
 from activities.model_context import assemble_for_step, budget_of, config_of, tools_of, turn_config
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.telemetry import ModelCallEvent
@@ -54,7 +55,7 @@ class ModelActivities:
     async def call_model(self, inp: ModelCallInput) -> ModelCallResult:
         """One model step. Retries after the reply was committed return the committed reply."""
         session_id = uuid.UUID(inp.session_id)
-        async with storage_errors_are_final():
+        async with storage_errors_are_final(), heartbeating():
             async with self._sessions() as db, db.begin():
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:

@@ -33,6 +33,7 @@ from workflows.contracts import (
 from workflows.delegation import DELEGATE_TOOL, delegate
 from workflows.policies import (
     MODEL_CALL_TIMEOUT,
+    MODEL_HEARTBEAT_TIMEOUT,
     MODEL_RETRY,
     STATE_WRITE_RETRY,
     STATE_WRITE_TIMEOUT,
@@ -164,6 +165,7 @@ class AgentWorkflow:
                 approval_policies=dict(self._inp.approval_policies),
             ),
             start_to_close_timeout=MODEL_CALL_TIMEOUT,
+            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
             retry_policy=MODEL_RETRY,
         )
 
@@ -174,6 +176,7 @@ class AgentWorkflow:
                 self._inp.session_id, self._inp.tenant_id, step, self._key(step, "compact")
             ),
             start_to_close_timeout=MODEL_CALL_TIMEOUT,
+            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
             retry_policy=MODEL_RETRY,
         )
         if ref is not None:

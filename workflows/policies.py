@@ -20,6 +20,9 @@ NON_RETRYABLE_ERROR_TYPES = [
 ]
 
 MODEL_CALL_TIMEOUT = timedelta(minutes=5)
+# The model activity heartbeats while it waits on the provider: a worker that dies mid-call
+# is noticed in seconds, not after the whole start-to-close timeout.
+MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -36,7 +39,8 @@ TOOL_RETRY = RetryPolicy(
     non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
 )
 
-STATE_WRITE_TIMEOUT = timedelta(seconds=30)
+# State writes take milliseconds; a short timeout is how fast a lost worker's write retries.
+STATE_WRITE_TIMEOUT = timedelta(seconds=10)
 STATE_WRITE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
     maximum_interval=timedelta(seconds=10),
