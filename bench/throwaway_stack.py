@@ -11,7 +11,7 @@ from pathlib import Path
 
 from storage.db import migrate
 from workers.resources import Resources, open_resources
-from workers.stack import DevStack
+from workers.stack import DevStack, StackEndpoints
 
 
 def _state_dir() -> Path:
@@ -32,6 +32,23 @@ async def bench_resources() -> AsyncIterator[Resources]:
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()
             yield res
+    finally:
+        await asyncio.to_thread(stack.stop)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@asynccontextmanager
+async def bench_stack() -> AsyncIterator[tuple[StackEndpoints, Resources, Path]]:
+    """Like bench_resources, plus the endpoints (Temporal too) and the state dir."""
+    state = await asyncio.to_thread(_state_dir)
+    stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    try:
+        ep = await asyncio.to_thread(stack.start)
+        await migrate(ep.database_url)
+        settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
+        async with open_resources(settings.database, settings.s3) as res:
+            await res.store.ensure_bucket()
+            yield ep, res, state
     finally:
         await asyncio.to_thread(stack.stop)
         shutil.rmtree(state, ignore_errors=True)

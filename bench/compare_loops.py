@@ -1,0 +1,534 @@
+"""One ReAct workload, three ways: naive Temporal, LangGraph + PostgresSaver, durable-agents.
+
+Workload: N model calls with a deterministic fake model; each returns one tool call whose
+result is R bytes of distinct seeded text (`--repeat`: the same text every time). All three
+run in one process against one throwaway embedded stack (Temporal dev server, PostgreSQL,
+SeaweedFS). Per system it reports calls completed, how the run ended, Temporal history bytes
+and events, PostgreSQL bytes (pg_total_relation_size delta of the system's tables),
+object-store bytes (bucket listing delta), wall time and p50/p95 step latency (one step =
+one model call and its tool call, measured from one model call's start to the next).
+
+    .venv/bin/python bench/compare_loops.py                        # all variants
+    .venv/bin/python bench/compare_loops.py --variant 20kb --variant 100kb
+    .venv/bin/python bench/compare_loops.py --systems ours,bare --repeat
+
+Needs the `bench` extra (langgraph, langgraph-checkpoint-postgres, psycopg) for the LangGraph
+column; without it that column is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import statistics
+import time
+import traceback
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from naive_temporal import (
+    BareLoopWorkflow,
+    NaiveAgentWorkflow,
+    NaiveInput,
+    bare_model,
+    bare_tool,
+    naive_model,
+    naive_tool,
+    seeded_text,
+)
+from sqlalchemy import text
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.worker import Worker
+from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
+
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.builtin import default_registry
+from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+from workers.tasks import TaskOptions, start_task
+from workers.temporal_client import connect_client
+
+VARIANTS = {
+    "smoke": (10, 5_000),
+    "20kb": (100, 20_000),
+    "100kb": (200, 100_000),
+    "1mb": (100, 1_000_000),
+    "1mb-short": (20, 1_000_000),
+}
+DEFAULT_VARIANTS = ["20kb", "100kb", "1mb"]
+SYSTEMS = ("naive", "langgraph", "ours", "bare")
+MODEL_ACTIVITIES = {"call_model", "naive_model", "bare_model"}
+
+
+@dataclass
+class Row:
+    system: str
+    variant: str
+    calls: int
+    size: int
+    done: int = 0
+    ended: str = ""
+    history_bytes: int | None = None
+    history_events: int | None = None
+    runs: int | None = None
+    max_run_bytes: int | None = None
+    pg_bytes: int | None = None
+    s3_bytes: int | None = None
+    wall_s: float = 0.0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    # activity type (or "workflow task") -> (count, total ms scheduled->started,
+    # total ms started->completed), from history event times
+    breakdown: dict[str, list[float]] = field(default_factory=dict)
+    pg_growth: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def persisted(self) -> int:
+        return (self.history_bytes or 0) + (self.pg_bytes or 0) + (self.s3_bytes or 0)
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+
+async def pg_tables(res: Resources, langgraph: bool) -> dict[str, int]:
+    """pg_total_relation_size (heap + TOAST + indexes) of LangGraph's checkpoint tables,
+    or of ours (every other table but alembic_version)."""
+    op = "LIKE" if langgraph else "NOT LIKE"
+    sql = (
+        "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'"
+        f" AND c.relkind = 'r' AND c.relname {op} 'checkpoint%'"
+        " AND c.relname <> 'alembic_version'"
+    )
+    async with res.sessions() as db:
+        return {name: int(size) for name, size in (await db.execute(text(sql))).all()}
+
+
+def grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {t: n - before.get(t, 0) for t, n in after.items() if n != before.get(t, 0)}
+
+
+async def bucket_bytes(res: Resources) -> int:
+    s3, total = res.store._s3, 0
+    token: dict[str, Any] = {}
+    while True:
+        page = await s3.list_objects_v2(Bucket=res.store.bucket, **token)
+        total += sum(o["Size"] for o in page.get("Contents", []))
+        if not page.get("IsTruncated"):
+            return total
+        token = {"ContinuationToken": page["NextContinuationToken"]}
+
+
+def percentiles(starts: list[float]) -> tuple[float | None, float | None]:
+    steps = sorted((b - a) * 1000 for a, b in itertools.pairwise(starts))
+    if not steps:
+        return None, None
+    return statistics.median(steps), steps[min(len(steps) - 1, int(len(steps) * 0.95))]
+
+
+async def history_stats(client: Client, workflow_id: str, run_id: str, row: Row) -> None:
+    """Walk the continue-as-new chain from `run_id`: bytes (server's history_size_bytes),
+    events, runs, the largest run, and the step latencies from model-activity schedule times."""
+    total = events = runs = biggest = 0
+    model_starts: list[float] = []
+    next_run: str | None = run_id
+    while next_run:
+        handle = client.get_workflow_handle(workflow_id, run_id=next_run)
+        desc = await handle.describe()
+        size = desc.raw_description.workflow_execution_info.history_size_bytes
+        history = await handle.fetch_history()
+        total, events, runs = total + size, events + len(history.events), runs + 1
+        biggest = max(biggest, size)
+        next_run = None
+        add_breakdown(history, row.breakdown)
+        for e in history.events:
+            scheduled = e.activity_task_scheduled_event_attributes
+            if (
+                e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                and scheduled.activity_type.name in MODEL_ACTIVITIES
+            ):
+                model_starts.append(e.event_time.ToNanoseconds() / 1e9)
+            attrs = e.workflow_execution_continued_as_new_event_attributes
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                next_run = attrs.new_execution_run_id
+    row.history_bytes, row.history_events, row.runs, row.max_run_bytes = (
+        total,
+        events,
+        runs,
+        biggest,
+    )
+    row.p50_ms, row.p95_ms = percentiles(model_starts)
+
+
+def add_breakdown(history: Any, out: dict[str, list[float]]) -> None:
+    """Per activity type and for workflow tasks: count, queue ms and run ms (summed)."""
+    kinds: dict[int, str] = {}
+    started: dict[int, float] = {}
+    scheduled_at: dict[int, float] = {}
+    for e in history.events:
+        t = e.event_time.ToNanoseconds() / 1e6
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            kinds[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            scheduled_at[e.event_id] = t
+        elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+            kinds[e.event_id], scheduled_at[e.event_id] = "(workflow task)", t
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started[e.activity_task_started_event_attributes.scheduled_event_id] = t
+        elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            started[e.workflow_task_started_event_attributes.scheduled_event_id] = t
+        else:
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                sid = e.activity_task_completed_event_attributes.scheduled_event_id
+            elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                sid = e.workflow_task_completed_event_attributes.scheduled_event_id
+            else:
+                continue
+            if sid in started:
+                acc = out.setdefault(kinds[sid], [0, 0.0, 0.0])
+                acc[0] += 1
+                acc[1] += started[sid] - scheduled_at[sid]
+                acc[2] += t - started[sid]
+
+
+def breakdown_table(rows: list[Row]) -> str:
+    lines = [
+        "| variant | system | activity | count | queue ms/step | run ms/step |",
+        "|" + "---|" * 6,
+    ]
+    for r in rows:
+        steps = max(1, r.done)
+        for name, (count, queue, run) in sorted(r.breakdown.items()):
+            lines.append(
+                f"| {r.variant} | {r.system} | {name} | {int(count)} "
+                f"| {queue / steps:.1f} | {run / steps:.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def completed_activities(history: Any, name: str) -> int:
+    scheduled = {
+        e.event_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == name
+    }
+    return sum(
+        1
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+    )
+
+
+async def stall_reason(client: Client, workflow_id: str) -> str:
+    """Why a workflow stopped making progress: its last workflow-task failure, else the
+    last failure of a pending activity."""
+    handle = client.get_workflow_handle(workflow_id)
+    history = await handle.fetch_history()
+    for e in reversed(history.events):
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            a = e.workflow_task_failed_event_attributes
+            cause = WorkflowTaskFailedCause.Name(a.cause).removeprefix(
+                "WORKFLOW_TASK_FAILED_CAUSE_"
+            )
+            return f"workflow task failed ({cause}): {a.failure.message[:160]}"
+    desc = await handle.describe()
+    for p in desc.raw_description.pending_activities:
+        if p.last_failure.message:
+            return f"activity {p.activity_type.name} failing: {p.last_failure.message[:160]}"
+    return "no progress, no failure recorded"
+
+
+# -- the three systems ------------------------------------------------------------------------
+
+
+async def run_naive(
+    client: Client, queue: str, row: Row, repeat: bool, stall_seconds: float
+) -> None:
+    wid = f"naive-{row.variant}-{uuid.uuid4().hex[:8]}"
+    began = time.perf_counter()
+    handle = await client.start_workflow(
+        NaiveAgentWorkflow.run, NaiveInput(row.calls, row.size, repeat), id=wid, task_queue=queue
+    )
+    result = asyncio.ensure_future(handle.result())
+    length, last_progress = 0, time.perf_counter()
+    while True:
+        done, _ = await asyncio.wait({result}, timeout=1.0)
+        if done:
+            try:
+                result.result()
+                row.ended = "completed"
+            except WorkflowFailureError as err:
+                row.ended = f"failed: {err.cause}"[:200]
+            break
+        desc = await handle.describe()
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            row.ended = "completed"
+            break
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            row.ended = f"{desc.status.name.lower() if desc.status else '?'} by server"
+            break
+        if desc.history_length != length:
+            length, last_progress = desc.history_length, time.perf_counter()
+        elif time.perf_counter() - last_progress > stall_seconds:
+            row.ended = f"stalled (> {stall_seconds:g}s): " + await stall_reason(client, wid)
+            await handle.terminate("bench: stalled")
+            break
+    if not result.done():
+        result.cancel()
+    row.wall_s = (last_progress if row.ended.startswith("stalled") else time.perf_counter()) - began
+    if not row.ended.startswith("stalled"):
+        # Terminated by the server, e.g. at the history size limit: say so, with its reason.
+        last = (await handle.fetch_history()).events[-1]
+        if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+            reason = last.workflow_execution_terminated_event_attributes.reason
+            row.ended = f"terminated by server: {reason}"
+    await history_stats(client, wid, handle.result_run_id or "", row)
+    row.done = completed_activities(await handle.fetch_history(), "naive_tool")
+
+
+async def run_bare(client: Client, queue: str, row: Row) -> None:
+    wid = f"bare-{row.variant}-{uuid.uuid4().hex[:8]}"
+    began = time.perf_counter()
+    handle = await client.start_workflow(BareLoopWorkflow.run, row.calls, id=wid, task_queue=queue)
+    row.done = await asyncio.wait_for(handle.result(), 600)
+    row.wall_s, row.ended = time.perf_counter() - began, "completed"
+    await history_stats(client, wid, handle.result_run_id or "", row)
+
+
+async def run_ours(
+    client: Client,
+    res: Resources,
+    ep: StackEndpoints,
+    state: Path,
+    row: Row,
+    repeat: bool,
+    limit_s: float,
+) -> None:
+    workspace = state / f"ws-{uuid.uuid4().hex[:8]}"
+    (workspace / "r").mkdir(parents=True)
+    for i in range(row.calls):
+        (workspace / "r" / f"{i:04d}.txt").write_text(seeded_text(i, row.size, repeat=repeat))
+    turns = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": f"r/{i:04d}.txt"}}]}
+        for i in range(row.calls)
+    ]
+    provider = ScriptedProvider.from_data(turns)
+    queue = f"ours-{uuid.uuid4().hex[:8]}"
+    settings = ep.settings(workspace=workspace, task_queue=queue, provider="scripted")
+    worker = build_cloud_worker(
+        client, cloud_activities(settings, res, provider, default_registry()), task_queue=queue
+    )
+    options = TaskOptions(
+        tenant_id=f"bench-{row.variant}", max_steps=row.calls + 5, task_queue=queue
+    )
+    async with running(worker):
+        began = time.perf_counter()
+        handle = await start_task(client, res.sessions, "Read every file under r/.", options)
+        try:
+            result = await asyncio.wait_for(handle.result(), limit_s)
+            row.ended = f"{result.status} ({result.steps} steps)"
+        except TimeoutError:
+            row.ended = f"timed out after {limit_s:g}s"
+            await handle.terminate("bench: timeout")
+        except WorkflowFailureError as err:
+            row.ended = f"failed: {err.cause}"[:200]
+        row.wall_s = time.perf_counter() - began
+    sid = handle.id.removeprefix("agent-")
+    async with res.sessions() as db:
+        row.done = int(
+            (
+                await db.execute(
+                    text(
+                        "SELECT count(*) FROM items WHERE session_id = :sid"
+                        " AND kind = 'tool_result'"
+                    ),
+                    {"sid": uuid.UUID(sid)},
+                )
+            ).scalar_one()
+        )
+    first_run = handle.first_execution_run_id or handle.result_run_id or ""
+    await history_stats(client, handle.id, first_run, row)
+
+
+async def run_langgraph_row(
+    ep: StackEndpoints, row: Row, repeat: bool, limit_s: float, durability: str
+) -> None:
+    from langgraph_loop import run_langgraph  # optional dependency: imported only when used
+
+    row.system = f"langgraph/{durability}"
+    starts: list[float] = []
+    began = time.perf_counter()
+    try:
+        await asyncio.wait_for(
+            run_langgraph(
+                ep.database_url,
+                f"lg-{uuid.uuid4().hex[:8]}",
+                row.calls,
+                row.size,
+                repeat,
+                starts,
+                durability,
+            ),
+            limit_s,
+        )
+        row.ended = "completed"
+    except TimeoutError:
+        row.ended = f"timed out after {limit_s:g}s"
+    row.wall_s = time.perf_counter() - began
+    row.done = max(0, min(row.calls, len(starts) - 1))
+    row.p50_ms, row.p95_ms = percentiles(starts)
+
+
+async def latency_rounds(
+    client: Client,
+    res: Resources,
+    ep: StackEndpoints,
+    state: Path,
+    queue: str,
+    rounds: int,
+    rows: list[Row],
+) -> None:
+    """Our loop vs the bare two-activity loop, alternated so both see the same machine load:
+    per round a bare run and one of ours (50 calls, 1 KB results), then the median p50s."""
+    ours_p50, bare_p50 = [], []
+    for k in range(rounds):
+        bare = Row("bare", f"latency-{k + 1}", 50, 1_000)
+        await run_bare(client, queue, bare)
+        ours = Row("ours", f"latency-{k + 1}", 50, 1_000)
+        await run_ours(client, res, ep, state, ours, False, 600)
+        rows.extend([bare, ours])
+        bare_p50.append(bare.p50_ms or 0.0)
+        ours_p50.append(ours.p50_ms or 0.0)
+        print("\n".join(table([bare, ours]).splitlines()[-2:]), flush=True)
+    ratio = statistics.median(ours_p50) / statistics.median(bare_p50)
+    print(
+        f"step p50, median of {rounds} rounds: ours {statistics.median(ours_p50):.1f} ms, "
+        f"bare {statistics.median(bare_p50):.1f} ms, ratio {ratio:.2f}x (target <= 1.5x)"
+    )
+
+
+# -- driver -------------------------------------------------------------------------------
+
+
+def _mb(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1e6:.2f}"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def table(rows: list[Row]) -> str:
+    head = (
+        "| variant | system | calls done | ended | history MB (max run) | events / runs "
+        "| PG MB | S3 MB | total / (done·R) | wall s | step p50 ms | step p95 ms |"
+    )
+    lines = [head, "|" + "---|" * 12]
+    for r in rows:
+        hist = "-"
+        if r.history_bytes is not None:
+            hist = f"{_mb(r.history_bytes)} ({_mb(r.max_run_bytes)})"
+        ev = "-" if r.history_events is None else f"{r.history_events} / {r.runs}"
+        ratio = f"{r.persisted / (max(1, r.done) * r.size):.2f}" if r.system != "bare" else "-"
+        lines.append(
+            f"| {r.variant} | {r.system} | {r.done}/{r.calls} | {r.ended} | {hist} | {ev} "
+            f"| {_mb(r.pg_bytes)} | {_mb(r.s3_bytes)} | {ratio} | {r.wall_s:.1f} "
+            f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} |"
+        )
+    return "\n".join(lines)
+
+
+async def main(args: argparse.Namespace) -> None:
+    systems = [s for s in args.systems.split(",") if s]
+    if "langgraph" in systems:
+        try:
+            import langgraph_loop  # noqa: F401
+        except ImportError as err:
+            print(f"LangGraph column skipped: {err} (pip install -e '.[bench]')")
+            systems.remove("langgraph")
+    lg_setup = "langgraph" in systems
+    rows: list[Row] = []
+    async with bench_stack() as (ep, res, state):
+        client = await connect_client(ep.temporal_address, "default")
+        if lg_setup:  # create the checkpoint tables first: their empty size is not the run's
+            from langgraph_loop import setup_langgraph
+
+            await setup_langgraph(ep.database_url)
+        naive_queue = "naive"
+        naive_worker = Worker(
+            client,
+            task_queue=naive_queue,
+            workflows=[NaiveAgentWorkflow, BareLoopWorkflow],
+            activities=[naive_model, naive_tool, bare_model, bare_tool],
+        )
+        async with running(naive_worker):
+            for variant in [] if args.latency_only else args.variant or DEFAULT_VARIANTS:
+                calls, size = VARIANTS[variant]
+                for system in systems:
+                    row = Row(system, variant, calls, size)
+                    lg = system == "langgraph"
+                    pg0, s30 = await pg_tables(res, lg), await bucket_bytes(res)
+                    print(f"-- {variant}: {system} ...", flush=True)
+                    try:
+                        if system == "naive":
+                            await run_naive(client, naive_queue, row, args.repeat, args.stall)
+                        elif system == "bare":
+                            await run_bare(client, naive_queue, row)
+                        elif system == "ours":
+                            await run_ours(client, res, ep, state, row, args.repeat, args.timeout)
+                        else:
+                            await run_langgraph_row(
+                                ep, row, args.repeat, args.timeout, args.langgraph_durability
+                            )
+                    except Exception as err:
+                        traceback.print_exc()
+                        row.ended = f"bench error: {type(err).__name__}: {err}"[:200]
+                    if system in ("langgraph", "ours"):
+                        row.pg_growth = grown(pg0, await pg_tables(res, lg))
+                        row.pg_bytes = sum(row.pg_growth.values())
+                        row.s3_bytes = await bucket_bytes(res) - s30
+                    rows.append(row)
+                    print(table([row]).splitlines()[-1], flush=True)
+            if args.latency_rounds:
+                await latency_rounds(client, res, ep, state, naive_queue, args.latency_rounds, rows)
+    print()
+    print(f"langgraph durability={args.langgraph_durability}")
+    print(f"repeat={args.repeat}; total = history + PG + S3 bytes, over done calls x R")
+    print(table(rows))
+    print()
+    print("Where a step's time goes (history event times; per completed call):")
+    print(breakdown_table([r for r in rows if r.breakdown]))
+    print()
+    print("PostgreSQL growth per table (bytes):")
+    for r in rows:
+        if r.pg_growth:
+            tables = sorted(r.pg_growth.items(), key=lambda kv: -kv[1])
+            print(f"  {r.variant} {r.system}: " + ", ".join(f"{t} {n:,}" for t, n in tables))
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", action="append", choices=list(VARIANTS))
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
+    parser.add_argument("--repeat", action="store_true", help="every tool result the same text")
+    parser.add_argument("--stall", type=float, default=30.0, help="naive: no-progress seconds")
+    parser.add_argument(
+        "--latency-rounds", type=int, default=0, help="also: ours vs bare step latency, K rounds"
+    )
+    parser.add_argument(
+        "--langgraph-durability",
+        choices=["sync", "async", "exit"],
+        default="sync",
+        help="LangGraph's durability mode (its own default is async)",
+    )
+    parser.add_argument("--latency-only", action="store_true", help="skip the variants")
+    parser.add_argument("--timeout", type=float, default=900.0, help="per-run wall limit")
+    asyncio.run(main(parser.parse_args()))
