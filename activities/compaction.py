@@ -97,7 +97,7 @@ class CompactionActivities:
         window: list[ItemRow],
         cut: int,
     ) -> str:
-        async def previews_only(_: uuid.UUID) -> tuple[bytes, str]:
+        async def previews_only(_: uuid.UUID, __: int) -> tuple[bytes, str]:
             raise LookupError  # never called: the budget below leaves no room to expand
 
         context = await assemble_context(

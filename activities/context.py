@@ -17,8 +17,13 @@ from activities.providers.base import ChatMessage, ProviderCall, ToolSpec
 from activities.tokens import count_tokens, truncate_to_tokens
 from storage.models import ItemRow
 
-FetchArtifact = Callable[[uuid.UUID], Awaitable[tuple[bytes, str]]]
-"""Returns (bytes, content_type) of one artifact of the session's tenant."""
+FetchArtifact = Callable[[uuid.UUID, int], Awaitable[tuple[bytes, str]]]
+"""Returns (bytes, content_type) of one artifact of the session's tenant: all of it, or only
+its first `max_bytes` bytes when it is larger (an excerpt needs no more)."""
+
+# Bytes read per token of allowance: generous (English averages ~4 bytes per token), so the
+# prefix read holds more than the excerpt can use, and a 200 MB result costs a small read.
+_BYTES_PER_TOKEN_READ = 16
 
 # Rough per-message overhead of chat formats (role markers, separators).
 _MESSAGE_OVERHEAD = 4
@@ -99,14 +104,17 @@ def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
     return blocks
 
 
-def _decode(data: bytes, content_type: str) -> str | None:
+def _decode(data: bytes, content_type: str, prefix_only: bool = False) -> str | None:
     if content_type.startswith(("text/", "application/json", "application/xml")) or (
         "charset" in content_type
     ):
         return data.decode("utf-8", errors="replace")
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as err:
+        # A prefix may end inside a multi-byte character; that alone doesn't make it binary.
+        if prefix_only and err.start >= len(data) - 3:
+            return data[: err.start].decode("utf-8")
         return None
 
 
@@ -126,15 +134,19 @@ async def _expand(
     # Fetch only when an excerpt meaningfully longer than the preview fits.
     if allowance <= floor_cost + _MIN_GAIN_TOKENS or item.artifact_id is None:
         return None
-    data, content_type = await fetch(item.artifact_id)
-    text = _decode(data, content_type)
+    data, content_type = await fetch(item.artifact_id, allowance * _BYTES_PER_TOKEN_READ)
+    size = int(item.data.get("artifact", {}).get("size_bytes", len(data)))
+    prefix_only = len(data) < size
+    text = _decode(data, content_type, prefix_only)
     if text is None:
-        text = f"[binary {content_type}, {len(data)} bytes: {_ref_note(item)}]"
+        text = f"[binary {content_type}, {size} bytes: {_ref_note(item)}]"
     full = replace(floor, content=text)
     full_tokens = _tokens(full, enc)
-    if full_tokens <= allowance:
+    if full_tokens <= allowance and not prefix_only:
         return full, False
-    note = f"\n[truncated: first {{kept}} of {full_tokens} tokens; full result: {_ref_note(item)}]"
+    # Counting a 200 MB result's tokens would cost more than the call: estimate from the prefix.
+    total = f"~{full_tokens * size // max(len(data), 1)}" if prefix_only else str(full_tokens)
+    note = f"\n[truncated: first {{kept}} of {total} tokens; full result: {_ref_note(item)}]"
     kept = allowance - _MESSAGE_OVERHEAD - count_tokens(note, enc) - 8
     for _ in range(3):  # token counts of a cut text can shift by a few at the seam
         if kept <= count_tokens(_result_text(item), enc):

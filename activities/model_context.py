@@ -101,9 +101,12 @@ async def assemble_for_step(
     rows = await window_items(db, tenant_id, session_id, budget, compaction)
     artifacts = ArtifactRepository(db, tenant_id)
 
-    async def fetch(artifact_id: uuid.UUID) -> tuple[bytes, str]:
+    async def fetch(artifact_id: uuid.UUID, max_bytes: int) -> tuple[bytes, str]:
         row = await artifacts.get(artifact_id)
         ref = store.ref_for(tenant_id, row.sha256, row.size_bytes, row.content_type)
+        if row.size_bytes > max_bytes:
+            # An excerpt for the model: a ranged read, not hash-checked (get() is, for resume).
+            return await store.get_range(tenant_id, ref, 0, max_bytes - 1), row.content_type
         return await store.get(tenant_id, ref), row.content_type
 
     context = await assemble_context(

@@ -16,6 +16,7 @@ class _Items:
     def __init__(self) -> None:
         self.rows: list[ItemRow] = []
         self.blobs: dict[uuid.UUID, bytes] = {}
+        self.reads: list[int] = []
 
     def add(self, kind: str, text: str = "", **kw: Any) -> ItemRow:
         row = ItemRow(
@@ -48,8 +49,9 @@ class _Items:
         result.artifact_id = uuid.uuid4()
         self.blobs[result.artifact_id] = content
 
-    async def fetch(self, artifact_id: uuid.UUID) -> tuple[bytes, str]:
-        return self.blobs[artifact_id], "text/plain; charset=utf-8"
+    async def fetch(self, artifact_id: uuid.UUID, max_bytes: int) -> tuple[bytes, str]:
+        self.reads.append(min(len(self.blobs[artifact_id]), max_bytes))
+        return self.blobs[artifact_id][:max_bytes], "text/plain; charset=utf-8"
 
 
 async def _assemble(items: _Items, **budget: int) -> Any:
@@ -84,6 +86,8 @@ async def test_large_result_is_cut_to_its_token_allowance_and_says_where_the_res
     assert count_tokens(tool.content) <= 1_000
     assert "[truncated:" in tool.content and "f" * 64 in tool.content
     assert ctx.truncated == 1
+    # Only a prefix sized to the allowance was read, not the 250 KB result.
+    assert items.reads == [16_000]
 
 
 async def test_budget_goes_to_the_newest_results_first() -> None:
