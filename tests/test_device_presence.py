@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -33,7 +32,7 @@ from tests.support.blocking import (
     write_file_result_sha,
 )
 from tests.support.helpers import items_of, start, wait_for_pending
-from tests.support.processes import AGENTCTL
+from tests.support.processes import AGENTCTL, DeviceProcess
 from workers import processes, tasks
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -42,54 +41,6 @@ from workflows.contracts import DevicePresenceInput
 REPORT = "out/device.md"
 CONTENT = "# Written on the device\n\nonce, whatever happens to the device\n"
 SECONDS_30 = timedelta(seconds=30)
-
-
-class DeviceProcess:
-    """A real `agentctl device` in its own process, so a test can SIGKILL it."""
-
-    def __init__(
-        self, ep: StackEndpoints, tenant: str, device_id: str, workspace: Path, log: Path
-    ) -> None:
-        self.env = {**os.environ, **ep.env(), "AGENT_TENANT_ID": tenant}
-        self.args = [str(AGENTCTL), "device", "--device-id", device_id, "--workspace"]
-        self.args.append(str(workspace))
-        self.tenant, self.device_id, self.log = tenant, device_id, log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, no last heartbeat, exactly like a laptop lid closing."""
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-            self.proc = None
-
-    def stop(self) -> int | None:
-        """SIGTERM, as a user's Ctrl-C would; returns the exit code."""
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return None if proc is None else proc.returncode
-        proc.send_signal(signal.SIGTERM)
-        try:
-            return proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-            raise
-
-    async def wait_serving(self, res: Resources, within: float = 30) -> None:
-        """Until the worker polls its queue, registered and online."""
-        async with asyncio.timeout(within):
-            while "device worker for" not in self.log.read_text(errors="replace"):
-                if self.proc is None or self.proc.poll() is not None:
-                    raise RuntimeError(f"device exited early:\n{self.log.read_text()[-2000:]}")
-                await asyncio.sleep(0.1)
-        assert await online(res, self.tenant, self.device_id)
 
 
 async def online(

@@ -1,7 +1,8 @@
-"""A real cloud worker in its own process, so a test can SIGKILL it."""
+"""Real worker processes (cloud and device), so a test can SIGKILL them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -11,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from storage.devices import DeviceRepository
+from workers.resources import Resources
 from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
@@ -71,3 +74,53 @@ class WorkerProcess:
                 return
             time.sleep(0.1)
         raise RuntimeError(f"worker did not start:\n{self.log.read_text()[-2000:]}")
+
+
+class DeviceProcess:
+    """A real `agentctl device` in its own process, so a test can SIGKILL it."""
+
+    def __init__(
+        self, ep: StackEndpoints, tenant: str, device_id: str, workspace: Path, log: Path
+    ) -> None:
+        self.env = {**os.environ, **ep.env(), "AGENT_TENANT_ID": tenant}
+        self.args = [str(AGENTCTL), "device", "--device-id", device_id, "--workspace"]
+        self.args.append(str(workspace))
+        self.tenant, self.device_id, self.log = tenant, device_id, log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no last heartbeat, exactly like a laptop lid closing."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+            self.proc = None
+
+    def stop(self) -> int | None:
+        """SIGTERM, as a user's Ctrl-C would; returns the exit code."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return None if proc is None else proc.returncode
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+            raise
+
+    async def wait_serving(self, res: Resources, within: float = 30) -> None:
+        """Until the worker polls its queue, registered and online."""
+        async with asyncio.timeout(within):
+            while "device worker for" not in self.log.read_text(errors="replace"):
+                if self.proc is None or self.proc.poll() is not None:
+                    raise RuntimeError(f"device exited early:\n{self.log.read_text()[-2000:]}")
+                await asyncio.sleep(0.1)
+        async with res.sessions() as db:
+            if not await DeviceRepository(db, self.tenant).is_online(self.device_id):
+                raise RuntimeError(f"device {self.device_id} serves but is not online")
