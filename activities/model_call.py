@@ -12,12 +12,20 @@ from activities.approval_policy import needs_approval
 from activities.context import AssembledContext, ContextBudget
 from activities.errors import storage_errors_are_final
 from activities.heartbeat import heartbeating
-from activities.model_context import assemble_for_step, budget_of, config_of, tools_of, turn_config
+from activities.model_context import (
+    ConfigCache,
+    assemble_for_step,
+    budget_of,
+    config_of,
+    tools_of,
+    turn_config,
+)
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.telemetry import ModelCallEvent
 from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
+from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
 from storage.context_configs import ContextConfig
 from storage.items import ItemRepository, NewItem
@@ -38,12 +46,16 @@ class ModelActivities:
         system_prompt: str,
         budget: ContextBudget,
         recorder: TrajectoryRecorder | None = None,
+        read_cache: ArtifactReadCache | None = None,
     ) -> None:
         self._sessions = sessions
         self._store = store
         self._provider = provider
         self._registry = registry
         self._recorder = recorder or TrajectoryRecorder.noop()
+        # Tool results re-expanded by every step are read from S3 once per worker.
+        self._read_cache = read_cache if read_cache is not None else ArtifactReadCache()
+        self._configs = ConfigCache()
         # What a new turn records; a turn already under way keeps what it recorded.
         self._current = config_of(provider.name, model, system_prompt, registry.specs(), budget)
 
@@ -61,10 +73,11 @@ class ModelActivities:
                 if done is not None:
                     return await self._result_of(db, inp, done, None)
                 await SessionRepository(db, inp.tenant_id).get(session_id)
-                config_id, config = await turn_config(db, inp.tenant_id, session_id, self._current)
-            async with self._sessions() as db:
+                config_id, config = await turn_config(
+                    db, inp.tenant_id, session_id, self._current, self._configs
+                )
                 context, compaction = await assemble_for_step(
-                    db, self._store, inp.tenant_id, session_id, config
+                    db, self._store, inp.tenant_id, session_id, config, self._read_cache
                 )
             async with self._recorder.model_call(self._event(inp, config.model)) as trace:
                 # No transaction is held open across the provider call.
@@ -87,11 +100,11 @@ class ModelActivities:
                     len(reply.tool_calls),
                 )
                 async with self._sessions() as db, db.begin():
-                    row = await self._persist(
+                    row, call_rows = await self._persist(
                         db, inp, session_id, reply, context, config, config_id, compaction
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
-                    return await self._result_of(db, inp, row, config)
+                    return await self._result_of(db, inp, row, config, call_rows)
 
     def _event(self, inp: ModelCallInput, model: str) -> ModelCallEvent:
         return ModelCallEvent(
@@ -113,7 +126,8 @@ class ModelActivities:
         config: ContextConfig,
         config_id: uuid.UUID | None,
         compaction: CompactionRow | None,
-    ) -> ItemRow:
+    ) -> tuple[ItemRow, dict[str, ItemRow]]:
+        """The assistant item and the tool_call items, by call id."""
         items = ItemRepository(db, inp.tenant_id)
         encoding = budget_of(config).encoding
         row, _ = await items.append(
@@ -137,6 +151,7 @@ class ModelActivities:
                     },
                     "context": {
                         "input_tokens": context.input_tokens,
+                        "floor_tokens": context.floor_tokens,
                         "expanded": context.expanded,
                         "truncated": context.truncated,
                         "not_expanded": context.not_expanded,
@@ -146,9 +161,10 @@ class ModelActivities:
                 },
             )
         )
+        call_rows: dict[str, ItemRow] = {}
         for call in reply.tool_calls:
             args_text = str(call.arguments)
-            await items.append(
+            call_rows[call.id], _ = await items.append(
                 NewItem(
                     session_id=session_id,
                     kind="tool_call",
@@ -161,7 +177,7 @@ class ModelActivities:
                     data={"arguments": call.arguments, "step": inp.step},
                 )
             )
-        return row
+        return row, call_rows
 
     async def _result_of(
         self,
@@ -169,13 +185,17 @@ class ModelActivities:
         inp: ModelCallInput,
         row: ItemRow,
         config: ContextConfig | None,
+        call_rows: dict[str, ItemRow] | None = None,
     ) -> ModelCallResult:
+        """`call_rows`: the tool_call items when this attempt just wrote them."""
         items = ItemRepository(db, inp.tenant_id)
         calls = []
         for call in row.data.get("tool_calls", []):
             tool = self._registry.get(call["name"])
-            call_items = await items.for_tool_call(row.session_id, call["id"])
-            call_row = next(i for i in call_items if i.kind == "tool_call")
+            call_row = (call_rows or {}).get(call["id"])
+            if call_row is None:
+                call_items = await items.for_tool_call(row.session_id, call["id"])
+                call_row = next(i for i in call_items if i.kind == "tool_call")
             default = "always" if tool and tool.needs_approval else "never"
             policy = inp.approval_policies.get(call["name"], default)
             calls.append(
@@ -187,7 +207,10 @@ class ModelActivities:
                     known=tool is not None,
                 )
             )
-        used = int(row.data.get("context", {}).get("input_tokens", 0))
+        stats = row.data.get("context", {})
+        used = int(stats.get("input_tokens", 0))
+        # Replies committed before floor_tokens was recorded: judge by what was sent.
+        floor = int(stats.get("floor_tokens", used))
         budget = budget_of(config or self._current)
         return ModelCallResult(
             item_id=str(row.id),
@@ -196,7 +219,7 @@ class ModelActivities:
             finished=not calls,
             finish_reason=str(row.data.get("finish_reason", "stop")),
             context_tokens=used,
-            compaction_due=used >= budget.context_tokens * budget.compact_at_ratio,
+            compaction_due=floor >= budget.context_tokens * budget.compact_at_ratio,
         )
 
 

@@ -4,12 +4,14 @@ latest compaction, and the window of items after it. Shared by call_model and co
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from dataclasses import asdict
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.context import AssembledContext, ContextBudget, assemble_context
 from activities.providers.base import ToolSpec
+from storage.artifact_cache import ArtifactReadCache
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.compactions import CompactionRepository
@@ -40,8 +42,36 @@ def tools_of(config: ContextConfig) -> list[ToolSpec]:
     return [ToolSpec(**t) for t in config.tool_schemas]
 
 
+class ConfigCache:
+    """Recorded context configs by (tenant, id). A recorded config never changes (its row
+    is named by the sha256 of its content), so a worker loads each one once."""
+
+    def __init__(self, entries: int = 1_024) -> None:
+        self._entries = entries
+        self._known: OrderedDict[tuple[str, uuid.UUID], ContextConfig] = OrderedDict()
+
+    async def load(
+        self, configs: ContextConfigRepository, tenant_id: str, config_id: uuid.UUID
+    ) -> ContextConfig:
+        key = (tenant_id, config_id)
+        known = self._known.get(key)
+        if known is not None:
+            self._known.move_to_end(key)
+            return known
+        loaded = await configs.load(config_id)
+        if self._entries > 0:
+            self._known[key] = loaded
+            if len(self._known) > self._entries:
+                self._known.popitem(last=False)
+        return loaded
+
+
 async def turn_config(
-    db: AsyncSession, tenant_id: str, session_id: uuid.UUID, current: ContextConfig
+    db: AsyncSession,
+    tenant_id: str,
+    session_id: uuid.UUID,
+    current: ContextConfig,
+    cache: ConfigCache | None = None,
 ) -> tuple[uuid.UUID | None, ContextConfig]:
     """The latest turn's recorded config; the first step of a turn records `current`."""
     turn = await TurnRepository(db, tenant_id).latest(session_id)
@@ -54,7 +84,7 @@ async def turn_config(
         )
     else:
         config_id = turn.context_config_id
-    return config_id, await configs.load(config_id)
+    return config_id, await (cache or ConfigCache(0)).load(configs, tenant_id, config_id)
 
 
 def summary_prompt(system_prompt: str, compaction: CompactionRow | None) -> str:
@@ -95,19 +125,30 @@ async def assemble_for_step(
     tenant_id: str,
     session_id: uuid.UUID,
     config: ContextConfig,
+    cache: ArtifactReadCache | None = None,
 ) -> tuple[AssembledContext, CompactionRow | None]:
+    """`cache`: the worker's artifact read cache (None: read every expansion from S3)."""
     budget = budget_of(config)
     compaction = await CompactionRepository(db, tenant_id).latest(session_id)
     rows = await window_items(db, tenant_id, session_id, budget, compaction)
     artifacts = ArtifactRepository(db, tenant_id)
+    cache = cache if cache is not None else ArtifactReadCache(0)
 
     async def fetch(artifact_id: uuid.UUID, max_bytes: int) -> tuple[bytes, str]:
+        known = cache.lookup(tenant_id, artifact_id, max_bytes)
+        if known is not None:
+            return known
         row = await artifacts.get(artifact_id)
         ref = store.ref_for(tenant_id, row.sha256, row.size_bytes, row.content_type)
         if row.size_bytes > max_bytes:
             # An excerpt for the model: a ranged read, not hash-checked (get() is, for resume).
-            return await store.get_range(tenant_id, ref, 0, max_bytes - 1), row.content_type
-        return await store.get(tenant_id, ref), row.content_type
+            data = await store.get_range(tenant_id, ref, 0, max_bytes - 1)
+        else:
+            data = await store.get(tenant_id, ref)
+        cache.keep(
+            tenant_id, artifact_id, data, row.content_type, complete=len(data) == row.size_bytes
+        )
+        return data, row.content_type
 
     context = await assemble_context(
         rows,

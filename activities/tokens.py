@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 
@@ -54,8 +55,33 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
         return tiktoken.get_encoding(name)
 
 
+# Token counts of texts seen recently. Context assembly counts the same system prompt, tool
+# schemas and expanded results on every step of a session; tokenising them again was a
+# third of a step's time. Long texts are keyed by a digest so the cache holds no content.
+_COUNT_CACHE_ENTRIES = 16_384
+_DIGEST_ABOVE_CHARS = 256
+_counts: OrderedDict[tuple[str, object], int] = OrderedDict()
+_counts_lock = threading.Lock()
+
+
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
-    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+    key: tuple[str, object] = (
+        encoding,
+        text
+        if len(text) <= _DIGEST_ABOVE_CHARS
+        else (len(text), hashlib.blake2b(text.encode("utf-8", "surrogatepass")).digest()),
+    )
+    with _counts_lock:
+        known = _counts.get(key)
+        if known is not None:
+            _counts.move_to_end(key)
+            return known
+    n = len(get_encoding(encoding).encode(text, disallowed_special=()))
+    with _counts_lock:
+        _counts[key] = n
+        if len(_counts) > _COUNT_CACHE_ENTRIES:
+            _counts.popitem(last=False)
+    return n
 
 
 def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:

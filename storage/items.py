@@ -51,14 +51,11 @@ class ItemRepository:
         """
         if item.kind not in ITEM_KINDS:
             raise ValueError(f"unknown item kind {item.kind!r}")
-        existing = await self.by_key(item.idempotency_key)
-        if existing is not None:
-            return existing, False
         if await self._sessions.lock(item.session_id) == "archived":
             # Its items live in a snapshot: appending here would fork the history.
             raise SessionArchived(f"session {item.session_id} is archived; rehydrate it first")
-        # Re-check under the session lock: a concurrent attempt may have committed meanwhile.
-        # Only then take the ordinal, so a losing duplicate leaves next_ordinal alone.
+        # Look under the session lock, so a concurrent attempt has either committed (found
+        # here) or waits; only then take the ordinal, so a duplicate leaves next_ordinal alone.
         existing = await self.by_key(item.idempotency_key)
         if existing is not None:
             return existing, False

@@ -6,7 +6,9 @@ import asyncio
 import itertools
 import os
 import uuid
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -26,7 +28,7 @@ from tests.support.helpers import items_of, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
-from workflows.contracts import CompactInput
+from workflows.contracts import ArtifactRef, CompactInput
 
 
 async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
@@ -85,7 +87,8 @@ async def test_long_session_compacts_and_assembly_starts_from_the_summary(
             for n in range(8)
         ]
     )
-    budget = {"context_tokens": 6_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
+    # Small enough that the previews alone pass the compaction threshold after a few steps.
+    budget = {"context_tokens": 4_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
     async with agent_worker(provider, workspace, **budget) as queue:
         session_id, handle = await start(
             client, resources, queue, tenant=tenant, continue_as_new_every=3
@@ -123,6 +126,52 @@ async def test_long_session_compacts_and_assembly_starts_from_the_summary(
     assert replay.replay_failure is None
     if os.environ.get("RECORD_HISTORIES"):
         (Path(__file__).parent / "histories" / "compaction.json").write_text(history.to_json())
+
+
+async def test_expanded_results_filling_the_window_do_not_make_a_compaction_due(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Expansion fills whatever room the previews leave, so the input is near the budget on
+    # every step; compacting on that would summarise (a model call) after every tool call.
+    for n in range(3):
+        (workspace / f"big{n}.txt").write_text(f"big {n} " * 2_000)
+    provider = ScriptedProvider.from_data(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": f"big{n}.txt"}}]}
+            for n in range(3)
+        ]
+    )
+    reads: Counter[str] = Counter()
+    for name in ("get", "get_range"):
+        real = getattr(resources.store, name)
+
+        async def counted(tenant_id: str, ref: ArtifactRef, *a: int, _real: Any = real) -> bytes:
+            reads[ref.sha256] += 1
+            return bytes(await _real(tenant_id, ref, *a))
+
+        monkeypatch.setattr(resources.store, name, counted)
+    budget = {"context_tokens": 6_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
+    async with agent_worker(provider, workspace, **budget) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        result = await asyncio.wait_for(handle.result(), 60)
+
+    assert result.status == "completed"
+    # Every step re-expands the newest results; the worker read each from S3 once.
+    assert len(reads) == 3 and set(reads.values()) == {1}
+    items = await items_of(resources, tenant, session_id)
+    last = [i for i in items if i.kind == "assistant_message"][-1].data["context"]
+    assert last["expanded"] >= 2
+    assert last["input_tokens"] >= 0.75 * budget["context_tokens"] > last["floor_tokens"]
+    async with resources.sessions() as db:
+        versions = await CompactionRepository(db, tenant).for_session(uuid.UUID(session_id))
+    assert versions == []
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    assert "compact_session" not in history.to_json()
 
 
 async def test_compaction_retried_after_a_crash_is_stored_once(
