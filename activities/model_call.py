@@ -130,54 +130,53 @@ class ModelActivities:
         """The assistant item and the tool_call items, by call id."""
         items = ItemRepository(db, inp.tenant_id)
         encoding = budget_of(config).encoding
-        row, _ = await items.append(
+        reply_item = NewItem(
+            session_id=session_id,
+            kind="assistant_message",
+            role="assistant",
+            idempotency_key=inp.idempotency_key,
+            text=reply.text,
+            tokens=count_tokens(reply.text, encoding),
+            data={
+                "step": inp.step,
+                "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
+                "finish_reason": reply.finish_reason,
+                "model": reply.model or config.model,
+                "provider": self._provider.name,
+                "context_config_id": str(config_id) if config_id else None,
+                "usage": {
+                    "input_tokens": reply.usage.input_tokens,
+                    "output_tokens": reply.usage.output_tokens,
+                },
+                "context": {
+                    "input_tokens": context.input_tokens,
+                    "floor_tokens": context.floor_tokens,
+                    "expanded": context.expanded,
+                    "truncated": context.truncated,
+                    "not_expanded": context.not_expanded,
+                    "dropped_messages": context.dropped_messages,
+                    "compaction_version": compaction.version if compaction else None,
+                },
+            },
+        )
+        call_items = [
             NewItem(
                 session_id=session_id,
-                kind="assistant_message",
+                kind="tool_call",
                 role="assistant",
-                idempotency_key=inp.idempotency_key,
-                text=reply.text,
-                tokens=count_tokens(reply.text, encoding),
-                data={
-                    "step": inp.step,
-                    "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
-                    "finish_reason": reply.finish_reason,
-                    "model": reply.model or config.model,
-                    "provider": self._provider.name,
-                    "context_config_id": str(config_id) if config_id else None,
-                    "usage": {
-                        "input_tokens": reply.usage.input_tokens,
-                        "output_tokens": reply.usage.output_tokens,
-                    },
-                    "context": {
-                        "input_tokens": context.input_tokens,
-                        "floor_tokens": context.floor_tokens,
-                        "expanded": context.expanded,
-                        "truncated": context.truncated,
-                        "not_expanded": context.not_expanded,
-                        "dropped_messages": context.dropped_messages,
-                        "compaction_version": compaction.version if compaction else None,
-                    },
-                },
+                idempotency_key=f"{inp.idempotency_key}:call:{call.id}",
+                text=f"{call.name}",
+                tokens=count_tokens(call.name + str(call.arguments), encoding),
+                tool_call_id=call.id,
+                tool_name=call.name,
+                data={"arguments": call.arguments, "step": inp.step},
             )
-        )
-        call_rows: dict[str, ItemRow] = {}
-        for call in reply.tool_calls:
-            args_text = str(call.arguments)
-            call_rows[call.id], _ = await items.append(
-                NewItem(
-                    session_id=session_id,
-                    kind="tool_call",
-                    role="assistant",
-                    idempotency_key=f"{inp.idempotency_key}:call:{call.id}",
-                    text=f"{call.name}",
-                    tokens=count_tokens(call.name + args_text, encoding),
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    data={"arguments": call.arguments, "step": inp.step},
-                )
-            )
-        return row, call_rows
+            for call in reply.tool_calls
+        ]
+        (row, _), *calls = await items.append_many([reply_item, *call_items])
+        return row, {
+            c.id: call_row for c, (call_row, _) in zip(reply.tool_calls, calls, strict=True)
+        }
 
     async def _result_of(
         self,

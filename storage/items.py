@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,44 +50,69 @@ class ItemRepository:
         A retried write finds the row the first attempt committed and returns it, so no
         call, however often retried, duplicates a message.
         """
-        if item.kind not in ITEM_KINDS:
-            raise ValueError(f"unknown item kind {item.kind!r}")
-        if await self._sessions.lock(item.session_id) == "archived":
+        return (await self.append_many([item]))[0]
+
+    async def append_many(self, new: Sequence[NewItem]) -> list[tuple[ItemRow, bool]]:
+        """Append items of one session in order, each once per idempotency key: what
+        `append` does for each, with one lock, one lookup and one ordinal range."""
+        if not new:
+            return []
+        session_id = new[0].session_id
+        for item in new:
+            if item.kind not in ITEM_KINDS:
+                raise ValueError(f"unknown item kind {item.kind!r}")
+            if item.session_id != session_id:
+                raise ValueError("append_many appends to one session at a time")
+        if await self._sessions.lock(session_id) == "archived":
             # Its items live in a snapshot: appending here would fork the history.
-            raise SessionArchived(f"session {item.session_id} is archived; rehydrate it first")
+            raise SessionArchived(f"session {session_id} is archived; rehydrate it first")
         # Look under the session lock, so a concurrent attempt has either committed (found
-        # here) or waits; only then take the ordinal, so a duplicate leaves next_ordinal alone.
-        existing = await self.by_key(item.idempotency_key)
-        if existing is not None:
-            return existing, False
-        ordinal = await self._sessions.take_ordinal(item.session_id)
+        # here) or waits; only then take ordinals, so a duplicate leaves next_ordinal alone.
+        existing = {
+            row.idempotency_key: row
+            for row in await self._db.scalars(
+                select(ItemRow).where(
+                    ItemRow.tenant_id == self._tenant,
+                    ItemRow.idempotency_key.in_({i.idempotency_key for i in new}),
+                )
+            )
+        }
+        fresh = [i for i in new if i.idempotency_key not in existing]
+        ordinal = await self._sessions.take_ordinals(session_id, len(fresh)) if fresh else 0
         turns = TurnRepository(self._db, self._tenant)
-        # A user message opens a turn; everything else belongs to the latest one.
-        turn = (
-            await turns.open(item.session_id, ordinal)
-            if item.kind == "user_message"
-            else await turns.latest(item.session_id)
-        )
-        row = ItemRow(
-            id=uuid.uuid4(),
-            tenant_id=self._tenant,
-            session_id=item.session_id,
-            ordinal=ordinal,
-            kind=item.kind,
-            role=item.role,
-            text=item.text,
-            tool_call_id=item.tool_call_id,
-            tool_name=item.tool_name,
-            data=item.data,
-            idempotency_key=item.idempotency_key,
-            artifact_id=item.artifact_id,
-            turn_id=turn.id if turn else None,
-            # A rough estimate when the writer did not count: it only picks windows.
-            tokens=item.tokens or (len(item.text) + 3) // 4,
-        )
-        self._db.add(row)
+        turn = None
+        if fresh and fresh[0].kind != "user_message":  # else it opens its own turn below
+            turn = await turns.latest(session_id)
+        created: dict[str, ItemRow] = {}
+        for item in fresh:
+            if item.kind == "user_message":  # a user message opens a turn
+                turn = await turns.open(session_id, ordinal)
+            created[item.idempotency_key] = ItemRow(
+                id=uuid.uuid4(),
+                tenant_id=self._tenant,
+                session_id=session_id,
+                ordinal=ordinal,
+                kind=item.kind,
+                role=item.role,
+                text=item.text,
+                tool_call_id=item.tool_call_id,
+                tool_name=item.tool_name,
+                data=item.data,
+                idempotency_key=item.idempotency_key,
+                artifact_id=item.artifact_id,
+                turn_id=turn.id if turn else None,
+                # A rough estimate when the writer did not count: it only picks windows.
+                tokens=item.tokens or (len(item.text) + 3) // 4,
+            )
+            ordinal += 1
+        self._db.add_all(created.values())
         await self._db.flush()
-        return row, True
+        return [
+            (created[i.idempotency_key], True)
+            if i.idempotency_key in created
+            else (existing[i.idempotency_key], False)
+            for i in new
+        ]
 
     async def page(
         self, session_id: uuid.UUID, *, after_ordinal: int = 0, limit: int | None = None

@@ -123,17 +123,19 @@ class SessionRepository:
             raise SessionNotFound(f"session {session_id} not found")
         return status
 
-    async def take_ordinal(self, session_id: uuid.UUID) -> int:
-        """Hand out the next item ordinal.
+    async def take_ordinals(self, session_id: uuid.UUID, count: int) -> int:
+        """Hand out `count` consecutive item ordinals; returns the first.
 
         The row lock this takes is held until the unit of work ends, so appends to one
         session are serialised and ordinals never collide.
         """
+        if count < 1:
+            raise ValueError(f"count must be positive, got {count}")
         ordinal = await self._db.scalar(
             update(SessionRow)
             .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
-            .values(next_ordinal=SessionRow.next_ordinal + 1, updated_at=func.now())
-            .returning(SessionRow.next_ordinal - 1)
+            .values(next_ordinal=SessionRow.next_ordinal + count, updated_at=func.now())
+            .returning(SessionRow.next_ordinal - count)
         )
         if ordinal is None:
             raise SessionNotFound(f"session {session_id} not found")

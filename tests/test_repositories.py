@@ -152,6 +152,34 @@ async def test_same_key_appended_concurrently_many_times_creates_exactly_once(
     assert await rows_with_key(resources, key) == 1
 
 
+async def test_a_batch_append_skips_committed_keys_and_numbers_the_rest_in_order(
+    resources: Resources, tenant: str
+) -> None:
+    sid = await new_session(resources, tenant)
+    first, _ = await append(resources, tenant, msg(sid, f"{sid}:task"))
+    reply = NewItem(sid, "assistant_message", "assistant", f"{sid}:r", text="calling")
+    call = NewItem(sid, "tool_call", "assistant", f"{sid}:r:call:1", tool_call_id="1")
+    async with resources.sessions() as db, db.begin():
+        batch = await ItemRepository(db, tenant).append_many([reply, call])
+    assert [(r.ordinal, created) for r, created in batch] == [(2, True), (3, True)]
+    assert batch[0][0].turn_id == batch[1][0].turn_id == first.turn_id
+
+    # A retry after a partial commit: the committed key comes back, the rest is appended.
+    late = NewItem(sid, "tool_call", "assistant", f"{sid}:r:call:2", tool_call_id="2")
+    async with resources.sessions() as db, db.begin():
+        again = await ItemRepository(db, tenant).append_many([reply, late])
+    assert [(r.id, created) for r, created in again] == [
+        (batch[0][0].id, False),
+        (again[1][0].id, True),
+    ]
+    assert await ordinals(resources, tenant, sid) == [1, 2, 3, 4]
+
+    other = await new_session(resources, tenant)
+    async with resources.sessions() as db, db.begin():
+        with pytest.raises(ValueError, match="one session"):
+            await ItemRepository(db, tenant).append_many([reply, msg(other, f"{other}:x")])
+
+
 async def test_page_returns_slices_after_the_cursor(resources: Resources, tenant: str) -> None:
     sid = await new_session(resources, tenant)
     for i in range(10):
