@@ -48,10 +48,10 @@ class AssembledContext:
     truncated: int = 0
     not_expanded: int = 0
     dropped_messages: int = 0
-    # The context with every result as its preview, before dropping anything: what the
-    # session needs at least. Expansion is elastic (it fills whatever room is left), so
-    # this, not input_tokens, says when a compaction is due.
-    floor_tokens: int = 0
+    # The conversation's messages with every result as its preview, before dropping any:
+    # what the session needs at least. Expansion is elastic (it fills whatever room is
+    # left), so this, not input_tokens, says when a compaction is due.
+    preview_tokens: int = 0
 
 
 @dataclass
@@ -187,7 +187,7 @@ async def assemble_context(
         count_tokens(t.name + t.description + json.dumps(t.parameters), enc) for t in tools
     )
     sizes = [sum(_tokens(m, enc) for m in b.messages) for b in blocks]
-    floor_tokens = fixed + sum(sizes)
+    preview_tokens = sum(sizes)
 
     # Drop the oldest unpinned blocks until previews alone fit.
     dropped = 0
@@ -199,7 +199,7 @@ async def assemble_context(
         del blocks[victim], sizes[victim]
 
     result = AssembledContext(
-        messages=[], input_tokens=0, dropped_messages=dropped, floor_tokens=floor_tokens
+        messages=[], input_tokens=0, dropped_messages=dropped, preview_tokens=preview_tokens
     )
     remaining = budget.context_tokens - fixed - sum(sizes)
     # Newest results first: they matter most to the next step.

@@ -16,6 +16,7 @@ from activities.model_context import (
     ConfigCache,
     assemble_for_step,
     budget_of,
+    compaction_due,
     config_of,
     tools_of,
     turn_config,
@@ -150,7 +151,7 @@ class ModelActivities:
                 },
                 "context": {
                     "input_tokens": context.input_tokens,
-                    "floor_tokens": context.floor_tokens,
+                    "preview_tokens": context.preview_tokens,
                     "expanded": context.expanded,
                     "truncated": context.truncated,
                     "not_expanded": context.not_expanded,
@@ -207,9 +208,6 @@ class ModelActivities:
                 )
             )
         stats = row.data.get("context", {})
-        used = int(stats.get("input_tokens", 0))
-        # Replies committed before floor_tokens was recorded: judge by what was sent.
-        floor = int(stats.get("floor_tokens", used))
         budget = budget_of(config or self._current)
         return ModelCallResult(
             item_id=str(row.id),
@@ -217,8 +215,8 @@ class ModelActivities:
             tool_calls=calls,
             finished=not calls,
             finish_reason=str(row.data.get("finish_reason", "stop")),
-            context_tokens=used,
-            compaction_due=floor >= budget.context_tokens * budget.compact_at_ratio,
+            context_tokens=int(stats.get("input_tokens", 0)),
+            compaction_due=compaction_due(budget, stats),
         )
 
 

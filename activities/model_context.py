@@ -87,6 +87,20 @@ async def turn_config(
     return config_id, await (cache or ConfigCache(0)).load(configs, tenant_id, config_id)
 
 
+def preview_budget(budget: ContextBudget) -> int:
+    """Previews may fill half the window; the other half is for expanding the newest results."""
+    return budget.context_tokens // 2
+
+
+def compaction_due(budget: ContextBudget, stats: dict[str, int]) -> bool:
+    """Compact before the previews since the last compaction outgrow their half of the
+    window (older items would silently fall out of it). `stats`: a reply's context stats."""
+    if "preview_tokens" in stats:
+        return stats["preview_tokens"] >= preview_budget(budget) * budget.compact_at_ratio
+    # Replies committed before preview_tokens was recorded: judge by what was sent.
+    return stats.get("input_tokens", 0) >= budget.context_tokens * budget.compact_at_ratio
+
+
 def summary_prompt(system_prompt: str, compaction: CompactionRow | None) -> str:
     if compaction is None:
         return system_prompt
@@ -108,9 +122,8 @@ async def window_items(
     compaction has summarised it yet."""
     items = ItemRepository(db, tenant_id)
     after = compaction.covers_through_ordinal if compaction else 0
-    # Previews may fill half the window; the other half is for expanding the newest results.
     window = await items.window(
-        session_id, after_ordinal=after, token_budget=budget.context_tokens // 2
+        session_id, after_ordinal=after, token_budget=preview_budget(budget)
     )
     if compaction is None:
         task = await items.first_of_kind(session_id, "user_message")

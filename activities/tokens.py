@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import tiktoken
 
@@ -57,37 +58,59 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
 
 # Token counts of texts seen recently. Context assembly counts the same system prompt, tool
 # schemas and expanded results on every step of a session; tokenising them again was a
-# third of a step's time. Long texts are keyed by a digest so the cache holds no content.
+# third of a step's time. Texts over 256 characters are keyed by a digest, not kept.
 _COUNT_CACHE_ENTRIES = 16_384
 _DIGEST_ABOVE_CHARS = 256
 _counts: OrderedDict[tuple[str, object], int] = OrderedDict()
 _counts_lock = threading.Lock()
 
 
-def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
-    key: tuple[str, object] = (
-        encoding,
-        text
-        if len(text) <= _DIGEST_ABOVE_CHARS
-        else (len(text), hashlib.blake2b(text.encode("utf-8", "surrogatepass")).digest()),
-    )
+def _key(text: str, encoding: str) -> tuple[str, object]:
+    if len(text) <= _DIGEST_ABOVE_CHARS:
+        return encoding, text
+    return encoding, (len(text), hashlib.blake2b(text.encode("utf-8", "surrogatepass")).digest())
+
+
+def _cached(cache: OrderedDict[Any, int], key: object) -> int | None:
     with _counts_lock:
-        known = _counts.get(key)
+        known = cache.get(key)
         if known is not None:
-            _counts.move_to_end(key)
-            return known
-    n = len(get_encoding(encoding).encode(text, disallowed_special=()))
+            cache.move_to_end(key)
+        return known
+
+
+def _remember(cache: OrderedDict[Any, int], key: object, value: int) -> None:
     with _counts_lock:
-        _counts[key] = n
-        if len(_counts) > _COUNT_CACHE_ENTRIES:
-            _counts.popitem(last=False)
-    return n
+        cache[key] = value
+        if len(cache) > _COUNT_CACHE_ENTRIES:
+            cache.popitem(last=False)
+
+
+def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
+    key = _key(text, encoding)
+    known = _cached(_counts, key)
+    if known is None:
+        known = len(get_encoding(encoding).encode(text, disallowed_special=()))
+        _remember(_counts, key, known)
+    return known
+
+
+# Excerpts of the same result to the same allowance recur on every step: the character
+# length of the cut is remembered (only when the cut is a plain prefix of the text).
+_cuts: OrderedDict[tuple[tuple[str, object], int], int] = OrderedDict()
 
 
 def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:
     """The longest prefix of `text` that fits in `max_tokens` tokens."""
+    key = (_key(text, encoding), max_tokens)
+    known = _cached(_cuts, key)
+    if known is not None:
+        return text[:known]
     enc = get_encoding(encoding)
     tokens = enc.encode(text, disallowed_special=())
     if len(tokens) <= max_tokens:
         return text
-    return enc.decode(tokens[: max(max_tokens, 0)])
+    cut = enc.decode(tokens[: max(max_tokens, 0)])
+    if text.startswith(cut):
+        _remember(_cuts, key, len(cut))
+    return cut

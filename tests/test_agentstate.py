@@ -166,7 +166,8 @@ async def test_expanded_results_filling_the_window_do_not_make_a_compaction_due(
     items = await items_of(resources, tenant, session_id)
     last = [i for i in items if i.kind == "assistant_message"][-1].data["context"]
     assert last["expanded"] >= 2
-    assert last["input_tokens"] >= 0.75 * budget["context_tokens"] > last["floor_tokens"]
+    assert last["input_tokens"] >= 0.75 * budget["context_tokens"]
+    assert last["preview_tokens"] < 0.75 * budget["context_tokens"] / 2
     async with resources.sessions() as db:
         versions = await CompactionRepository(db, tenant).for_session(uuid.UUID(session_id))
     assert versions == []
