@@ -21,6 +21,7 @@ from activities.session_state import SessionStateActivities
 from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tool_run import ToolActivities
 from activities.tools.base import ToolRegistry
+from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
 from workers.settings import Settings
 from workflows.agent import AgentWorkflow
@@ -52,6 +53,7 @@ def cloud_activities(
             m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
         ),
         recorder=recorder,
+        read_cache=ArtifactReadCache(settings.agent.read_cache_mb * 1024 * 1024),
     )
     tools = ToolActivities(
         resources.sessions,

@@ -70,6 +70,8 @@ class AgentSettings(BaseSettings):
     task_queue: str = "agent-cloud"
     device_id: str | None = None
     fetch_max_bytes: int = 5 * 1024 * 1024
+    # Tool results a worker keeps in memory for context assembly (0: read S3 every step).
+    read_cache_mb: int = Field(default=64, ge=0)
     system_prompt: str = (
         "You are a careful agent. Use the tools to inspect the workspace, "
         "and write results to files under out/."
