@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
@@ -83,6 +89,40 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
         "step": 0,
         "device_id": None,
     }
+
+
+async def test_a_decision_whose_rpc_timed_out_is_asked_again_not_made_twice(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The update reaches the workflow but the client gives up waiting (a busy worker).
+    real = WorkflowHandle.execute_update
+    sent: list[str | None] = []
+
+    async def slow_once(self: WorkflowHandle[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        sent.append(kwargs.get("id"))
+        result = await real(self, *args, **kwargs)
+        if len(sent) == 1:
+            raise WorkflowUpdateRPCTimeoutOrCancelledError()
+        return result
+
+    monkeypatch.setattr(WorkflowHandle, "execute_update", slow_once)
+    async with agent_worker(_script(), workspace) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        await wait_for_pending(client, session_id)
+        decided = await tasks.approve(client, session_id, "call_0_0", "alice")
+        assert len(sent) == 2 and sent[0] == sent[1]  # asked again, same update
+        assert decided.tool_call_id == "call_0_0" and decided.approved
+        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice"))
+        assert again.type == "AlreadyDecided"  # a new decision is still a second one
+        await tasks.reject(client, session_id, "call_0_1", "no", "bob")
+        assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
+    approvals = [i for i in await items_of(resources, tenant, session_id) if i.kind == "approval"]
+    assert sorted(i.tool_call_id or "" for i in approvals) == ["call_0_0", "call_0_1"]
 
 
 async def test_decisions_on_a_finished_task_are_refused(

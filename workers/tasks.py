@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 
 from activities.approval_policy import validate as validate_policy
 from activities.tokens import count_tokens
@@ -186,8 +191,10 @@ async def approve(
                 )
             )
             proposal = str(row.id)
-    return await task_handle(client, session_id).execute_update(
-        AgentWorkflow.approve, ApproveInput(call_id, by, tenant_id, device_id, proposal)
+    return await _decide(
+        task_handle(client, session_id),
+        "approve",
+        ApproveInput(call_id, by, tenant_id, device_id, proposal),
     )
 
 
@@ -201,9 +208,36 @@ async def reject(
     tenant_id: str | None = None,
     device_id: str | None = None,
 ) -> DecisionResult:
-    return await task_handle(client, session_id).execute_update(
-        AgentWorkflow.reject, RejectInput(call_id, reason, by, tenant_id, device_id)
+    return await _decide(
+        task_handle(client, session_id),
+        "reject",
+        RejectInput(call_id, reason, by, tenant_id, device_id),
     )
+
+
+# A decision's update RPC can time out on a busy worker while the update itself goes
+# through (seen with 1,000 parked sessions approved at once). Asking again under the same
+# update id attaches to that update instead of making a second decision the workflow would
+# refuse; the id is new per call, so a real second decision is still refused.
+DECISION_ATTEMPTS = 4
+
+
+async def _decide(
+    handle: WorkflowHandle[AgentWorkflow, Any],
+    update: str,
+    arg: ApproveInput | RejectInput,
+) -> DecisionResult:
+    update_id = f"{update}:{arg.tool_call_id}:{uuid.uuid4()}"
+    for attempt in range(1, DECISION_ATTEMPTS + 1):
+        try:
+            result: DecisionResult = await handle.execute_update(
+                update, arg, id=update_id, result_type=DecisionResult
+            )
+            return result
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            if attempt == DECISION_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def live_status(client: Client, session_id: str) -> AgentStatus:
