@@ -1,0 +1,700 @@
+"""Many agent sessions parked on approval at once: start N, wait until every one is parked,
+approve them all, wait until every one has finished, and measure the worker on the way.
+
+Each session's scripted model asks for one `write_file` call (approval policy "always") to
+its own file, out/sNNNNN.txt, and finishes after the tool result. The cloud worker runs in its
+own process (this script, re-run with --serve-worker), so its memory is measured apart from
+the client that starts, queries and approves the sessions. Everything runs against a
+throwaway embedded stack (Temporal dev server, PostgreSQL, SeaweedFS) on free ports.
+
+    .venv/bin/python bench/parked_approvals.py --sessions 20      # smoke run
+    .venv/bin/python bench/parked_approvals.py                    # 1,000 sessions
+
+Phases (all wall-clock, from this process):
+  start     every start_task returned (session + first message committed, workflow started)
+  parked    every session's AgentState status is waiting_approval (PostgreSQL, polled)
+  query     the `status` query answered for every session, each with one pending approval
+  approve   every `approve` update returned
+  complete  every session's AgentState status is completed (then each workflow's result read)
+Verified afterwards: each workflow completed, each session has exactly one tool_result and
+one approval item, and exactly one file per session was written, with the expected content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import text
+from temporalio.client import Client
+from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
+
+from activities.providers.base import ModelReply, ModelRequest
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.builtin import default_registry
+from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.payload_offload import data_converter_with_offload
+from workers.resources import Resources, open_resources
+from workers.settings import Settings
+from workers.stack import StackEndpoints
+from workers.tasks import TaskOptions, approve, live_status, start_task, task_handle
+from workers.temporal_client import connect_client
+
+T = TypeVar("T")
+
+READY_MARKER = "parked-approvals worker ready"
+CALL_ID = "call_0_0"  # ScriptedProvider: turn 0, first call
+
+
+def task_prefix(i: int) -> str:
+    return f"parked session {i:05d}:"
+
+
+def task_text(i: int) -> str:
+    return f"{task_prefix(i)} write the marker file, then stop."
+
+
+def marker_path(i: int) -> str:
+    return f"out/s{i:05d}.txt"
+
+
+def marker_content(i: int) -> str:
+    return f"session {i:05d} was approved\n"
+
+
+# -- the worker process ----------------------------------------------------------------------
+
+
+class QuietScriptedProvider(ScriptedProvider):
+    """ScriptedProvider keeps every request it saw (for test assertions); over thousands of
+    calls that would be counted as worker memory, so drop them."""
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        reply = await super().complete(request)
+        self.requests.clear()
+        return reply
+
+
+def worker_provider(sessions: int) -> ScriptedProvider:
+    by_task = {
+        task_prefix(i): [
+            {
+                "text": "Writing the marker file.",
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": marker_path(i), "content": marker_content(i)},
+                    }
+                ],
+            }
+        ]
+        for i in range(sessions)
+    }
+    scripted = ScriptedProvider.from_data([], by_task=by_task)
+    return QuietScriptedProvider(scripted.turns, by_task=scripted.by_task)
+
+
+async def serve_worker(sessions: int, max_cached: int | None) -> None:
+    """The cloud worker, configured from the environment (AGENT_*, DATABASE_URL, S3_*,
+    TEMPORAL_ADDRESS), with the per-session script; runs until SIGTERM/SIGINT."""
+    settings = Settings()
+    provider = worker_provider(sessions)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with open_resources(settings.database, settings.s3) as res:
+        client = await connect_client(data_converter=data_converter_with_offload(res.store))
+        acts = cloud_activities(settings, res, provider, default_registry())
+        worker = build_cloud_worker(
+            client, acts, task_queue=settings.agent.task_queue, max_cached_workflows=max_cached
+        )
+        async with running(worker):
+            print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)
+            await stop.wait()
+
+
+class WorkerProcess:
+    def __init__(
+        self,
+        ep: StackEndpoints,
+        *,
+        queue: str,
+        workspace: Path,
+        sessions: int,
+        max_cached: int | None,
+        log: Path,
+    ) -> None:
+        self.argv = [sys.executable, str(Path(__file__).resolve()), "--serve-worker"]
+        self.argv += ["--sessions", str(sessions)]
+        if max_cached is not None:
+            self.argv += ["--max-cached", str(max_cached)]
+        self.env = {
+            **os.environ,
+            **ep.env(),
+            "AGENT_WORKSPACE": str(workspace),
+            "AGENT_TASK_QUEUE": queue,
+        }
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:]
+
+    async def wait_ready(self, within: float = 60.0) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"worker exited early:\n{self.tail()}")
+            if READY_MARKER in self.log.read_text(errors="replace"):
+                return
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"worker not ready within {within:g}s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+# -- memory and machine facts ----------------------------------------------------------------
+
+
+def proc_mem_kib(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in KiB, (0, 0) if it is gone."""
+    rss = hwm = 0
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, hwm
+
+
+def proc_pss_kib(pid: int) -> int:
+    """Proportional set size of a process in KiB (shared pages split among sharers)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_table() -> dict[int, tuple[int, str, float]]:
+    """pid -> (ppid, comm, CPU seconds incl. reaped children) for every readable process."""
+    table: dict[int, tuple[int, str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        # fields[0] is state (stat field 3): utime..cstime are stat fields 14-17.
+        cpu = sum(int(x) for x in fields[11:15]) / CLK_TCK
+        table[int(entry)] = (int(fields[1]), comm, cpu)
+    return table
+
+
+def postmaster_pid(state: Path) -> int | None:
+    """pg_ctl daemonizes PostgreSQL, so it is no child of ours: find it by its pid file."""
+    for pid_file in state.glob("postgres/**/postmaster.pid"):
+        try:
+            return int(pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
+def process_groups(
+    table: dict[int, tuple[int, str, float]], worker_pid: int, state: Path
+) -> dict[str, list[int]]:
+    """The bench's processes by role: worker, client (this process), and the stack's services
+    (temporal, weed, postgres) by command name."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+
+    def tree(root: int) -> list[int]:
+        out, todo = [], [root]
+        while todo:
+            pid = todo.pop()
+            if pid in table:
+                out.append(pid)
+                todo.extend(children.get(pid, []))
+        return out
+
+    groups: dict[str, list[int]] = {"worker": tree(worker_pid), "client": [os.getpid()]}
+    services = [p for p in children.get(os.getpid(), []) if p != worker_pid]
+    postmaster = postmaster_pid(state)
+    if postmaster is not None:
+        services.append(postmaster)
+    for root in services:
+        for pid in tree(root):
+            name = table[pid][1]
+            name = "postgres" if name.startswith("postgres") else name
+            groups.setdefault(name, []).append(pid)
+    return groups
+
+
+def system_busy_seconds() -> float:
+    """CPU seconds spent busy (not idle/iowait) by the whole machine since boot."""
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = cpu[:8]
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+
+
+@dataclass
+class CpuSnapshot:
+    at: float
+    busy: float
+    by_group: dict[str, float]
+
+    @classmethod
+    def take(cls, worker_pid: int, state: Path) -> CpuSnapshot:
+        table = _proc_table()
+        groups = process_groups(table, worker_pid, state)
+        by_group = {name: sum(table[p][2] for p in pids) for name, pids in groups.items()}
+        return cls(time.perf_counter(), system_busy_seconds(), by_group)
+
+
+def cpu_between(a: CpuSnapshot, b: CpuSnapshot) -> str:
+    """CPU seconds per process group from a to b, and the rest of the machine ("other")."""
+    wall = b.at - a.at
+    used = {k: b.by_group.get(k, 0.0) - a.by_group.get(k, 0.0) for k in b.by_group}
+    used["other"] = max(0.0, (b.busy - a.busy) - sum(used.values()))
+    parts = [f"{k} {v:.1f}s" for k, v in sorted(used.items(), key=lambda kv: -kv[1])]
+    busy = (b.busy - a.busy) / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
+    return f"{wall:.0f}s wall, machine {busy:.0%} busy: " + ", ".join(parts)
+
+
+def pss_by_group(worker_pid: int, state: Path) -> dict[str, int]:
+    """Summed PSS (KiB) per process group. PSS, not RSS: summing RSS would count the pages
+    PostgreSQL's backends share (shared buffers) once per backend."""
+    groups = process_groups(_proc_table(), worker_pid, state)
+    return {name: sum(proc_pss_kib(p) for p in pids) for name, pids in groups.items()}
+
+
+def machine_facts() -> list[tuple[str, str]]:
+    load = os.getloadavg()
+    mem_total = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_total = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    cpus = len(os.sched_getaffinity(0))
+    return [
+        ("nproc (usable CPUs)", f"{cpus} (os.cpu_count {os.cpu_count()})"),
+        ("load average at start", " ".join(f"{x:.2f}" for x in load)),
+        ("memory", mem_total),
+        ("python", platform.python_version()),
+        ("kernel", platform.release()),
+    ]
+
+
+# -- the driver --------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    sessions: int
+    concurrency: int
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def add(self, name: str, value: str) -> None:
+        self.rows.append((name, value))
+        print(f"  {name}: {value}", flush=True)
+
+    def check(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append((name, ok, detail))
+        print(f"  check {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+
+async def bounded(
+    limit: int, items: Sequence[T], fn: Callable[[T], Awaitable[Any]]
+) -> tuple[list[Any], list[BaseException]]:
+    """fn over items, at most `limit` at a time; results in order (None where it raised)."""
+    gate = asyncio.Semaphore(limit)
+    errors: list[BaseException] = []
+
+    async def one(item: T) -> Any:
+        async with gate:
+            try:
+                return await fn(item)
+            except Exception as err:
+                errors.append(err)
+                return None
+
+    return list(await asyncio.gather(*(one(x) for x in items))), errors
+
+
+async def status_counts(res: Resources, tenant: str) -> dict[str, int]:
+    async with res.sessions() as db:
+        rows = await db.execute(
+            text("SELECT status, count(*) FROM sessions WHERE tenant_id = :t GROUP BY status"),
+            {"t": tenant},
+        )
+        return {str(status): int(n) for status, n in rows.all()}
+
+
+async def wait_for_status(
+    res: Resources,
+    tenant: str,
+    status: str,
+    want: int,
+    limit_s: float,
+    worker: WorkerProcess,
+    poll: float,
+) -> tuple[bool, dict[str, int]]:
+    """Poll AgentState until `want` sessions of the tenant have `status`."""
+    deadline = time.monotonic() + limit_s
+    last_print = time.monotonic()
+    counts: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        counts = await status_counts(res, tenant)
+        if counts.get(status, 0) >= want:
+            return True, counts
+        if not worker.alive():
+            raise RuntimeError(f"worker died:\n{worker.tail()}")
+        if time.monotonic() - last_print > 5:
+            rss, _ = proc_mem_kib(worker.pid)
+            print(f"    ... {counts} (worker RSS {rss / 1024:.0f} MiB)", flush=True)
+            last_print = time.monotonic()
+        await asyncio.sleep(poll)
+    return False, counts
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:.1f} MiB"
+
+
+def secs(s: float, n: int) -> str:
+    rate = f", {n / s:.1f}/s" if s > 0 else ""
+    return f"{s:.2f} s{rate}"
+
+
+def note_errors(report: Report, phase: str, errors: list[BaseException]) -> None:
+    if not errors:
+        return
+    kinds: dict[str, int] = {}
+    for err in errors:
+        key = f"{type(err).__name__}: {err}"[:160]
+        kinds[key] = kinds.get(key, 0) + 1
+    for key, count in sorted(kinds.items(), key=lambda kv: -kv[1])[:5]:
+        report.errors.append(f"{phase}: {count}x {key}")
+        print(f"  ERROR {phase}: {count}x {key}", flush=True)
+
+
+async def run(args: argparse.Namespace, report: Report) -> None:
+    """The whole bench; SIGTERM (e.g. from `timeout`) cancels it so the worker and the
+    stack are still stopped, and the numbers so far are still printed."""
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+    facts = machine_facts()  # before the stack starts: the load the run begins under
+    for name, value in facts:
+        print(f"{name}: {value}")
+    report.rows.extend(facts)
+    tenant = f"parked-{uuid.uuid4().hex[:8]}"
+    queue = f"parked-{uuid.uuid4().hex[:8]}"
+    began_stack = time.perf_counter()
+    async with bench_stack() as (ep, res, state):
+        report.add("stack up", f"{time.perf_counter() - began_stack:.1f} s")
+        workspace = state / "workspace"
+        workspace.mkdir()
+        worker = WorkerProcess(
+            ep,
+            queue=queue,
+            workspace=workspace,
+            sessions=args.sessions,
+            max_cached=args.max_cached,
+            log=state / "worker.log",
+        )
+        worker.start()
+        try:
+            await worker.wait_ready()
+            await asyncio.sleep(1.0)  # let it settle into polling before the idle reading
+            client = await connect_client(
+                ep.temporal_address,
+                "default",
+                data_converter=data_converter_with_offload(res.store),
+            )
+            async with asyncio.timeout(args.budget):
+                await measure(args, report, res, client, worker, workspace, tenant, queue)
+        except TimeoutError:
+            report.errors.append(f"run budget of {args.budget:g}s used up; numbers are partial")
+        finally:
+            worker.stop()
+
+
+async def measure(
+    args: argparse.Namespace,
+    report: Report,
+    res: Resources,
+    client: Client,
+    worker: WorkerProcess,
+    workspace: Path,
+    tenant: str,
+    queue: str,
+) -> None:
+    n, conc = args.sessions, args.concurrency
+    state = workspace.parent
+    idle_rss, _ = proc_mem_kib(worker.pid)
+    report.add("worker RSS idle (after start)", mib(idle_rss))
+    options = TaskOptions(
+        tenant_id=tenant,
+        max_steps=6,
+        task_queue=queue,
+        approval_policies={"write_file": "always"},
+    )
+
+    # 1. start N tasks
+    t0 = time.perf_counter()
+    cpu0 = CpuSnapshot.take(worker.pid, state)
+
+    async def start_one(i: int) -> str:
+        handle = await start_task(client, res.sessions, task_text(i), options)
+        return handle.id.removeprefix("agent-")
+
+    started, errors = await bounded(conc, range(n), start_one)
+    t_started = time.perf_counter() - t0
+    note_errors(report, "start", errors)
+    ids: list[str] = [sid for sid in started if sid is not None]
+    report.add(f"start {len(ids)}/{n} tasks (concurrency {conc})", secs(t_started, len(ids)))
+
+    # 2. until all parked on approval (AgentState status)
+    ok, counts = await wait_for_status(
+        res, tenant, "waiting_approval", len(ids), args.timeout, worker, args.poll
+    )
+    t_parked = time.perf_counter() - t0
+    cpu_parked = CpuSnapshot.take(worker.pid, state)
+    report.add(
+        "all parked (waiting_approval) since first start",
+        f"{t_parked:.2f} s" if ok else f"NOT REACHED in {args.timeout:g}s: {counts}",
+    )
+    rss, hwm = proc_mem_kib(worker.pid)
+    report.add("worker RSS with all parked", mib(rss))
+    report.add(
+        "worker RSS per parked session (over idle)",
+        f"{(rss - idle_rss) / max(1, len(ids)):.1f} KiB",
+    )
+    report.add("worker peak RSS (VmHWM) so far", mib(hwm))
+    pss = pss_by_group(worker.pid, state)
+    stack = {k: v for k, v in pss.items() if k not in ("worker", "client")}
+    report.add(
+        "stack PSS with all parked",
+        ", ".join(f"{k} {mib(v)}" for k, v in sorted(stack.items(), key=lambda kv: -kv[1])),
+    )
+    report.add("client (this process) RSS", mib(proc_mem_kib(os.getpid())[0]))
+    report.add("CPU, first start to all parked", cpu_between(cpu0, cpu_parked))
+
+    # 2b. each one's status query shows exactly one pending approval
+    tq = time.perf_counter()
+    statuses, errors = await bounded(conc, ids, lambda sid: live_status(client, sid))
+    t_query = time.perf_counter() - tq
+    note_errors(report, "status query", errors)
+    pending_ok = sum(
+        1
+        for st in statuses
+        if st is not None
+        and st.status == "waiting_approval"
+        and [p.tool_call_id for p in st.pending_approvals] == [CALL_ID]
+    )
+    report.add("status query x N", secs(t_query, len(ids)))
+    report.check("parked per status query", pending_ok == len(ids), f"{pending_ok}/{len(ids)}")
+
+    # 3. approve all, then until all complete
+    ta = time.perf_counter()
+    cpu_approve = CpuSnapshot.take(worker.pid, state)
+    decisions, errors = await bounded(
+        conc, ids, lambda sid: approve(client, sid, CALL_ID, "bench", tenant_id=tenant)
+    )
+    t_approve = time.perf_counter() - ta
+    note_errors(report, "approve", errors)
+    approved = sum(1 for d in decisions if d is not None and d.approved)
+    report.add(f"approve {approved}/{len(ids)} (updates returned)", secs(t_approve, approved))
+    ok, counts = await wait_for_status(
+        res, tenant, "completed", len(ids), args.timeout, worker, args.poll
+    )
+    t_complete = time.perf_counter() - ta
+    cpu_done = CpuSnapshot.take(worker.pid, state)
+    report.add(
+        "all completed since first approval",
+        f"{t_complete:.2f} s" if ok else f"NOT REACHED in {args.timeout:g}s: {counts}",
+    )
+    report.add("end to end (first start to last completion)", f"{time.perf_counter() - t0:.2f} s")
+    report.add("CPU, first approval to all completed", cpu_between(cpu_approve, cpu_done))
+    rss, hwm = proc_mem_kib(worker.pid)
+    report.add("worker RSS at the end", mib(rss))
+    report.add("worker peak RSS (VmHWM) over the run", mib(hwm))
+
+    # 4. verify
+    results, errors = await bounded(conc, ids, lambda sid: task_handle(client, sid).result())
+    note_errors(report, "result", errors)
+    done = sum(1 for r in results if r is not None and r.status == "completed")
+    report.check("workflows completed", done == n, f"{done}/{n}")
+    await verify_items(report, res, tenant, n)
+    verify_files(report, workspace, n)
+
+
+async def verify_items(report: Report, res: Resources, tenant: str, n: int) -> None:
+    async with res.sessions() as db:
+        rows = await db.execute(
+            text(
+                "SELECT kind, count(*), count(DISTINCT session_id) FROM items"
+                " WHERE tenant_id = :t AND kind IN ('tool_result', 'approval') GROUP BY kind"
+            ),
+            {"t": tenant},
+        )
+        kinds = {str(k): (int(c), int(d)) for k, c, d in rows.all()}
+        fresh = (
+            await db.execute(
+                text(
+                    "SELECT count(*) FROM items WHERE tenant_id = :t AND kind = 'tool_result'"
+                    " AND text LIKE '%\"already_applied\": false%'"
+                ),
+                {"t": tenant},
+            )
+        ).scalar_one()
+    for kind in ("tool_result", "approval"):
+        total, distinct = kinds.get(kind, (0, 0))
+        report.check(
+            f"one {kind} item per session",
+            total == n and distinct == n,
+            f"{total} items over {distinct} sessions",
+        )
+    report.check("write_file applied fresh (not a replay)", fresh == n, f"{fresh}/{n}")
+
+
+def verify_files(report: Report, workspace: Path, n: int) -> None:
+    out = workspace / "out"
+    files = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    expected = {Path(marker_path(i)).name for i in range(n)}
+    right = sum(
+        1
+        for i in range(n)
+        if (workspace / marker_path(i)).is_file()
+        and (workspace / marker_path(i)).read_text() == marker_content(i)
+    )
+    report.check(
+        "one marker file per session",
+        len(files) == n and set(files) == expected and right == n,
+        f"{len(files)} files in out/, {right}/{n} with the expected content",
+    )
+
+
+def print_report(report: Report, args: argparse.Namespace) -> None:
+    print()
+    print(
+        f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
+        f"worker max_cached_workflows {args.max_cached or 'SDK default'}"
+    )
+    width = max(len(name) for name, _ in report.rows)
+    for name, value in report.rows:
+        print(f"  {name:<{width}}  {value}")
+    print("checks:")
+    for name, ok, detail in report.checks:
+        print(f"  {'ok  ' if ok else 'FAIL'}  {name}: {detail}")
+    if report.errors:
+        print("errors:")
+        for line in report.errors:
+            print(f"  {line}")
+    if args.json:
+        payload = {
+            "sessions": report.sessions,
+            "concurrency": report.concurrency,
+            "rows": dict(report.rows),
+            "checks": {name: {"ok": ok, "detail": d} for name, ok, d in report.checks},
+            "errors": report.errors,
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2))
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=1000, help="sessions to park (1000)")
+    parser.add_argument(
+        "--concurrency", type=int, default=50, help="client calls in flight at once (50)"
+    )
+    parser.add_argument(
+        "--max-cached", type=int, default=None, help="worker max_cached_workflows (SDK default)"
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="per waiting phase, seconds")
+    parser.add_argument(
+        "--budget", type=float, default=1140.0, help="stop measuring after this many seconds"
+    )
+    parser.add_argument("--poll", type=float, default=0.5, help="AgentState poll interval, s")
+    parser.add_argument("--json", help="also write the numbers to this file")
+    parser.add_argument("--serve-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_worker:
+        asyncio.run(serve_worker(args.sessions, args.max_cached))
+        return 0
+    report = Report(args.sessions, args.concurrency)
+    try:
+        asyncio.run(run(args, report))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        report.errors.append("interrupted; numbers are partial")
+    print_report(report, args)
+    return 0 if all(ok for _, ok, _ in report.checks) and not report.errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
