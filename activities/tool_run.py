@@ -20,6 +20,7 @@ from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
 from activities.tools.memory import SqlMemoryAccess
+from storage.artifact_cache import ArtifactReadCache
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
@@ -54,13 +55,16 @@ class ToolActivities:
         workspace: Path,
         fetch_max_bytes: int,
         recorder: TrajectoryRecorder | None = None,
+        read_cache: ArtifactReadCache | None = None,
     ) -> None:
+        """`read_cache`: the one call_model reads through, when both run in this process."""
         self._sessions = sessions
         self._store = store
         self._registry = registry
         self._workspace = workspace
         self._fetch_max_bytes = fetch_max_bytes
         self._recorder = recorder or TrajectoryRecorder.noop()
+        self._read_cache = read_cache
 
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
@@ -88,7 +92,19 @@ class ToolActivities:
                     row = await self._commit(db, inp, session_id, result, ref)
                     # Audit mode: the event commits with the tool_result item.
                     await trace.committed(db, ref, row.artifact_id)
-                    return _outcome_of(row, inp.tenant_id)
+                self._warm(inp.tenant_id, row, ref, result)
+                return _outcome_of(row, inp.tenant_id)
+
+    def _warm(self, tenant_id: str, row: ItemRow, ref: ArtifactRef | None, result: _Result) -> None:
+        """The next model step expands this result first: hand it the committed bytes."""
+        committed = row.data.get("artifact", {}).get("sha256")
+        if self._read_cache is None or row.artifact_id is None or result.output is None:
+            return
+        if ref is None or committed != ref.sha256:
+            return  # an earlier attempt committed other bytes under this key
+        self._read_cache.keep(
+            tenant_id, row.artifact_id, result.output.content, ref.content_type, complete=True
+        )
 
     async def _arguments(
         self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str

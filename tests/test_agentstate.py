@@ -161,8 +161,9 @@ async def test_expanded_results_filling_the_window_do_not_make_a_compaction_due(
         result = await asyncio.wait_for(handle.result(), 60)
 
     assert result.status == "completed"
-    # Every step re-expands the newest results; the worker read each from S3 once.
-    assert len(reads) == 3 and set(reads.values()) == {1}
+    # Every step re-expands the newest results, yet none is read back from S3: run_tool
+    # left each committed result in the worker's read cache for the steps after it.
+    assert not reads
     items = await items_of(resources, tenant, session_id)
     last = [i for i in items if i.kind == "assistant_message"][-1].data["context"]
     assert last["expanded"] >= 2

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
+from temporalio.testing import ActivityEnvironment
 
+from activities.tool_run import ToolActivities, _Result
+from activities.tools.base import ToolOutput
+from activities.tools.builtin import default_registry
 from storage.artifact_cache import ArtifactReadCache
+from storage.items import ItemRepository, NewItem
+from storage.sessions import SessionRepository
+from workers.resources import Resources
+from workflows.contracts import ToolRunInput
 
 T = "tenant-a"
 
@@ -55,3 +64,50 @@ def test_least_recently_used_entries_go_first_and_huge_ones_are_not_kept() -> No
 def test_a_negative_capacity_is_refused() -> None:
     with pytest.raises(ValueError, match="capacity_bytes"):
         ArtifactReadCache(-1)
+
+
+async def test_run_tool_warms_the_cache_only_with_the_bytes_it_committed(
+    resources: Resources, tenant: str, tmp_path: Path
+) -> None:
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        await ItemRepository(db, tenant).append(
+            NewItem(
+                sid,
+                "tool_call",
+                "assistant",
+                f"{sid}:0:call",
+                tool_call_id="c1",
+                tool_name="read_file",
+                data={"arguments": {"path": "f.txt"}},
+            )
+        )
+    cache = ArtifactReadCache()
+    tools = ToolActivities(
+        resources.sessions,
+        resources.store,
+        default_registry(),
+        workspace=tmp_path,
+        fetch_max_bytes=1024,
+        read_cache=cache,
+    )
+    inp = ToolRunInput(str(sid), tenant, 0, "c1", "read_file", f"{sid}:0:c1")
+    (tmp_path / "f.txt").write_text("first")
+    first = await ActivityEnvironment().run(tools.run_tool, inp)
+    assert first.ref is not None and first.ref.artifact_id is not None
+    artifact_id = uuid.UUID(first.ref.artifact_id)
+    assert cache.lookup(tenant, artifact_id, 100) == (b"first", first.ref.content_type)
+
+    # An attempt racing the first one read other bytes, then found the first's commit: the
+    # cache must not now claim its bytes are the committed artifact.
+    fresh = ArtifactReadCache()
+    tools._read_cache = fresh
+    async with resources.sessions() as db:
+        committed = await ItemRepository(db, tenant).by_key(inp.idempotency_key)
+    assert committed is not None
+    other = await resources.store.put(tenant, b"second", first.ref.content_type)
+    tools._warm(tenant, committed, other, _Result(ToolOutput(b"second")))
+    assert fresh.lookup(tenant, artifact_id, 100) is None
+    tools._warm(tenant, committed, first.ref, _Result(ToolOutput(b"first")))
+    assert fresh.lookup(tenant, artifact_id, 100) == (b"first", first.ref.content_type)

@@ -42,6 +42,8 @@ def cloud_activities(
 ) -> list[Any]:
     """Every cloud activity; `recorder` traces model and tool calls (default: no-op)."""
     m = settings.model
+    # Shared: run_tool leaves each result there for the model step that expands it next.
+    read_cache = ArtifactReadCache(settings.agent.read_cache_mb * 1024 * 1024)
     model = ModelActivities(
         resources.sessions,
         resources.store,
@@ -53,7 +55,7 @@ def cloud_activities(
             m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
         ),
         recorder=recorder,
-        read_cache=ArtifactReadCache(settings.agent.read_cache_mb * 1024 * 1024),
+        read_cache=read_cache,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -62,6 +64,7 @@ def cloud_activities(
         workspace=settings.agent.workspace.resolve(),
         fetch_max_bytes=settings.agent.fetch_max_bytes,
         recorder=recorder,
+        read_cache=read_cache,
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)
