@@ -218,7 +218,9 @@ def table(rows: list[Row]) -> str:
         if r.history_bytes is not None:
             hist = f"{_mb(r.history_bytes)} ({_mb(r.max_run_bytes)})"
         ev = "-" if r.history_events is None else f"{r.history_events} / {r.runs}"
-        ratio = f"{r.persisted / (max(1, r.done) * r.size):.2f}" if r.system != "bare" else "-"
+        # Ours keeps content in PostgreSQL and S3: without those measured, no ratio.
+        unmeasured = r.system == "bare" or (r.system == "ours" and r.pg_bytes is None)
+        ratio = "-" if unmeasured else f"{r.persisted / (max(1, r.done) * r.size):.2f}"
         lines.append(
             f"| {r.variant} | {r.system} | {r.done}/{r.calls} | {r.ended} | {hist} | {ev} "
             f"| {_mb(r.pg_bytes)} | {_mb(r.s3_bytes)} | {ratio} | {r.wall_s:.1f} "
