@@ -25,6 +25,12 @@ its first `max_bytes` bytes when it is larger (an excerpt needs no more)."""
 # prefix read holds more than the excerpt can use, and a 200 MB result costs a small read.
 _BYTES_PER_TOKEN_READ = 16
 
+# An excerpt encodes a sample of this many characters per token of allowance first (a
+# token is ~4 characters of English, ~2.5 of base64), and the whole prefix only if the
+# sample holds too few tokens; the margin keeps the cut away from the sample's ragged end.
+_SAMPLE_CHARS_PER_TOKEN = 8
+_SAMPLE_MARGIN = 64
+
 # Rough per-message overhead of chat formats (role markers, separators).
 _MESSAGE_OVERHEAD = 4
 # Expanding a result is worth an S3 read only if it adds at least this much over the preview.
@@ -127,6 +133,16 @@ def _ref_note(item: ItemRow) -> str:
     return f"artifact sha256:{info.get('sha256', '?')} ({info.get('size_bytes', '?')} bytes)"
 
 
+def _sample(text: str, allowance: int, encoding: str) -> str:
+    """A prefix of `text` holding more than `allowance` tokens, far shorter than the whole
+    when the text is long: only the start of a result is ever shown."""
+    for chars in (allowance * _SAMPLE_CHARS_PER_TOKEN, len(text)):
+        sample = text[:chars]
+        if chars >= len(text) or count_tokens(sample, encoding) > allowance + _SAMPLE_MARGIN:
+            return sample
+    return text
+
+
 async def _expand(
     block: _Block, index: int, remaining: int, budget: ContextBudget, fetch: FetchArtifact
 ) -> tuple[ChatMessage, bool] | None:
@@ -144,12 +160,18 @@ async def _expand(
     text = _decode(data, content_type, prefix_only)
     if text is None:
         text = f"[binary {content_type}, {size} bytes: {_ref_note(item)}]"
-    full = replace(floor, content=text)
-    full_tokens = _tokens(full, enc)
-    if full_tokens <= allowance and not prefix_only:
-        return full, False
-    # Counting a 200 MB result's tokens would cost more than the call: estimate from the prefix.
-    total = f"~{full_tokens * size // max(len(data), 1)}" if prefix_only else str(full_tokens)
+    if prefix_only:
+        # Counting a 200 MB result's tokens would cost more than the call: estimate from a
+        # sample of the prefix, which is also all the excerpt below needs to encode.
+        text = _sample(text, allowance, enc)
+        sampled = len(text.encode("utf-8", "surrogatepass"))
+        total = f"~{count_tokens(text, enc) * size // max(sampled, 1)}"
+    else:
+        full = replace(floor, content=text)
+        full_tokens = _tokens(full, enc)
+        if full_tokens <= allowance:
+            return full, False
+        total = str(full_tokens)
     note = f"\n[truncated: first {{kept}} of {total} tokens; full result: {_ref_note(item)}]"
     kept = allowance - _MESSAGE_OVERHEAD - count_tokens(note, enc) - 8
     for _ in range(3):  # token counts of a cut text can shift by a few at the seam

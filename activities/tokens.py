@@ -86,13 +86,29 @@ def _remember(cache: OrderedDict[Any, int], key: object, value: int) -> None:
             cache.popitem(last=False)
 
 
+# The tokens of the last long text encoded: counting a result and then cutting it (what
+# an excerpt does) encodes it once, not twice.
+_last_encoded: tuple[tuple[str, object], list[int]] | None = None
+
+
+def _encode(text: str, encoding: str, key: tuple[str, object]) -> list[int]:
+    global _last_encoded
+    with _counts_lock:
+        last = _last_encoded
+    if last is not None and last[0] == key:
+        return last[1]
+    tokens = get_encoding(encoding).encode(text, disallowed_special=())
+    _remember(_counts, key, len(tokens))
+    if len(text) > _DIGEST_ABOVE_CHARS:
+        with _counts_lock:
+            _last_encoded = (key, tokens)
+    return tokens
+
+
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
     key = _key(text, encoding)
     known = _cached(_counts, key)
-    if known is None:
-        known = len(get_encoding(encoding).encode(text, disallowed_special=()))
-        _remember(_counts, key, known)
-    return known
+    return known if known is not None else len(_encode(text, encoding, key))
 
 
 # Excerpts of the same result to the same allowance recur on every step: the character
@@ -102,15 +118,15 @@ _cuts: OrderedDict[tuple[tuple[str, object], int], int] = OrderedDict()
 
 def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base") -> str:
     """The longest prefix of `text` that fits in `max_tokens` tokens."""
-    key = (_key(text, encoding), max_tokens)
+    text_key = _key(text, encoding)
+    key = (text_key, max_tokens)
     known = _cached(_cuts, key)
     if known is not None:
         return text[:known]
-    enc = get_encoding(encoding)
-    tokens = enc.encode(text, disallowed_special=())
+    tokens = _encode(text, encoding, text_key)
     if len(tokens) <= max_tokens:
         return text
-    cut = enc.decode(tokens[: max(max_tokens, 0)])
+    cut = get_encoding(encoding).decode(tokens[: max(max_tokens, 0)])
     if text.startswith(cut):
         _remember(_cuts, key, len(cut))
     return cut
