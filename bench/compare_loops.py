@@ -220,14 +220,16 @@ async def latency_rounds(
     queue: str,
     rounds: int,
     rows: list[Row],
+    size: int = 1_000,
 ) -> None:
     """Our loop vs the bare two-activity loop, alternated so both see the same machine load:
-    per round a bare run and one of ours (50 calls, 1 KB results), then the median p50s."""
+    per round a bare run and one of ours (50 calls, `size`-byte results), then the median
+    p50s."""
     ours_p50, bare_p50 = [], []
     for k in range(rounds):
-        bare = Row("bare", f"latency-{k + 1}", 50, 1_000)
+        bare = Row("bare", f"latency-{k + 1}", 50, size)
         await run_bare(client, queue, bare)
-        ours = Row("ours", f"latency-{k + 1}", 50, 1_000)
+        ours = Row("ours", f"latency-{k + 1}", 50, size)
         await run_ours(client, res, ep, state, ours, False, 600)
         rows.extend([bare, ours])
         bare_p50.append(bare.p50_ms or 0.0)
@@ -295,7 +297,16 @@ async def main(args: argparse.Namespace) -> None:
                     rows.append(row)
                     print(table([row]).splitlines()[-1], flush=True)
             if args.latency_rounds:
-                await latency_rounds(client, res, ep, state, naive_queue, args.latency_rounds, rows)
+                await latency_rounds(
+                    client,
+                    res,
+                    ep,
+                    state,
+                    naive_queue,
+                    args.latency_rounds,
+                    rows,
+                    args.latency_size,
+                )
     print()
     print(f"langgraph durability={args.langgraph_durability}")
     print(f"repeat={args.repeat}; total = history + PG + S3 bytes, over done calls x R")
@@ -326,6 +337,9 @@ if __name__ == "__main__":
         choices=["sync", "async", "exit"],
         default="sync",
         help="LangGraph's durability mode (its own default is async)",
+    )
+    parser.add_argument(
+        "--latency-size", type=int, default=1_000, help="result bytes in the latency rounds"
     )
     parser.add_argument("--latency-only", action="store_true", help="skip the variants")
     parser.add_argument("--timeout", type=float, default=900.0, help="per-run wall limit")
