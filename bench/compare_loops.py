@@ -139,8 +139,12 @@ async def run_ours(
 ) -> None:
     workspace = state / f"ws-{uuid.uuid4().hex[:8]}"
     (workspace / "r").mkdir(parents=True)
+    # Texts of their own per variant and per latency round: the worker process caches token
+    # counts, and seeded texts of one seed are prefixes of each other across sizes.
+    seed = f"ours:{row.variant}"
     for i in range(row.calls):
-        (workspace / "r" / f"{i:04d}.txt").write_text(seeded_text(i, row.size, repeat=repeat))
+        content = seeded_text(i, row.size, repeat=repeat, seed=seed)
+        (workspace / "r" / f"{i:04d}.txt").write_text(content)
     turns = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": f"r/{i:04d}.txt"}}]}
         for i in range(row.calls)
