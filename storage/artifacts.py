@@ -119,7 +119,7 @@ class ArtifactStore:
         key = artifact_key(self.prefix, tenant_id, sha)
         checksum = base64.b64encode(digest.digest()).decode()
         try:
-            await self._s3.put_object(
+            sent = await self._s3.put_object(
                 Bucket=self.bucket,
                 Key=key,
                 Body=data,
@@ -134,7 +134,12 @@ class ArtifactStore:
             if _status(err) not in (409, 412):
                 raise
             logger.debug("artifact %s already stored", sha)
-        await self._verify_head(key, sha, checksum, len(data))
+            sent = None
+        # A server that checked the body against ChecksumSHA256 (it refuses a mismatch with
+        # BadDigest) says so by echoing the checksum: our bytes are stored, verified. Else
+        # (an existing object, or a server that ignores checksums) the HEAD decides.
+        if sent is None or sent.get("ChecksumSHA256") != checksum:
+            await self._verify_head(key, sha, checksum, len(data))
         return ArtifactRef(
             tenant_id=tenant_id,
             sha256=sha,

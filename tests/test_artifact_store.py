@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from storage.artifacts import ArtifactStore
 from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
 from tests.support.helpers import s3_keys, s3_sha256
+from tests.support.large_objects import spied
 from workers.resources import Resources
 
 
@@ -207,3 +208,32 @@ async def test_server_accepts_body_whose_sha256_checksum_matches(
     )
 
     assert await s3_sha256(resources, key) == hashlib.sha256(body).hexdigest()
+
+
+async def test_a_fresh_put_is_verified_by_the_servers_checksum_check_in_one_call(
+    resources: Resources, tenant: str
+) -> None:
+    store, spy = spied(resources.store)
+    data = os.urandom(1000)
+    ref = await store.put(tenant, data)
+    # The server refused any body not matching ChecksumSHA256 and echoed it: no HEAD needed.
+    assert spy.calls == ["put_object"]
+    assert await resources.store.get(tenant, ref) == data
+
+
+async def test_a_server_that_does_not_confirm_the_checksum_gets_the_bytes_checked(
+    resources: Resources, tenant: str
+) -> None:
+    async def careless(real: Any, **kwargs: Any) -> Any:
+        # Stores other bytes of the same length and confirms nothing: what a server that
+        # ignores ChecksumSHA256 (and a bad disk) would do.
+        kwargs.pop("ChecksumSHA256")
+        kwargs["Body"] = os.urandom(len(kwargs["Body"]))
+        sent = await real(**kwargs)
+        sent.pop("ChecksumSHA256", None)
+        return sent
+
+    store, spy = spied(resources.store, put_object=careless)
+    with pytest.raises(ArtifactIntegrityError, match="does not hash"):
+        await store.put(tenant, os.urandom(1000))
+    assert spy.calls[:2] == ["put_object", "head_object"]
