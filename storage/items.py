@@ -63,6 +63,8 @@ class ItemRepository:
                 raise ValueError(f"unknown item kind {item.kind!r}")
             if item.session_id != session_id:
                 raise ValueError("append_many appends to one session at a time")
+        if len({i.idempotency_key for i in new}) != len(new):
+            raise ValueError("append_many got the same idempotency key twice")
         if await self._sessions.lock(session_id) == "archived":
             # Its items live in a snapshot: appending here would fork the history.
             raise SessionArchived(f"session {session_id} is archived; rehydrate it first")

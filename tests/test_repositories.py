@@ -178,6 +178,8 @@ async def test_a_batch_append_skips_committed_keys_and_numbers_the_rest_in_order
     async with resources.sessions() as db, db.begin():
         with pytest.raises(ValueError, match="one session"):
             await ItemRepository(db, tenant).append_many([reply, msg(other, f"{other}:x")])
+        with pytest.raises(ValueError, match="same idempotency key"):
+            await ItemRepository(db, tenant).append_many([late, late])
 
 
 async def test_page_returns_slices_after_the_cursor(resources: Resources, tenant: str) -> None:
