@@ -63,8 +63,6 @@ class ItemRepository:
                 raise ValueError(f"unknown item kind {item.kind!r}")
             if item.session_id != session_id:
                 raise ValueError("append_many appends to one session at a time")
-        if len({i.idempotency_key for i in new}) != len(new):
-            raise ValueError("append_many got the same idempotency key twice")
         if await self._sessions.lock(session_id) == "archived":
             # Its items live in a snapshot: appending here would fork the history.
             raise SessionArchived(f"session {session_id} is archived; rehydrate it first")
@@ -79,7 +77,13 @@ class ItemRepository:
                 )
             )
         }
-        fresh = [i for i in new if i.idempotency_key not in existing]
+        # A key repeated within the batch is appended once, like a retried single append.
+        fresh: list[NewItem] = []
+        for item in new:
+            if item.idempotency_key not in existing and all(
+                f.idempotency_key != item.idempotency_key for f in fresh
+            ):
+                fresh.append(item)
         ordinal = await self._sessions.take_ordinals(session_id, len(fresh)) if fresh else 0
         turns = TurnRepository(self._db, self._tenant)
         turn = None

@@ -178,8 +178,12 @@ async def test_a_batch_append_skips_committed_keys_and_numbers_the_rest_in_order
     async with resources.sessions() as db, db.begin():
         with pytest.raises(ValueError, match="one session"):
             await ItemRepository(db, tenant).append_many([reply, msg(other, f"{other}:x")])
-        with pytest.raises(ValueError, match="same idempotency key"):
-            await ItemRepository(db, tenant).append_many([late, late])
+    # The same key twice in one batch (a model repeating a tool call id) is one item.
+    twice = NewItem(sid, "tool_call", "assistant", f"{sid}:r:call:3", tool_call_id="3")
+    async with resources.sessions() as db, db.begin():
+        pair = await ItemRepository(db, tenant).append_many([twice, twice])
+    assert pair[0][0] is pair[1][0] and [c for _, c in pair] == [True, True]
+    assert await ordinals(resources, tenant, sid) == [1, 2, 3, 4, 5]
 
 
 async def test_page_returns_slices_after_the_cursor(resources: Resources, tenant: str) -> None:
