@@ -3,9 +3,10 @@ approve them all, wait until every one has finished, and measure the worker on t
 
 Each session's scripted model asks for one `write_file` call (approval policy "always") to
 its own file, out/sNNNNN.txt, and finishes after the tool result. The cloud worker runs in its
-own process (this script, re-run with --serve-worker), so its memory is measured apart from
-the client that starts, queries and approves the sessions. Everything runs against a
-throwaway embedded stack (Temporal dev server, PostgreSQL, SeaweedFS) on free ports.
+own process (bench/parked_worker.py; the /proc readings are bench/proc_stats.py), so its
+memory is measured apart from the client that starts, queries and approves the sessions.
+Everything runs against a throwaway embedded stack (Temporal dev server, PostgreSQL,
+SeaweedFS) on free ports.
 
     .venv/bin/python bench/parked_approvals.py --sessions 20      # smoke run
     .venv/bin/python bench/parked_approvals.py                    # 1,000 sessions
@@ -26,9 +27,7 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -38,312 +37,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from parked_worker import (  # bench/ is on sys.path when run as a script
+    WorkerProcess,
+    marker_content,
+    marker_path,
+    task_text,
+)
+from proc_stats import (
+    CpuSnapshot,
+    cpu_between,
+    machine_facts,
+    mib,
+    proc_mem_kib,
+    pss_by_group,
+)
 from sqlalchemy import text
 from temporalio.client import Client
-from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
+from throwaway_stack import bench_stack
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
-from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.payload_offload import data_converter_with_offload
-from workers.resources import Resources, open_resources
-from workers.settings import Settings
-from workers.stack import StackEndpoints
+from workers.resources import Resources
 from workers.tasks import TaskOptions, approve, live_status, start_task, task_handle
 from workers.temporal_client import connect_client
 
 T = TypeVar("T")
 
-READY_MARKER = "parked-approvals worker ready"
 CALL_ID = "call_0_0"  # ScriptedProvider: turn 0, first call
-
-
-def task_prefix(i: int) -> str:
-    return f"parked session {i:05d}:"
-
-
-def task_text(i: int) -> str:
-    return f"{task_prefix(i)} write the marker file, then stop."
-
-
-def marker_path(i: int) -> str:
-    return f"out/s{i:05d}.txt"
-
-
-def marker_content(i: int) -> str:
-    return f"session {i:05d} was approved\n"
-
-
-# -- the worker process ----------------------------------------------------------------------
-
-
-class QuietScriptedProvider(ScriptedProvider):
-    """ScriptedProvider keeps every request it saw (for test assertions); over thousands of
-    calls that would be counted as worker memory, so drop them."""
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        reply = await super().complete(request)
-        self.requests.clear()
-        return reply
-
-
-def worker_provider(sessions: int) -> ScriptedProvider:
-    by_task = {
-        task_prefix(i): [
-            {
-                "text": "Writing the marker file.",
-                "tool_calls": [
-                    {
-                        "name": "write_file",
-                        "arguments": {"path": marker_path(i), "content": marker_content(i)},
-                    }
-                ],
-            }
-        ]
-        for i in range(sessions)
-    }
-    scripted = ScriptedProvider.from_data([], by_task=by_task)
-    return QuietScriptedProvider(scripted.turns, by_task=scripted.by_task)
-
-
-async def serve_worker(sessions: int, max_cached: int | None) -> None:
-    """The cloud worker, configured from the environment (AGENT_*, DATABASE_URL, S3_*,
-    TEMPORAL_ADDRESS), with the per-session script; runs until SIGTERM/SIGINT."""
-    settings = Settings()
-    provider = worker_provider(sessions)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with open_resources(settings.database, settings.s3) as res:
-        client = await connect_client(data_converter=data_converter_with_offload(res.store))
-        acts = cloud_activities(settings, res, provider, default_registry())
-        worker = build_cloud_worker(
-            client, acts, task_queue=settings.agent.task_queue, max_cached_workflows=max_cached
-        )
-        async with running(worker):
-            print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)
-            await stop.wait()
-
-
-class WorkerProcess:
-    def __init__(
-        self,
-        ep: StackEndpoints,
-        *,
-        queue: str,
-        workspace: Path,
-        sessions: int,
-        max_cached: int | None,
-        log: Path,
-    ) -> None:
-        self.argv = [sys.executable, str(Path(__file__).resolve()), "--serve-worker"]
-        self.argv += ["--sessions", str(sessions)]
-        if max_cached is not None:
-            self.argv += ["--max-cached", str(max_cached)]
-        self.env = {
-            **os.environ,
-            **ep.env(),
-            "AGENT_WORKSPACE": str(workspace),
-            "AGENT_TASK_QUEUE": queue,
-        }
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:]
-
-    async def wait_ready(self, within: float = 60.0) -> None:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise RuntimeError(f"worker exited early:\n{self.tail()}")
-            if READY_MARKER in self.log.read_text(errors="replace"):
-                return
-            await asyncio.sleep(0.1)
-        raise RuntimeError(f"worker not ready within {within:g}s:\n{self.tail()}")
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
-# -- memory and machine facts ----------------------------------------------------------------
-
-
-def proc_mem_kib(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process in KiB, (0, 0) if it is gone."""
-    rss = hwm = 0
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, hwm
-
-
-def proc_pss_kib(pid: int) -> int:
-    """Proportional set size of a process in KiB (shared pages split among sharers)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_table() -> dict[int, tuple[int, str, float]]:
-    """pid -> (ppid, comm, CPU seconds incl. reaped children) for every readable process."""
-    table: dict[int, tuple[int, str, float]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        # fields[0] is state (stat field 3): utime..cstime are stat fields 14-17.
-        cpu = sum(int(x) for x in fields[11:15]) / CLK_TCK
-        table[int(entry)] = (int(fields[1]), comm, cpu)
-    return table
-
-
-def postmaster_pid(state: Path) -> int | None:
-    """pg_ctl daemonizes PostgreSQL, so it is no child of ours: find it by its pid file."""
-    for pid_file in state.glob("postgres/**/postmaster.pid"):
-        try:
-            return int(pid_file.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-    return None
-
-
-def process_groups(
-    table: dict[int, tuple[int, str, float]], worker_pid: int, state: Path
-) -> dict[str, list[int]]:
-    """The bench's processes by role: worker, client (this process), and the stack's services
-    (temporal, weed, postgres) by command name."""
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-
-    def tree(root: int) -> list[int]:
-        out, todo = [], [root]
-        while todo:
-            pid = todo.pop()
-            if pid in table:
-                out.append(pid)
-                todo.extend(children.get(pid, []))
-        return out
-
-    groups: dict[str, list[int]] = {"worker": tree(worker_pid), "client": [os.getpid()]}
-    services = [p for p in children.get(os.getpid(), []) if p != worker_pid]
-    postmaster = postmaster_pid(state)
-    if postmaster is not None:
-        services.append(postmaster)
-    for root in services:
-        for pid in tree(root):
-            name = table[pid][1]
-            name = "postgres" if name.startswith("postgres") else name
-            groups.setdefault(name, []).append(pid)
-    return groups
-
-
-def system_busy_seconds() -> float:
-    """CPU seconds spent busy (not idle/iowait) by the whole machine since boot."""
-    with open("/proc/stat") as f:
-        cpu = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = cpu[:8]
-    return (user + nice + system + irq + softirq + steal) / CLK_TCK
-
-
-@dataclass
-class CpuSnapshot:
-    at: float
-    busy: float
-    by_group: dict[str, float]
-
-    @classmethod
-    def take(cls, worker_pid: int, state: Path) -> CpuSnapshot:
-        table = _proc_table()
-        groups = process_groups(table, worker_pid, state)
-        by_group = {name: sum(table[p][2] for p in pids) for name, pids in groups.items()}
-        return cls(time.perf_counter(), system_busy_seconds(), by_group)
-
-
-def cpu_between(a: CpuSnapshot, b: CpuSnapshot) -> str:
-    """CPU seconds per process group from a to b, and the rest of the machine ("other")."""
-    wall = b.at - a.at
-    used = {k: b.by_group.get(k, 0.0) - a.by_group.get(k, 0.0) for k in b.by_group}
-    used["other"] = max(0.0, (b.busy - a.busy) - sum(used.values()))
-    parts = [f"{k} {v:.1f}s" for k, v in sorted(used.items(), key=lambda kv: -kv[1])]
-    busy = (b.busy - a.busy) / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
-    return f"{wall:.0f}s wall, machine {busy:.0%} busy: " + ", ".join(parts)
-
-
-def pss_by_group(worker_pid: int, state: Path) -> dict[str, int]:
-    """Summed PSS (KiB) per process group. PSS, not RSS: summing RSS would count the pages
-    PostgreSQL's backends share (shared buffers) once per backend."""
-    groups = process_groups(_proc_table(), worker_pid, state)
-    return {name: sum(proc_pss_kib(p) for p in pids) for name, pids in groups.items()}
-
-
-def machine_facts() -> list[tuple[str, str]]:
-    load = os.getloadavg()
-    mem_total = "?"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem_total = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    cpus = len(os.sched_getaffinity(0))
-    return [
-        ("nproc (usable CPUs)", f"{cpus} (os.cpu_count {os.cpu_count()})"),
-        ("load average at start", " ".join(f"{x:.2f}" for x in load)),
-        ("memory", mem_total),
-        ("python", platform.python_version()),
-        ("kernel", platform.release()),
-    ]
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -418,10 +137,6 @@ async def wait_for_status(
             last_print = time.monotonic()
         await asyncio.sleep(poll)
     return False, counts
-
-
-def mib(kib: int) -> str:
-    return f"{kib / 1024:.1f} MiB"
 
 
 def secs(s: float, n: int) -> str:
@@ -682,11 +397,7 @@ def main() -> int:
     )
     parser.add_argument("--poll", type=float, default=0.5, help="AgentState poll interval, s")
     parser.add_argument("--json", help="also write the numbers to this file")
-    parser.add_argument("--serve-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_worker:
-        asyncio.run(serve_worker(args.sessions, args.max_cached))
-        return 0
     report = Report(args.sessions, args.concurrency)
     try:
         asyncio.run(run(args, report))

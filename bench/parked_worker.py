@@ -1,0 +1,176 @@
+"""The worker side of bench/parked_approvals.py: the per-session script and the cloud worker
+process it measures (this file, run as a script, is that process).
+
+    .venv/bin/python bench/parked_worker.py --sessions N [--max-cached K]
+
+is started by parked_approvals.py with the stack's environment (DATABASE_URL, S3_*,
+TEMPORAL_ADDRESS, AGENT_WORKSPACE, AGENT_TASK_QUEUE) and runs until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from activities.providers.base import ModelReply, ModelRequest
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.builtin import default_registry
+from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.payload_offload import data_converter_with_offload
+from workers.resources import open_resources
+from workers.settings import Settings
+from workers.stack import StackEndpoints
+from workers.temporal_client import connect_client
+
+READY_MARKER = "parked-approvals worker ready"
+
+
+def task_prefix(i: int) -> str:
+    return f"parked session {i:05d}:"
+
+
+def task_text(i: int) -> str:
+    return f"{task_prefix(i)} write the marker file, then stop."
+
+
+def marker_path(i: int) -> str:
+    return f"out/s{i:05d}.txt"
+
+
+def marker_content(i: int) -> str:
+    return f"session {i:05d} was approved\n"
+
+
+class QuietScriptedProvider(ScriptedProvider):
+    """ScriptedProvider keeps every request it saw (for test assertions); over thousands of
+    calls that would be counted as worker memory, so drop them."""
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        reply = await super().complete(request)
+        self.requests.clear()
+        return reply
+
+
+def worker_provider(sessions: int) -> ScriptedProvider:
+    by_task = {
+        task_prefix(i): [
+            {
+                "text": "Writing the marker file.",
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": marker_path(i), "content": marker_content(i)},
+                    }
+                ],
+            }
+        ]
+        for i in range(sessions)
+    }
+    scripted = ScriptedProvider.from_data([], by_task=by_task)
+    return QuietScriptedProvider(scripted.turns, by_task=scripted.by_task)
+
+
+async def serve_worker(sessions: int, max_cached: int | None) -> None:
+    """The cloud worker, configured from the environment (AGENT_*, DATABASE_URL, S3_*,
+    TEMPORAL_ADDRESS), with the per-session script; runs until SIGTERM/SIGINT."""
+    settings = Settings()
+    provider = worker_provider(sessions)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with open_resources(settings.database, settings.s3) as res:
+        client = await connect_client(data_converter=data_converter_with_offload(res.store))
+        acts = cloud_activities(settings, res, provider, default_registry())
+        worker = build_cloud_worker(
+            client, acts, task_queue=settings.agent.task_queue, max_cached_workflows=max_cached
+        )
+        async with running(worker):
+            print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)
+            await stop.wait()
+
+
+class WorkerProcess:
+    def __init__(
+        self,
+        ep: StackEndpoints,
+        *,
+        queue: str,
+        workspace: Path,
+        sessions: int,
+        max_cached: int | None,
+        log: Path,
+    ) -> None:
+        self.argv = [sys.executable, str(Path(__file__).resolve()), "--sessions", str(sessions)]
+        if max_cached is not None:
+            self.argv += ["--max-cached", str(max_cached)]
+        self.env = {
+            **os.environ,
+            **ep.env(),
+            "AGENT_WORKSPACE": str(workspace),
+            "AGENT_TASK_QUEUE": queue,
+        }
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:]
+
+    async def wait_ready(self, within: float = 60.0) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"worker exited early:\n{self.tail()}")
+            if READY_MARKER in self.log.read_text(errors="replace"):
+                return
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"worker not ready within {within:g}s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    parser = argparse.ArgumentParser(description="the parked-approvals benchmark's worker")
+    parser.add_argument("--sessions", type=int, required=True)
+    parser.add_argument("--max-cached", type=int, default=None)
+    args = parser.parse_args()
+    asyncio.run(serve_worker(args.sessions, args.max_cached))
+
+
+if __name__ == "__main__":
+    main()
