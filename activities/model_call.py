@@ -201,7 +201,9 @@ class ModelActivities:
             calls.append(
                 ToolCallRef(
                     tool_call_id=call["id"],
-                    name=call["name"],
+                    # Only names of our own tools enter history; an unknown name the model
+                    # made up stays in AgentState, where run_tool reads it to say so.
+                    name=call["name"] if tool is not None else "",
                     item_id=str(call_row.id),
                     needs_approval=needs_approval(policy, call_row.data.get("arguments", {})),
                     known=tool is not None,

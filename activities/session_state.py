@@ -37,6 +37,21 @@ async def _edited_arguments(
     return dict(proposal.data["proposed_arguments"])
 
 
+async def _decider(items: ItemRepository, inp: ApprovalRecordInput) -> tuple[str, str]:
+    """Who decided and why: from the decision item the client committed, when there is one
+    (a person's words never travel through workflow history), else the loop's own words."""
+    if not inp.decision_item_id:
+        return inp.decided_by, inp.reason
+    rows = await items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
+    item = next((r for r in rows if str(r.id) == inp.decision_item_id), None)
+    if item is None or "decision" not in item.data:
+        raise non_retryable(
+            "DecisionNotFound",
+            f"no decision item {inp.decision_item_id} for call {inp.tool_call_id}",
+        )
+    return str(item.data.get("decided_by", "")), str(item.data.get("reason", ""))
+
+
 class SessionStateActivities:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -50,19 +65,19 @@ class SessionStateActivities:
             items = ItemRepository(db, inp.tenant_id)
             decision = "approved" if inp.approved else "rejected"
             edited = await _edited_arguments(items, inp)
+            decided_by, reason = await _decider(items, inp)
             row, _ = await items.append(
                 NewItem(
                     session_id=session_id,
                     kind="approval",
                     role="user",
                     idempotency_key=f"{inp.idempotency_key}:decision",
-                    text=f"{decision} by {inp.decided_by}"
-                    + (f": {inp.reason}" if inp.reason else ""),
+                    text=f"{decision} by {decided_by}" + (f": {reason}" if reason else ""),
                     tool_call_id=inp.tool_call_id,
                     data={
                         "approved": inp.approved,
-                        "decided_by": inp.decided_by,
-                        "reason": inp.reason,
+                        "decided_by": decided_by,
+                        "reason": reason,
                         "step": inp.step,
                         "device_id": inp.device_id,
                         **({"arguments": edited} if edited is not None else {}),
@@ -70,15 +85,14 @@ class SessionStateActivities:
                 )
             )
             if not inp.approved:
-                reason = inp.reason or "no reason given"
                 row, _ = await items.append(
                     NewItem(
                         session_id=session_id,
                         kind="tool_result",
                         role="tool",
                         idempotency_key=inp.idempotency_key,
-                        text=f"error (Rejected): the call was rejected by {inp.decided_by}: "
-                        f"{reason}"[:PREVIEW_CHARS],
+                        text=f"error (Rejected): the call was rejected by {decided_by}: "
+                        f"{reason or 'no reason given'}"[:PREVIEW_CHARS],
                         tool_call_id=inp.tool_call_id,
                         data={"error_type": "Rejected", "step": inp.step},
                     )

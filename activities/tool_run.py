@@ -4,6 +4,7 @@ crash at any point leave at most an orphan object, never a ref to a missing one.
 
 from __future__ import annotations
 
+import errno
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
@@ -77,10 +79,10 @@ class ToolActivities:
                 done = await items.by_key(inp.idempotency_key)
                 if done is not None:
                     return _outcome_of(done, inp.tenant_id)
-                args = await self._arguments(items, session_id, inp.tool_call_id)
+                args, asked_for = await self._arguments(items, session_id, inp.tool_call_id)
                 agent_name = (await SessionRepository(db, inp.tenant_id).get(session_id)).agent_name
             async with self._recorder.tool_call(_event(inp)) as trace:
-                result = await self._execute(inp, args, agent_name)
+                result = await self._execute(inp, args, agent_name, asked_for)
                 trace.executed(result.error_type)
                 ref: ArtifactRef | None = None
                 if result.output is not None:
@@ -108,7 +110,8 @@ class ToolActivities:
 
     async def _arguments(
         self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], str]:
+        """The call's arguments (an approver's edit wins) and the tool name the model used."""
         rows = await items.for_tool_call(session_id, tool_call_id)
         call = next((r for r in rows if r.kind == "tool_call"), None)
         if call is None:
@@ -116,12 +119,18 @@ class ToolActivities:
         edited = next(
             (r for r in reversed(rows) if r.kind == "approval" and r.data.get("arguments")), None
         )
-        return dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
+        args = dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
+        return args, call.tool_name or ""
 
-    async def _execute(self, inp: ToolRunInput, args: dict[str, Any], agent_name: str) -> _Result:
+    async def _execute(
+        self, inp: ToolRunInput, args: dict[str, Any], agent_name: str, asked_for: str
+    ) -> _Result:
         tool = self._registry.get(inp.name)
         if tool is None:
-            return _Result(None, "UnknownTool", f"there is no tool named {inp.name!r}")
+            # The name the model used lives in AgentState; history carries "" for it.
+            name = asked_for or inp.name
+            shown = name if len(name) <= 100 else name[:100] + "..."
+            return _Result(None, "UnknownTool", f"there is no tool named {shown!r}")
         ctx = ToolContext(
             idempotency_key=inp.idempotency_key,
             workspace=self._workspace,
@@ -136,6 +145,16 @@ class ToolActivities:
         except ToolError as err:
             activity.logger.info("tool %s failed: %s", inp.name, err.error_type)
             return _Result(None, err.error_type, err.message)
+        except ApplicationError:
+            raise  # ours, worded for history already
+        except Exception as exc:
+            # Retried by Temporal, and the failure's message and causes land in workflow
+            # history: our words only (the exception type, an errno name), never a path,
+            # URL or page text the model or a web server chose.
+            activity.logger.warning("tool %s raised %s; retrying", inp.name, type(exc).__name__)
+            raise ApplicationError(
+                f"{inp.name} failed: {failure_words(exc)}", type="ToolRaised"
+            ) from None
 
     async def _commit(
         self,
@@ -179,6 +198,13 @@ class ToolActivities:
             )
         )
         return row
+
+
+def failure_words(exc: BaseException) -> str:
+    """An exception described without its message: type, and errno name for OS errors."""
+    code = getattr(exc, "errno", None)
+    name = errno.errorcode.get(code, "") if isinstance(code, int) else ""
+    return f"{type(exc).__name__} ({name})" if name else type(exc).__name__
 
 
 def _event(inp: ToolRunInput) -> ToolCallEvent:

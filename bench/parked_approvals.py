@@ -278,7 +278,9 @@ async def measure(
     ta = time.perf_counter()
     cpu_approve = CpuSnapshot.take(worker.pid, state)
     decisions, errors = await bounded(
-        conc, ids, lambda sid: approve(client, sid, CALL_ID, "bench", tenant_id=tenant)
+        conc,
+        ids,
+        lambda sid: approve(client, sid, CALL_ID, "bench", sessions=res.sessions, tenant_id=tenant),
     )
     t_approve = time.perf_counter() - ta
     note_errors(report, "approve", errors)

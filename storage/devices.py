@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import DeviceRow
 
-# A device id becomes a Temporal task-queue name (device-{id}) and appears in logs and
-# shell commands: keep it to a short, unambiguous alphabet.
+# A device id becomes part of a Temporal task-queue name (device:{tenant}:{id}) and appears in
+# logs and shell commands: keep it to a short, unambiguous alphabet (no ':').
 DEVICE_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # What counts as online when nobody says otherwise: six missed 5 s heartbeats.
 ONLINE_WITHIN = timedelta(seconds=30)

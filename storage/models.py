@@ -286,7 +286,7 @@ class SessionArchiveRow(Base):
 
 
 class DeviceRow(Base):
-    """A device that serves device-local tools on `device-{device_id}`; presence by heartbeat."""
+    """A device serving its tools on `device:{tenant}:{device_id}`; presence by heartbeat."""
 
     __tablename__ = "devices"
 

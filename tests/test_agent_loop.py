@@ -26,14 +26,16 @@ async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
     copy_demo_workspace(workspace)
     async with agent_worker(OfflineProvider(), workspace) as queue:
         session_id, handle = await start(client, resources, queue)
-        result, approved = await run_approving(client, session_id, handle)
+        result, approved = await run_approving(client, resources, session_id, handle)
 
     assert result.status == "completed"
     assert len(approved) == 1
     items = await items_of(resources, "default", session_id)
     kinds = [i.kind for i in items]
     assert kinds[0] == "user_message" and kinds[-1] == "assistant_message"
-    assert kinds.count("approval") == 1
+    # The approver's request, then the decision the loop recorded.
+    assert kinds.count("approval") == 2
+    assert sum("approved" in i.data for i in items if i.kind == "approval") == 1
     results = [i for i in items if i.kind == "tool_result"]
     # list_dir + four text files read + write_file
     assert len(results) == 6

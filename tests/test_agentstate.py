@@ -43,7 +43,9 @@ async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
     # A new deploy: another prompt and model. The turn under way must not notice.
     new = ScriptedProvider.from_data(script)
     async with agent_worker(new, workspace, queue=queue, system_prompt="prompt v2", name="m-2"):
-        await tasks.approve(client, session_id, call, "test")
+        await tasks.approve(
+            client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
+        )
         await asyncio.wait_for(handle.result(), 30)
 
     assert old.requests[0].model == "m-1" and old.requests[0].messages[0].content == "prompt v1"
@@ -65,7 +67,9 @@ async def test_follow_up_opens_a_new_turn_that_records_the_current_config(
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call,) = await wait_for_pending(client, session_id)
         await tasks.send_message(client, resources.sessions, tenant, session_id, "and then?")
-        await tasks.approve(client, session_id, call, "test")
+        await tasks.approve(
+            client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
+        )
         await asyncio.wait_for(handle.result(), 30)
     items = await items_of(resources, tenant, session_id)
     async with resources.sessions() as db:

@@ -51,21 +51,22 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
     provider = _script()
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
+        ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         pending = await wait_for_pending(client, session_id)
         assert sorted(pending) == ["call_0_0", "call_0_1"]
 
-        unknown = await _refused(tasks.approve(client, session_id, "call_9_9", "alice"))
+        unknown = await _refused(tasks.approve(client, session_id, "call_9_9", "alice", **ours))
         assert unknown.type == "UnknownToolCall" and "call_9_9" in unknown.message
 
-        await tasks.approve(client, session_id, "call_0_0", "alice")
-        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice"))
+        await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
+        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice", **ours))
         assert again.type == "AlreadyDecided"
         flip = await _refused(
-            tasks.reject(client, session_id, "call_0_0", "changed my mind", "bob")
+            tasks.reject(client, session_id, "call_0_0", "changed my mind", "bob", **ours)
         )
         assert flip.type == "AlreadyDecided"
 
-        await tasks.reject(client, session_id, "call_0_1", "b.md is not wanted", "bob")
+        await tasks.reject(client, session_id, "call_0_1", "b.md is not wanted", "bob", **ours)
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"
@@ -79,7 +80,9 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
     assert len(provider.requests) == 3
 
     items = await items_of(resources, tenant, session_id)
-    decisions = {i.tool_call_id: i.data for i in items if i.kind == "approval"}
+    decisions = {
+        i.tool_call_id: i.data for i in items if i.kind == "approval" and "approved" in i.data
+    }
     assert decisions["call_0_0"]["approved"] is True
     assert decisions["call_0_0"]["decided_by"] == "alice"
     assert decisions["call_0_1"] == {
@@ -113,15 +116,20 @@ async def test_a_decision_whose_rpc_timed_out_is_asked_again_not_made_twice(
     monkeypatch.setattr(WorkflowHandle, "execute_update", slow_once)
     async with agent_worker(_script(), workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
+        ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         await wait_for_pending(client, session_id)
-        decided = await tasks.approve(client, session_id, "call_0_0", "alice")
+        decided = await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
         assert len(sent) == 2 and sent[0] == sent[1]  # asked again, same update
         assert decided.tool_call_id == "call_0_0" and decided.approved
-        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice"))
+        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice", **ours))
         assert again.type == "AlreadyDecided"  # a new decision is still a second one
-        await tasks.reject(client, session_id, "call_0_1", "no", "bob")
+        await tasks.reject(client, session_id, "call_0_1", "no", "bob", **ours)
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
-    approvals = [i for i in await items_of(resources, tenant, session_id) if i.kind == "approval"]
+    approvals = [
+        i
+        for i in await items_of(resources, tenant, session_id)
+        if i.kind == "approval" and "approved" in i.data
+    ]
     assert sorted(i.tool_call_id or "" for i in approvals) == ["call_0_0", "call_0_1"]
 
 
@@ -131,9 +139,10 @@ async def test_decisions_on_a_finished_task_are_refused(
     provider = ScriptedProvider.from_data([{"text": "nothing to do"}])
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
+        ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         await handle.result()
     with pytest.raises(RPCError, match=r"(?i)completed"):
-        await tasks.approve(client, session_id, "call_0_0", "alice")
+        await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
 
 
 async def test_approval_that_never_comes_times_out_and_the_model_is_told(

@@ -31,7 +31,7 @@ from tests.support.blocking import (
     wait_until_commit_blocked,
     write_file_result_sha,
 )
-from tests.support.helpers import items_of, start, wait_for_pending
+from tests.support.helpers import items_of, register_device, start, wait_for_pending
 from tests.support.processes import AGENTCTL, DeviceProcess
 from workers import processes, tasks
 from workers.resources import Resources
@@ -306,6 +306,8 @@ async def test_device_that_never_comes_is_reported_to_the_model_as_offline(
     provider = ScriptedProvider.from_data(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}]
     )
+    # Registered once, long ago as far as presence goes: it never heartbeats.
+    await register_device(resources, tenant, f"never-{tenant}", ["read_file"], seen_ago_s=3600)
     async with agent_worker(provider, workspace) as queue:
         _, handle = await start(
             client,
@@ -353,7 +355,9 @@ async def test_two_watchers_print_the_same_items_and_the_end(
         await until(lambda: asyncio.to_thread(lambda: "call" in early_out.read_text()))
         late = watch(env, session_id, late_out, "--after", "0")
         await asyncio.sleep(0.5)
-        await tasks.approve(client, session_id, call_id, "test")
+        await tasks.approve(
+            client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
+        )
         await asyncio.wait_for(handle.result(), 30)
         codes = [await asyncio.to_thread(p.wait, 30) for p in (early, late)]
 

@@ -12,7 +12,7 @@ from activities.providers.scripted import ScriptedProvider
 from activities.tool_run import ToolActivities
 from activities.tools.builtin import default_registry
 from tests.conftest import AgentRunner
-from tests.support.helpers import artifact_count, items_of, s3_keys, start
+from tests.support.helpers import artifact_count, items_of, register_device, s3_keys, start
 from workers import tasks
 from workers.cloud import running
 from workers.device import build_device_worker
@@ -46,6 +46,7 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
         fetch_max_bytes=1024,
     )
     provider = _read("notes.txt")
+    await register_device(resources, tenant, device_id, ["read_file"], seen_ago_s=3600)
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(
             client,
@@ -62,7 +63,7 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
         assert (await tasks.live_status(client, session_id)).status == "waiting_device"
         row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
         assert row.status == "waiting_device"
-        async with running(build_device_worker(client, device_id, tools)):
+        async with running(build_device_worker(client, tenant, device_id, tools)):
             result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"

@@ -51,7 +51,9 @@ async def test_follow_up_message_during_a_step_is_answered_before_finishing(
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call_id,) = await wait_for_pending(client, session_id)
         await tasks.send_message(client, resources.sessions, tenant, session_id, "also add y.md")
-        await tasks.approve(client, session_id, call_id, "test")
+        await tasks.approve(
+            client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
+        )
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"

@@ -28,7 +28,7 @@ async def test_demo_history_replays_without_nondeterminism(
     copy_demo_workspace(workspace)
     async with agent_worker(OfflineProvider(), workspace) as queue:
         session_id, handle = await start(client, resources, queue)
-        await run_approving(client, session_id, handle)
+        await run_approving(client, resources, session_id, handle)
     history = await handle.fetch_history()
     if os.environ.get("RECORD_HISTORIES"):
         HISTORIES.mkdir(exist_ok=True)

@@ -175,7 +175,9 @@ async def test_approvals_waiting_gauge_and_tool_errors(
         session_id, handle = await start(client, resources, queue, "write it", tenant=tenant)
         (call_id,) = await wait_for_pending(client, session_id)
         assert await waiting(otel, 1) == 1  # the status write may still be in flight
-        await tasks.approve(client, session_id, call_id, "test")
+        await tasks.approve(
+            client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
+        )
         result = await asyncio.wait_for(handle.result(), 60)
     assert result.status == "completed"
     assert await waiting(otel, 0) == 0

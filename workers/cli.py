@@ -131,18 +131,33 @@ def reject(
 ) -> None:
     """Reject a tool call; the model is told, and the task goes on."""
 
-    async def go() -> DecisionResult:
+    async def go(res: Resources) -> DecisionResult:
         return await tasks.reject(
             await connect_client(),
             session,
             call,
             reason,
             by,
+            sessions=res.sessions,
             tenant_id=tenant_or_default(tenant),
             device_id=device,
         )
 
-    console.print(f"rejected {run_async(go()).tool_call_id}")
+    console.print(f"rejected {run_async(with_resources(go)).tool_call_id}")
+
+
+@app.command()
+def cancel(session: str, tenant: Tenant = None) -> None:
+    """Cancel a running task: the loop records `cancelled` and stops."""
+
+    async def go(res: Resources) -> bool:
+        result = await tasks.cancel(
+            await connect_client(), res.sessions, tenant_or_default(tenant), session
+        )
+        return result.cancelled
+
+    done = run_async(with_resources(go))
+    console.print(f"cancelled {session}" if done else f"{session} had already ended")
 
 
 def _json_object(text: str) -> dict[str, Any]:

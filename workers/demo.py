@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -36,8 +37,14 @@ TENANT = "default"
 
 
 async def _decide_approvals(
-    console: Console, client: Client, session_id: str, interactive: bool, done: asyncio.Event
+    console: Console,
+    client: Client,
+    res: Resources,
+    session_id: str,
+    interactive: bool,
+    done: asyncio.Event,
 ) -> None:
+    steering: dict[str, Any] = {"sessions": res.sessions, "tenant_id": TENANT}
     decided: set[str] = set()
     while not done.is_set():
         live = await tasks.live_status(client, session_id)
@@ -59,10 +66,17 @@ async def _decide_approvals(
                     "`agentctl demo --interactive` asks instead)"
                 )
             if ok:
-                await tasks.approve(client, session_id, pending.tool_call_id, "demo-user")
+                await tasks.approve(
+                    client, session_id, pending.tool_call_id, "demo-user", **steering
+                )
             else:
                 await tasks.reject(
-                    client, session_id, pending.tool_call_id, "declined in the demo", "demo-user"
+                    client,
+                    session_id,
+                    pending.tool_call_id,
+                    "declined in the demo",
+                    "demo-user",
+                    **steering,
                 )
         await asyncio.sleep(0.3)
 
@@ -103,7 +117,9 @@ async def _run_task(
     console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}\n")
     done = asyncio.Event()
     watcher = asyncio.create_task(_follow(console, res, session_id, done))
-    decider = asyncio.create_task(_decide_approvals(console, client, session_id, interactive, done))
+    decider = asyncio.create_task(
+        _decide_approvals(console, client, res, session_id, interactive, done)
+    )
     result = await handle.result()
     decider.cancel()
     await asyncio.gather(decider, return_exceptions=True)

@@ -1,4 +1,4 @@
-"""The device worker: serves device-local tools on `device-{id}`, from the device itself."""
+"""The device worker: serves device-local tools on `device:{tenant}:{id}`, from the device."""
 
 from __future__ import annotations
 
@@ -9,5 +9,11 @@ from activities.tool_run import ToolActivities
 from workflows.policies import device_task_queue
 
 
-def build_device_worker(client: Client, device_id: str, tools: ToolActivities) -> Worker:
-    return Worker(client, task_queue=device_task_queue(device_id), activities=[tools.run_tool])
+def build_device_worker(
+    client: Client, tenant_id: str, device_id: str, tools: ToolActivities
+) -> Worker:
+    """Poll the queue of (tenant, device) only: another tenant's device of the same name
+    polls a queue of its own."""
+    return Worker(
+        client, task_queue=device_task_queue(tenant_id, device_id), activities=[tools.run_tool]
+    )

@@ -93,7 +93,7 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
         )
         presence = asyncio.create_task(_heartbeat(res.sessions, tenant, device_id, served))
         try:
-            async with running(build_device_worker(client, device_id, tools)):
+            async with running(build_device_worker(client, tenant, device_id, tools)):
                 logger.info("device worker for %s serving %s", device_id, workspace)
                 await _until_signalled()
         finally:

@@ -24,6 +24,7 @@ from activities.approval_policy import validate as validate_policy
 from activities.tokens import count_tokens
 from storage.archive import rehydrate_for_read
 from storage.artifacts import ArtifactStore, check_user_tenant
+from storage.devices import DeviceRepository, validate_device_id
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
@@ -32,6 +33,8 @@ from workflows.contracts import (
     AgentInput,
     AgentStatus,
     ApproveInput,
+    CancelInput,
+    CancelResult,
     DecisionResult,
     RejectInput,
     SendMessageInput,
@@ -85,6 +88,8 @@ async def start_task(
     session_id = session_id or uuid.uuid4()
     workflow_id = workflow_id_for(str(session_id))
     async with sessions() as db, db.begin():
+        # Inside the transaction: a refusal rolls back, so nothing is committed.
+        await _check_device(db, options)
         await SessionRepository(db, options.tenant_id).create(
             session_id,
             title=text[:200],
@@ -121,6 +126,28 @@ async def start_task(
     )
 
 
+async def _check_device(db: AsyncSession, options: TaskOptions) -> None:
+    """A task may route tools only to a device its own tenant registered, and only tools
+    that device serves: device identity is (tenant, device id)."""
+    if options.device_id is None:
+        if options.device_tools:
+            raise ValueError("device tools were given without a device to run them on")
+        return
+    validate_device_id(options.device_id)
+    device = await DeviceRepository(db, options.tenant_id).get(options.device_id)
+    if device is None:
+        raise ValueError(
+            f"no device {options.device_id!r} is registered for tenant {options.tenant_id!r}; "
+            "start its device worker first (`agentctl devices` lists them)"
+        )
+    unserved = sorted(set(options.device_tools) - set(device.tools))
+    if unserved:
+        raise ValueError(
+            f"device {options.device_id!r} does not serve {', '.join(map(repr, unserved))} "
+            f"(it serves {', '.join(device.tools) or 'nothing'})"
+        )
+
+
 def task_handle(client: Client, session_id: str) -> WorkflowHandle[AgentWorkflow, Any]:
     return client.get_workflow_handle_for(AgentWorkflow.run, workflow_id_for(session_id))
 
@@ -137,6 +164,9 @@ async def send_message(
     """Commit a follow-up message and tell the running workflow about it."""
     if not text.strip():
         raise ValueError("the message is empty")
+    # The tenant first: another tenant's session is not found, whatever state its task is in.
+    async with sessions() as db:
+        await SessionRepository(db, tenant_id).get(session_uuid(session_id))
     handle = task_handle(client, session_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
@@ -154,8 +184,54 @@ async def send_message(
                 tokens=count_tokens(text),
             )
         )
-    await handle.signal(AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal))
+    await handle.signal(
+        AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal, tenant_id)
+    )
     return row
+
+
+MAX_REASON_CHARS = 2000
+MAX_DECIDER_CHARS = 100
+
+
+async def _commit_decision(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    call_id: str,
+    decision: str,
+    by: str,
+    *,
+    reason: str = "",
+    edited_arguments: dict[str, Any] | None = None,
+) -> str:
+    """Commit who decides, why, and any edited arguments as one item; its id goes to the
+    workflow instead of the text. The item is a request: the decision itself is recorded
+    by the loop once the workflow accepted it, so a refused update decides nothing."""
+    if not by.strip() or len(by) > MAX_DECIDER_CHARS:
+        raise ValueError(f"who decides must be 1-{MAX_DECIDER_CHARS} characters")
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValueError(
+            f"the reason is {len(reason)} characters; at most {MAX_REASON_CHARS} are kept"
+        )
+    data: dict[str, Any] = {"decision": decision, "decided_by": by, "reason": reason}
+    if edited_arguments is not None:
+        data |= {"proposed_arguments": edited_arguments, "proposed_by": by}
+    async with sessions() as db, db.begin():
+        row, _ = await ItemRepository(db, tenant_id).append(
+            NewItem(
+                session_id=session_uuid(session_id),
+                kind="approval",
+                role="user",
+                idempotency_key=f"{workflow_id_for(session_id)}:{decision}:{uuid.uuid4()}",
+                text=f"{by} asks to {decision}"
+                + (" with edited arguments" if edited_arguments is not None else "")
+                + (f": {reason}" if reason else ""),
+                tool_call_id=call_id,
+                data=data,
+            )
+        )
+        return str(row.id)
 
 
 async def approve(
@@ -164,37 +240,31 @@ async def approve(
     call_id: str,
     by: str,
     *,
-    tenant_id: str | None = None,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
     device_id: str | None = None,
-    sessions: async_sessionmaker[AsyncSession] | None = None,
     edited_arguments: dict[str, Any] | None = None,
 ) -> DecisionResult:
     """Approve a waiting call, optionally with edited arguments to run instead.
 
-    Edited arguments are content: they are committed to AgentState first (as a proposal
-    only the decision can adopt) and the update carries the item's id.
+    Who decides and the edited arguments are content: they are committed to AgentState
+    first (under the caller's tenant, so another tenant's session is not found) and the
+    update carries the item's id.
     """
-    proposal: str | None = None
-    if edited_arguments is not None:
-        if sessions is None or tenant_id is None:
-            raise ValueError("edited arguments need the AgentState sessions and the tenant")
-        async with sessions() as db, db.begin():
-            row, _ = await ItemRepository(db, tenant_id).append(
-                NewItem(
-                    session_id=session_uuid(session_id),
-                    kind="approval",
-                    role="user",
-                    idempotency_key=f"{workflow_id_for(session_id)}:edit:{uuid.uuid4()}",
-                    text=f"{by} proposed edited arguments",
-                    tool_call_id=call_id,
-                    data={"proposed_arguments": edited_arguments, "proposed_by": by},
-                )
-            )
-            proposal = str(row.id)
+    item_id = await _commit_decision(
+        sessions, tenant_id, session_id, call_id, "approve", by, edited_arguments=edited_arguments
+    )
+    edited = item_id if edited_arguments is not None else None
     return await _decide(
         task_handle(client, session_id),
         "approve",
-        ApproveInput(call_id, by, tenant_id, device_id, proposal),
+        ApproveInput(
+            call_id,
+            tenant_id=tenant_id,
+            device_id=device_id,
+            edited_arguments_item_id=edited,
+            decision_item_id=item_id,
+        ),
     )
 
 
@@ -205,14 +275,38 @@ async def reject(
     reason: str,
     by: str,
     *,
-    tenant_id: str | None = None,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
     device_id: str | None = None,
 ) -> DecisionResult:
+    """Reject a waiting call; the model is told who rejected it and why."""
+    item_id = await _commit_decision(
+        sessions, tenant_id, session_id, call_id, "reject", by, reason=reason
+    )
     return await _decide(
         task_handle(client, session_id),
         "reject",
-        RejectInput(call_id, reason, by, tenant_id, device_id),
+        RejectInput(call_id, tenant_id=tenant_id, device_id=device_id, decision_item_id=item_id),
     )
+
+
+async def cancel(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+) -> CancelResult:
+    """Stop a task of the caller's tenant; False in the result when it had already ended."""
+    async with sessions() as db:
+        await SessionRepository(db, tenant_id).get(session_uuid(session_id))
+    handle = task_handle(client, session_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        return CancelResult(session_id, cancelled=False)
+    result: CancelResult = await handle.execute_update(
+        AgentWorkflow.cancel, CancelInput(tenant_id), id=f"cancel:{uuid.uuid4()}"
+    )
+    return result
 
 
 # A decision's update RPC can time out on a busy worker while the update itself goes

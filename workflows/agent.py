@@ -20,6 +20,8 @@ from workflows.contracts import (
     AgentStatus,
     ApprovalRecordInput,
     ApproveInput,
+    CancelInput,
+    CancelResult,
     CompactInput,
     DecisionResult,
     ModelCallInput,
@@ -48,6 +50,9 @@ with workflow.unsafe.imports_passed_through():
     from activities.session_state import SessionStateActivities
 
 MAX_REASON_CHARS = 500
+# Signals carry the sender's tenant from this patch on; replays of earlier histories count
+# every send_message signal as they did.
+TENANT_CHECKED_SIGNALS = "tenant-checked-signals"
 
 
 @dataclass
@@ -59,6 +64,7 @@ class _Waiting:
     reason: str = ""
     device_id: str | None = None
     edited_arguments_item_id: str | None = None
+    decision_item_id: str | None = None
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -75,11 +81,24 @@ class AgentWorkflow:
         self._last_error: str | None = None
         self._compaction = inp.compaction
         self._devices_away = 0
+        self._main: asyncio.Task[AgentResult] | None = None
+        self._cancel_requested = False
 
     # -- the loop -------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
+        # The loop runs as a task of its own so the tenant-checked `cancel` update can stop
+        # it; a cancellation from Temporal itself reaches it through this await as well.
+        self._main = asyncio.create_task(self._run())
+        try:
+            return await self._main
+        except asyncio.CancelledError:
+            if not self._cancel_requested:
+                raise
+            return AgentResult(inp.session_id, "cancelled", self._step)
+
+    async def _run(self) -> AgentResult:
         try:
             await self._set_status("running")
             return await self._loop()
@@ -242,6 +261,7 @@ class AgentWorkflow:
                 idempotency_key=key,
                 device_id=waiting.device_id,
                 edited_arguments_item_id=waiting.edited_arguments_item_id,
+                decision_item_id=waiting.decision_item_id,
             ),
         )
         if not self._waiting and self._status == "running":
@@ -256,6 +276,7 @@ class AgentWorkflow:
         waiting.approved, waiting.decided_by = True, inp.decided_by[:100]
         waiting.device_id = inp.device_id
         waiting.edited_arguments_item_id = inp.edited_arguments_item_id
+        waiting.decision_item_id = inp.decision_item_id
         return DecisionResult(inp.tool_call_id, True)
 
     @approve.validator
@@ -268,18 +289,24 @@ class AgentWorkflow:
         waiting.approved, waiting.decided_by = False, inp.decided_by[:100]
         waiting.reason = inp.reason[:MAX_REASON_CHARS]
         waiting.device_id = inp.device_id
+        waiting.decision_item_id = inp.decision_item_id
         return DecisionResult(inp.tool_call_id, False)
 
     @reject.validator
     def _validate_reject(self, inp: RejectInput) -> None:
         self._validate_decision(inp.tool_call_id, inp.tenant_id)
 
-    def _validate_decision(self, tool_call_id: str, tenant_id: str | None) -> None:
-        if tenant_id is not None and tenant_id != self._inp.tenant_id:
+    def _check_tenant(self, tenant_id: str | None) -> None:
+        # A missing tenant is refused like a wrong one: no caller skips the check by omission.
+        if tenant_id != self._inp.tenant_id:
             raise ApplicationError(
-                "this task belongs to another tenant; decisions must come from its own",
+                "not a task of the caller's tenant (a request must name its own tenant)",
                 type="TenantMismatch",
+                non_retryable=True,
             )
+
+    def _validate_decision(self, tool_call_id: str, tenant_id: str | None) -> None:
+        self._check_tenant(tenant_id)
         waiting = self._waiting.get(tool_call_id)
         if tool_call_id in self._decided or (waiting is not None and waiting.approved is not None):
             raise ApplicationError(
@@ -294,7 +321,26 @@ class AgentWorkflow:
 
     @workflow.signal(name="send_message")
     def send_message(self, inp: SendMessageInput) -> None:
+        # A signal cannot be refused, so one from another tenant (or none) is ignored. The
+        # message itself was committed under the sender's tenant, so it never reaches this
+        # session's context either way; this only keeps a stranger from waking the loop.
+        if inp.tenant_id != self._inp.tenant_id and workflow.patched(TENANT_CHECKED_SIGNALS):
+            workflow.logger.warning("send_message signal from another tenant ignored")
+            return
         self._received += 1
+
+    @workflow.update(name="cancel")
+    def cancel(self, inp: CancelInput) -> CancelResult:
+        """Stop the task: the loop records `cancelled` and the run ends."""
+        if self._main is None or self._main.done() or self._cancel_requested:
+            return CancelResult(self._inp.session_id, cancelled=False)
+        self._cancel_requested = True
+        self._main.cancel()
+        return CancelResult(self._inp.session_id, cancelled=True)
+
+    @cancel.validator
+    def _validate_cancel(self, inp: CancelInput) -> None:
+        self._check_tenant(inp.tenant_id)
 
     @workflow.query(name="status")
     def status(self) -> AgentStatus:

@@ -150,11 +150,14 @@ class ApprovalRecordInput:
     step: int
     tool_call_id: str
     approved: bool
+    # Our own words only ("timeout", "no decision within 60s"): a person's name and reason
+    # are in the decision item the client committed (decision_item_id).
     decided_by: str
     reason: str
     idempotency_key: str
     device_id: str | None = None
     edited_arguments_item_id: str | None = None
+    decision_item_id: str | None = None
 
 
 @dataclass
@@ -170,7 +173,11 @@ class SessionStatusInput:
 
 @dataclass
 class ToolErrorInput:
-    """A tool call that could not produce a result (retries exhausted, device offline)."""
+    """A tool call that could not produce a result (retries exhausted, device offline).
+
+    `message` is built by the loop from our own vocabulary (error types, the device id,
+    attempt counts): never from a model reply, a tool's output or a provider's error text.
+    """
 
     session_id: str
     tenant_id: str
@@ -185,21 +192,27 @@ class ToolErrorInput:
 @dataclass
 class ApproveInput:
     tool_call_id: str
-    decided_by: str = "user"
-    # The caller's tenant; a decision from another tenant is refused.
+    # Kept for histories written before decision items; new clients leave it empty.
+    decided_by: str = ""
+    # The caller's tenant: a decision without one, or from another tenant, is refused.
     tenant_id: str | None = None
     device_id: str | None = None
     # An approval item the client committed with edited arguments to run instead.
     edited_arguments_item_id: str | None = None
+    # The decision item the client committed first: who decides (free text stays there).
+    decision_item_id: str | None = None
 
 
 @dataclass
 class RejectInput:
     tool_call_id: str
+    # Kept for histories written before decision items; new clients leave both empty and
+    # commit who rejected and why as the decision item.
     reason: str = ""
-    decided_by: str = "user"
+    decided_by: str = ""
     tenant_id: str | None = None
     device_id: str | None = None
+    decision_item_id: str | None = None
 
 
 @dataclass
@@ -214,6 +227,22 @@ class SendMessageInput:
 
     item_id: str
     ordinal: int
+    # The sender's tenant: a signal without one, or from another tenant, is ignored.
+    tenant_id: str | None = None
+
+
+@dataclass
+class CancelInput:
+    """Asks the loop to stop; refused unless it comes from the task's own tenant."""
+
+    tenant_id: str | None = None
+
+
+@dataclass
+class CancelResult:
+    session_id: str
+    # False when the task had already ended.
+    cancelled: bool
 
 
 @dataclass

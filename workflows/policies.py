@@ -49,8 +49,10 @@ STATE_WRITE_RETRY = RetryPolicy(
 )
 
 
-def device_task_queue(device_id: str) -> str:
-    return f"device-{device_id}"
+def device_task_queue(tenant_id: str, device_id: str) -> str:
+    """A device's own queue. Its identity is (tenant, device id): neither id may contain
+    ':', so two tenants' devices of the same name can never share a queue."""
+    return f"device:{tenant_id}:{device_id}"
 
 
 def workflow_id_for(session_id: str) -> str:

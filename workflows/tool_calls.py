@@ -52,7 +52,9 @@ async def run_tool_call(
         await workflow.execute_activity_method(
             ToolActivities.run_tool,
             ToolRunInput(inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key),
-            task_queue=device_task_queue(device) if device else workflow.info().task_queue,
+            task_queue=(
+                device_task_queue(inp.tenant_id, device) if device else workflow.info().task_queue
+            ),
             start_to_close_timeout=timeout,
             heartbeat_timeout=min(timeout, timedelta(seconds=30)),
             # Bounded wait for a device that is away; cloud calls start at once anyway.

@@ -127,8 +127,22 @@ async def test_unknown_tool_is_answered_with_an_error_and_never_waits_for_approv
         assert await wait_for_pending(chaos_client, session_id) == ["call_1_0"]
         # The unknown tool's call never waited for a decision, so there is none to give.
         with pytest.raises(WorkflowUpdateFailedError) as refused:
-            await tasks.approve(chaos_client, session_id, "call_0_0", "alice")
-        await tasks.approve(chaos_client, session_id, "call_1_0", "alice")
+            await tasks.approve(
+                chaos_client,
+                session_id,
+                "call_0_0",
+                "alice",
+                sessions=chaos_resources.sessions,
+                tenant_id=tenant,
+            )
+        await tasks.approve(
+            chaos_client,
+            session_id,
+            "call_1_0",
+            "alice",
+            sessions=chaos_resources.sessions,
+            tenant_id=tenant,
+        )
         result = await asyncio.wait_for(handle.result(), 60)
     audit = await audit_runs(chaos_resources, tenant, [session_id], [result.status])
     summarise("unknown_tool", audit, time.monotonic() - began)
@@ -141,7 +155,11 @@ async def test_unknown_tool_is_answered_with_an_error_and_never_waits_for_approv
     assert results["call_0_0"].data["error_type"] == "UnknownTool"
     assert "there is no tool named 'rm_rf'" in results["call_0_0"].text
     assert (tmp_path / "ok.md").read_text() == "ok"
-    approvals = [i.tool_call_id for i in audit.items[session_id] if i.kind == "approval"]
+    approvals = [
+        i.tool_call_id
+        for i in audit.items[session_id]
+        if i.kind == "approval" and "approved" in i.data
+    ]
     assert approvals == ["call_1_0"]
     history = await handle.fetch_history()
     attempts = [

@@ -8,13 +8,15 @@ import hashlib
 import json
 import shutil
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
-from storage.models import ArtifactRow, ItemRow
+from storage.devices import DeviceRepository
+from storage.models import ArtifactRow, DeviceRow, ItemRow
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
@@ -41,25 +43,38 @@ async def start(
     return handle.id.removeprefix("agent-"), handle
 
 
-async def approve_all(client: Client, session_id: str, stop: asyncio.Event) -> list[str]:
+async def approve_all(
+    client: Client, res: Resources, session_id: str, stop: asyncio.Event, tenant: str = "default"
+) -> list[str]:
     """Approve every pending call as it appears, until `stop` is set."""
     approved: list[str] = []
     while not stop.is_set():
         live = await tasks.live_status(client, session_id)
         for p in live.pending_approvals:
             if p.tool_call_id not in approved:
-                await tasks.approve(client, session_id, p.tool_call_id, "test")
+                await tasks.approve(
+                    client,
+                    session_id,
+                    p.tool_call_id,
+                    "test",
+                    sessions=res.sessions,
+                    tenant_id=tenant,
+                )
                 approved.append(p.tool_call_id)
         await asyncio.sleep(0.05)
     return approved
 
 
 async def run_approving(
-    client: Client, session_id: str, handle: WorkflowHandle[AgentWorkflow, Any]
+    client: Client,
+    res: Resources,
+    session_id: str,
+    handle: WorkflowHandle[AgentWorkflow, Any],
+    tenant: str = "default",
 ) -> tuple[Any, list[str]]:
     """Wait for the task's result, approving every call that asks; returns (result, approved)."""
     stop = asyncio.Event()
-    approver = asyncio.create_task(approve_all(client, session_id, stop))
+    approver = asyncio.create_task(approve_all(client, res, session_id, stop, tenant))
     try:
         result = await asyncio.wait_for(handle.result(), 60)
     finally:
@@ -105,6 +120,20 @@ async def s3_sha256(res: Resources, key: str) -> str:
     obj = await s3.get_object(Bucket=res.store.bucket, Key=key)
     async with obj["Body"] as body:
         return hashlib.sha256(await body.read()).hexdigest()
+
+
+async def register_device(
+    res: Resources, tenant: str, device_id: str, tools: list[str], *, seen_ago_s: float = 0
+) -> None:
+    """Register a device as its worker would; `seen_ago_s` backdates its last heartbeat."""
+    async with res.sessions() as db, db.begin():
+        await DeviceRepository(db, tenant).register(device_id, tools)
+        if seen_ago_s:
+            await db.execute(
+                update(DeviceRow)
+                .where(DeviceRow.tenant_id == tenant, DeviceRow.device_id == device_id)
+                .values(last_seen_at=func.now() - timedelta(seconds=seen_ago_s))
+            )
 
 
 def new_session_id() -> uuid.UUID:
