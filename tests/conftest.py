@@ -15,6 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from activities.providers.base import ModelProvider
+from activities.tools.base import ToolRegistry
 from activities.tools.builtin import default_registry
 from storage.db import migrate
 from workers.cloud import build_cloud_worker, cloud_activities, running
@@ -88,6 +89,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         *,
         queue: str | None = None,
         system_prompt: str | None = None,
+        registry: ToolRegistry | None = None,
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -96,7 +98,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             settings.model = settings.model.model_copy(update=model)
         if system_prompt is not None:
             settings.agent = settings.agent.model_copy(update={"system_prompt": system_prompt})
-        acts = cloud_activities(settings, resources, provider, default_registry())
+        acts = cloud_activities(settings, resources, provider, registry or default_registry())
         worker = build_cloud_worker(client, acts, task_queue=queue, max_cached_workflows=0)
         async with running(worker):
             yield queue
