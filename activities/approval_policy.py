@@ -6,17 +6,55 @@ A policy is a short string, so it can be configured per task and stored with it:
   (relative, normalised; `..` can't escape): e.g. `outside:out` lets write_file write
   reports into out/ unattended and asks for anything else
 - `match:ARG:REGEX` — needs approval when the string argument ARG matches REGEX
+
+REGEX is RE2 syntax, matched in time linear in the argument's length: a policy is evaluated
+on the worker's event loop for every tool call, and a backtracking engine let one pattern
+(`^(a+)+$` on 30 characters) stall every tenant's tasks on that worker. What RE2 cannot do
+in linear time (backreferences, lookaround) is refused when the task starts. The whole
+argument is matched, not a prefix: a cut would let padding slip a call past a policy; the
+argument itself is bounded by the tool-argument limit (AGENT_MAX_TOOL_ARGUMENT_BYTES).
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
+from functools import lru_cache
 from typing import Any
+
+import re2
+
+# Long enough for any sensible policy; a pattern of megabytes would only cost compile memory.
+MAX_PATTERN_CHARS = 512
+# RE2's own memory budget for one compiled pattern (its default is 8 MiB too); a pattern
+# that needs more, e.g. nested counted repetitions, fails to compile and is refused.
+_MAX_PATTERN_MEMORY = 8 << 20
 
 
 class PolicyError(ValueError):
     pass
+
+
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.max_mem = _MAX_PATTERN_MEMORY
+    options.log_errors = False  # the reason goes into PolicyError, not to stderr
+    return options
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    """The compiled pattern; raises PolicyError saying why RE2 cannot take it."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PolicyError(f"regex of {len(pattern)} characters is longer than {MAX_PATTERN_CHARS}")
+    try:
+        return re2.compile(pattern, _options())
+    except re2.error as err:
+        reason = err.args[0] if err.args else err
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise PolicyError(
+            f"bad regex: {reason} (RE2 syntax: no backreferences or lookaround)"
+        ) from None
 
 
 def validate(policy: str) -> str:
@@ -30,12 +68,13 @@ def validate(policy: str) -> str:
         arg, sep, pattern = rest.partition(":")
         if arg and sep:
             try:
-                re.compile(pattern)
-            except re.error as err:
-                raise PolicyError(f"policy {policy!r}: bad regex: {err}") from None
+                _compiled(pattern)
+            except PolicyError as err:
+                raise PolicyError(f"policy {policy[:80]!r}: {err}") from None
             return policy
     raise PolicyError(
-        f"unknown approval policy {policy!r}; use never, always, outside:DIR or match:ARG:REGEX"
+        f"unknown approval policy {policy[:80]!r}; use never, always, outside:DIR or "
+        "match:ARG:REGEX"
     )
 
 
@@ -49,13 +88,23 @@ def _inside(path: object, directory: str) -> bool:
 
 def needs_approval(policy: str, arguments: dict[str, Any]) -> bool:
     """Whether a call with `arguments` must wait for a decision under `policy`."""
-    kind, _, rest = validate(policy).partition(":")
+    kind, _, rest = policy.partition(":")
+    if kind != "match":
+        kind, _, rest = validate(policy).partition(":")
     if kind == "never":
         return False
     if kind == "always":
         return True
     if kind == "outside":
         return not _inside(arguments.get("path"), rest)
-    arg, _, pattern = rest.partition(":")
+    arg, sep, pattern = rest.partition(":")
+    try:
+        if not (arg and sep):
+            validate(policy)  # raises, saying why
+        compiled = _compiled(pattern)
+    except PolicyError:
+        # Fail closed: a task started before patterns were checked for RE2 may carry one
+        # that RE2 refuses; asking a human beats failing every model step of that task.
+        return True
     value = arguments.get(arg)
-    return isinstance(value, str) and re.search(pattern, value) is not None
+    return isinstance(value, str) and compiled.search(value) is not None

@@ -1,9 +1,14 @@
 """Context assembly: persisted items in, model messages out, within a token budget.
 
-Tool results are persisted as a ref plus a short preview. To call the model we expand
-refs into full text *in a copy*, newest first, while the budget lasts; a result that does
-not fit is cut to an excerpt and says so, with its ref. Nothing assembled here is ever
-written back: only the model's reply is persisted, by the caller.
+Tool results, and user messages over the inline limit, are persisted as a ref plus a short
+preview. To call the model we expand refs into full text *in a copy*, newest first, while
+the budget lasts; one that does not fit is cut to an excerpt and says so, with its ref.
+Nothing assembled here is ever written back: only the model's reply is persisted, by the
+caller.
+
+Whatever else is dropped, the system prompt, the task (the first user message) and the
+newest block are kept: older blocks go first, and if those three alone overflow, the
+inline user messages among them are cut (in the copy) to fit.
 """
 
 from __future__ import annotations
@@ -67,7 +72,8 @@ class _Block:
 
     messages: list[ChatMessage]
     pinned: bool = False
-    result_items: dict[int, ItemRow] = field(default_factory=dict)  # message index -> item
+    # message index -> item whose content is an artifact (a tool result, a long message)
+    result_items: dict[int, ItemRow] = field(default_factory=dict)
 
 
 def _tokens(msg: ChatMessage, encoding: str) -> int:
@@ -88,7 +94,10 @@ def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
     first_user = True
     for item in items:
         if item.kind == "user_message":
-            blocks.append(_Block([ChatMessage("user", item.text)], pinned=first_user))
+            block = _Block([ChatMessage("user", item.text)], pinned=first_user)
+            if item.artifact_id is not None:
+                block.result_items[0] = item
+            blocks.append(block)
             first_user = False
         elif item.kind == "assistant_message":
             ids = [c["id"] for c in item.data.get("tool_calls", [])]
@@ -130,7 +139,9 @@ def _decode(data: bytes, content_type: str, prefix_only: bool = False) -> str | 
 
 def _ref_note(item: ItemRow) -> str:
     info = item.data.get("artifact", {})
-    return f"artifact sha256:{info.get('sha256', '?')} ({info.get('size_bytes', '?')} bytes)"
+    what = "message" if item.kind == "user_message" else "result"
+    sha, size = info.get("sha256", "?"), info.get("size_bytes", "?")
+    return f"full {what}: artifact sha256:{sha} ({size} bytes)"
 
 
 def _sample(text: str, allowance: int, encoding: str) -> str:
@@ -172,7 +183,7 @@ async def _expand(
         if full_tokens <= allowance:
             return full, False
         total = str(full_tokens)
-    note = f"\n[truncated: first {{kept}} of {total} tokens; full result: {_ref_note(item)}]"
+    note = f"\n[truncated: first {{kept}} of {total} tokens; {_ref_note(item)}]"
     kept = allowance - _MESSAGE_OVERHEAD - count_tokens(note, enc) - 8
     for _ in range(3):  # token counts of a cut text can shift by a few at the seam
         if kept <= count_tokens(_result_text(item), enc):
@@ -183,6 +194,32 @@ async def _expand(
             return cut, True
         kept -= over
     return None
+
+
+def _squeeze(blocks: list[_Block], sizes: list[int], over: int, encoding: str) -> None:
+    """Cut the longest inline user messages (in the copy), each once, until `over` tokens
+    are gone: the kept blocks alone overflow the window, and an over-budget request fails."""
+    cut_already: set[int] = set()
+    while over > 0:
+        candidates = [
+            (_tokens(b.messages[0], encoding), i)
+            for i, b in enumerate(blocks)
+            if i not in cut_already and b.messages[0].role == "user" and not b.result_items
+        ]
+        if not candidates:
+            return  # nothing left to cut: send what is kept
+        tokens, index = max(candidates)
+        cut_already.add(index)
+        msg = blocks[index].messages[0]
+        note = f"\n[cut to fit the context budget: first {{kept}} of {tokens} tokens]"
+        kept = max(tokens - over - _MESSAGE_OVERHEAD - count_tokens(note, encoding) - 8, 0)
+        content = truncate_to_tokens(msg.content, kept, encoding) + note.format(kept=kept)
+        cut = replace(msg, content=content)
+        saved = tokens - _tokens(cut, encoding)
+        if saved > 0:
+            blocks[index].messages[0] = cut
+            sizes[index] -= saved
+            over -= saved
 
 
 async def assemble_context(
@@ -202,12 +239,14 @@ async def assemble_context(
     for block in blocks:
         for index, item in block.result_items.items():
             msg = block.messages[index]
-            note = f"\n[not expanded to fit the context budget; full result: {_ref_note(item)}]"
+            note = f"\n[not expanded to fit the context budget; {_ref_note(item)}]"
             block.messages[index] = replace(msg, content=msg.content + note)
     fixed = _tokens(system, enc) + budget.reply_tokens
     fixed += sum(
         count_tokens(t.name + t.description + json.dumps(t.parameters), enc) for t in tools
     )
+    if blocks:
+        blocks[-1].pinned = True  # the newest: what the next step answers
     sizes = [sum(_tokens(m, enc) for m in b.messages) for b in blocks]
     preview_tokens = sum(sizes)
 
@@ -219,6 +258,7 @@ async def assemble_context(
             break
         dropped += len(blocks[victim].messages)
         del blocks[victim], sizes[victim]
+    _squeeze(blocks, sizes, fixed + sum(sizes) - budget.context_tokens, enc)
 
     result = AssembledContext(
         messages=[], input_tokens=0, dropped_messages=dropped, preview_tokens=preview_tokens

@@ -24,6 +24,7 @@ from activities.model_context import (
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.telemetry import ModelCallEvent
 from activities.telemetry_recorder import TrajectoryRecorder
+from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
 from storage.artifact_cache import ArtifactReadCache
@@ -48,8 +49,10 @@ class ModelActivities:
         budget: ContextBudget,
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
+        max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
     ) -> None:
         self._sessions = sessions
+        self._max_argument_bytes = max_tool_argument_bytes
         self._store = store
         self._provider = provider
         self._registry = registry
@@ -131,6 +134,11 @@ class ModelActivities:
         """The assistant item and the tool_call items, by call id."""
         items = ItemRepository(db, inp.tenant_id)
         encoding = budget_of(config).encoding
+        # Oversized arguments are not stored (nor re-sent to the model every step): a marker
+        # stands in, and running the call reports the error to the model.
+        arguments = {
+            c.id: bounded_arguments(c.arguments, self._max_argument_bytes) for c in reply.tool_calls
+        }
         reply_item = NewItem(
             session_id=session_id,
             kind="assistant_message",
@@ -167,10 +175,10 @@ class ModelActivities:
                 role="assistant",
                 idempotency_key=f"{inp.idempotency_key}:call:{call.id}",
                 text=f"{call.name}",
-                tokens=count_tokens(call.name + str(call.arguments), encoding),
+                tokens=count_tokens(call.name + str(arguments[call.id]), encoding),
                 tool_call_id=call.id,
                 tool_name=call.name,
-                data={"arguments": call.arguments, "step": inp.step},
+                data={"arguments": arguments[call.id], "step": inp.step},
             )
             for call in reply.tool_calls
         ]

@@ -19,6 +19,7 @@ from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
 from activities.telemetry import ToolCallEvent
 from activities.telemetry_recorder import TrajectoryRecorder
+from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
 from activities.tools.memory import SqlMemoryAccess
@@ -58,8 +59,10 @@ class ToolActivities:
         fetch_max_bytes: int,
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
+        max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
     ) -> None:
         """`read_cache`: the one call_model reads through, when both run in this process."""
+        self._max_argument_bytes = max_tool_argument_bytes
         self._sessions = sessions
         self._store = store
         self._registry = registry
@@ -131,6 +134,10 @@ class ToolActivities:
             name = asked_for or inp.name
             shown = name if len(name) <= 100 else name[:100] + "..."
             return _Result(None, "UnknownTool", f"there is no tool named {shown!r}")
+        # The model's oversized call (a marker since call_model) or edited arguments over it.
+        too_large = oversized_arguments(args, self._max_argument_bytes)
+        if too_large is not None:
+            return _Result(None, ARGUMENTS_TOO_LARGE, too_large)
         ctx = ToolContext(
             idempotency_key=inp.idempotency_key,
             workspace=self._workspace,

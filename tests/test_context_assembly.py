@@ -131,3 +131,39 @@ async def test_user_message_between_call_and_result_does_not_separate_them() -> 
     items.add("tool_result", "ok", call="c1", name="read_file")
     roles = [m.role for m in (await _assemble(items)).messages]
     assert roles == ["system", "user", "assistant", "tool", "user"]
+
+
+async def test_the_task_and_the_newest_message_are_kept_even_when_they_alone_overflow() -> None:
+    items = _Items()
+    items.add("user_message", "the original task")
+    for n in range(5):
+        items.add("user_message", f"follow-up {n}")
+    items.add("user_message", "newest " + "word " * 6_000)
+    ctx = await _assemble(items, context_tokens=4_000, reply_tokens=500)
+    assert [m.role for m in ctx.messages] == ["system", "user", "user"]
+    task, newest = (m.content for m in ctx.messages[1:])
+    assert ctx.messages[0].content == "be brief" and task == "the original task"
+    # The newest is cut in the copy to what fits, saying so; the others went first.
+    assert newest.startswith("newest word") and "[cut to fit the context budget" in newest
+    assert ctx.dropped_messages == 5 and ctx.input_tokens + 500 <= 4_000
+
+
+async def test_a_message_stored_as_an_artifact_is_expanded_like_a_tool_result() -> None:
+    items = _Items()
+    items.add("user_message", "the original task")
+    body = ("long message " * 20_000).encode()
+    sha = "e" * 64
+    message = items.add(
+        "user_message",
+        body[:100].decode(),
+        data={"artifact": {"sha256": sha, "size_bytes": len(body)}},
+    )
+    message.artifact_id = uuid.uuid4()
+    items.blobs[message.artifact_id] = body
+    ctx = await _assemble(items, tool_result_tokens=2_000)
+    users = [m.content for m in ctx.messages if m.role == "user"]
+    assert users[0] == "the original task"
+    excerpt, note = users[1].split("\n[truncated: ")
+    assert body.decode().startswith(excerpt) and count_tokens(users[1]) <= 2_000
+    assert f"full message: artifact sha256:{sha}" in note
+    assert ctx.truncated == 1 and message.text == body[:100].decode()

@@ -78,7 +78,7 @@ def start(
 
     async def go(res: Resources) -> str:
         client = await connect_client()
-        handle = await tasks.start_task(client, res.sessions, task, opts)
+        handle = await tasks.start_task(client, res.sessions, task, opts, store=res.store)
         return handle.id.removeprefix("agent-")
 
     session_id = run_async(with_resources(go))
@@ -187,7 +187,7 @@ def send(session: str, message: str, tenant: Tenant = None) -> None:
     async def go(res: Resources) -> int:
         client = await connect_client()
         row = await tasks.send_message(
-            client, res.sessions, tenant_or_default(tenant), session, message
+            client, res.sessions, tenant_or_default(tenant), session, message, store=res.store
         )
         return row.ordinal
 

@@ -56,6 +56,7 @@ def cloud_activities(
         ),
         recorder=recorder,
         read_cache=read_cache,
+        max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -65,6 +66,7 @@ def cloud_activities(
         fetch_max_bytes=settings.agent.fetch_max_bytes,
         recorder=recorder,
         read_cache=read_cache,
+        max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)

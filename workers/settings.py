@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from activities.text_limits import TextLimits
+
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
 DEV_POSTGRES_PORT = 54329
 DEV_S3_PORT = 8333
@@ -72,10 +74,25 @@ class AgentSettings(BaseSettings):
     fetch_max_bytes: int = 5 * 1024 * 1024
     # Tool results a worker keeps in memory for context assembly (0: read S3 every step).
     read_cache_mb: int = Field(default=64, ge=0)
+    # Limits on text put into a session (activities/text_limits.py says why).
+    max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
+    max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
+    max_edit_bytes: int = Field(default=TextLimits.max_edit_bytes, gt=0)
+    max_tool_argument_bytes: int = Field(default=TextLimits.max_tool_argument_bytes, gt=0)
+    inline_message_bytes: int = Field(default=TextLimits.inline_message_bytes, gt=0)
     system_prompt: str = (
         "You are a careful agent. Use the tools to inspect the workspace, "
         "and write results to files under out/."
     )
+
+    def text_limits(self) -> TextLimits:
+        return TextLimits(
+            max_task_bytes=self.max_task_bytes,
+            max_message_bytes=self.max_message_bytes,
+            max_edit_bytes=self.max_edit_bytes,
+            max_tool_argument_bytes=self.max_tool_argument_bytes,
+            inline_message_bytes=self.inline_message_bytes,
+        )
 
 
 class TelemetrySettings(BaseSettings):

@@ -21,13 +21,15 @@ from temporalio.client import (
 )
 
 from activities.approval_policy import validate as validate_policy
-from activities.tokens import count_tokens
+from activities.text_limits import TextLimits, check_size, json_size, utf8_size
+from activities.user_messages import stage_user_text, user_message_item
 from storage.archive import rehydrate_for_read
 from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.devices import DeviceRepository, validate_device_id
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from workers.settings import get_settings
 from workflows.agent import AgentWorkflow
 from workflows.contracts import (
     AgentInput,
@@ -78,13 +80,20 @@ async def start_task(
     options: TaskOptions,
     *,
     session_id: uuid.UUID | None = None,
+    store: ArtifactStore | None = None,
+    limits: TextLimits | None = None,
 ) -> WorkflowHandle[AgentWorkflow, Any]:
-    """Commit the session and its first message, then start the workflow for it."""
+    """Commit the session and its first message, then start the workflow for it.
+
+    A task over the inline limit is stored as an artifact first (needs `store`)."""
+    limits = limits or get_settings().agent.text_limits()
+    check_size("the task text", utf8_size(text), limits.max_task_bytes, "AGENT_MAX_TASK_BYTES")
     if not text.strip():
         raise ValueError("the task text is empty")
     # Validate everything before anything is committed.
     check_user_tenant(options.tenant_id)
     policies = {tool: validate_policy(p) for tool, p in options.approval_policies.items()}
+    staged = await stage_user_text(store, options.tenant_id, text, limits.inline_message_bytes)
     session_id = session_id or uuid.uuid4()
     workflow_id = workflow_id_for(str(session_id))
     async with sessions() as db, db.begin():
@@ -96,16 +105,15 @@ async def start_task(
             model_config=options.model_config,
             workflow_id=workflow_id,
         )
-        await ItemRepository(db, options.tenant_id).append(
-            NewItem(
-                session_id=session_id,
-                kind="user_message",
-                role="user",
-                idempotency_key=f"{workflow_id}:task",
-                text=text,
-                tokens=count_tokens(text),
-            )
+        item = await user_message_item(
+            db,
+            store,
+            staged,
+            tenant_id=options.tenant_id,
+            session_id=session_id,
+            idempotency_key=f"{workflow_id}:task",
         )
+        await ItemRepository(db, options.tenant_id).append(item)
     return await client.start_workflow(
         AgentWorkflow.run,
         AgentInput(
@@ -160,8 +168,14 @@ async def send_message(
     text: str,
     *,
     message_id: str | None = None,
+    store: ArtifactStore | None = None,
+    limits: TextLimits | None = None,
 ) -> ItemRow:
-    """Commit a follow-up message and tell the running workflow about it."""
+    """Commit a follow-up message and tell the running workflow about it.
+
+    A message over the inline limit is stored as an artifact first (needs `store`)."""
+    limits = limits or get_settings().agent.text_limits()
+    check_size("the message", utf8_size(text), limits.max_message_bytes, "AGENT_MAX_MESSAGE_BYTES")
     if not text.strip():
         raise ValueError("the message is empty")
     # The tenant first: another tenant's session is not found, whatever state its task is in.
@@ -173,17 +187,17 @@ async def send_message(
         state = desc.status.name.lower() if desc.status else "unknown"
         raise TaskNotRunning(f"task {session_id} is not running ({state})")
     key = f"{handle.id}:user:{message_id or uuid.uuid4()}"
+    staged = await stage_user_text(store, tenant_id, text, limits.inline_message_bytes)
     async with sessions() as db, db.begin():
-        row, _ = await ItemRepository(db, tenant_id).append(
-            NewItem(
-                session_id=session_uuid(session_id),
-                kind="user_message",
-                role="user",
-                idempotency_key=key,
-                text=text,
-                tokens=count_tokens(text),
-            )
+        item = await user_message_item(
+            db,
+            store,
+            staged,
+            tenant_id=tenant_id,
+            session_id=session_uuid(session_id),
+            idempotency_key=key,
         )
+        row, _ = await ItemRepository(db, tenant_id).append(item)
     await handle.signal(
         AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal, tenant_id)
     )
@@ -244,6 +258,7 @@ async def approve(
     tenant_id: str,
     device_id: str | None = None,
     edited_arguments: dict[str, Any] | None = None,
+    limits: TextLimits | None = None,
 ) -> DecisionResult:
     """Approve a waiting call, optionally with edited arguments to run instead.
 
@@ -251,6 +266,10 @@ async def approve(
     first (under the caller's tenant, so another tenant's session is not found) and the
     update carries the item's id.
     """
+    if edited_arguments is not None:
+        limits = limits or get_settings().agent.text_limits()
+        size = json_size(edited_arguments)
+        check_size("the edited arguments", size, limits.max_edit_bytes, "AGENT_MAX_EDIT_BYTES")
     item_id = await _commit_decision(
         sessions, tenant_id, session_id, call_id, "approve", by, edited_arguments=edited_arguments
     )

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
 from storage.devices import DeviceRepository
-from storage.models import ArtifactRow, DeviceRow, ItemRow
+from storage.models import ArtifactRow, DeviceRow, ItemRow, SessionRow
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
@@ -157,3 +157,15 @@ def decoded_payloads(history: WorkflowHistory) -> str:
 
     walk(json.loads(history.to_json()))
     return "\n".join(found)
+
+
+async def committed_rows(res: Resources, tenant: str) -> dict[str, int]:
+    """How many sessions, items and artifacts the tenant has: all zero means a refused
+    request committed nothing."""
+    counts: dict[str, int] = {}
+    async with res.sessions() as db:
+        tables = (("sessions", SessionRow), ("items", ItemRow), ("artifacts", ArtifactRow))
+        for name, model in tables:
+            stmt = select(func.count()).select_from(model).where(model.tenant_id == tenant)
+            counts[name] = int(await db.scalar(stmt) or 0)
+    return counts
