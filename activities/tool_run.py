@@ -19,6 +19,7 @@ from activities.telemetry import ToolCallEvent
 from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tokens import count_tokens
 from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
+from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from activities.tools.memory import SqlMemoryAccess
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifact_commit import register_uploaded
@@ -53,16 +54,17 @@ class ToolActivities:
         registry: ToolRegistry,
         *,
         workspace: Path,
-        fetch_max_bytes: int,
+        fetch: FetchPolicy = PUBLIC_ONLY,
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
     ) -> None:
-        """`read_cache`: the one call_model reads through, when both run in this process."""
+        """`fetch`: what fetch_url may reach (default: public addresses only).
+        `read_cache`: the one call_model reads through, when both run in this process."""
         self._sessions = sessions
         self._store = store
         self._registry = registry
         self._workspace = workspace
-        self._fetch_max_bytes = fetch_max_bytes
+        self._fetch = fetch
         self._recorder = recorder or TrajectoryRecorder.noop()
         self._read_cache = read_cache
 
@@ -127,7 +129,7 @@ class ToolActivities:
             workspace=self._workspace,
             tenant_id=inp.tenant_id,
             session_id=inp.session_id,
-            fetch_max_bytes=self._fetch_max_bytes,
+            fetch=self._fetch,
             agent_name=agent_name,
             memory=SqlMemoryAccess(self._sessions, inp.tenant_id),
         )

@@ -1,4 +1,5 @@
-"""fetch_url against a real local HTTP server running in a thread."""
+"""fetch_url against a real local HTTP server running in a thread (on loopback, so the
+context's policy allows 127.0.0.1; the address rules are tests/test_fetch_address_policy.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.web import MAX_REDIRECTS, TransientToolError, fetch_url
+from activities.tools.base import ToolContext, ToolError, TransientToolError
+from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
+from activities.tools.web import MAX_REDIRECTS, fetch_url
 
 LIMIT = 64 * 1024
 
@@ -107,8 +109,9 @@ def ctx(tmp_path: Path, timeout: float = 5.0) -> ToolContext:
         workspace=tmp_path,
         tenant_id="t1",
         session_id="s1",
-        fetch_max_bytes=LIMIT,
-        fetch_timeout_seconds=timeout,
+        fetch=FetchPolicy(
+            allow=FetchAllowlist.parse("127.0.0.1"), max_bytes=LIMIT, timeout_seconds=timeout
+        ),
     )
 
 
@@ -160,11 +163,16 @@ async def test_fetch_connection_refused_is_transient(tmp_path: Path) -> None:
         await fetch_url(ctx(tmp_path), {"url": f"http://127.0.0.1:{port}/"})
 
 
-async def test_fetch_overall_timeout_is_transient(server: str, tmp_path: Path) -> None:
+async def test_fetch_overall_timeout_is_a_tool_error_not_a_retry(
+    server: str, tmp_path: Path
+) -> None:
     started = time.monotonic()
-    with pytest.raises(TransientToolError):
+    with pytest.raises(ToolError) as err:
         await fetch_url(ctx(tmp_path, timeout=0.5), {"url": f"{server}/drip"})
-    # Each byte arrives within the per-read timeout; only the overall deadline stops it.
+    # Each byte arrives within the per-read timeout; only the overall deadline stops it, and
+    # a retry would only drip again: the model is told instead.
+    assert err.value.error_type == "FetchTooSlow"
+    assert "0.5 seconds" in err.value.message
     assert time.monotonic() - started < 2.0
 
 
