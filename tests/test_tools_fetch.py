@@ -205,3 +205,32 @@ async def test_fetch_invalid_arguments(tmp_path: Path, args: dict[str, object]) 
     with pytest.raises(ToolError) as err:
         await fetch_url(ctx(tmp_path), args)
     assert err.value.error_type == "InvalidArguments"
+
+
+async def test_transient_errors_name_no_url_because_they_land_in_workflow_history(
+    server: str, tmp_path: Path
+) -> None:
+    with pytest.raises(TransientToolError) as err:
+        await fetch_url(ctx(tmp_path), {"url": f"{server}/status/503"})
+    assert str(err.value) == "fetch_url: HTTP status 503"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(TransientToolError) as err:
+        await fetch_url(ctx(tmp_path), {"url": f"http://127.0.0.1:{port}/secret-path"})
+    assert str(err.value) == "fetch_url: request failed (ConnectError)"
+
+
+async def test_server_that_accepts_but_never_answers_ends_at_the_cap_as_a_tool_error(
+    tmp_path: Path,
+) -> None:
+    # The kernel completes the handshake for the backlog; nothing ever reads or answers.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        started = time.monotonic()
+        with pytest.raises(ToolError) as err:
+            await fetch_url(ctx(tmp_path, timeout=0.5), {"url": url})
+    assert err.value.error_type == "FetchTooSlow"
+    assert time.monotonic() - started < 2.0

@@ -112,10 +112,14 @@ def why_internal(ip: IPAddress) -> str | None:
     if embedded is not None:
         form, v4 = embedded
         inner = why_internal(v4)
-        return f"an {form} form of {v4}, {inner}" if inner else None
+        article = "an" if form.startswith("IPv4") else "a"
+        return f"{article} {form} form of {v4}, {inner}" if inner else None
+    known = _lookup(ip, _V6)
+    if known:
+        return known
     if ip not in _V6_GLOBAL_UNICAST:
         return "a reserved address"
-    return _lookup(ip, _V6) or _not_global(ip)
+    return _not_global(ip)
 
 
 def _lookup(ip: IPAddress, table: _Table) -> str | None:
