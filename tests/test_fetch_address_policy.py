@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ipaddress import ip_address
 from pathlib import Path
@@ -22,6 +21,7 @@ from activities.tools.base import ToolContext, ToolError
 from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy, Resolver
 from activities.tools.internal_addresses import why_internal
 from activities.tools.web import fetch_url
+from tests.support.fake_dns import FakeDns, no_dns
 
 DENIED_HINT = (
     "internal addresses are not fetched (an operator can allow them with AGENT_FETCH_ALLOW)"
@@ -109,30 +109,13 @@ def _port(httpd: _Server) -> int:
     return int(httpd.server_address[1])
 
 
-@dataclass
-class FakeDns:
-    """Answers per host, one list per call (the last one repeats); records every question."""
-
-    answers: dict[str, list[list[str]]]
-    calls: list[str] = field(default_factory=list)
-
-    async def __call__(self, host: str) -> Sequence[str]:
-        self.calls.append(host)
-        seq = self.answers[host.removesuffix(".")]  # as DNS: "x." and "x" are one name
-        return seq[min(self.calls.count(host), len(seq)) - 1]
-
-
-async def _no_dns(host: str) -> Sequence[str]:
-    raise AssertionError(f"{host!r} is an IP literal and must not be resolved")
-
-
 def _ctx(tmp_path: Path, policy: FetchPolicy) -> ToolContext:
     return ToolContext(
         idempotency_key="fetch-1", workspace=tmp_path, tenant_id="t1", session_id="s1", fetch=policy
     )
 
 
-def _policy(allow: str = "", dns: Resolver = _no_dns) -> FetchPolicy:
+def _policy(allow: str = "", dns: Resolver = no_dns) -> FetchPolicy:
     return FetchPolicy(allow=FetchAllowlist.parse(allow), resolver=dns, timeout_seconds=2.0)
 
 
