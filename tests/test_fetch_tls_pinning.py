@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.tools.base import ToolContext, TransientToolError
+from activities.tools.base import ToolContext, ToolError
 from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
 from activities.tools.web import fetch_url
 from tests.support.fake_dns import FakeDns
@@ -123,7 +123,8 @@ async def test_certificate_for_another_name_is_refused(
     tls.server.hosts.clear()
     dns = FakeDns({"other.example": [["127.0.0.1"]]})
     url = tls.url.replace(NAME, "other.example")
-    with pytest.raises(TransientToolError) as err:
+    with pytest.raises(ToolError) as err:
         await fetch_url(_ctx(tmp_path, dns, "other.example"), {"url": url})
-    assert str(err.value) == "fetch_url: request failed (ConnectError)"
+    # Final, not retried: the same certificate fails the same check every time.
+    assert err.value.error_type == "TlsCertificateInvalid"
     assert tls.server.hosts == []

@@ -30,7 +30,8 @@ class TransientToolError(Exception):
 
     Deliberately not a ToolError: the activity layer lets it propagate so Temporal retries.
     Its message becomes the activity failure in workflow history, so it holds only a fixed
-    vocabulary (status codes, exception type names), never a URL or anything the model chose.
+    vocabulary (status codes, exception type names), never a URL or anything the model chose;
+    raise it `from None`: Temporal records an exception's cause chain in history too.
     """
 
 

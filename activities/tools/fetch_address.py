@@ -54,11 +54,11 @@ async def _resolve(policy: FetchPolicy, host: str, shown: str) -> list[IPAddress
             ) from exc
         raise TransientToolError(
             f"fetch_url: name resolution failed (gaierror {exc.errno})"
-        ) from exc
+        ) from None
     except OSError as exc:
         raise TransientToolError(
             f"fetch_url: name resolution failed ({type(exc).__name__})"
-        ) from exc
+        ) from None
     addresses = [ip_address(a) for a in answers]
     if not addresses:
         raise ToolError("UnknownHost", f"fetch_url: the host of {shown} has no address")

@@ -9,6 +9,7 @@ and TLS (SNI and certificate check) stay on the URL's host name.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,15 @@ def _too_large(url: httpx.URL, limit: int) -> ToolError:
     return ToolError(
         "ResponseTooLarge", f"the response from {_shown(url)} is larger than the {limit} byte limit"
     )
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 @dataclass
@@ -178,7 +188,7 @@ async def fetch_url(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
             return await _follow(url, policy, progress)
     except (TimeoutError, httpx.TimeoutException) as exc:
         if not progress.connected or isinstance(exc, httpx.ConnectTimeout):
-            raise TransientToolError("fetch_url: timed out before connecting") from exc
+            raise TransientToolError("fetch_url: timed out before connecting") from None
         # The server is there but too slow: retrying would hold the call for minutes more.
         raise ToolError(
             "FetchTooSlow",
@@ -191,5 +201,13 @@ async def fetch_url(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         raise ToolError(
             "InvalidResponse", f"the response from {_shown(url)} could not be decoded"
         ) from exc
+    except httpx.ConnectError as exc:
+        if _caused_by(exc, ssl.SSLCertVerificationError):
+            # The same certificate will fail the same check on every retry.
+            raise ToolError(
+                "TlsCertificateInvalid",
+                f"fetch_url: the TLS certificate of {_shown(url)} could not be verified",
+            ) from exc
+        raise TransientToolError(f"fetch_url: request failed ({type(exc).__name__})") from None
     except httpx.HTTPError as exc:
-        raise TransientToolError(f"fetch_url: request failed ({type(exc).__name__})") from exc
+        raise TransientToolError(f"fetch_url: request failed ({type(exc).__name__})") from None
