@@ -9,6 +9,8 @@ and TLS (SNI and certificate check) stay on the URL's host name.
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +88,19 @@ def _too_large(url: httpx.URL, limit: int) -> ToolError:
     )
 
 
+def _tls_context() -> ssl.SSLContext:
+    """The CA bundle an operator names in SSL_CERT_FILE / SSL_CERT_DIR, else certifi's."""
+    return _tls_context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context_for(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    # Built once, not per hop: loading a CA bundle takes ~50 ms.
+    if cafile or capath:
+        return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+    return httpx.create_ssl_context()
+
+
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     seen: BaseException | None = exc
     while seen is not None:
@@ -143,11 +158,11 @@ async def _hop(url: httpx.URL, policy: FetchPolicy, progress: _Progress) -> Tool
     host = url.raw_host.decode("ascii")
     ip = await checked_address(policy, host, _shown(url))
     progress.connected = False
-    # An explicit transport: no proxy from the environment may stand between us and `ip`
-    # (SSL_CERT_FILE and friends are still honoured). A client per hop: a pooled
-    # connection made for one host name must not carry another's request.
+    # An explicit transport: no proxy from the environment may stand between us and `ip`.
+    # A client per hop: a pooled connection made for one host name must not carry another's.
     async with httpx.AsyncClient(
-        transport=httpx.AsyncHTTPTransport(), timeout=httpx.Timeout(policy.timeout_seconds)
+        transport=httpx.AsyncHTTPTransport(verify=_tls_context()),
+        timeout=httpx.Timeout(policy.timeout_seconds),
     ) as client:
         request = _pinned_request(client, url, host, ip, progress)
         response = await client.send(request, stream=True)
