@@ -102,11 +102,11 @@ def _tls_context_for(cafile: str | None, capath: str | None) -> ssl.SSLContext:
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, kind):
-            return True
-        seen = seen.__cause__ or seen.__context__
+    link: BaseException | None = exc
+    for _ in range(8):  # httpx -> httpcore -> ssl is three links; bounded against cycles
+        if link is None or isinstance(link, kind):
+            return link is not None
+        link = link.__cause__ or link.__context__
     return False
 
 
