@@ -21,7 +21,14 @@ from activities.telemetry import ToolCallEvent
 from activities.telemetry_recorder import TrajectoryRecorder
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tokens import count_tokens
-from activities.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
+from activities.tools.base import (
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolRegistry,
+    TransientToolError,
+)
+from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from activities.tools.memory import SqlMemoryAccess
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifact_commit import register_uploaded
@@ -56,18 +63,19 @@ class ToolActivities:
         registry: ToolRegistry,
         *,
         workspace: Path,
-        fetch_max_bytes: int,
+        fetch: FetchPolicy = PUBLIC_ONLY,
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
     ) -> None:
-        """`read_cache`: the one call_model reads through, when both run in this process."""
+        """`fetch`: what fetch_url may reach (default: public addresses only).
+        `read_cache`: the one call_model reads through, when both run in this process."""
         self._max_argument_bytes = max_tool_argument_bytes
         self._sessions = sessions
         self._store = store
         self._registry = registry
         self._workspace = workspace
-        self._fetch_max_bytes = fetch_max_bytes
+        self._fetch = fetch
         self._recorder = recorder or TrajectoryRecorder.noop()
         self._read_cache = read_cache
 
@@ -143,7 +151,7 @@ class ToolActivities:
             workspace=self._workspace,
             tenant_id=inp.tenant_id,
             session_id=inp.session_id,
-            fetch_max_bytes=self._fetch_max_bytes,
+            fetch=self._fetch,
             agent_name=agent_name,
             memory=SqlMemoryAccess(self._sessions, inp.tenant_id),
         )
@@ -152,8 +160,8 @@ class ToolActivities:
         except ToolError as err:
             activity.logger.info("tool %s failed: %s", inp.name, err.error_type)
             return _Result(None, err.error_type, err.message)
-        except ApplicationError:
-            raise  # ours, worded for history already
+        except (ApplicationError, TransientToolError):
+            raise  # ours, worded for history already (fixed words, no cause chain)
         except Exception as exc:
             # Retried by Temporal, and the failure's message and causes land in workflow
             # history: our words only (the exception type, an errno name), never a path,

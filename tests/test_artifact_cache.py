@@ -89,7 +89,6 @@ async def test_run_tool_warms_the_cache_only_with_the_bytes_it_committed(
         resources.store,
         default_registry(),
         workspace=tmp_path,
-        fetch_max_bytes=1024,
         read_cache=cache,
     )
     inp = ToolRunInput(str(sid), tenant, 0, "c1", "read_file", f"{sid}:0:c1")

@@ -25,9 +25,7 @@ from workflows.policies import device_task_queue
 
 
 def _device_tools(res: Resources, root: Path) -> ToolActivities:
-    return ToolActivities(
-        res.sessions, res.store, default_registry(), workspace=root, fetch_max_bytes=1024
-    )
+    return ToolActivities(res.sessions, res.store, default_registry(), workspace=root)
 
 
 async def test_same_device_name_in_two_tenants_runs_each_tenants_calls_on_its_own_machine(

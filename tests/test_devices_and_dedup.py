@@ -43,7 +43,6 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
         resources.store,
         default_registry(),
         workspace=laptop,
-        fetch_max_bytes=1024,
     )
     provider = _read("notes.txt")
     await register_device(resources, tenant, device_id, ["read_file"], seen_ago_s=3600)

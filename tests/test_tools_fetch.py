@@ -1,4 +1,5 @@
-"""fetch_url against a real local HTTP server running in a thread."""
+"""fetch_url against a real local HTTP server running in a thread (on loopback, so the
+context's policy allows 127.0.0.1; the address rules are tests/test_fetch_address_policy.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import DataConverter
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.web import MAX_REDIRECTS, TransientToolError, fetch_url
+from activities.tools.base import ToolContext, ToolError, TransientToolError
+from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
+from activities.tools.web import MAX_REDIRECTS, fetch_url
 
 LIMIT = 64 * 1024
 
@@ -107,8 +111,9 @@ def ctx(tmp_path: Path, timeout: float = 5.0) -> ToolContext:
         workspace=tmp_path,
         tenant_id="t1",
         session_id="s1",
-        fetch_max_bytes=LIMIT,
-        fetch_timeout_seconds=timeout,
+        fetch=FetchPolicy(
+            allow=FetchAllowlist.parse("127.0.0.1"), max_bytes=LIMIT, timeout_seconds=timeout
+        ),
     )
 
 
@@ -160,11 +165,16 @@ async def test_fetch_connection_refused_is_transient(tmp_path: Path) -> None:
         await fetch_url(ctx(tmp_path), {"url": f"http://127.0.0.1:{port}/"})
 
 
-async def test_fetch_overall_timeout_is_transient(server: str, tmp_path: Path) -> None:
+async def test_fetch_overall_timeout_is_a_tool_error_not_a_retry(
+    server: str, tmp_path: Path
+) -> None:
     started = time.monotonic()
-    with pytest.raises(TransientToolError):
+    with pytest.raises(ToolError) as err:
         await fetch_url(ctx(tmp_path, timeout=0.5), {"url": f"{server}/drip"})
-    # Each byte arrives within the per-read timeout; only the overall deadline stops it.
+    # Each byte arrives within the per-read timeout; only the overall deadline stops it, and
+    # a retry would only drip again: the model is told instead.
+    assert err.value.error_type == "FetchTooSlow"
+    assert "0.5 seconds" in err.value.message
     assert time.monotonic() - started < 2.0
 
 
@@ -197,3 +207,45 @@ async def test_fetch_invalid_arguments(tmp_path: Path, args: dict[str, object]) 
     with pytest.raises(ToolError) as err:
         await fetch_url(ctx(tmp_path), args)
     assert err.value.error_type == "InvalidArguments"
+
+
+def _history_messages(err: BaseException) -> list[str]:
+    """The messages Temporal records in history for an activity failing with `err`."""
+    failure = Failure()
+    converter = DataConverter.default
+    converter.failure_converter.to_failure(err, converter.payload_converter, failure)
+    messages = [failure.message]
+    while failure.HasField("cause"):
+        failure = failure.cause
+        messages.append(failure.message)
+    return messages
+
+
+async def test_transient_errors_name_no_url_because_they_land_in_workflow_history(
+    server: str, tmp_path: Path
+) -> None:
+    with pytest.raises(TransientToolError) as err:
+        await fetch_url(ctx(tmp_path), {"url": f"{server}/status/503"})
+    assert _history_messages(err.value) == ["fetch_url: HTTP status 503"]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(TransientToolError) as err:
+        await fetch_url(ctx(tmp_path), {"url": f"http://127.0.0.1:{port}/secret-path"})
+    # No cause chain either: Temporal would record httpx's own message under it.
+    assert _history_messages(err.value) == ["fetch_url: request failed (ConnectError)"]
+
+
+async def test_server_that_accepts_but_never_answers_ends_at_the_cap_as_a_tool_error(
+    tmp_path: Path,
+) -> None:
+    # The kernel completes the handshake for the backlog; nothing ever reads or answers.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        started = time.monotonic()
+        with pytest.raises(ToolError) as err:
+            await fetch_url(ctx(tmp_path, timeout=0.5), {"url": url})
+    assert err.value.error_type == "FetchTooSlow"
+    assert time.monotonic() - started < 2.0

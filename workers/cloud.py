@@ -63,7 +63,7 @@ def cloud_activities(
         resources.store,
         registry,
         workspace=settings.agent.workspace.resolve(),
-        fetch_max_bytes=settings.agent.fetch_max_bytes,
+        fetch=settings.agent.fetch_policy(),
         recorder=recorder,
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,

@@ -89,8 +89,8 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
             res.store,
             registry,
             workspace=workspace,
-            fetch_max_bytes=settings.agent.fetch_max_bytes,
             max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
+            fetch=settings.agent.fetch_policy(),
         )
         presence = asyncio.create_task(_heartbeat(res.sessions, tenant, device_id, served))
         try:

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.text_limits import TextLimits
+from activities.tools.fetch_policy import (
+    DEFAULT_FETCH_MAX_BYTES,
+    DEFAULT_FETCH_TIMEOUT_SECONDS,
+    FetchAllowlist,
+    FetchPolicy,
+)
 
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
 DEV_POSTGRES_PORT = 54329
@@ -71,7 +77,12 @@ class AgentSettings(BaseSettings):
     workspace: Path = Path("workspace")
     task_queue: str = "agent-cloud"
     device_id: str | None = None
-    fetch_max_bytes: int = 5 * 1024 * 1024
+    fetch_max_bytes: int = Field(default=DEFAULT_FETCH_MAX_BYTES, gt=0)
+    # One whole fetch_url call, redirects included.
+    fetch_timeout_seconds: float = Field(default=DEFAULT_FETCH_TIMEOUT_SECONDS, gt=0)
+    # Internal networks and host names fetch_url may reach on purpose, comma-separated:
+    # AGENT_FETCH_ALLOW="10.0.0.0/8,wiki.internal". Empty: public addresses only.
+    fetch_allow: Annotated[FetchAllowlist, NoDecode] = FetchAllowlist()
     # Tool results a worker keeps in memory for context assembly (0: read S3 every step).
     read_cache_mb: int = Field(default=64, ge=0)
     # Limits on text put into a session (activities/text_limits.py says why).
@@ -92,6 +103,21 @@ class AgentSettings(BaseSettings):
             max_edit_bytes=self.max_edit_bytes,
             max_tool_argument_bytes=self.max_tool_argument_bytes,
             inline_message_bytes=self.inline_message_bytes,
+        )
+
+    @field_validator("fetch_allow", mode="before")
+    @classmethod
+    def _parse_fetch_allow(cls, value: object) -> object:
+        if isinstance(value, str | list | tuple):
+            return FetchAllowlist.parse(value)
+        return value
+
+    def fetch_policy(self) -> FetchPolicy:
+        """The fetch_url policy these settings describe (system resolver)."""
+        return FetchPolicy(
+            allow=self.fetch_allow,
+            max_bytes=self.fetch_max_bytes,
+            timeout_seconds=self.fetch_timeout_seconds,
         )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from activities.providers.base import ToolSpec
+from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 
 Location = Literal["cloud", "device"]
 
@@ -22,6 +23,16 @@ class ToolError(Exception):
         super().__init__(message)
         self.error_type = error_type
         self.message = message
+
+
+class TransientToolError(Exception):
+    """A failure worth retrying (5xx, connection trouble, a name server timing out).
+
+    Deliberately not a ToolError: the activity layer lets it propagate so Temporal retries.
+    Its message becomes the activity failure in workflow history, so it holds only a fixed
+    vocabulary (status codes, exception type names), never a URL or anything the model chose;
+    raise it `from None`: Temporal records an exception's cause chain in history too.
+    """
 
 
 class MemoryAccess(Protocol):
@@ -53,8 +64,7 @@ class ToolContext:
     workspace: Path
     tenant_id: str
     session_id: str
-    fetch_max_bytes: int = 5 * 1024 * 1024
-    fetch_timeout_seconds: float = 20.0
+    fetch: FetchPolicy = PUBLIC_ONLY
     agent_name: str = "agent"
     memory: MemoryAccess | None = None
 

@@ -20,6 +20,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.exceptions import ApplicationError
 
 from activities.providers.scripted import ScriptedProvider
+from activities.tools.fetch_policy import FetchAllowlist
 from tests.chaos.conftest import ChaosRunner
 from tests.support.chaos import Audit, audit_runs, summarise
 from tests.support.helpers import start, wait_for_pending
@@ -184,7 +185,11 @@ async def test_fetch_over_the_size_limit_is_a_clear_error_not_a_retry_or_a_parti
         [_call("fetch_url", {"url": big_page}), _call("read_file", {"path": "big.txt"})]
     )
     began = time.monotonic()
-    async with chaos_worker(provider, tmp_path, fetch_max_bytes=FETCH_LIMIT) as queue:
+    # The page is served on loopback, which only an operator's allowlist opens to fetch_url.
+    loopback = FetchAllowlist.parse("127.0.0.1")
+    async with chaos_worker(
+        provider, tmp_path, fetch_max_bytes=FETCH_LIMIT, fetch_allow=loopback
+    ) as queue:
         session_id, handle = await start(chaos_client, chaos_resources, queue, tenant=tenant)
         result = await asyncio.wait_for(handle.result(), 60)
     audit = await audit_runs(chaos_resources, tenant, [session_id], [result.status])
