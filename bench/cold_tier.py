@@ -20,10 +20,11 @@ import warnings
 from datetime import timedelta
 
 from sqlalchemy import func, select, text, update
-from throwaway_stack import bench_resources  # bench/ is on sys.path when run as a script
+from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 
 from storage.archive import archive_idle_sessions, archive_session, rehydrate_session
 from storage.artifact_records import ArtifactRepository
+from storage.db import make_engine
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionArchiveRow, SessionRow
 from storage.sessions import SessionRepository
@@ -82,11 +83,16 @@ async def scalar(res: Resources, sql: str) -> int:
         return int(await conn.scalar(text(sql)) or 0)
 
 
-async def vacuum_full(res: Resources) -> None:
-    async with res.engine.connect() as conn:
-        auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        for table in ("items", "turns", "compactions"):
-            await auto.execute(text(f"VACUUM FULL {table}"))
+async def vacuum_full(owner_url: str) -> None:
+    # VACUUM FULL is the tables' owner's: the workers' role may only read and write rows.
+    engine = make_engine(owner_url)
+    try:
+        async with engine.connect() as conn:
+            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            for table in ("items", "turns", "compactions"):
+                await auto.execute(text(f"VACUUM FULL {table}"))
+    finally:
+        await engine.dispose()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -94,7 +100,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-async def run(res: Resources, n_sessions: int, n_items: int) -> None:
+async def run(res: Resources, owner_url: str, n_sessions: int, n_items: int) -> None:
     t0 = time.perf_counter()
     ids = [await fill(res, n_items) for _ in range(n_sessions)]
     print(f"filled {n_sessions} sessions x {n_items} items in {time.perf_counter() - t0:.1f}s")
@@ -104,7 +110,7 @@ async def run(res: Resources, n_sessions: int, n_items: int) -> None:
             .where(SessionRow.id.in_(ids))
             .values(updated_at=func.now() - timedelta(days=30))
         )
-    await vacuum_full(res)  # a compact baseline, comparable with the vacuumed "after"
+    await vacuum_full(owner_url)  # a compact baseline, comparable with the vacuumed "after"
     hot_before = await scalar(res, HOT_BYTES)
 
     archive_ms = []
@@ -117,7 +123,7 @@ async def run(res: Resources, n_sessions: int, n_items: int) -> None:
         res.sessions, res.store, TENANT, idle_for=timedelta(days=1), limit=n_sessions
     )
     hot_after = await scalar(res, HOT_BYTES)
-    await vacuum_full(res)
+    await vacuum_full(owner_url)
     hot_vacuumed = await scalar(res, HOT_BYTES)
     index_bytes = await scalar(res, "SELECT pg_total_relation_size('session_archives')")
     async with res.sessions() as db:
@@ -157,8 +163,8 @@ async def run(res: Resources, n_sessions: int, n_items: int) -> None:
 
 
 async def main(n_sessions: int, n_items: int) -> None:
-    async with bench_resources() as res:
-        await run(res, n_sessions, n_items)
+    async with bench_stack() as (ep, res, _):
+        await run(res, ep.database_migration_url, n_sessions, n_items)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,8 @@ async def run_langgraph_row(
     try:
         await asyncio.wait_for(
             run_langgraph(
-                ep.database_url,
+                # LangGraph's saver creates its own tables (setup() on every run): the owner.
+                ep.database_migration_url,
                 f"lg-{uuid.uuid4().hex[:8]}",
                 row.calls,
                 row.size,
@@ -264,7 +265,7 @@ async def main(args: argparse.Namespace) -> None:
         if lg_setup:  # create the checkpoint tables first: their empty size is not the run's
             from langgraph_loop import setup_langgraph
 
-            await setup_langgraph(ep.database_url)
+            await setup_langgraph(ep.database_migration_url)
         naive_queue = "naive"
         naive_worker = Worker(
             client,

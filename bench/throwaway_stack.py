@@ -27,7 +27,7 @@ async def bench_resources() -> AsyncIterator[Resources]:
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     try:
         ep = await asyncio.to_thread(stack.start)
-        await migrate(ep.database_url)
+        await migrate(ep.database_migration_url)
         settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()
@@ -44,7 +44,7 @@ async def bench_stack() -> AsyncIterator[tuple[StackEndpoints, Resources, Path]]
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     try:
         ep = await asyncio.to_thread(stack.start)
-        await migrate(ep.database_url)
+        await migrate(ep.database_migration_url)
         settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()

@@ -40,7 +40,8 @@ def stack() -> Iterator[StackEndpoints]:
 
 @pytest.fixture(scope="session")
 async def migrated(stack: StackEndpoints) -> StackEndpoints:
-    await migrate(stack.database_url)
+    # As the owner; everything after (workers, repositories) uses the app role.
+    await migrate(stack.database_migration_url)
     return stack
 
 

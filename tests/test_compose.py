@@ -41,6 +41,8 @@ MUST_CHOOSE = {
     ModelSettings: ("provider",),
     AgentSettings: ("workspace", "task_queue"),
 }
+# The schema owner's URL: only the migrate job may hold it, never a worker.
+MIGRATION_ONLY = "DATABASE_MIGRATION_URL"
 DOCKERFILE = ROOT / "workers" / "Dockerfile"
 _VAR = re.compile(r"\$\$|\$\{(\w+)(?::?-([^}]*))?\}")
 
@@ -111,14 +113,34 @@ def test_agent_services_point_at_services_on_the_ports_they_listen_on(service: s
         assert url.hostname in SERVICES, f"{key}: {url.hostname} is not a service"
         assert url.port in listens_on(url.hostname), f"{key}: {url.hostname}:{url.port}"
     db, db_env = make_url(env["DATABASE_URL"]), env_of(urlsplit(env["DATABASE_URL"]).hostname)
-    postgres = ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB")
-    assert (db.username, db.password, db.database) == tuple(db_env[k] for k in postgres)
+    app = ("AGENTSTATE_APP_ROLE", "AGENTSTATE_APP_PASSWORD", "POSTGRES_DB")
+    assert (db.username, db.password, db.database) == tuple(db_env[k] for k in app)
+    if MIGRATION_ONLY in env:
+        owner = make_url(env[MIGRATION_ONLY])
+        assert (owner.host, owner.port) == (db.host, db.port)
+        roles = ("AGENTSTATE_OWNER_ROLE", "AGENTSTATE_OWNER_PASSWORD", "POSTGRES_DB")
+        assert (owner.username, owner.password, owner.database) == tuple(db_env[k] for k in roles)
+
+
+def test_workers_log_in_as_the_app_role_and_only_the_migrate_job_as_the_owner() -> None:
+    db = env_of("agentstate-db")
+    assert len({db["POSTGRES_USER"], db["AGENTSTATE_OWNER_ROLE"], db["AGENTSTATE_APP_ROLE"]}) == 3
+    (init,) = [c for c in SERVICES["agentstate-db"]["configs"] if c["source"] == "agentstate-roles"]
+    assert init["target"].startswith("/docker-entrypoint-initdb.d/")
+    script = ROOT / COMPOSE["configs"]["agentstate-roles"]["file"]
+    assert script.resolve() == ROOT / "storage" / "roles.sql"
+    assert make_url(env_of("migrate")[MIGRATION_ONLY]).username == db["AGENTSTATE_OWNER_ROLE"]
+    for service in AGENT_SERVICES:
+        env = env_of(service)
+        assert make_url(env["DATABASE_URL"]).username == db["AGENTSTATE_APP_ROLE"], service
+        if service != "migrate":
+            assert MIGRATION_ONLY not in env, f"{service} holds the schema owner's credentials"
 
 
 @pytest.mark.parametrize("worker", WORKERS)
 def test_worker_env_sets_every_required_setting_and_no_unknown_ones(worker: str) -> None:
     env = env_of(worker)
-    assert required_env() <= env.keys()
+    assert required_env() - {MIGRATION_ONLY} <= env.keys()
     known = {env_name(g, f) for g in GROUPS for f in g.model_fields}
     unknown = {k for k in env if k.startswith(PREFIXES)} - known
     assert not unknown, f"not settings of workers/settings.py: {unknown}"

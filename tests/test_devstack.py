@@ -87,6 +87,7 @@ def test_endpoints_env(endpoints: StackEndpoints) -> None:
         "TEMPORAL_ADDRESS",
         "TEMPORAL_NAMESPACE",
         "DATABASE_URL",
+        "DATABASE_MIGRATION_URL",
         "S3_ENDPOINT_URL",
         "S3_ACCESS_KEY_ID",
         "S3_SECRET_ACCESS_KEY",
@@ -94,6 +95,7 @@ def test_endpoints_env(endpoints: StackEndpoints) -> None:
     }
     assert env["TEMPORAL_NAMESPACE"] == "default"
     assert env["DATABASE_URL"].startswith("postgresql+asyncpg://agent@127.0.0.1:")
+    assert env["DATABASE_MIGRATION_URL"].startswith("postgresql+asyncpg://agent_owner@127.0.0.1:")
     assert DEFAULT_BUCKET == S3Settings.model_fields["bucket"].default == env["S3_BUCKET"]
     assert endpoints.temporal_ui_url is None
 
@@ -115,8 +117,9 @@ async def test_postgres_accepts_agent(endpoints: StackEndpoints) -> None:
 
 
 async def test_postgres_create_database(devstack: DevStack) -> None:
-    url = devstack.postgres.create_database("devstack_isolated")
-    conn = await asyncpg.connect(asyncpg_dsn(url))
+    devstack.postgres.create_database("devstack_isolated")
+    owner_url = devstack.postgres.url_for("devstack_isolated", role=devstack.postgres.owner)
+    conn = await asyncpg.connect(asyncpg_dsn(owner_url))
     try:
         await conn.execute("create table t (x int)")
         assert await conn.fetchval("select current_database()") == "devstack_isolated"

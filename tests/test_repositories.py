@@ -301,9 +301,10 @@ async def test_migrating_again_is_a_no_op_and_models_match_the_schema(
     resources: Resources, migrated: StackEndpoints, tenant: str
 ) -> None:
     sid = await new_session(resources, tenant)
-    head = ScriptDirectory.from_config(_alembic_config(migrated.database_url)).get_current_head()
+    owner_url = migrated.database_migration_url
+    head = ScriptDirectory.from_config(_alembic_config(owner_url)).get_current_head()
 
-    await migrate(migrated.database_url)
+    await migrate(owner_url)
 
     async with resources.engine.connect() as conn:
         versions = list(await conn.scalars(text("SELECT version_num FROM alembic_version")))

@@ -313,8 +313,8 @@ def artifacts_get(
 
 @app.command("migrate")
 def migrate_cmd() -> None:
-    """Apply AgentState migrations to DATABASE_URL."""
-    run_async(migrate(get_settings().database.url.get_secret_value()))
+    """Apply AgentState migrations to DATABASE_MIGRATION_URL (the schema owner's role)."""
+    run_async(migrate(get_settings().database.migration_url.get_secret_value()))
     console.print("migrations applied")
 
 

@@ -149,7 +149,7 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
             f"postgres {ep.database_url.rsplit('@', 1)[-1]} · s3 {ep.s3_endpoint_url}"
         )
         settings = ep.settings(workspace=workspace, task_queue=DEMO_QUEUE, provider="offline")
-        await migrate(ep.database_url)
+        await migrate(ep.database_migration_url)
         console.print("  AgentState migrations applied")
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()

@@ -39,7 +39,7 @@ async def dev_up(
         ep = await asyncio.to_thread(stack.start)
         # The worker and any agentctl started from this process read the same variables.
         os.environ.update(ep.env())
-        await migrate(ep.database_url)
+        await migrate(ep.database_migration_url)
         console.print("[bold]durable-agents dev stack is up[/] (Ctrl-C stops everything)")
         for name, value in ep.env().items():
             if "SECRET" not in name:

@@ -33,7 +33,12 @@ DEV_S3_SECRET_KEY = "durable-agents-dev-secret"
 class DatabaseSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DATABASE_", extra="ignore")
 
+    # Workers and the gateway: a role that may only read and write rows (storage/roles.sql).
     url: SecretStr = SecretStr(f"postgresql+asyncpg://agent@127.0.0.1:{DEV_POSTGRES_PORT}/agent")
+    # `agentctl migrate` only: the role that owns the schema. Workers never need it.
+    migration_url: SecretStr = SecretStr(
+        f"postgresql+asyncpg://agent_owner@127.0.0.1:{DEV_POSTGRES_PORT}/agent"
+    )
     pool_size: int = 5
     echo: bool = False
 

@@ -43,7 +43,7 @@ def chaos_devstack() -> Iterator[DevStack]:
 
 @pytest.fixture(scope="package")
 async def chaos_stack(chaos_devstack: DevStack) -> StackEndpoints:
-    await migrate(chaos_devstack.endpoints.database_url)
+    await migrate(chaos_devstack.endpoints.database_migration_url)
     return chaos_devstack.endpoints
 
 

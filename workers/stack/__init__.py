@@ -55,7 +55,8 @@ class StackEndpoints:
     """Where a running stack's services are, and how to log in."""
 
     temporal_address: str
-    database_url: str
+    database_url: str  # the least-privilege app role: workers, gateway, repositories
+    database_migration_url: str  # the owner role: migrations only
     s3_endpoint_url: str
     s3_access_key_id: str
     s3_secret_access_key: str
@@ -68,6 +69,7 @@ class StackEndpoints:
             "TEMPORAL_ADDRESS": self.temporal_address,
             "TEMPORAL_NAMESPACE": "default",
             "DATABASE_URL": self.database_url,
+            "DATABASE_MIGRATION_URL": self.database_migration_url,
             "S3_ENDPOINT_URL": self.s3_endpoint_url,
             "S3_ACCESS_KEY_ID": self.s3_access_key_id,
             "S3_SECRET_ACCESS_KEY": self.s3_secret_access_key,
@@ -77,7 +79,10 @@ class StackEndpoints:
     def settings(self, *, workspace: Path, task_queue: str, provider: str) -> Settings:
         """Settings pointing a worker in this process at this stack."""
         return Settings(
-            database=DatabaseSettings(url=SecretStr(self.database_url)),
+            database=DatabaseSettings(
+                url=SecretStr(self.database_url),
+                migration_url=SecretStr(self.database_migration_url),
+            ),
             s3=S3Settings(
                 endpoint_url=self.s3_endpoint_url,
                 access_key_id=SecretStr(self.s3_access_key_id),
@@ -162,6 +167,7 @@ class DevStack:
         self._endpoints = StackEndpoints(
             temporal_address=self.temporal.address,
             database_url=self.postgres.url,
+            database_migration_url=self.postgres.owner_url,
             s3_endpoint_url=self.seaweed.endpoint_url,
             s3_access_key_id=self.seaweed.access_key,
             s3_secret_access_key=self.seaweed.secret_key,

