@@ -21,20 +21,27 @@ from workflows.contracts import (
 )
 
 
+async def _client_item(
+    items: ItemRepository, inp: ApprovalRecordInput, item_id: str, key: str, error_type: str
+) -> dict[str, Any]:
+    """The data of an item the deciding client committed for this call, holding `key`."""
+    rows = await items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
+    item = next((r for r in rows if str(r.id) == item_id), None)
+    if item is None or key not in item.data:
+        raise non_retryable(error_type, f"no item {item_id} with {key} for call {inp.tool_call_id}")
+    return dict(item.data)
+
+
 async def _edited_arguments(
     items: ItemRepository, inp: ApprovalRecordInput
 ) -> dict[str, Any] | None:
     """The arguments an approver committed to run instead, if any (same session and call)."""
     if not inp.approved or not inp.edited_arguments_item_id:
         return None
-    rows = await items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
-    proposal = next((r for r in rows if str(r.id) == inp.edited_arguments_item_id), None)
-    if proposal is None or "proposed_arguments" not in proposal.data:
-        raise non_retryable(
-            "EditedArgumentsNotFound",
-            f"no edited arguments {inp.edited_arguments_item_id} for call {inp.tool_call_id}",
-        )
-    return dict(proposal.data["proposed_arguments"])
+    data = await _client_item(
+        items, inp, inp.edited_arguments_item_id, "proposed_arguments", "EditedArgumentsNotFound"
+    )
+    return dict(data["proposed_arguments"])
 
 
 async def _decider(items: ItemRepository, inp: ApprovalRecordInput) -> tuple[str, str]:
@@ -42,14 +49,8 @@ async def _decider(items: ItemRepository, inp: ApprovalRecordInput) -> tuple[str
     (a person's words never travel through workflow history), else the loop's own words."""
     if not inp.decision_item_id:
         return inp.decided_by, inp.reason
-    rows = await items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
-    item = next((r for r in rows if str(r.id) == inp.decision_item_id), None)
-    if item is None or "decision" not in item.data:
-        raise non_retryable(
-            "DecisionNotFound",
-            f"no decision item {inp.decision_item_id} for call {inp.tool_call_id}",
-        )
-    return str(item.data.get("decided_by", "")), str(item.data.get("reason", ""))
+    data = await _client_item(items, inp, inp.decision_item_id, "decision", "DecisionNotFound")
+    return str(data.get("decided_by", "")), str(data.get("reason", ""))
 
 
 class SessionStateActivities:
