@@ -25,8 +25,9 @@ from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
+from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from storage.workspaces import WorkspaceLayout
 from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
 
 
@@ -52,12 +53,16 @@ class ToolActivities:
         store: ArtifactStore,
         registry: ToolRegistry,
         *,
-        workspace: Path,
+        workspace: Path | WorkspaceLayout,
         fetch_max_bytes: int,
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
     ) -> None:
-        """`read_cache`: the one call_model reads through, when both run in this process."""
+        """`workspace`: a WorkspaceLayout on the cloud (each session gets its own root, or
+        its tenant's or project's as configured), or one fixed directory on a device, which
+        serves the folder its user chose for every task of theirs.
+
+        `read_cache`: the one call_model reads through, when both run in this process."""
         self._sessions = sessions
         self._store = store
         self._registry = registry
@@ -78,9 +83,10 @@ class ToolActivities:
                 if done is not None:
                     return _outcome_of(done, inp.tenant_id)
                 args = await self._arguments(items, session_id, inp.tool_call_id)
-                agent_name = (await SessionRepository(db, inp.tenant_id).get(session_id)).agent_name
+                session = await SessionRepository(db, inp.tenant_id).get(session_id)
+                agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
             async with self._recorder.tool_call(_event(inp)) as trace:
-                result = await self._execute(inp, args, agent_name)
+                result = await self._execute(inp, args, agent_name, root)
                 trace.executed(result.error_type)
                 ref: ArtifactRef | None = None
                 if result.output is not None:
@@ -94,6 +100,12 @@ class ToolActivities:
                     await trace.committed(db, ref, row.artifact_id)
                 self._warm(inp.tenant_id, row, ref, result)
                 return _outcome_of(row, inp.tenant_id)
+
+    def _root(self, tenant_id: str, session: SessionRow) -> Path:
+        """From AgentState, never from the payload: a caller cannot pick another root."""
+        if isinstance(self._workspace, WorkspaceLayout):
+            return self._workspace.root_for(tenant_id, session)
+        return self._workspace
 
     def _warm(self, tenant_id: str, row: ItemRow, ref: ArtifactRef | None, result: _Result) -> None:
         """The next model step expands this result first: hand it the committed bytes."""
@@ -118,13 +130,15 @@ class ToolActivities:
         )
         return dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
 
-    async def _execute(self, inp: ToolRunInput, args: dict[str, Any], agent_name: str) -> _Result:
+    async def _execute(
+        self, inp: ToolRunInput, args: dict[str, Any], agent_name: str, root: Path
+    ) -> _Result:
         tool = self._registry.get(inp.name)
         if tool is None:
             return _Result(None, "UnknownTool", f"there is no tool named {inp.name!r}")
         ctx = ToolContext(
             idempotency_key=inp.idempotency_key,
-            workspace=self._workspace,
+            workspace=root,
             tenant_id=inp.tenant_id,
             session_id=inp.session_id,
             fetch_max_bytes=self._fetch_max_bytes,

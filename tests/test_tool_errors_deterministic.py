@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +24,21 @@ def _ctx(ws: Path) -> ToolContext:
     return ToolContext(idempotency_key="k", workspace=ws, tenant_id="t", session_id="s")
 
 
-def _deep_tree(ws: Path, depth: int) -> None:
-    # Made through dir fds: the whole path is longer than PATH_MAX allows by name.
-    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=fd)
-        nxt = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-        os.close(fd)
-        fd = nxt
-    os.close(fd)
+@contextmanager
+def deep_tree(ws: Path, depth: int) -> Iterator[None]:
+    """ws/d/d/.../d, `depth` levels, made and removed through dir fds: recursive removal
+    (shutil.rmtree, pytest's tmp cleanup) would hit the recursion limit on it."""
+    fds = [os.open(ws, os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fds[-1])
+            fds.append(os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+        yield
+    finally:
+        os.close(fds.pop())
+        while fds:
+            os.rmdir("d", dir_fd=fds[-1])
+            os.close(fds.pop())
 
 
 @pytest.mark.parametrize(
@@ -58,8 +66,8 @@ async def test_deterministic_failures_are_tool_errors(
 
 
 async def test_deep_tree_is_listed_to_the_depth_cap_without_recursion(tmp_path: Path) -> None:
-    _deep_tree(tmp_path, 1_900)
-    out = await list_dir(_ctx(tmp_path), {"path": ".", "recursive": True})
+    with deep_tree(tmp_path, 1_900):
+        out = await list_dir(_ctx(tmp_path), {"path": ".", "recursive": True})
     listing = json.loads(out.content)
     assert listing["truncated"] is True
     assert listing["max_depth"] == MAX_LIST_DEPTH

@@ -23,7 +23,7 @@ from activities.tool_run import ToolActivities
 from activities.tools.base import ToolRegistry
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
-from workers.settings import Settings
+from workers.settings import Settings, workspace_layout
 from workflows.agent import AgentWorkflow
 from workflows.gc import ArtifactGcWorkflow
 
@@ -61,7 +61,7 @@ def cloud_activities(
         resources.sessions,
         resources.store,
         registry,
-        workspace=settings.agent.workspace.resolve(),
+        workspace=workspace_layout(settings.agent),
         fetch_max_bytes=settings.agent.fetch_max_bytes,
         recorder=recorder,
         read_cache=read_cache,

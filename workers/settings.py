@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from storage.workspaces import WorkspaceLayout, WorkspaceScope
+
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
 DEV_POSTGRES_PORT = 54329
 DEV_S3_PORT = 8333
@@ -66,7 +68,11 @@ class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore")
 
     tenant_id: str = "default"
+    # The cloud workers' workspace base (shared by every cloud worker and by whoever runs
+    # `agentctl archive` / `agentctl gc`); a device worker serves its --workspace instead.
     workspace: Path = Path("workspace")
+    # session: {workspace}/{tenant}/{session}; tenant or project: shared (storage.workspaces).
+    workspace_scope: WorkspaceScope = "session"
     task_queue: str = "agent-cloud"
     device_id: str | None = None
     fetch_max_bytes: int = 5 * 1024 * 1024
@@ -76,6 +82,11 @@ class AgentSettings(BaseSettings):
         "You are a careful agent. Use the tools to inspect the workspace, "
         "and write results to files under out/."
     )
+
+
+def workspace_layout(agent: AgentSettings) -> WorkspaceLayout:
+    """The cloud workspace layout these settings describe (base made absolute)."""
+    return WorkspaceLayout(agent.workspace.resolve(), agent.workspace_scope)
 
 
 class TelemetrySettings(BaseSettings):
