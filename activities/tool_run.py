@@ -27,6 +27,7 @@ from storage.artifacts import ArtifactStore
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from storage.workspace_lifecycle import restore_if_packed
 from storage.workspaces import WorkspaceLayout
 from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
 
@@ -85,6 +86,7 @@ class ToolActivities:
                 args = await self._arguments(items, session_id, inp.tool_call_id)
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
+            await self._unpack(inp.tenant_id, session)
             async with self._recorder.tool_call(_event(inp)) as trace:
                 result = await self._execute(inp, args, agent_name, root)
                 trace.executed(result.error_type)
@@ -106,6 +108,15 @@ class ToolActivities:
         if isinstance(self._workspace, WorkspaceLayout):
             return self._workspace.root_for(tenant_id, session)
         return self._workspace
+
+    async def _unpack(self, tenant_id: str, session: SessionRow) -> None:
+        """A session rehydrated by a reader without a workspace disk left its workspace
+        packed: put it back before a tool looks at it."""
+        if not isinstance(self._workspace, WorkspaceLayout):
+            return
+        if session.workspace_sha256 is None and session.root_id in (None, session.id):
+            return
+        await restore_if_packed(self._sessions, self._store, self._workspace, tenant_id, session)
 
     def _warm(self, tenant_id: str, row: ItemRow, ref: ArtifactRef | None, result: _Result) -> None:
         """The next model step expands this result first: hand it the committed bytes."""

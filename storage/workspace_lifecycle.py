@@ -204,6 +204,7 @@ async def sweep_workspaces(
     *,
     now: datetime,
     window: timedelta,
+    tenant_id: str | None = None,
     dry_run: bool = False,
 ) -> WorkspaceSweep:
     """Remove session workspaces nothing needs, once they are older than ``window``:
@@ -211,11 +212,13 @@ async def sweep_workspaces(
     that still match their pack. Shared tenant and project workspaces are never touched."""
     cutoff = now - window
     report = WorkspaceSweep()
-    for tenant_id, session_id, path in await asyncio.to_thread(_session_dirs, layout.base):
+    for tenant, session_id, path in await asyncio.to_thread(_session_dirs, layout.base):
+        if tenant_id is not None and tenant != tenant_id:
+            continue
         async with sessions() as db, db.begin():
             row = await db.scalar(
                 select(SessionRow)
-                .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id)
+                .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant)
                 .with_for_update()
             )
             if row is None:

@@ -68,7 +68,7 @@ def cloud_activities(
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)
-    gc = GcActivities(resources.sessions, resources.store)
+    gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)
     presence = DevicePresenceActivities(resources.sessions)
     return [
