@@ -48,7 +48,7 @@ def pack_dir(root: Path, out: Path) -> None:
     """Write the tree below ``root`` to ``out`` as a deterministic .tar.gz."""
     with (
         out.open("wb") as raw,
-        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
         for path in _entries(root):

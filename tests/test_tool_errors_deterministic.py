@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import Client
 
+from activities.providers.scripted import ScriptedProvider
 from activities.tools.base import ToolContext, ToolError
 from activities.tools.files import MAX_LIST_DEPTH, list_dir, read_file, write_file
 from activities.tools.fs_errors import WorkspaceIOError, classified
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, session_root, start
+from workers.resources import Resources
 
 LONG_NAME = "a" * 300
 LONE_SURROGATE = "a\udc80b"
@@ -103,3 +110,45 @@ def test_errnos_are_classified(code: int, deterministic: bool) -> None:
     # Neither form carries the raw path: a WorkspaceIOError may reach workflow history.
     assert secret_path not in str(err.value)
     assert err.value.__suppress_context__
+
+
+async def test_deterministic_failure_is_an_error_result_after_one_attempt(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    # (A lone surrogate cannot come this way: the model reply holding it is refused by
+    # PostgreSQL's JSON type before any tool runs; see the unit test above.)
+    provider = ScriptedProvider.from_data(
+        [
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": LONG_NAME}},
+                    {"name": "write_file", "arguments": {"path": "deep/d", "content": "x"}},
+                    {"name": "list_dir", "arguments": {"path": "deep", "recursive": True}},
+                ]
+            }
+        ]
+    )
+    sid = uuid.uuid4()
+    deep = session_root(workspace, tenant, sid) / "deep"
+    deep.mkdir()
+    with deep_tree(deep, 1_900):
+        async with agent_worker(provider, workspace) as queue:
+            session_id, handle = await start(
+                client, resources, queue, tenant=tenant, session_id=sid,
+                approval_overrides={"write_file": False},
+            )  # fmt: skip
+            result = await asyncio.wait_for(handle.result(), 60)
+
+    assert result.status == "completed"
+    history = await handle.fetch_history()
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.HasField("activity_task_started_event_attributes")
+    ]
+    assert attempts and max(attempts) == 1, "a deterministic failure was retried"
+    results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
+    by_call = {r.tool_call_id: r for r in results}
+    assert by_call["call_0_0"].data["error_type"] == "PathTooLong"
+    assert by_call["call_0_1"].data["error_type"] == "NotAFile"
+    assert by_call["call_0_2"].artifact_id is not None  # listed, cut at the depth cap
