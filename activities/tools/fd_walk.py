@@ -26,6 +26,19 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 ROOT_MODE = 0o700
 
 
+def _make_private(workspace: Path) -> None:
+    # os.makedirs gives only the leaf its mode; the tenant directory above a session's
+    # root would list that tenant's session ids to every local user.
+    missing: list[Path] = []
+    here = workspace
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, ROOT_MODE)
+
+
 def open_root(workspace: Path) -> int:
     """Open (creating it 0700 on first use) the workspace root; the caller closes the fd.
 
@@ -35,7 +48,7 @@ def open_root(workspace: Path) -> int:
         try:
             return os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except FileNotFoundError:
-            os.makedirs(workspace, mode=ROOT_MODE, exist_ok=True)
+            _make_private(workspace)
             return os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 

@@ -21,9 +21,6 @@ def shown(relative: str) -> str:
     return repr(text)
 
 
-_shown = shown  # the name older callers import
-
-
 def _outside(relative: str, why: str) -> ToolError:
     return ToolError(
         "PathOutsideWorkspace",
