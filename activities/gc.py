@@ -10,13 +10,22 @@ from temporalio import activity
 from activities.heartbeat import heartbeating
 from storage.artifacts import ArtifactStore
 from storage.gc import collect
+from storage.workspace_lifecycle import sweep_workspaces
+from storage.workspaces import WorkspaceLayout
 from workflows.contracts import GcInput, GcResult
 
 
 class GcActivities:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], store: ArtifactStore) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        store: ArtifactStore,
+        workspaces: WorkspaceLayout | None = None,
+    ) -> None:
+        """`workspaces`: also sweep session workspaces nothing needs (see sweep_workspaces)."""
         self._sessions = sessions
         self._store = store
+        self._workspaces = workspaces
 
     @activity.defn(name="collect_garbage")
     async def collect_garbage(self, inp: GcInput) -> GcResult:
@@ -29,6 +38,15 @@ class GcActivities:
                 tenant_id=inp.tenant_id,
                 dry_run=inp.dry_run,
             )
+            if self._workspaces is not None:
+                await sweep_workspaces(
+                    self._sessions,
+                    self._workspaces,
+                    now=datetime.now(UTC),
+                    window=timedelta(seconds=inp.window_seconds),
+                    tenant_id=inp.tenant_id,
+                    dry_run=inp.dry_run,
+                )
         return GcResult(
             marked=report.marked,
             revived=report.revived,

@@ -35,8 +35,10 @@ from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
+from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from storage.workspace_lifecycle import restore_if_packed
+from storage.workspaces import WorkspaceLayout
 from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
 
 
@@ -62,13 +64,17 @@ class ToolActivities:
         store: ArtifactStore,
         registry: ToolRegistry,
         *,
-        workspace: Path,
+        workspace: Path | WorkspaceLayout,
         fetch: FetchPolicy = PUBLIC_ONLY,
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
     ) -> None:
-        """`fetch`: what fetch_url may reach (default: public addresses only).
+        """`workspace`: a WorkspaceLayout on the cloud (each session gets its own root, or
+        its tenant's or project's as configured), or one fixed directory on a device, which
+        serves the folder its user chose for every task of theirs.
+
+        `fetch`: what fetch_url may reach (default: public addresses only).
         `read_cache`: the one call_model reads through, when both run in this process."""
         self._max_argument_bytes = max_tool_argument_bytes
         self._sessions = sessions
@@ -91,9 +97,11 @@ class ToolActivities:
                 if done is not None:
                     return _outcome_of(done, inp.tenant_id)
                 args, asked_for = await self._arguments(items, session_id, inp.tool_call_id)
-                agent_name = (await SessionRepository(db, inp.tenant_id).get(session_id)).agent_name
+                session = await SessionRepository(db, inp.tenant_id).get(session_id)
+                agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
+            await self._unpack(inp.tenant_id, session)
             async with self._recorder.tool_call(_event(inp)) as trace:
-                result = await self._execute(inp, args, agent_name, asked_for)
+                result = await self._execute(inp, args, agent_name, asked_for, root)
                 trace.executed(result.error_type)
                 ref: ArtifactRef | None = None
                 if result.output is not None:
@@ -107,6 +115,21 @@ class ToolActivities:
                     await trace.committed(db, ref, row.artifact_id)
                 self._warm(inp.tenant_id, row, ref, result)
                 return _outcome_of(row, inp.tenant_id)
+
+    def _root(self, tenant_id: str, session: SessionRow) -> Path:
+        """From AgentState, never from the payload: a caller cannot pick another root."""
+        if isinstance(self._workspace, WorkspaceLayout):
+            return self._workspace.root_for(tenant_id, session)
+        return self._workspace
+
+    async def _unpack(self, tenant_id: str, session: SessionRow) -> None:
+        """A session rehydrated by a reader without a workspace disk left its workspace
+        packed: put it back before a tool looks at it."""
+        if not isinstance(self._workspace, WorkspaceLayout):
+            return
+        if session.workspace_sha256 is None and session.root_id in (None, session.id):
+            return
+        await restore_if_packed(self._sessions, self._store, self._workspace, tenant_id, session)
 
     def _warm(self, tenant_id: str, row: ItemRow, ref: ArtifactRef | None, result: _Result) -> None:
         """The next model step expands this result first: hand it the committed bytes."""
@@ -134,7 +157,12 @@ class ToolActivities:
         return args, call.tool_name or ""
 
     async def _execute(
-        self, inp: ToolRunInput, args: dict[str, Any], agent_name: str, asked_for: str
+        self,
+        inp: ToolRunInput,
+        args: dict[str, Any],
+        agent_name: str,
+        asked_for: str,
+        root: Path,
     ) -> _Result:
         tool = self._registry.get(inp.name)
         if tool is None:
@@ -148,7 +176,7 @@ class ToolActivities:
             return _Result(None, ARGUMENTS_TOO_LARGE, too_large)
         ctx = ToolContext(
             idempotency_key=inp.idempotency_key,
-            workspace=self._workspace,
+            workspace=root,
             tenant_id=inp.tenant_id,
             session_id=inp.session_id,
             fetch=self._fetch,

@@ -9,6 +9,7 @@ state whole (at most an orphan object, which GC collects); after it, the new sta
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
@@ -32,6 +33,13 @@ from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.errors import SessionArchived, SessionNotFound, StorageError
 from storage.models import ArtifactRefRow, ArtifactRow, SessionArchiveRow, SessionRow
+from storage.workspace_lifecycle import (
+    pack_workspace,
+    record_packed,
+    remove_packed,
+    restore_workspace,
+)
+from storage.workspaces import WorkspaceLayout
 from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
@@ -60,6 +68,7 @@ class ArchiveResult:
     snapshot_bytes: int
     item_count: int
     created: bool  # False: the session was already archived; nothing was done
+    workspace_sha256: str | None = None  # the packed workspace, if one was on disk
 
 
 @dataclass(frozen=True)
@@ -126,8 +135,14 @@ async def archive_session(
     store: ArtifactStore,
     tenant_id: str,
     session_id: uuid.UUID,
+    *,
+    workspaces: WorkspaceLayout | None = None,
 ) -> ArchiveResult:
     """Move a terminal session's items, turns and compactions to one snapshot in S3.
+
+    With ``workspaces`` (the cloud workers' layout), the session's own workspace directory
+    is packed into a verified artifact held by the session, and removed from disk once that
+    is committed (see storage.workspace_lifecycle); shared workspaces stay where they are.
 
     Idempotent: an archived session returns its existing archive. Raises SessionNotArchivable
     for a session that is not completed/failed/cancelled, and the retryable ArchiveConflict if
@@ -144,6 +159,9 @@ async def archive_session(
         raise SessionNotArchivable(f"session {session_id} is {status}; only ended ones archive")
     packed = pack(snap)
     ref = await store.put(tenant_id, packed, SNAPSHOT_CONTENT_TYPE)
+    workspace = None
+    if workspaces is not None:
+        workspace = await pack_workspace(store, workspaces, tenant_id, snap["session"])
     async with sessions() as db, db.begin():
         if await _status(db, tenant_id, session_id, lock=True) == "archived":
             return _result(await _index(db, tenant_id, session_id), created=False)
@@ -162,7 +180,10 @@ async def archive_session(
         # Takes the content lock, so a GC sweep cannot remove the object before we commit.
         snapshot_id = await register_uploaded(db, store, ref, packed)
         held = {uuid.UUID(i["artifact_id"]) for i in snap["items"] if i["artifact_id"]}
-        await _hold_refs(db, tenant_id, session_id, held | {snapshot_id})
+        held.add(snapshot_id)
+        if workspace is not None:
+            held.add(await record_packed(db, store, session_id, workspace))
+        await _hold_refs(db, tenant_id, session_id, held)
         await delete_hot(db, tenant_id, session_id)
         await db.execute(
             update(SessionRow)
@@ -170,7 +191,11 @@ async def archive_session(
             .values(status="archived", updated_at=func.now())
         )
         await db.flush()
-        return _result(index, created=True)
+        result = _result(index, created=True)
+    if workspace is None:
+        return result
+    await remove_packed(workspace)
+    return dataclasses.replace(result, workspace_sha256=workspace.ref.sha256)
 
 
 async def rehydrate_session(
@@ -178,13 +203,21 @@ async def rehydrate_session(
     store: ArtifactStore,
     tenant_id: str,
     session_id: uuid.UUID,
+    *,
+    workspaces: WorkspaceLayout | None = None,
 ) -> RehydrateResult:
     """Bring an archived session back to the hot tables exactly as it was (ids, ordinals,
     timestamps, status). Idempotent: a hot session is left alone. The snapshot object stays;
-    its ref stops being required for resume, so GC may collect it later."""
+    its ref stops being required for resume, so GC may collect it later.
+
+    With ``workspaces``, a packed workspace is put back on disk too. Without (a reader that
+    has no workspace disk), it stays packed and held, and the next tool call of the session
+    on a cloud worker restores it first."""
     async with sessions() as db:
         status = await _status(db, tenant_id, session_id)
         if status != "archived":
+            if workspaces is not None:  # an earlier rehydrate may have left it packed
+                await restore_workspace(sessions, store, workspaces, tenant_id, session_id)
             return RehydrateResult(session_id, False, status, 0)
         index = await _index(db, tenant_id, session_id)
     ref = ArtifactRef(
@@ -221,6 +254,8 @@ async def rehydrate_session(
                 owner_id=str(session_id),
                 expires_at=datetime.now(UTC),
             )
+    if workspaces is not None:
+        await restore_workspace(sessions, store, workspaces, tenant_id, session_id)
     return RehydrateResult(session_id, True, prior_status, len(snap["items"]))
 
 
@@ -231,6 +266,7 @@ async def archive_idle_sessions(
     *,
     idle_for: timedelta,
     limit: int = 100,
+    workspaces: WorkspaceLayout | None = None,
 ) -> list[uuid.UUID]:
     """Archive up to `limit` ended sessions not updated for `idle_for`, oldest first.
 
@@ -252,7 +288,9 @@ async def archive_idle_sessions(
     archived: list[uuid.UUID] = []
     for session_id in ids:
         try:
-            result = await archive_session(sessions, store, tenant_id, session_id)
+            result = await archive_session(
+                sessions, store, tenant_id, session_id, workspaces=workspaces
+            )
         except (ArchiveConflict, SessionNotArchivable) as err:
             logger.info("not archiving %s now: %s", session_id, err)
             continue

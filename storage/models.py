@@ -69,6 +69,12 @@ class SessionRow(Base):
     parent_id: Mapped[uuid.UUID | None] = mapped_column()
     root_id: Mapped[uuid.UUID | None] = mapped_column()
     agent_name: Mapped[str] = mapped_column(Text, server_default="agent")
+    # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project (storage.workspaces).
+    project: Mapped[str | None] = mapped_column(Text)
+    # Set while the session's workspace is packed in object storage (a gzip tar artifact)
+    # instead of on disk: by archive, cleared when a restore puts it back.
+    workspace_sha256: Mapped[str | None] = mapped_column(Text)
+    workspace_bytes: Mapped[int | None] = mapped_column(BigInteger)
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

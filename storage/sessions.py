@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import SessionNotFound
 from storage.models import SESSION_STATUSES, SessionRow
+from storage.workspaces import validate_project
 
 
 class SessionRepository:
@@ -27,15 +28,20 @@ class SessionRepository:
         workflow_id: str | None = None,
         parent_id: uuid.UUID | None = None,
         agent_name: str = "agent",
+        project: str | None = None,
     ) -> SessionRow:
         """Create the session, or return it unchanged if this id already exists for the tenant.
 
-        A child session (a sub-agent's) names its parent and shares the parent's root.
+        A child session (a sub-agent's) names its parent and shares the parent's root and
+        project (so its tools see the same workspace).
         """
         root_id = session_id
+        if project is not None:
+            validate_project(project)
         if parent_id is not None:
             parent = await self.get(parent_id)
             root_id = parent.root_id or parent.id
+            project = parent.project
         stmt = (
             insert(SessionRow)
             .values(
@@ -49,6 +55,7 @@ class SessionRepository:
                 parent_id=parent_id,
                 root_id=root_id,
                 agent_name=agent_name,
+                project=project,
             )
             .on_conflict_do_nothing(index_elements=[SessionRow.id])
         )

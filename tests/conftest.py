@@ -18,6 +18,7 @@ from activities.providers.base import ModelProvider
 from activities.tools.base import ToolRegistry
 from activities.tools.builtin import default_registry
 from storage.db import migrate
+from storage.workspaces import WorkspaceScope
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources, open_resources
 from workers.settings import get_settings
@@ -79,6 +80,10 @@ AgentRunner = Callable[..., AbstractAsyncContextManager[str]]
 def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints) -> AgentRunner:
     """Run a cloud worker with the given (fake) provider on a fresh task queue.
 
+    `workspace` is the workspace base: each session's tools see
+    `workspace/{tenant}/{session}` (tests.support.helpers.session_root), or the shared
+    root of `workspace_scope`.
+
     max_cached_workflows=0 makes every workflow task replay the history from the start,
     so each test also checks the loop is deterministic.
     """
@@ -91,10 +96,12 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         queue: str | None = None,
         system_prompt: str | None = None,
         registry: ToolRegistry | None = None,
+        workspace_scope: WorkspaceScope = "session",
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
         settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
+        settings.agent = settings.agent.model_copy(update={"workspace_scope": workspace_scope})
         if model:
             settings.model = settings.model.model_copy(update=model)
         if system_prompt is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client
@@ -14,6 +15,7 @@ from tests.support.helpers import (
     items_of,
     run_approving,
     s3_sha256,
+    session_root,
     start,
 )
 from workers import tasks
@@ -23,9 +25,10 @@ from workers.resources import Resources
 async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path
 ) -> None:
-    copy_demo_workspace(workspace)
+    sid = uuid.uuid4()
+    copy_demo_workspace(session_root(workspace, "default", sid))
     async with agent_worker(OfflineProvider(), workspace) as queue:
-        session_id, handle = await start(client, resources, queue)
+        session_id, handle = await start(client, resources, queue, session_id=sid)
         result, approved = await run_approving(client, resources, session_id, handle)
 
     assert result.status == "completed"
@@ -44,7 +47,7 @@ async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
         assert item.artifact_id is not None
         assert await s3_sha256(resources, info["key"]) == info["sha256"]
         assert len(item.text) <= 500
-    report = (workspace / REPORT_PATH).read_text()
+    report = (session_root(workspace, "default", sid) / REPORT_PATH).read_text()
     # The report was built from file contents the model only saw through transient expansion.
     assert "readings.csv" in report and "| 7 |" in report
     row, _ = await tasks.read_session(resources.sessions, "default", session_id)

@@ -24,7 +24,7 @@ from storage.errors import SessionNotFound
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, start, wait_for_pending
+from tests.support.helpers import items_of, session_root, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
@@ -83,8 +83,9 @@ async def test_follow_up_opens_a_new_turn_that_records_the_current_config(
 async def test_long_session_compacts_and_assembly_starts_from_the_summary(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
+    sid = uuid.uuid4()
     for n in range(8):
-        (workspace / f"f{n}.txt").write_text(f"file {n} " * 300)
+        (session_root(workspace, tenant, sid) / f"f{n}.txt").write_text(f"file {n} " * 300)
     provider = ScriptedProvider.from_data(
         [
             {"tool_calls": [{"name": "read_file", "arguments": {"path": f"f{n}.txt"}}]}
@@ -95,7 +96,7 @@ async def test_long_session_compacts_and_assembly_starts_from_the_summary(
     budget = {"context_tokens": 4_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
     async with agent_worker(provider, workspace, **budget) as queue:
         session_id, handle = await start(
-            client, resources, queue, tenant=tenant, continue_as_new_every=3
+            client, resources, queue, tenant=tenant, session_id=sid, continue_as_new_every=3
         )
         result = await asyncio.wait_for(handle.result(), 60)
 
@@ -142,8 +143,9 @@ async def test_expanded_results_filling_the_window_do_not_make_a_compaction_due(
 ) -> None:
     # Expansion fills whatever room the previews leave, so the input is near the budget on
     # every step; compacting on that would summarise (a model call) after every tool call.
+    sid = uuid.uuid4()
     for n in range(3):
-        (workspace / f"big{n}.txt").write_text(f"big {n} " * 2_000)
+        (session_root(workspace, tenant, sid) / f"big{n}.txt").write_text(f"big {n} " * 2_000)
     provider = ScriptedProvider.from_data(
         [
             {"tool_calls": [{"name": "read_file", "arguments": {"path": f"big{n}.txt"}}]}
@@ -161,7 +163,7 @@ async def test_expanded_results_filling_the_window_do_not_make_a_compaction_due(
         monkeypatch.setattr(resources.store, name, counted)
     budget = {"context_tokens": 6_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
     async with agent_worker(provider, workspace, **budget) as queue:
-        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 60)
 
     assert result.status == "completed"

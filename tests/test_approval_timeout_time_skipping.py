@@ -50,8 +50,8 @@ async def test_default_day_long_approval_wait_times_out_and_the_model_is_told(
             result = await handle.result()  # the server skips the 24 h wait
 
     assert result.status == "completed"
-    assert not (workspace / "x.md").exists()
     session_id = handle.id.removeprefix("agent-")
+    assert not (workspace / tenant / session_id / "x.md").exists()
     decision = next(
         i for i in await items_of(resources, tenant, session_id) if i.kind == "approval"
     )

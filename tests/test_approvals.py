@@ -70,8 +70,9 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"
-    assert (workspace / "out/a.md").read_text() == "A"
-    assert not (workspace / "out/b.md").exists()
+    root = workspace / tenant / session_id
+    assert (root / "out/a.md").read_text() == "A"
+    assert not (root / "out/b.md").exists()
     # The model was told about the rejection as the call's result, and carried on.
     second = provider.requests[1]
     told = {m.tool_call_id: m.content for m in second.messages if m.role == "tool"}
@@ -158,7 +159,7 @@ async def test_approval_that_never_comes_times_out_and_the_model_is_told(
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"
-    assert not (workspace / "x.md").exists()
+    assert not (workspace / tenant / session_id / "x.md").exists()
     told = next(m for m in provider.requests[1].messages if m.role == "tool")
     assert "rejected by timeout" in told.content and "no decision within 1s" in told.content
     items = await items_of(resources, tenant, session_id)

@@ -12,6 +12,7 @@ from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
+from tests.support.helpers import tenant_root
 from workers.cli import main
 from workers.settings import get_settings
 
@@ -29,8 +30,9 @@ async def test_start_status_approve_watch_and_fetch_an_artifact(
     cli_env: None,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    tenant: str,
 ) -> None:
-    (workspace / "a.txt").write_text("alpha")
+    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
     provider = ScriptedProvider.from_data(
         [
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
@@ -41,7 +43,7 @@ async def test_start_status_approve_watch_and_fetch_an_artifact(
             },
         ]
     )
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, workspace_scope="tenant") as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
         get_settings.cache_clear()
         code, out, _ = await agentctl(capsys, "start", "copy a to b")
@@ -106,11 +108,11 @@ async def test_artifacts_get_returns_the_verified_bytes(
 ) -> None:
     from tests.support.helpers import items_of
 
-    (workspace / "a.txt").write_bytes(b"alpha bytes")
+    (tenant_root(workspace, tenant) / "a.txt").write_bytes(b"alpha bytes")
     provider = ScriptedProvider.from_data(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}]
     )
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, workspace_scope="tenant") as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
         get_settings.cache_clear()
         code, out, _ = await agentctl(capsys, "start", "read a", "--watch")

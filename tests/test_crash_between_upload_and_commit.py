@@ -10,7 +10,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from tests.support.blocking import artifact_commit_held, wait_until_commit_blocked
-from tests.support.helpers import items_of, s3_keys, s3_sha256, start
+from tests.support.helpers import items_of, s3_keys, s3_sha256, session_root, start
 from tests.support.processes import WorkerProcess
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -25,7 +25,8 @@ async def test_worker_killed_after_upload_before_commit_resumes_without_dangling
     tenant: str,
 ) -> None:
     data = b"precious page %d\n" % 7 * 20_000
-    (workspace / "page.txt").write_bytes(data)
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "page.txt").write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
     queue = f"crash-{uuid.uuid4().hex[:8]}"
     worker = WorkerProcess(
@@ -40,7 +41,7 @@ async def test_worker_killed_after_upload_before_commit_resumes_without_dangling
         worker.start()
         await asyncio.to_thread(worker.wait_started)
         session_id, handle = await start(
-            client, resources, queue, tenant=tenant, tool_timeout_seconds=5
+            client, resources, queue, tenant=tenant, session_id=sid, tool_timeout_seconds=5
         )
         await wait_until_commit_blocked(resources)
         # The object is already in S3: the worker dies between upload and commit.

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -31,7 +32,13 @@ from tests.support.blocking import (
     wait_until_commit_blocked,
     write_file_result_sha,
 )
-from tests.support.helpers import items_of, register_device, start, wait_for_pending
+from tests.support.helpers import (
+    items_of,
+    register_device,
+    session_root,
+    start,
+    wait_for_pending,
+)
 from tests.support.processes import AGENTCTL, DeviceProcess
 from workers import processes, tasks
 from workers.resources import Resources
@@ -227,7 +234,9 @@ async def test_device_killed_mid_call_finishes_after_restart_and_writes_once(
 ) -> None:
     laptop = tmp_path / "laptop"
     laptop.mkdir()
-    (workspace / "cloud-only.txt").write_text("in the cloud workspace")
+    sid = uuid.uuid4()
+    cloud = session_root(workspace, tenant, sid)
+    (cloud / "cloud-only.txt").write_text("in the cloud workspace")
     first_sha = await write_file_result_sha(tmp_path / "scratch", REPORT, CONTENT)
     device = DeviceProcess(migrated, tenant, f"lid-{tenant}", laptop, tmp_path / "device.log")
     provider = ScriptedProvider.from_data(
@@ -252,6 +261,7 @@ async def test_device_killed_mid_call_finishes_after_restart_and_writes_once(
                     resources,
                     queue,
                     tenant=tenant,
+                    session_id=sid,
                     device_id=device.device_id,
                     device_tools=["write_file"],
                     approval_overrides={"write_file": False},
@@ -282,7 +292,7 @@ async def test_device_killed_mid_call_finishes_after_restart_and_writes_once(
     after = os.stat(target)
     assert (after.st_ino, after.st_mtime_ns) == (first.st_ino, first.st_mtime_ns), "written twice"
     assert target.read_text() == CONTENT
-    assert not (workspace / REPORT).exists(), "write_file ran in the cloud, not on the device"
+    assert not (cloud / REPORT).exists(), "write_file ran in the cloud, not on the device"
     items = await items_of(resources, tenant, session_id)
     results = [i for i in items if i.kind == "tool_result"]
     assert sorted((r.tool_call_id, r.tool_name) for r in results) == [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client
@@ -12,7 +13,15 @@ from activities.providers.scripted import ScriptedProvider
 from activities.tool_run import ToolActivities
 from activities.tools.builtin import default_registry
 from tests.conftest import AgentRunner
-from tests.support.helpers import artifact_count, items_of, register_device, s3_keys, start
+from tests.support.helpers import (
+    artifact_count,
+    items_of,
+    register_device,
+    s3_keys,
+    session_root,
+    start,
+    tenant_root,
+)
 from workers import tasks
 from workers.cloud import running
 from workers.device import build_device_worker
@@ -36,7 +45,8 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
     laptop = tmp_path / "laptop"
     laptop.mkdir()
     (laptop / "notes.txt").write_text("only on the laptop")
-    (workspace / "notes.txt").write_text("cloud copy")
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "notes.txt").write_text("cloud copy")
     device_id = f"laptop-{tenant}"
     tools = ToolActivities(
         resources.sessions,
@@ -52,6 +62,7 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
             resources,
             queue,
             tenant=tenant,
+            session_id=sid,
             device_id=device_id,
             device_tools=["read_file"],
         )
@@ -74,11 +85,12 @@ async def test_same_bytes_in_two_sessions_of_a_tenant_are_stored_once(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
     data = b"shared page\n" * 1000
-    (workspace / "page.txt").write_bytes(data)
+    # Tenant scope: both sessions see the one file of their tenant.
+    (tenant_root(workspace, tenant) / "page.txt").write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
     sessions = []
     for _ in range(2):
-        async with agent_worker(_read("page.txt"), workspace) as queue:
+        async with agent_worker(_read("page.txt"), workspace, workspace_scope="tenant") as queue:
             session_id, handle = await start(client, resources, queue, tenant=tenant)
             await asyncio.wait_for(handle.result(), 30)
             sessions.append(session_id)

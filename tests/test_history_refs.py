@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
@@ -10,7 +11,7 @@ from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
-from tests.support.helpers import decoded_payloads, items_of, s3_keys, start
+from tests.support.helpers import decoded_payloads, items_of, s3_keys, session_root, start
 from workers.resources import Resources
 
 ONE_MB = 1024 * 1024
@@ -27,13 +28,14 @@ def _big_file(path: Path) -> bytes:
 async def test_one_megabyte_tool_result_grows_history_by_under_4kb(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    data = _big_file(workspace / "big.txt")
+    sid = uuid.uuid4()
+    data = _big_file(session_root(workspace, tenant, sid) / "big.txt")
     sha = hashlib.sha256(data).hexdigest()
     provider = ScriptedProvider.from_data(
         [{"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}]
     )
     async with agent_worker(provider, workspace) as queue:
-        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         await handle.result()
 
     history = await handle.fetch_history()

@@ -82,7 +82,7 @@ async def test_cancel_while_waiting_for_approval_ends_cleanly(
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
     row, items = await tasks.read_session(resources.sessions, tenant, session_id)
     assert row.status == "cancelled"
-    assert not (workspace / "x.md").exists()
+    assert not (workspace / tenant / session_id / "x.md").exists()
     assert items[-1].kind == "error" and "cancelled" in items[-1].text
 
 

@@ -28,7 +28,7 @@ from activities.providers.scripted import ScriptedProvider, ScriptedTurn
 from activities.telemetry import event_id
 from activities.telemetry_recorder import TrajectoryRecorder
 from storage.outbox_models import TrajectoryOutboxRow
-from tests.support.helpers import items_of, start
+from tests.support.helpers import items_of, session_root, start
 from tests.support.trajectory import traced_worker
 from workers.resources import Resources
 from workers.stack import StackEndpoints, free_port
@@ -114,7 +114,8 @@ async def audited_run(
     tenant: str,
 ) -> tuple[str, set[str]]:
     """One task (read a file, answer) in audit mode; its outbox event ids."""
-    (workspace / "a.txt").write_text(f"alpha {MARK}\n")
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "a.txt").write_text(f"alpha {MARK}\n")
     provider = ScriptedProvider([ScriptedTurn("", [("read_file", {"path": "a.txt"})])])
     recorder = TrajectoryRecorder(
         tracer=TracerProvider().get_tracer("test"),
@@ -124,7 +125,7 @@ async def audited_run(
     )
     async with traced_worker(client, resources, migrated, workspace, provider, recorder) as queue:
         session_id, handle = await start(
-            client, resources, queue, f"Read a.txt {MARK}", tenant=tenant
+            client, resources, queue, f"Read a.txt {MARK}", tenant=tenant, session_id=sid
         )
         assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
     rows = await outbox(resources, session_id)

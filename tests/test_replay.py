@@ -8,6 +8,7 @@ Set RECORD_HISTORIES=1 to (re)record the demo history after an intended change.
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
@@ -15,7 +16,7 @@ from temporalio.worker import Replayer
 
 from activities.providers.offline import OfflineProvider
 from tests.conftest import AgentRunner
-from tests.support.helpers import copy_demo_workspace, run_approving, start
+from tests.support.helpers import copy_demo_workspace, run_approving, session_root, start
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
 
@@ -25,9 +26,10 @@ HISTORIES = Path(__file__).parent / "histories"
 async def test_demo_history_replays_without_nondeterminism(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path
 ) -> None:
-    copy_demo_workspace(workspace)
+    sid = uuid.uuid4()
+    copy_demo_workspace(session_root(workspace, "default", sid))
     async with agent_worker(OfflineProvider(), workspace) as queue:
-        session_id, handle = await start(client, resources, queue)
+        session_id, handle = await start(client, resources, queue, session_id=sid)
         await run_approving(client, resources, session_id, handle)
     history = await handle.fetch_history()
     if os.environ.get("RECORD_HISTORIES"):

@@ -15,7 +15,7 @@ from activities.providers.scripted import ScriptedProvider
 from storage.errors import SessionNotFound
 from storage.sessions import SessionRepository
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, start, wait_for_pending
+from tests.support.helpers import items_of, session_root, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 
@@ -23,7 +23,11 @@ from workers.resources import Resources
 async def test_delegate_runs_a_child_session_and_returns_only_its_summary_and_refs(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    (workspace / "notes.md").write_text("# Notes\nthe child reads this\n")
+    # The child session works in its parent's workspace (its root session's).
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "notes.md").write_text(
+        "# Notes\nthe child reads this\n"
+    )
     provider = ScriptedProvider.from_data(
         [
             {
@@ -43,7 +47,7 @@ async def test_delegate_runs_a_child_session_and_returns_only_its_summary_and_re
         },
     )
     async with agent_worker(provider, workspace) as queue:
-        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 60)
 
     assert result.status == "completed"
@@ -111,8 +115,9 @@ async def test_outside_policy_lets_reports_through_and_holds_anything_else(
         )
         await asyncio.wait_for(handle.result(), 30)
 
-    assert (workspace / "out/report.md").read_text() == "ok"
-    assert (workspace / "src/app.py").read_text() == "safe"  # the edited arguments ran
+    root = workspace / tenant / session_id
+    assert (root / "out/report.md").read_text() == "ok"
+    assert (root / "src/app.py").read_text() == "safe"  # the edited arguments ran
     decision = next(
         i
         for i in await items_of(resources, tenant, session_id)

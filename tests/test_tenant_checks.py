@@ -15,7 +15,7 @@ from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from storage.errors import SessionNotFound
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, start, wait_for_pending
+from tests.support.helpers import items_of, session_root, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
@@ -56,7 +56,7 @@ async def test_updates_without_the_tasks_tenant_are_refused(
             client, session_id, call, "owner", sessions=resources.sessions, tenant_id=tenant
         )
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
-    assert (workspace / "a.md").read_text() == "A"
+    assert (session_root(workspace, tenant, session_id) / "a.md").read_text() == "A"
 
 
 async def test_another_tenants_session_is_not_found_by_the_library(
@@ -83,7 +83,7 @@ async def test_another_tenants_session_is_not_found_by_the_library(
     assert result.status == "cancelled"
     row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
     assert row.status == "cancelled"
-    assert not (workspace / "a.md").exists()
+    assert not (session_root(workspace, tenant, session_id) / "a.md").exists()
 
 
 class _HeldProvider(ScriptedProvider):

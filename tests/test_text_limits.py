@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
-from tests.support.helpers import committed_rows, items_of, start, wait_for_pending
+from tests.support.helpers import committed_rows, items_of, session_root, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 
@@ -81,7 +81,7 @@ async def test_edited_arguments_over_the_limit_are_refused_before_anything_is_co
             client, session_id, "call_0_0", "alice", sessions=resources.sessions, tenant_id=tenant
         )
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
-    assert (workspace / "out/a.md").read_text() == "A"
+    assert (session_root(workspace, tenant, session_id) / "out/a.md").read_text() == "A"
 
 
 async def test_a_model_tool_call_over_the_argument_cap_becomes_an_error_result(
@@ -97,8 +97,8 @@ async def test_a_model_tool_call_over_the_argument_cap_becomes_an_error_result(
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"
-    assert not (workspace / "out/big.md").exists()
-    assert (workspace / "out/small.md").read_text() == "ok"
+    assert not (session_root(workspace, tenant, session_id) / "out/big.md").exists()
+    assert (session_root(workspace, tenant, session_id) / "out/small.md").read_text() == "ok"
     items = {(i.kind, i.tool_call_id): i for i in await items_of(resources, tenant, session_id)}
     error = items[("tool_result", "call_0_0")]
     assert error.data["error_type"] == "ArgumentsTooLarge"

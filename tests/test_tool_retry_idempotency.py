@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client
@@ -15,7 +16,7 @@ from tests.support.blocking import (
     wait_until_commit_blocked,
     write_file_result_sha,
 )
-from tests.support.helpers import items_of, start
+from tests.support.helpers import items_of, session_root, start
 from workers.resources import Resources
 
 REPORT = "out/summary.md"
@@ -40,7 +41,8 @@ async def test_retry_after_timeout_does_not_duplicate_write_file_effect(
             }
         ]
     )
-    target = workspace / REPORT
+    sid = uuid.uuid4()
+    target = session_root(workspace, tenant, sid) / REPORT
     async with agent_worker(provider, workspace) as queue:
         # Attempt 1 writes the file, uploads its result, then cannot commit: it times out.
         async with artifact_commit_held(resources, tenant, first_sha):
@@ -49,6 +51,7 @@ async def test_retry_after_timeout_does_not_duplicate_write_file_effect(
                 resources,
                 queue,
                 tenant=tenant,
+                session_id=sid,
                 tool_timeout_seconds=3,
                 approval_overrides={"write_file": False},
             )

@@ -6,6 +6,7 @@ no attribute holds the task or the file read, and the refs resolve to objects th
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,7 @@ from activities.telemetry import payload_refs
 from activities.telemetry_recorder import TrajectoryRecorder
 from activities.telemetry_tracing import AgentTracingInterceptor
 from storage.models import ArtifactRefRow, ArtifactRow
-from tests.support.helpers import start, wait_for_pending
+from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
 from workers import tasks
 from workers.resources import Resources
@@ -46,7 +47,8 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
     tenant: str,
     otel: Otel,
 ) -> None:
-    (workspace / "notes.txt").write_text(f"meeting notes\n{FILE_MARK}\n")
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "notes.txt").write_text(f"meeting notes\n{FILE_MARK}\n")
     provider = ScriptedProvider([ScriptedTurn("Reading.", [("read_file", {"path": "notes.txt"})])])
     recorder = TrajectoryRecorder(
         tracer=otel.tracer, meter=otel.meter, store=resources.store, sessions=resources.sessions
@@ -57,7 +59,12 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
     traced = Client(**config)
     async with traced_worker(client, resources, migrated, workspace, provider, recorder) as queue:
         session_id, handle = await start(
-            traced, resources, queue, f"Summarise notes.txt {TASK_MARK}", tenant=tenant
+            traced,
+            resources,
+            queue,
+            f"Summarise notes.txt {TASK_MARK}",
+            tenant=tenant,
+            session_id=sid,
         )
         result = await asyncio.wait_for(handle.result(), 60)
     assert result.status == "completed"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from tests.support.helpers import start
+from tests.support.helpers import session_root, start
 from tests.support.processes import WorkerProcess
 from tests.test_outbox import Receiver
 from workers.resources import Resources
@@ -24,7 +24,10 @@ async def test_agentctl_worker_exports_chat_and_tool_spans_to_the_collector(
     tmp_path: Path,
     tenant: str,
 ) -> None:
-    (workspace / "a.txt").write_text("TRACE-CONTENT-MARK never leaves by value")
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "a.txt").write_text(
+        "TRACE-CONTENT-MARK never leaves by value"
+    )
     receiver = Receiver(tmp_path)
     receiver.start()
     queue = f"traced-{uuid.uuid4().hex[:8]}"
@@ -39,7 +42,7 @@ async def test_agentctl_worker_exports_chat_and_tool_spans_to_the_collector(
     try:
         worker.start()
         await asyncio.to_thread(worker.wait_started)
-        _, handle = await start(client, resources, queue, tenant=tenant)
+        _, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         await asyncio.wait_for(handle.result(), 60)
         worker.stop()  # SIGTERM: the worker flushes its span batch on the way out
         for _ in range(100):

@@ -7,10 +7,18 @@ from typing import Annotated
 import typer
 
 from storage.archive import archive_idle_sessions, archive_session, rehydrate_session
+from storage.workspaces import WorkspaceLayout
 from workers.cli_common import Tenant, console, run_async, tenant_or_default, with_resources
 from workers.cli_gc import parse_duration
 from workers.resources import Resources
+from workers.settings import get_settings, workspace_layout
 from workers.tasks import session_uuid
+
+
+def _layout() -> WorkspaceLayout:
+    # Archive runs where the cloud workers' workspace volume is mounted (AGENT_WORKSPACE).
+    return workspace_layout(get_settings().agent)
+
 
 archive_app = typer.Typer(
     no_args_is_help=True, help="The cold tier: one compressed snapshot per idle session."
@@ -28,7 +36,12 @@ def idle(
 
     async def go(res: Resources) -> None:
         done = await archive_idle_sessions(
-            res.sessions, res.store, tenant_or_default(tenant), idle_for=idle_for, limit=limit
+            res.sessions,
+            res.store,
+            tenant_or_default(tenant),
+            idle_for=idle_for,
+            limit=limit,
+            workspaces=_layout(),
         )
         for session_id in done:
             console.print(f"  archived {session_id}")
@@ -43,13 +56,19 @@ def one(session: str, tenant: Tenant = None) -> None:
 
     async def go(res: Resources) -> None:
         result = await archive_session(
-            res.sessions, res.store, tenant_or_default(tenant), session_uuid(session)
+            res.sessions,
+            res.store,
+            tenant_or_default(tenant),
+            session_uuid(session),
+            workspaces=_layout(),
         )
         state = "archived" if result.created else "already archived"
         console.print(
             f"{state}: {result.item_count} items in {result.snapshot_bytes} B "
             f"(sha256 {result.snapshot_sha256[:16]})"
         )
+        if result.workspace_sha256:
+            console.print(f"  workspace packed (sha256 {result.workspace_sha256[:16]})")
 
     run_async(with_resources(go))
 
@@ -60,7 +79,11 @@ def restore(session: str, tenant: Tenant = None) -> None:
 
     async def go(res: Resources) -> None:
         result = await rehydrate_session(
-            res.sessions, res.store, tenant_or_default(tenant), session_uuid(session)
+            res.sessions,
+            res.store,
+            tenant_or_default(tenant),
+            session_uuid(session),
+            workspaces=_layout(),
         )
         state = "restored" if result.restored else "already hot"
         console.print(f"{state}: {result.item_count} items, status {result.status}")

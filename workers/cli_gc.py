@@ -18,9 +18,10 @@ from temporalio.client import (
 )
 
 from storage.gc import collect
+from storage.workspace_lifecycle import sweep_workspaces
 from workers.cli_common import Tenant, console, run_async, with_resources
 from workers.resources import Resources
-from workers.settings import get_settings
+from workers.settings import get_settings, workspace_layout
 from workers.temporal_client import connect_client
 from workflows.contracts import GcInput
 from workflows.gc import ArtifactGcWorkflow
@@ -73,6 +74,17 @@ def gc(
             f"{len(report.swept)} artifacts and {len(report.orphans)} orphans, "
             f"{report.bytes_reclaimed} bytes{' (dry run)' if dry_run else ''}"
         )
+        swept = await sweep_workspaces(
+            res.sessions,
+            workspace_layout(get_settings().agent),
+            now=datetime.now(UTC),
+            window=keep,
+            tenant_id=tenant,
+            dry_run=dry_run,
+        )
+        for path in swept.removed:
+            console.print(f"  {verb} workspace {path.parent.name}/{path.name}", soft_wrap=True)
+        console.print(f"{verb} {len(swept.removed)} session workspaces, kept {swept.kept}")
 
     run_async(with_resources(go))
 

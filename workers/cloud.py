@@ -23,7 +23,7 @@ from activities.tool_run import ToolActivities
 from activities.tools.base import ToolRegistry
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
-from workers.settings import Settings
+from workers.settings import Settings, workspace_layout
 from workflows.agent import AgentWorkflow
 from workflows.gc import ArtifactGcWorkflow
 
@@ -62,7 +62,7 @@ def cloud_activities(
         resources.sessions,
         resources.store,
         registry,
-        workspace=settings.agent.workspace.resolve(),
+        workspace=workspace_layout(settings.agent),
         fetch=settings.agent.fetch_policy(),
         recorder=recorder,
         read_cache=read_cache,
@@ -70,7 +70,7 @@ def cloud_activities(
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(resources.sessions, provider, model.current_config)
-    gc = GcActivities(resources.sessions, resources.store)
+    gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)
     presence = DevicePresenceActivities(resources.sessions)
     return [

@@ -11,6 +11,7 @@ import asyncio
 import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from activities.providers.offline import REPORT_PATH, OfflineProvider
 from activities.tools.builtin import default_registry
 from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
+from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.payload_offload import data_converter_with_offload
@@ -108,36 +110,46 @@ async def _verify_artifacts(console: Console, res: Resources, session_id: str) -
 
 
 async def _run_task(
-    console: Console, client: Client, res: Resources, interactive: bool
+    console: Console,
+    client: Client,
+    res: Resources,
+    interactive: bool,
+    session_id: uuid.UUID,
 ) -> tuple[str, str]:
     handle = await tasks.start_task(
-        client, res.sessions, DEMO_TASK, tasks.TaskOptions(task_queue=DEMO_QUEUE)
+        client,
+        res.sessions,
+        DEMO_TASK,
+        tasks.TaskOptions(tenant_id=TENANT, task_queue=DEMO_QUEUE),
+        session_id=session_id,
     )
-    session_id = handle.id.removeprefix("agent-")
     console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}\n")
     done = asyncio.Event()
-    watcher = asyncio.create_task(_follow(console, res, session_id, done))
-    decider = asyncio.create_task(
-        _decide_approvals(console, client, res, session_id, interactive, done)
-    )
+    sid = str(session_id)
+    watcher = asyncio.create_task(_follow(console, res, sid, done))
+    decider = asyncio.create_task(_decide_approvals(console, client, res, sid, interactive, done))
     result = await handle.result()
     decider.cancel()
     await asyncio.gather(decider, return_exceptions=True)
     await watcher
-    return session_id, result.status
+    return sid, result.status
 
 
-def _prepare_dirs() -> tuple[Path, Path]:
+def _prepare_dirs(session_id: uuid.UUID) -> tuple[Path, Path, Path]:
+    """The state dir, the workspace base, and the session's own root seeded with the demo
+    files (the cloud worker gives each session {base}/{tenant}/{session})."""
     state = Path(tempfile.mkdtemp(prefix="durable-agents-demo-"))
     state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
-    workspace = state / "workspace"
-    shutil.copytree(Path(__file__).parent / "demo_workspace", workspace)
-    return state, workspace
+    base = state / "workspace"
+    root = WorkspaceLayout(base).session_root(TENANT, session_id)
+    shutil.copytree(Path(__file__).parent / "demo_workspace", root)
+    return state, base, root
 
 
 async def run_demo(console: Console, *, interactive: bool) -> int:
     began = time.monotonic()
-    state, workspace = await asyncio.to_thread(_prepare_dirs)
+    session_id = uuid.uuid4()  # chosen first, so its workspace can be seeded before it starts
+    state, workspace, root = await asyncio.to_thread(_prepare_dirs, session_id)
     console.print(Panel.fit("durable-agents demo: a durable agent loop on real services"))
     console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
     stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
@@ -162,19 +174,19 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
             acts = cloud_activities(settings, res, provider, default_registry())
             async with running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)):
                 console.print("  cloud worker running (model: offline, deterministic)\n")
-                session_id, status = await _run_task(console, client, res, interactive)
-            row, items = await tasks.read_session(res.sessions, TENANT, session_id)
+                sid, status = await _run_task(console, client, res, interactive, session_id)
+            row, items = await tasks.read_session(res.sessions, TENANT, sid)
             console.print()
             console.print(timeline_table(row, items))
             console.print("\nartifacts (each re-read from S3 and checked against its sha256):")
-            checked = await _verify_artifacts(console, res, session_id)
-            history = await tasks.task_handle(client, session_id).fetch_history()
+            checked = await _verify_artifacts(console, res, sid)
+            history = await tasks.task_handle(client, sid).fetch_history()
             size = sum(event.ByteSize() for event in history.events)
             console.print(
                 f"\nworkflow history: {len(history.events)} events, {size} bytes of protobuf "
                 f"(ids, cursors and refs only); {checked} artifacts verified"
             )
-        report = workspace / REPORT_PATH
+        report = root / REPORT_PATH
         if report.exists():
             console.print(Panel(report.read_text(), title=str(REPORT_PATH)))
         console.print(f"task {status} in {time.monotonic() - began:.1f}s; stopping the stack")

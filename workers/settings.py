@@ -21,6 +21,7 @@ from activities.tools.fetch_policy import (
     FetchAllowlist,
     FetchPolicy,
 )
+from storage.workspaces import WorkspaceLayout, WorkspaceScope
 
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
 DEV_POSTGRES_PORT = 54329
@@ -79,7 +80,11 @@ class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore")
 
     tenant_id: str = "default"
+    # The cloud workers' workspace base (shared by every cloud worker and by whoever runs
+    # `agentctl archive` / `agentctl gc`); a device worker serves its --workspace instead.
     workspace: Path = Path("workspace")
+    # session: {workspace}/{tenant}/{session}; tenant or project: shared (storage.workspaces).
+    workspace_scope: WorkspaceScope = "session"
     task_queue: str = "agent-cloud"
     device_id: str | None = None
     fetch_max_bytes: int = Field(default=DEFAULT_FETCH_MAX_BYTES, gt=0)
@@ -124,6 +129,11 @@ class AgentSettings(BaseSettings):
             max_bytes=self.fetch_max_bytes,
             timeout_seconds=self.fetch_timeout_seconds,
         )
+
+
+def workspace_layout(agent: AgentSettings) -> WorkspaceLayout:
+    """The cloud workspace layout these settings describe (base made absolute)."""
+    return WorkspaceLayout(agent.workspace.resolve(), agent.workspace_scope)
 
 
 class TelemetrySettings(BaseSettings):

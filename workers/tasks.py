@@ -29,6 +29,7 @@ from storage.devices import DeviceRepository, validate_device_id
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from storage.workspaces import validate_project
 from workers.settings import get_settings
 from workflows.agent import AgentWorkflow
 from workflows.contracts import (
@@ -60,6 +61,8 @@ class TaskOptions:
     continue_as_new_every: int = 0
     task_queue: str = CLOUD_TASK_QUEUE
     model_config: dict[str, Any] = field(default_factory=dict)
+    # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project; stored with the session.
+    project: str | None = None
 
 
 class TaskNotRunning(Exception):
@@ -93,6 +96,8 @@ async def start_task(
     # Validate everything before anything is committed.
     check_user_tenant(options.tenant_id)
     policies = {tool: validate_policy(p) for tool, p in options.approval_policies.items()}
+    if options.project is not None:
+        validate_project(options.project)
     staged = await stage_user_text(store, options.tenant_id, text, limits.inline_message_bytes)
     session_id = session_id or uuid.uuid4()
     workflow_id = workflow_id_for(str(session_id))
@@ -104,6 +109,7 @@ async def start_task(
             title=text[:200],
             model_config=options.model_config,
             workflow_id=workflow_id,
+            project=options.project,
         )
         item = await user_message_item(
             db,

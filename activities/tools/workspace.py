@@ -1,8 +1,9 @@
-"""Confine model-supplied paths to the session workspace."""
+"""Validate model-supplied workspace paths before anything touches the disk."""
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
 
 from activities.tools.base import ToolError
 
@@ -14,7 +15,8 @@ RESERVED_DIR = ".agent"
 _MAX_SHOWN = 200
 
 
-def _shown(relative: str) -> str:
+def shown(relative: str) -> str:
+    """A bounded, quoted form of a path for messages."""
     text = relative if len(relative) <= _MAX_SHOWN else relative[:_MAX_SHOWN] + "..."
     return repr(text)
 
@@ -22,22 +24,54 @@ def _shown(relative: str) -> str:
 def _outside(relative: str, why: str) -> ToolError:
     return ToolError(
         "PathOutsideWorkspace",
-        f"path {_shown(relative)} is not allowed: {why}; use a path relative to the workspace root",
+        f"path {shown(relative)} is not allowed: {why}; use a path relative to the workspace root",
     )
 
 
-def resolve_in_workspace(workspace: Path, relative: str, *, allow_reserved: bool = False) -> Path:
-    """Return the absolute, symlink-free path for ``relative`` inside ``workspace``.
+@dataclass(frozen=True)
+class WorkspacePath:
+    """A lexically normalised path inside the workspace: its components, root first."""
 
-    Rejects empty or NUL-containing paths, absolute paths, ``..`` escapes and symlinks
-    that lead outside the root with ToolError("PathOutsideWorkspace"). Paths inside the
-    reserved ``.agent/`` directory raise ToolError("ReservedPath") unless
-    ``allow_reserved`` is set (only the tools' own bookkeeping should set it).
+    parts: tuple[str, ...]
+
+    @property
+    def rel(self) -> str:
+        return "/".join(self.parts) if self.parts else "."
+
+    @property
+    def shown(self) -> str:
+        return shown(self.rel)
+
+    @property
+    def parent(self) -> WorkspacePath:
+        return WorkspacePath(self.parts[:-1])
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else "."
+
+
+def parse_relative(relative: str, *, allow_reserved: bool = False) -> WorkspacePath:
+    """Split ``relative`` into components without consulting the filesystem.
+
+    ``..`` is resolved lexically (never through a symlink) and may not climb above the
+    root. Rejects empty, NUL-containing, non-UTF-8 and absolute paths with
+    ToolError("PathOutsideWorkspace") / ToolError("InvalidPath"), and paths inside the
+    reserved ``.agent/`` directory with ToolError("ReservedPath") unless ``allow_reserved``
+    is set (only the tools' own bookkeeping sets it). Symlinks are dealt with while
+    walking: see fd_walk.
     """
     if not relative or not relative.strip():
         raise _outside(relative, "the path is empty")
     if "\x00" in relative:
         raise _outside(relative, "the path contains a NUL character")
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate: no file can be named by it the same way on every worker.
+        raise ToolError(
+            "InvalidPath", f"path {shown(relative)} is not valid Unicode (lone surrogate)"
+        ) from None
     # Checked in both flavours so "C:\\x" or "\\\\server\\share" cannot sneak through on
     # a POSIX worker and mean something else on a Windows device worker.
     if (
@@ -46,29 +80,21 @@ def resolve_in_workspace(workspace: Path, relative: str, *, allow_reserved: bool
         or PureWindowsPath(relative).drive
     ):
         raise _outside(relative, "absolute paths are not accepted")
-
-    root = workspace.resolve(strict=False)
-    try:
-        # Following symlinks here is the point: the check below then sees the real target.
-        resolved = (root / relative).resolve(strict=False)
-    except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on Python 3.11
-        raise _outside(relative, f"it cannot be resolved ({type(exc).__name__})") from exc
-
-    if not resolved.is_relative_to(root):
-        raise _outside(relative, "it resolves outside the workspace")
-
-    inner = resolved.relative_to(root).parts
+    parts: list[str] = []
+    for part in relative.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                raise _outside(relative, "it climbs above the workspace root")
+            parts.pop()
+            continue
+        parts.append(part)
     # casefold: on case-insensitive filesystems ".AGENT" is the same directory.
-    if inner and inner[0].casefold() == RESERVED_DIR and not allow_reserved:
+    if parts and parts[0].casefold() == RESERVED_DIR and not allow_reserved:
         raise ToolError(
             "ReservedPath",
-            f"path {_shown(relative)} is inside the reserved {RESERVED_DIR}/ directory, "
+            f"path {shown(relative)} is inside the reserved {RESERVED_DIR}/ directory, "
             "which tools cannot read or modify",
         )
-    return resolved
-
-
-def workspace_relative(workspace: Path, resolved: Path) -> str:
-    """Return ``resolved`` (from resolve_in_workspace) as a POSIX path relative to the root."""
-    inner = resolved.relative_to(workspace.resolve(strict=False))
-    return inner.as_posix() if inner.parts else "."
+    return WorkspacePath(tuple(parts))

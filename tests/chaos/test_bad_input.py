@@ -23,7 +23,7 @@ from activities.providers.scripted import ScriptedProvider
 from activities.tools.fetch_policy import FetchAllowlist
 from tests.chaos.conftest import ChaosRunner
 from tests.support.chaos import Audit, audit_runs, summarise
-from tests.support.helpers import start, wait_for_pending
+from tests.support.helpers import start, tenant_root, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 
@@ -74,7 +74,7 @@ async def test_malformed_tool_call_json_becomes_an_error_result_and_the_run_cont
     tmp_path: Path,
     tenant: str,
 ) -> None:
-    (tmp_path / "notes.txt").write_text("kept\n")
+    (tenant_root(tmp_path, tenant) / "notes.txt").write_text("kept\n")
     provider = ScriptedProvider.from_data(
         [
             _call("read_file", {"path": "notes.txt"}),
@@ -85,7 +85,7 @@ async def test_malformed_tool_call_json_becomes_an_error_result_and_the_run_cont
         ]
     )
     began = time.monotonic()
-    async with chaos_worker(provider, tmp_path) as queue:
+    async with chaos_worker(provider, tmp_path, workspace_scope="tenant") as queue:
         session_id, handle = await start(
             chaos_client,
             chaos_resources,
@@ -102,7 +102,9 @@ async def test_malformed_tool_call_json_becomes_an_error_result_and_the_run_cont
     for call in ("call_1_0", "call_2_0"):
         assert results[call].data["error_type"] == "InvalidArguments"
         assert "not valid JSON" in results[call].text
-    assert not (tmp_path / "out").exists(), "a garbled write_file must write nothing"
+    assert not (tenant_root(tmp_path, tenant) / "out").exists(), (
+        "a garbled write_file must write nothing"
+    )
     # The model was told, and the calls before and after it kept their results.
     told = {m.tool_call_id: m.content for m in provider.requests[3].messages if m.role == "tool"}
     assert "not valid JSON" in told["call_1_0"] and "not valid JSON" in told["call_2_0"]
@@ -123,7 +125,7 @@ async def test_unknown_tool_is_answered_with_an_error_and_never_waits_for_approv
         [_call("rm_rf", {"path": "/"}), _call("write_file", {"path": "ok.md", "content": "ok"})]
     )
     began = time.monotonic()
-    async with chaos_worker(provider, tmp_path) as queue:
+    async with chaos_worker(provider, tmp_path, workspace_scope="tenant") as queue:
         session_id, handle = await start(chaos_client, chaos_resources, queue, tenant=tenant)
         assert await wait_for_pending(chaos_client, session_id) == ["call_1_0"]
         # The unknown tool's call never waited for a decision, so there is none to give.
@@ -155,7 +157,7 @@ async def test_unknown_tool_is_answered_with_an_error_and_never_waits_for_approv
     results = _results(audit, session_id)
     assert results["call_0_0"].data["error_type"] == "UnknownTool"
     assert "there is no tool named 'rm_rf'" in results["call_0_0"].text
-    assert (tmp_path / "ok.md").read_text() == "ok"
+    assert (tenant_root(tmp_path, tenant) / "ok.md").read_text() == "ok"
     approvals = [
         i.tool_call_id
         for i in audit.items[session_id]
@@ -180,16 +182,15 @@ async def test_fetch_over_the_size_limit_is_a_clear_error_not_a_retry_or_a_parti
     tenant: str,
     big_page: str,
 ) -> None:
-    (tmp_path / "big.txt").write_text("y" * (FETCH_LIMIT * 4))
+    (tenant_root(tmp_path, tenant) / "big.txt").write_text("y" * (FETCH_LIMIT * 4))
     provider = ScriptedProvider.from_data(
         [_call("fetch_url", {"url": big_page}), _call("read_file", {"path": "big.txt"})]
     )
     began = time.monotonic()
     # The page is served on loopback, which only an operator's allowlist opens to fetch_url.
     loopback = FetchAllowlist.parse("127.0.0.1")
-    async with chaos_worker(
-        provider, tmp_path, fetch_max_bytes=FETCH_LIMIT, fetch_allow=loopback
-    ) as queue:
+    scope = {"fetch_max_bytes": FETCH_LIMIT, "fetch_allow": loopback, "workspace_scope": "tenant"}
+    async with chaos_worker(provider, tmp_path, **scope) as queue:
         session_id, handle = await start(chaos_client, chaos_resources, queue, tenant=tenant)
         result = await asyncio.wait_for(handle.result(), 60)
     audit = await audit_runs(chaos_resources, tenant, [session_id], [result.status])
@@ -222,7 +223,7 @@ async def test_step_limit_fails_the_run_but_keeps_every_effect_and_result_commit
     endless = [_call("write_file", {"path": f"out/{n}.md", "content": f"{n}\n"}) for n in range(20)]
     provider = ScriptedProvider.from_data(endless)
     began = time.monotonic()
-    async with chaos_worker(provider, tmp_path) as queue:
+    async with chaos_worker(provider, tmp_path, workspace_scope="tenant") as queue:
         session_id, handle = await start(
             chaos_client,
             chaos_resources,
@@ -243,7 +244,9 @@ async def test_step_limit_fails_the_run_but_keeps_every_effect_and_result_commit
     assert error.kind == "error" and error.text == "step limit of 4 reached"
     assert error.idempotency_key.endswith(":status:StepLimit")
     # Four steps ran: their writes happened once each and their results are all there.
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"{n}.md" for n in range(4)]
+    assert sorted(p.name for p in (tenant_root(tmp_path, tenant) / "out").iterdir()) == [
+        f"{n}.md" for n in range(4)
+    ]
     assert len(_results(audit, session_id)) == 4
     assert audit.refs == 4
     _assert_intact(audit)

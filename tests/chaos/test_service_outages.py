@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from storage.models import ItemRow
 from tests.support.chaos import audit_runs, results_of, summarise
-from tests.support.helpers import items_of, start
+from tests.support.helpers import items_of, start, tenant_root
 from tests.support.processes import WorkerProcess
 from workers.resources import Resources
 from workers.stack import DevStack
@@ -56,16 +56,18 @@ async def _runs_survive(
     tmp_path: Path,
     tenant: str,
 ) -> None:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
+    # Tenant scope: every run of the scenario reads the same files.
+    base = tmp_path / "workspace"
+    workspace = tenant_root(base, tenant)
     for name in FILES:
         (workspace / name).write_text(f"{scenario} {name}\n" * 2000)
     worker = WorkerProcess(
         devstack.endpoints,
         queue=f"outage-{uuid.uuid4().hex[:8]}",
-        workspace=workspace,
+        workspace=base,
         script=SCRIPT,
         log=tmp_path / "worker.log",
+        workspace_scope="tenant",
     )
     began = time.monotonic()
     worker.start()

@@ -17,7 +17,7 @@ from typing import Any
 from temporalio.client import Client
 
 from tests.support.chaos import audit_runs, fail_attempts_of_dead_worker, results_of, summarise
-from tests.support.helpers import start
+from tests.support.helpers import start, tenant_root
 from tests.support.processes import WorkerProcess
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -61,7 +61,9 @@ async def _run_batch(
     """RUNS_PER_BATCH runs on one queue, served by one worker process that is SIGKILLed
     KILLS_PER_BATCH times at seeded random moments and restarted each time."""
     rng = random.Random(f"{SEED}-{batch}")
-    workspace = tmp_path / f"ws-{batch}"
+    # Tenant scope: the batch's runs share one workspace, its report and its ledger.
+    base = tmp_path / f"ws-{batch}"
+    workspace = tenant_root(base, tenant)
     (workspace / "in").mkdir(parents=True)
     source = f"seed {SEED} batch {batch}: {rng.getrandbits(64):x}\n" * 500
     (workspace / "in/source.txt").write_text(source)
@@ -69,9 +71,10 @@ async def _run_batch(
     worker = WorkerProcess(
         ep,
         queue=f"sigkill-{uuid.uuid4().hex[:8]}",
-        workspace=workspace,
+        workspace=base,
         script=_script("in/source.txt", report),
         log=tmp_path / f"worker-{batch}.log",
+        workspace_scope="tenant",
     )
     worker.start()
     try:

@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
 from storage.devices import DeviceRepository
 from storage.models import ArtifactRow, DeviceRow, ItemRow, SessionRow
+from storage.workspaces import TENANT_DIR
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
@@ -36,11 +37,27 @@ async def start(
     text: str = "Survey the workspace.",
     *,
     tenant: str = "default",
+    session_id: uuid.UUID | None = None,
     **options: Any,
 ) -> tuple[str, WorkflowHandle[AgentWorkflow, Any]]:
     opts = tasks.TaskOptions(tenant_id=tenant, task_queue=queue, **options)
-    handle = await tasks.start_task(client, res.sessions, text, opts)
+    handle = await tasks.start_task(client, res.sessions, text, opts, session_id=session_id)
     return handle.id.removeprefix("agent-"), handle
+
+
+def session_root(base: Path, tenant: str, session_id: uuid.UUID | str) -> Path:
+    """The workspace a cloud worker with workspace base `base` gives a session (made here,
+    so a test can put files in it before the task starts)."""
+    root = base / tenant / str(session_id)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def tenant_root(base: Path, tenant: str) -> Path:
+    """The workspace every session of `tenant` shares under AGENT_WORKSPACE_SCOPE=tenant."""
+    root = base / tenant / TENANT_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 async def approve_all(

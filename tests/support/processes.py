@@ -28,7 +28,9 @@ class WorkerProcess:
         workspace: Path,
         script: list[dict[str, Any]],
         log: Path,
+        workspace_scope: str = "session",
     ) -> None:
+        """`workspace` is the workspace base (AGENT_WORKSPACE); see storage.workspaces."""
         script_path = log.with_suffix(".script.json")
         script_path.write_text(json.dumps(script))
         self.env = {
@@ -37,6 +39,7 @@ class WorkerProcess:
             "MODEL_PROVIDER": "scripted",
             "MODEL_SCRIPT_PATH": str(script_path),
             "AGENT_WORKSPACE": str(workspace),
+            "AGENT_WORKSPACE_SCOPE": workspace_scope,
             "AGENT_TASK_QUEUE": queue,
         }
         self.log = log

@@ -1,0 +1,75 @@
+"""Where each session's workspace lives on the cloud workers' disk.
+
+``{base}/{tenant}/{root_session_id}`` by default: a session's tools see only their own
+root, never another tenant's or another task's files. ``tenant`` scope shares one root per
+tenant (``{base}/{tenant}/_tenant``), ``project`` scope one per project a task names
+(``{base}/{tenant}/_projects/{project}``). The root is derived from AgentState (the
+session row), never from a workflow payload field a caller controls. Sub-agents share the
+workspace of the task that started them (their root session), as a delegated sub-task
+works on the same files.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, get_args
+
+from storage.artifacts import check_tenant
+
+WorkspaceScope = Literal["session", "tenant", "project"]
+SCOPES: tuple[str, ...] = get_args(WorkspaceScope)
+TENANT_DIR = "_tenant"
+PROJECTS_DIR = "_projects"
+
+_PROJECT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def validate_project(name: str) -> str:
+    """A project name: 1-64 lower-case letters, digits, '.', '_' or '-' (it names a dir)."""
+    if not _PROJECT_RE.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"invalid project name {name[:80]!r}: use 1-64 lower-case letters, digits, '.', "
+            "'_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+class SessionLike(Protocol):
+    id: uuid.UUID
+    root_id: uuid.UUID | None
+    project: str | None
+
+
+def session_dir_name(session: SessionLike) -> str:
+    """The session-scope directory: the root session's id (sub-agents share it)."""
+    return str(session.root_id or session.id)
+
+
+@dataclass(frozen=True)
+class WorkspaceLayout:
+    """Maps a session to its workspace root below ``base`` according to ``scope``."""
+
+    base: Path
+    scope: WorkspaceScope = "session"
+
+    def root_for(self, tenant_id: str, session: SessionLike) -> Path:
+        """The workspace root of ``session`` (not created here: tools create it 0700)."""
+        tenant_dir = self.base / check_tenant(tenant_id)
+        if self.scope == "tenant":
+            return tenant_dir / TENANT_DIR
+        if self.scope == "project" and session.project:
+            return tenant_dir / PROJECTS_DIR / validate_project(session.project)
+        # Session scope, and a session that names no project under project scope.
+        return tenant_dir / session_dir_name(session)
+
+    def session_root(self, tenant_id: str, root_session_id: uuid.UUID) -> Path:
+        """The session-scope root of a root session, which archive and GC look after."""
+        return self.base / check_tenant(tenant_id) / str(root_session_id)
+
+    @property
+    def per_session(self) -> bool:
+        """Whether roots follow the session lifecycle (archived, restored, collected)."""
+        return self.scope in ("session", "project")
