@@ -24,6 +24,7 @@ from activities.approval_policy import validate as validate_policy
 from activities.tokens import count_tokens
 from storage.archive import rehydrate_for_read
 from storage.artifacts import ArtifactStore, check_user_tenant
+from storage.devices import validate_device_id
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
@@ -40,6 +41,20 @@ from workflows.policies import CLOUD_TASK_QUEUE, workflow_id_for
 
 TERMINAL = ("completed", "failed", "cancelled")
 
+# Upper bounds a task may ask for: past them a value is a typo, not a plan.
+MAX_STEPS = 10_000
+MAX_APPROVAL_WAIT_SECONDS = 30 * 24 * 3600
+MAX_TOOL_TIMEOUT_SECONDS = 24 * 3600
+MAX_DEVICE_WAIT_SECONDS = 7 * 24 * 3600
+
+
+def _check_range(name: str, value: float, low: float, high: float, *, open_low: bool) -> None:
+    # Written so NaN fails too: every comparison with it is False.
+    inside = (low < value if open_low else low <= value) and value <= high
+    if not inside:
+        bound = f"> {low:g}" if open_low else f">= {low:g}"
+        raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
+
 
 @dataclass
 class TaskOptions:
@@ -55,6 +70,28 @@ class TaskOptions:
     continue_as_new_every: int = 0
     task_queue: str = CLOUD_TASK_QUEUE
     model_config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse options that would fail the task at once or make it wait forever, so
+        nothing is committed for them (ValueError naming the field)."""
+        _check_range("max_steps", self.max_steps, 1, MAX_STEPS, open_low=False)
+        _check_range(
+            "continue_as_new_every", self.continue_as_new_every, 0, MAX_STEPS, open_low=False
+        )
+        for name, high in (
+            ("approval_timeout_seconds", MAX_APPROVAL_WAIT_SECONDS),
+            ("tool_timeout_seconds", MAX_TOOL_TIMEOUT_SECONDS),
+            ("device_schedule_to_start_seconds", MAX_DEVICE_WAIT_SECONDS),
+        ):
+            _check_range(name, getattr(self, name), 0, high, open_low=True)
+        if self.device_id is not None:
+            validate_device_id(self.device_id)
+        elif self.device_tools:
+            raise ValueError("device_tools need a device_id to run on")
+        if not self.task_queue:
+            raise ValueError("task_queue is empty")
+        for policy in self.approval_policies.values():
+            validate_policy(policy)
 
 
 class TaskNotRunning(Exception):
