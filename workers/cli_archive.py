@@ -12,6 +12,9 @@ from workers.cli_gc import parse_duration
 from workers.resources import Resources
 from workers.tasks import session_uuid
 
+# One run archives at most this many; a larger backlog takes several runs.
+MAX_PER_RUN = 10_000
+
 archive_app = typer.Typer(
     no_args_is_help=True, help="The cold tier: one compressed snapshot per idle session."
 )
@@ -20,15 +23,17 @@ archive_app = typer.Typer(
 @archive_app.command("idle")
 def idle(
     older_than: Annotated[str, typer.Option("--for", help="Idle for at least, e.g. 7d.")] = "7d",
-    limit: Annotated[int, typer.Option(help="At most this many per run.")] = 100,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_PER_RUN, help="At most this many per run.")
+    ] = 100,
     tenant: Tenant = None,
 ) -> None:
     """Archive ended sessions that have been idle for a while."""
-    idle_for = parse_duration(older_than)
+    idle_for, t = parse_duration(older_than), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
         done = await archive_idle_sessions(
-            res.sessions, res.store, tenant_or_default(tenant), idle_for=idle_for, limit=limit
+            res.sessions, res.store, t, idle_for=idle_for, limit=limit
         )
         for session_id in done:
             console.print(f"  archived {session_id}")
@@ -40,11 +45,10 @@ def idle(
 @archive_app.command("session")
 def one(session: str, tenant: Tenant = None) -> None:
     """Archive one ended session now."""
+    sid, t = session_uuid(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        result = await archive_session(
-            res.sessions, res.store, tenant_or_default(tenant), session_uuid(session)
-        )
+        result = await archive_session(res.sessions, res.store, t, sid)
         state = "archived" if result.created else "already archived"
         console.print(
             f"{state}: {result.item_count} items in {result.snapshot_bytes} B "
@@ -57,11 +61,10 @@ def one(session: str, tenant: Tenant = None) -> None:
 @archive_app.command("restore")
 def restore(session: str, tenant: Tenant = None) -> None:
     """Bring an archived session back to the hot tables (reads do this by themselves)."""
+    sid, t = session_uuid(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        result = await rehydrate_session(
-            res.sessions, res.store, tenant_or_default(tenant), session_uuid(session)
-        )
+        result = await rehydrate_session(res.sessions, res.store, t, sid)
         state = "restored" if result.restored else "already hot"
         console.print(f"{state}: {result.item_count} items, status {result.status}")
 
