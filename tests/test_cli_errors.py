@@ -9,14 +9,17 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
+from typing import get_args
 
 import pytest
 
 from storage.artifact_records import ArtifactRepository
 from storage.sessions import SessionRepository
 from tests.support.processes import AGENTCTL
+from workers.cli_dev import ProviderName
 from workers.cli_errors import DEBUG_ENV, report
 from workers.resources import Resources
+from workers.settings import ModelSettings
 from workers.stack import StackEndpoints
 
 UNKNOWN = str(uuid.uuid4())
@@ -267,3 +270,9 @@ def test_agent_debug_prints_the_traceback_before_the_line(
     assert "Traceback" in err_text
     # The group's one error, as one line, last.
     assert err_text.splitlines()[-1] == "error: bad input"
+
+
+def test_dev_up_offers_exactly_the_model_providers_the_settings_accept() -> None:
+    accepted = set(get_args(ModelSettings.model_fields["provider"].annotation)) - {type(None)}
+    literal = next(iter(accepted))
+    assert {p.value for p in ProviderName} == set(get_args(literal))

@@ -9,7 +9,6 @@ import os
 import sys
 import uuid
 import warnings
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,6 +30,7 @@ from workers.cli_common import (
     tenant_or_default,
     with_resources,
 )
+from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
 from workers.cli_gc import gc_app
@@ -43,7 +43,6 @@ from workflows.contracts import AgentStatus, DecisionResult
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False
 )
-dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for development.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts.")
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
@@ -346,39 +345,6 @@ def device(
 
     logging.getLogger().setLevel(logging.INFO)
     run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
-
-
-# 0 lets the stack pick a free port (it prints the ones it chose).
-Port = Annotated[int, typer.Option(min=0, max=65535)]
-
-
-class ProviderName(StrEnum):
-    """The MODEL_PROVIDER values (workers.settings.ModelSettings.provider)."""
-
-    offline = "offline"
-    scripted = "scripted"
-    openai = "openai"
-    anthropic = "anthropic"
-
-
-@dev_app.command("up")
-def dev_up(
-    state_dir: Annotated[
-        Path, typer.Option(file_okay=False, help="Where the stack keeps its data.")
-    ] = Path(".devstack"),
-    temporal_port: Port = 7233,
-    postgres_port: Port = 54329,
-    s3_port: Port = 8333,
-    ui: Annotated[bool, typer.Option(help="Serve the Temporal Web UI.")] = True,
-    model_provider: Annotated[
-        ProviderName | None, typer.Option(help="The model (else MODEL_PROVIDER).")
-    ] = None,
-) -> None:
-    """Run Temporal, PostgreSQL, SeaweedFS and a cloud worker in the foreground."""
-    from workers.devup import dev_up as run_dev_up
-
-    provider = model_provider.value if model_provider else None
-    run_async(run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, provider))
 
 
 @app.command()
