@@ -91,7 +91,7 @@ async def _counts(res: Resources, tenant: str) -> tuple[int, int]:
         ("phone", ["read_file"], r"no device 'phone' is registered for tenant"),
         ("bad id!", ["read_file"], r"invalid device id"),
         ("laptop", ["write_file"], r"does not serve 'write_file'"),
-        (None, ["read_file"], r"without a device"),
+        (None, ["read_file"], r"need a device_id"),
     ],
 )
 async def test_start_naming_a_device_the_tenant_cannot_use_is_refused_before_any_commit(
@@ -106,10 +106,10 @@ async def test_start_naming_a_device_the_tenant_cannot_use_is_refused_before_any
     # Another tenant's device of that name does not count for this one.
     await register_device(resources, f"{tenant}-b", "phone", ["read_file"])
     session_id = uuid.uuid4()
-    opts = tasks.TaskOptions(
-        tenant_id=tenant, task_queue="unused", device_id=device, device_tools=tools
-    )
     with pytest.raises(ValueError, match=refusal):
+        opts = tasks.TaskOptions(
+            tenant_id=tenant, task_queue="unused", device_id=device, device_tools=tools
+        )
         await tasks.start_task(client, resources.sessions, "read it", opts, session_id=session_id)
     assert await _counts(resources, tenant) == (0, 0)
     with pytest.raises(Exception, match="not found"):

@@ -2,58 +2,66 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sys
-import uuid
 import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
-from storage.errors import StorageError
+from storage.devices import validate_device_id
 from storage.sessions import SessionRepository
 from workers import tasks
 from workers.cli_archive import archive_app
+from workers.cli_artifacts import artifacts_app
 from workers.cli_common import (
     Tenant,
     console,
-    err_console,
     run_async,
+    session_id,
+    temporal_client,
     tenant_or_default,
     with_resources,
 )
+from workers.cli_dev import dev_app
 from workers.cli_devices import devices
+from workers.cli_errors import report
 from workers.cli_gc import gc_app
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
-from workers.temporal_client import connect_client
+from workers.task_options import MAX_STEPS
 from workflows.contracts import AgentStatus, DecisionResult
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False
 )
-dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for development.")
-artifacts_app = typer.Typer(no_args_is_help=True, help="Read committed artifacts.")
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
 app.add_typer(archive_app, name="archive")
 app.command("devices")(devices)
 
+# Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
+MAX_ORDINAL = 2**63 - 1
+MAX_PAGE = 1000
+After = Annotated[int, typer.Option(min=0, max=MAX_ORDINAL, help="Start after this item ordinal.")]
+
 
 @app.command()
 def start(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
     tenant: Tenant = None,
-    max_steps: Annotated[int, typer.Option(help="Model steps before the task stops.")] = 24,
+    max_steps: Annotated[
+        int, typer.Option(min=1, max=MAX_STEPS, help="Model steps before the task stops.")
+    ] = 24,
     device: Annotated[
         str | None, typer.Option(help="Device whose worker runs device tools.")
     ] = None,
@@ -65,6 +73,8 @@ def start(
     ] = None,
 ) -> None:
     """Start a task; prints its session id."""
+    if device_tool and device is None:
+        raise ValueError("--device-tool needs --device (the device that runs it)")
     s = get_settings()
     opts = tasks.TaskOptions(
         tenant_id=tenant_or_default(tenant),
@@ -77,14 +87,14 @@ def start(
     )
 
     async def go(res: Resources) -> str:
-        client = await connect_client()
+        client = await temporal_client()
         handle = await tasks.start_task(client, res.sessions, task, opts, store=res.store)
         return handle.id.removeprefix("agent-")
 
-    session_id = run_async(with_resources(go))
-    console.print(session_id)
+    started = run_async(with_resources(go))
+    console.print(started)
     if watch:
-        watch_cmd(session_id, tenant=tenant)
+        watch_cmd(started, tenant=tenant)
 
 
 Device = Annotated[str | None, typer.Option(help="The device deciding (recorded).")]
@@ -102,15 +112,17 @@ def approve(
     ] = None,
 ) -> None:
     """Approve a tool call that waits for approval, optionally with edited arguments."""
+    session = session_id(session)
     edited = _json_object(edit) if edit is not None else None
+    t, device = tenant_or_default(tenant), _device(device)
 
     async def go(res: Resources) -> DecisionResult:
         return await tasks.approve(
-            await connect_client(),
+            await temporal_client(),
             session,
             call,
             by,
-            tenant_id=tenant_or_default(tenant),
+            tenant_id=t,
             device_id=device,
             sessions=res.sessions,
             edited_arguments=edited,
@@ -130,16 +142,18 @@ def reject(
     device: Device = None,
 ) -> None:
     """Reject a tool call; the model is told, and the task goes on."""
+    session = session_id(session)
+    t, device = tenant_or_default(tenant), _device(device)
 
     async def go(res: Resources) -> DecisionResult:
         return await tasks.reject(
-            await connect_client(),
+            await temporal_client(),
             session,
             call,
             reason,
             by,
             sessions=res.sessions,
-            tenant_id=tenant_or_default(tenant),
+            tenant_id=t,
             device_id=device,
         )
 
@@ -149,15 +163,18 @@ def reject(
 @app.command()
 def cancel(session: str, tenant: Tenant = None) -> None:
     """Cancel a running task: the loop records `cancelled` and stops."""
+    session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> bool:
-        result = await tasks.cancel(
-            await connect_client(), res.sessions, tenant_or_default(tenant), session
-        )
+        result = await tasks.cancel(await temporal_client(), res.sessions, t, session)
         return result.cancelled
 
     done = run_async(with_resources(go))
     console.print(f"cancelled {session}" if done else f"{session} had already ended")
+
+
+def _device(device: str | None) -> str | None:
+    return None if device is None else validate_device_id(device)
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -183,12 +200,11 @@ def _policies(pairs: list[str] | None) -> dict[str, str]:
 @app.command()
 def send(session: str, message: str, tenant: Tenant = None) -> None:
     """Send a follow-up message to a running task."""
+    session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> int:
-        client = await connect_client()
-        row = await tasks.send_message(
-            client, res.sessions, tenant_or_default(tenant), session, message, store=res.store
-        )
+        client = await temporal_client()
+        row = await tasks.send_message(client, res.sessions, t, session, message, store=res.store)
         return row.ordinal
 
     console.print(f"sent as item #{run_async(with_resources(go))}")
@@ -197,18 +213,17 @@ def send(session: str, message: str, tenant: Tenant = None) -> None:
 @app.command()
 def status(session: str, tenant: Tenant = None) -> None:
     """Where a task is: AgentState's view, plus the live workflow state if it runs."""
+    session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
         # The live state first: every call it reports waiting is committed by then, so the
         # read that follows sees its arguments.
         live: AgentStatus | str
         try:
-            live = await tasks.live_status(await connect_client(), session)
+            live = await tasks.live_status(await temporal_client(), session)
         except RPCError as err:
             live = err.message
-        row, items = await tasks.read_session(
-            res.sessions, tenant_or_default(tenant), session, store=res.store
-        )
+        row, items = await tasks.read_session(res.sessions, t, session, store=res.store)
         console.print(
             f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}"
         )
@@ -229,15 +244,11 @@ def status(session: str, tenant: Tenant = None) -> None:
 
 
 @app.command("watch")
-def watch_cmd(
-    session: str,
-    tenant: Tenant = None,
-    after: Annotated[int, typer.Option(help="Start after this item ordinal.")] = 0,
-) -> None:
+def watch_cmd(session: str, tenant: Tenant = None, after: After = 0) -> None:
     """Print each item as it is committed, until the task ends."""
+    session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        t = tenant_or_default(tenant)
         async for item in tasks.watch_items(res.sessions, t, session, after=after, store=res.store):
             print_item(console, item)
         row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
@@ -250,15 +261,16 @@ def watch_cmd(
 def show(
     session: str,
     tenant: Tenant = None,
-    after: Annotated[int, typer.Option(help="Items after this ordinal.")] = 0,
-    limit: Annotated[int, typer.Option(help="Items per page.")] = 200,
+    after: After = 0,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_PAGE, help="Items per page.")] = 200,
 ) -> None:
     """A session as any device sees it: tree, turns, compactions, items, artifacts."""
+    session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
         view = await load_view(
             res.sessions,
-            tenant_or_default(tenant),
+            t,
             tasks.session_uuid(session),
             after=after,
             limit=limit,
@@ -272,49 +284,28 @@ def show(
 @app.command()
 def sessions(
     tenant: Tenant = None,
-    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_PAGE, help="How many, newest first.")] = 20,
 ) -> None:
     """Recent sessions of the tenant."""
+    t = tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
         async with res.sessions() as db:
-            rows = await SessionRepository(db, tenant_or_default(tenant)).recent(limit=limit)
+            rows = await SessionRepository(db, t).recent(limit=limit)
         console.print(sessions_table(rows))
 
     run_async(with_resources(go))
 
 
-@artifacts_app.command("get")
-def artifacts_get(
-    artifact_id: Annotated[str, typer.Argument(help="Artifact id, or sha256 (prefix) as shown.")],
-    tenant: Tenant = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
-) -> None:
-    """Fetch an artifact (sha256-verified) to stdout or a file."""
-
-    async def go(res: Resources) -> bytes:
-        t = tenant_or_default(tenant)
-        async with res.sessions() as db:
-            repo = ArtifactRepository(db, t)
-            try:
-                row = await repo.get(uuid.UUID(artifact_id))
-            except ValueError:
-                row = await repo.find_by_sha_prefix(artifact_id.lower())
-        ref = res.store.ref_for(t, row.sha256, row.size_bytes, row.content_type)
-        return await res.store.get(t, ref)
-
-    data = run_async(with_resources(go))
-    if output:
-        output.write_bytes(data)
-        console.print(f"wrote {len(data)} bytes to {output}")
-    else:
-        sys.stdout.buffer.write(data)
-
-
 @app.command("migrate")
 def migrate_cmd() -> None:
     """Apply AgentState migrations to DATABASE_MIGRATION_URL (the schema owner's role)."""
-    run_async(migrate(get_settings().database.migration_url.get_secret_value()))
+    url = get_settings().database.migration_url.get_secret_value()
+
+    async def go(_: Resources) -> None:
+        await migrate(url)
+
+    run_async(with_resources(go))
     console.print("migrations applied")
 
 
@@ -330,32 +321,18 @@ def worker() -> None:
 @app.command()
 def device(
     device_id: Annotated[str, typer.Option(help="This device's id (task queue device-<id>).")],
-    workspace: Annotated[Path, typer.Option(help="Folder the device tools may touch.")] = Path("."),
+    workspace: Annotated[
+        Path,
+        typer.Option(exists=True, file_okay=False, help="Folder the device tools may touch."),
+    ] = Path("."),
 ) -> None:
     """Run this device's worker: device-local tools for tasks started with --device."""
     from workers.processes import run_device_worker
 
+    validate_device_id(device_id)
+
     logging.getLogger().setLevel(logging.INFO)
     run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
-
-
-@dev_app.command("up")
-def dev_up(
-    state_dir: Annotated[Path, typer.Option(help="Where the stack keeps its data.")] = Path(
-        ".devstack"
-    ),
-    temporal_port: int = 7233,
-    postgres_port: int = 54329,
-    s3_port: int = 8333,
-    ui: Annotated[bool, typer.Option(help="Serve the Temporal Web UI.")] = True,
-    model_provider: Annotated[
-        str | None, typer.Option(help="offline|scripted|openai|anthropic (else MODEL_PROVIDER).")
-    ] = None,
-) -> None:
-    """Run Temporal, PostgreSQL, SeaweedFS and a cloud worker in the foreground."""
-    from workers.devup import dev_up as run_dev_up
-
-    run_async(run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, model_provider))
 
 
 @app.command()
@@ -381,30 +358,23 @@ def main(argv: list[str] | None = None) -> int:
         app(args=argv, prog_name="agentctl")
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-    except (StorageError, tasks.TaskNotRunning, ValueError) as err:
-        err_console.print(f"error: {err}")
-        return 1
-    except WorkflowUpdateFailedError as err:
-        err_console.print(f"error: {err.cause or err}")
-        return 1
-    except RPCError as err:
-        err_console.print(f"error: Temporal said: {err.message}")
-        return 1
-    except (OSError, RuntimeError) as err:
-        # Connection failures: asyncpg/aiohttp raise OSError, the Temporal client RuntimeError.
-        if isinstance(err, RuntimeError) and "connect" not in str(err).lower():
-            raise
-        err_console.print(
-            f"error: cannot reach a service: {err}\n"
-            "  Is the stack up (`agentctl dev up`)? Check TEMPORAL_ADDRESS, DATABASE_URL and "
-            "S3_ENDPOINT_URL."
-        )
-        return 1
+    except Exception as err:
+        # The one place a command's failure becomes what the user sees: one line, exit 1.
+        return report(err)
     return 0
 
 
 def run() -> None:
-    sys.exit(main())
+    code = main()
+    # The Temporal client's Rust threads can abort a short-lived process while the
+    # interpreter tears down (temporalio/sdk-python#300: "Fatal Python error:
+    # PyGILState_Release", SIGABRT, after our output). Everything is done and flushed
+    # here, and resources were closed by their `async with`, so skip the teardown.
+    logging.shutdown()
+    with contextlib.suppress(OSError):  # a closed pipe (`agentctl ... | head`)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ from workers.resources import Resources
 from workers.settings import get_settings, workspace_layout
 from workers.tasks import session_uuid
 
+# One run archives at most this many; a larger backlog takes several runs.
+MAX_PER_RUN = 10_000
+
 
 def _layout() -> WorkspaceLayout:
     # Archive runs where the cloud workers' workspace volume is mounted (AGENT_WORKSPACE).
@@ -28,20 +31,17 @@ archive_app = typer.Typer(
 @archive_app.command("idle")
 def idle(
     older_than: Annotated[str, typer.Option("--for", help="Idle for at least, e.g. 7d.")] = "7d",
-    limit: Annotated[int, typer.Option(help="At most this many per run.")] = 100,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_PER_RUN, help="At most this many per run.")
+    ] = 100,
     tenant: Tenant = None,
 ) -> None:
     """Archive ended sessions that have been idle for a while."""
-    idle_for = parse_duration(older_than)
+    idle_for, t = parse_duration(older_than), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
         done = await archive_idle_sessions(
-            res.sessions,
-            res.store,
-            tenant_or_default(tenant),
-            idle_for=idle_for,
-            limit=limit,
-            workspaces=_layout(),
+            res.sessions, res.store, t, idle_for=idle_for, limit=limit, workspaces=_layout()
         )
         for session_id in done:
             console.print(f"  archived {session_id}")
@@ -53,15 +53,10 @@ def idle(
 @archive_app.command("session")
 def one(session: str, tenant: Tenant = None) -> None:
     """Archive one ended session now."""
+    sid, t = session_uuid(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        result = await archive_session(
-            res.sessions,
-            res.store,
-            tenant_or_default(tenant),
-            session_uuid(session),
-            workspaces=_layout(),
-        )
+        result = await archive_session(res.sessions, res.store, t, sid, workspaces=_layout())
         state = "archived" if result.created else "already archived"
         console.print(
             f"{state}: {result.item_count} items in {result.snapshot_bytes} B "
@@ -76,15 +71,10 @@ def one(session: str, tenant: Tenant = None) -> None:
 @archive_app.command("restore")
 def restore(session: str, tenant: Tenant = None) -> None:
     """Bring an archived session back to the hot tables (reads do this by themselves)."""
+    sid, t = session_uuid(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        result = await rehydrate_session(
-            res.sessions,
-            res.store,
-            tenant_or_default(tenant),
-            session_uuid(session),
-            workspaces=_layout(),
-        )
+        result = await rehydrate_session(res.sessions, res.store, t, sid, workspaces=_layout())
         state = "restored" if result.restored else "already hot"
         console.print(f"{state}: {result.item_count} items, status {result.status}")
 

@@ -32,10 +32,11 @@ def devices_table(rows: list[DeviceRow], online: set[str]) -> Table:
 
 def devices(tenant: Tenant = None) -> None:
     """Devices of the tenant: the tools each serves, when it was last seen, if it is online."""
+    t = tenant_or_default(tenant)
 
     async def go(res: Resources) -> tuple[list[DeviceRow], set[str]]:
         async with res.sessions() as db:
-            repo = DeviceRepository(db, tenant_or_default(tenant))
+            repo = DeviceRepository(db, t)
             # Both read in one transaction, so the listing and the online flags agree.
             return await repo.all(), await repo.online_ids(ONLINE_WITHIN)
 

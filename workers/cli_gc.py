@@ -17,27 +17,36 @@ from temporalio.client import (
     ScheduleUpdateInput,
 )
 
+from storage.artifacts import check_tenant
 from storage.gc import collect
 from storage.workspace_lifecycle import sweep_workspaces
-from workers.cli_common import Tenant, console, run_async, with_resources
+from workers.cli_common import Tenant, console, run_async, temporal_client, with_resources
 from workers.resources import Resources
 from workers.settings import get_settings, workspace_layout
-from workers.temporal_client import connect_client
 from workflows.contracts import GcInput
 from workflows.gc import ArtifactGcWorkflow
 
 SCHEDULE_ID = "durable-agents-gc"
 _DURATION = re.compile(r"^(\d+)([smhd])$")
+# Longer than any retention anyone means; also keeps timedelta from overflowing.
+MAX_DURATION = timedelta(days=3650)
+# Temporal refuses shorter schedule intervals, and GC that often would only add load.
+MIN_GC_EVERY = timedelta(minutes=1)
 
 gc_app = typer.Typer(help="Collect unreferenced artifacts (mark-and-sweep with a safety window).")
 
 
-def parse_duration(text: str) -> timedelta:
+def parse_duration(text: str, *, minimum: timedelta = timedelta(0)) -> timedelta:
+    """`30m`, `24h`, `7d`... as a timedelta between `minimum` and MAX_DURATION."""
     match = _DURATION.match(text.strip())
     if match is None:
         raise ValueError(f"not a duration: {text!r} (use e.g. 30m, 24h, 7d)")
-    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[match[2]]
-    return timedelta(**{unit: int(match[1])})
+    seconds = int(match[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION.days} days")
+    if seconds < minimum.total_seconds():
+        raise ValueError(f"duration {text!r} is shorter than {minimum}")
+    return timedelta(seconds=seconds)
 
 
 Window = Annotated[str, typer.Option(help="Safety window before anything is deleted.")]
@@ -54,6 +63,8 @@ def gc(
     if ctx.invoked_subcommand is not None:
         return
     keep = parse_duration(window)
+    if tenant is not None:
+        check_tenant(tenant)
 
     async def go(res: Resources) -> None:
         report = await collect(
@@ -95,11 +106,15 @@ def schedule(
     window: Window = "24h",
 ) -> None:
     """Create or update the Temporal Schedule that runs GC on the cloud worker."""
-    interval, keep = parse_duration(every), parse_duration(window)
+    try:
+        interval = parse_duration(every, minimum=MIN_GC_EVERY)
+    except ValueError as err:
+        raise ValueError(f"--every: {err}") from None
+    keep = parse_duration(window)
     queue = get_settings().agent.task_queue
 
     async def go() -> str:
-        client = await connect_client()
+        client = await temporal_client()
         sched = Schedule(
             action=ScheduleActionStartWorkflow(
                 ArtifactGcWorkflow.run,

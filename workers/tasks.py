@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -25,12 +24,13 @@ from activities.text_limits import TextLimits, check_size, json_size, utf8_size
 from activities.user_messages import stage_user_text, user_message_item
 from storage.archive import rehydrate_for_read
 from storage.artifacts import ArtifactStore, check_user_tenant
-from storage.devices import DeviceRepository, validate_device_id
+from storage.devices import DeviceRepository
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
 from storage.workspaces import validate_project
 from workers.settings import get_settings
+from workers.task_options import TaskOptions as TaskOptions  # the API callers know
 from workflows.agent import AgentWorkflow
 from workflows.contracts import (
     AgentInput,
@@ -42,27 +42,9 @@ from workflows.contracts import (
     RejectInput,
     SendMessageInput,
 )
-from workflows.policies import CLOUD_TASK_QUEUE, workflow_id_for
+from workflows.policies import workflow_id_for
 
 TERMINAL = ("completed", "failed", "cancelled")
-
-
-@dataclass
-class TaskOptions:
-    tenant_id: str = "default"
-    max_steps: int = 24
-    device_id: str | None = None
-    device_tools: list[str] = field(default_factory=list)
-    approval_overrides: dict[str, bool] = field(default_factory=dict)
-    approval_policies: dict[str, str] = field(default_factory=dict)
-    approval_timeout_seconds: float = 24 * 3600
-    tool_timeout_seconds: float = 120
-    device_schedule_to_start_seconds: float = 3600
-    continue_as_new_every: int = 0
-    task_queue: str = CLOUD_TASK_QUEUE
-    model_config: dict[str, Any] = field(default_factory=dict)
-    # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project; stored with the session.
-    project: str | None = None
 
 
 class TaskNotRunning(Exception):
@@ -144,10 +126,7 @@ async def _check_device(db: AsyncSession, options: TaskOptions) -> None:
     """A task may route tools only to a device its own tenant registered, and only tools
     that device serves: device identity is (tenant, device id)."""
     if options.device_id is None:
-        if options.device_tools:
-            raise ValueError("device tools were given without a device to run them on")
-        return
-    validate_device_id(options.device_id)
+        return  # TaskOptions already refused device tools without a device
     device = await DeviceRepository(db, options.tenant_id).get(options.device_id)
     if device is None:
         raise ValueError(

@@ -1,0 +1,64 @@
+"""What a task may ask for when it starts, checked before anything is committed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from activities.approval_policy import validate as validate_policy
+from storage.devices import validate_device_id
+from workflows.policies import CLOUD_TASK_QUEUE
+
+# Upper bounds a task may ask for: past them a value is a typo, not a plan.
+MAX_STEPS = 10_000
+MAX_APPROVAL_WAIT_SECONDS = 30 * 24 * 3600
+MAX_TOOL_TIMEOUT_SECONDS = 24 * 3600
+MAX_DEVICE_WAIT_SECONDS = 7 * 24 * 3600
+
+
+def _check_range(name: str, value: float, low: float, high: float, *, open_low: bool) -> None:
+    # Written so NaN fails too: every comparison with it is False.
+    inside = (low < value if open_low else low <= value) and value <= high
+    if not inside:
+        bound = f"> {low:g}" if open_low else f">= {low:g}"
+        raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
+
+
+@dataclass
+class TaskOptions:
+    tenant_id: str = "default"
+    max_steps: int = 24
+    device_id: str | None = None
+    device_tools: list[str] = field(default_factory=list)
+    approval_overrides: dict[str, bool] = field(default_factory=dict)
+    approval_policies: dict[str, str] = field(default_factory=dict)
+    approval_timeout_seconds: float = 24 * 3600
+    tool_timeout_seconds: float = 120
+    device_schedule_to_start_seconds: float = 3600
+    continue_as_new_every: int = 0
+    task_queue: str = CLOUD_TASK_QUEUE
+    model_config: dict[str, Any] = field(default_factory=dict)
+    # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project; stored with the session.
+    project: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse options that would fail the task at once or make it wait forever, so
+        nothing is committed for them (ValueError naming the field)."""
+        _check_range("max_steps", self.max_steps, 1, MAX_STEPS, open_low=False)
+        _check_range(
+            "continue_as_new_every", self.continue_as_new_every, 0, MAX_STEPS, open_low=False
+        )
+        for name, high in (
+            ("approval_timeout_seconds", MAX_APPROVAL_WAIT_SECONDS),
+            ("tool_timeout_seconds", MAX_TOOL_TIMEOUT_SECONDS),
+            ("device_schedule_to_start_seconds", MAX_DEVICE_WAIT_SECONDS),
+        ):
+            _check_range(name, getattr(self, name), 0, high, open_low=True)
+        if self.device_id is not None:
+            validate_device_id(self.device_id)
+        elif self.device_tools:
+            raise ValueError("device_tools need a device_id to run on")
+        if not self.task_queue:
+            raise ValueError("task_queue is empty")
+        for policy in self.approval_policies.values():
+            validate_policy(policy)
