@@ -51,12 +51,13 @@ def test_a_catastrophic_backtracking_pattern_is_matched_without_hanging() -> Non
 async def test_a_pattern_re2_cannot_take_is_refused_at_start_and_nothing_is_committed(
     client: Client, resources: Resources, tenant: str, pattern: str, reason: str
 ) -> None:
-    options = tasks.TaskOptions(
-        tenant_id=tenant,
-        task_queue=f"nobody-{uuid.uuid4().hex[:8]}",
-        approval_policies={"write_file": f"match:content:{pattern}"},
-    )
     with pytest.raises(PolicyError, match=r"bad regex|longer than") as refused:
+        # TaskOptions already refuses it; start_task would too (its own check stays).
+        options = tasks.TaskOptions(
+            tenant_id=tenant,
+            task_queue=f"nobody-{uuid.uuid4().hex[:8]}",
+            approval_policies={"write_file": f"match:content:{pattern}"},
+        )
         await tasks.start_task(client, resources.sessions, "write a report", options)
     assert reason in str(refused.value)
     assert isinstance(refused.value, ValueError)
