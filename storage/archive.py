@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -32,7 +32,7 @@ from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.errors import SessionArchived, SessionNotFound, StorageError
-from storage.models import ArtifactRefRow, ArtifactRow, SessionArchiveRow, SessionRow
+from storage.models import ArtifactRefRow, SessionArchiveRow, SessionRow
 from storage.workspace_lifecycle import (
     pack_workspace,
     record_packed,
@@ -241,19 +241,9 @@ async def rehydrate_session(
                 SessionArchiveRow.session_id == session_id,
             )
         )
-        snapshot_id = await db.scalar(
-            select(ArtifactRow.artifact_id).where(
-                ArtifactRow.tenant_id == tenant_id, ArtifactRow.sha256 == index.snapshot_sha256
-            )
+        await ArtifactRepository(db, tenant_id).release_checkpoint(
+            index.snapshot_sha256, str(session_id)
         )
-        if snapshot_id is not None:
-            # The hot rows are the truth again; the snapshot may go once GC's window passes.
-            await ArtifactRepository(db, tenant_id).release_ref(
-                snapshot_id,
-                owner_type="checkpoint",
-                owner_id=str(session_id),
-                expires_at=datetime.now(UTC),
-            )
     if workspaces is not None:
         await restore_workspace(sessions, store, workspaces, tenant_id, session_id)
     return RehydrateResult(session_id, True, prior_status, len(snap["items"]))

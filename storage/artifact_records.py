@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
@@ -105,6 +105,21 @@ class ArtifactRepository:
             .values(required_for_resume=False, expires_at=expires_at)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def release_checkpoint(self, sha256: str, owner_id: str) -> bool:
+        """A session no longer needs the object `sha256` to resume (the hot rows or the
+        directory it stood for are the truth again): its checkpoint ref expires now, so the
+        object goes once GC's window passes. False when there is no such artifact."""
+        artifact_id = await self._db.scalar(
+            select(ArtifactRow.artifact_id).where(
+                ArtifactRow.tenant_id == self._tenant, ArtifactRow.sha256 == sha256
+            )
+        )
+        if artifact_id is None:
+            return False
+        return await self.release_ref(
+            artifact_id, owner_type="checkpoint", owner_id=owner_id, expires_at=datetime.now(UTC)
+        )
 
     async def get(self, artifact_id: uuid.UUID) -> ArtifactRow:
         row = await self._db.scalar(

@@ -26,7 +26,7 @@ from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore, check_tenant
 from storage.errors import InvalidTenant
-from storage.models import ArtifactRow, SessionRow
+from storage.models import SessionRow
 from storage.workspace_pack import PACK_CONTENT_TYPE, pack_dir, packed_sha256, unpack_into
 from storage.workspaces import WorkspaceLayout
 from workflows.contracts import ArtifactRef
@@ -134,19 +134,7 @@ async def restore_workspace(
         root = layout.session_root(tenant_id, root_session_id)
         await asyncio.to_thread(unpack_into, data, root)
         row.workspace_sha256 = row.workspace_bytes = None
-        artifact_id = await db.scalar(
-            select(ArtifactRow.artifact_id).where(
-                ArtifactRow.tenant_id == tenant_id, ArtifactRow.sha256 == ref.sha256
-            )
-        )
-        if artifact_id is not None:
-            # The directory is the truth again; the pack may go once GC's window passes.
-            await ArtifactRepository(db, tenant_id).release_ref(
-                artifact_id,
-                owner_type="checkpoint",
-                owner_id=str(root_session_id),
-                expires_at=datetime.now(UTC),
-            )
+        await ArtifactRepository(db, tenant_id).release_checkpoint(ref.sha256, str(root_session_id))
     return True
 
 
