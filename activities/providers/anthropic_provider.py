@@ -173,7 +173,8 @@ def _from_message(message: Message) -> ModelReply:
         if isinstance(block, ToolUseBlock):
             calls.append(
                 ProviderCall(
-                    id=block.id,
+                    # None if a compatible server sent no id: call_model uses ours then.
+                    id=block.id or "",
                     name=block.name,
                     # Normally an object already; a string or garbage is kept for the tool layer.
                     arguments=errors.parse_tool_arguments(block.input),
