@@ -116,12 +116,13 @@ async def test_an_id_repeated_within_one_reply_runs_both_calls(
     assert "contents of A" in told["dup"] and "contents of B" in told["call_0_1"]
 
 
-async def test_calls_without_ids_and_their_results_reach_the_next_prompt(
+async def test_calls_without_usable_ids_and_their_results_reach_the_next_prompt(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
+    # Empty ids, and one longer than any provider needs (it used to fail the model step).
     provider = ScriptedProvider.from_data(
         [
-            {"tool_calls": [_read("a.txt", ""), _read("b.txt", "")]},
+            {"tool_calls": [_read("a.txt", ""), _read("b.txt", "x" * 300)]},
             {"tool_calls": [_read("b.txt", "")]},
         ]
     )

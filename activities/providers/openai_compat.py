@@ -174,9 +174,9 @@ def _from_tool_calls(
     calls: Iterable[ChatCompletionMessageToolCallUnion],
 ) -> Iterable[ProviderCall]:
     for call in calls:
-        # Compatible servers may send no id (the SDK then gives None); call_model uses our
-        # own ids anyway, and "" says there is nothing of the provider's to echo back.
-        call_id = call.id or ""
+        # Compatible servers may send no id, or not a string (the SDK does not validate);
+        # call_model names calls itself, and "" says there is nothing here to echo back.
+        call_id = call.id if isinstance(call.id, str) else ""
         if isinstance(call, ChatCompletionMessageCustomToolCall):
             # Custom (free-text) tools are never offered, so this is the model misbehaving;
             # keep the call so the tool layer answers it with an error instead of losing it.
