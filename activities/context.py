@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from activities.call_ids import EchoIds, provider_id_of
 from activities.providers.base import ChatMessage, ProviderCall, ToolSpec
 from activities.tokens import count_tokens, truncate_to_tokens
 from storage.models import ItemRow
@@ -91,6 +92,7 @@ def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
     calls = {i.tool_call_id: i for i in items if i.kind == "tool_call" and i.tool_call_id}
     results = {i.tool_call_id: i for i in items if i.kind == "tool_result" and i.tool_call_id}
     blocks: list[_Block] = []
+    echo = EchoIds()
     first_user = True
     for item in items:
         if item.kind == "user_message":
@@ -100,19 +102,20 @@ def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
             blocks.append(block)
             first_user = False
         elif item.kind == "assistant_message":
-            ids = [c["id"] for c in item.data.get("tool_calls", [])]
+            ids = [c["id"] for c in item.data.get("tool_calls", []) if c["id"] in calls]
+            # The provider is shown its own ids (ours where its are unusable); results
+            # are matched by ours.
             provider_calls = tuple(
                 ProviderCall(
-                    id=cid,
+                    id=echo.assign(cid, provider_id_of(cid, calls[cid].data)),
                     name=calls[cid].tool_name or "",
                     arguments=dict(calls[cid].data.get("arguments", {})),
                 )
                 for cid in ids
-                if cid in calls
             )
             block = _Block([ChatMessage("assistant", item.text, tool_calls=provider_calls)])
-            for call in provider_calls:
-                result = results.get(call.id)
+            for cid, call in zip(ids, provider_calls, strict=True):
+                result = results.get(cid)
                 text = _result_text(result) if result else "[no result was recorded]"
                 block.messages.append(
                     ChatMessage("tool", text, tool_call_id=call.id, name=call.name)

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.approval_policy import needs_approval
+from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
 from activities.errors import storage_errors_are_final
 from activities.heartbeat import heartbeating
@@ -134,10 +135,12 @@ class ModelActivities:
         """The assistant item and the tool_call items, by call id."""
         items = ItemRepository(db, inp.tenant_id)
         encoding = budget_of(config).encoding
+        # Our ids, never the model's: its ids may repeat or be empty (see call_ids).
+        calls = [(our_call_id(inp.step, i), c) for i, c in enumerate(reply.tool_calls)]
         # Oversized arguments are not stored (nor re-sent to the model every step): a marker
         # stands in, and running the call reports the error to the model.
         arguments = {
-            c.id: bounded_arguments(c.arguments, self._max_argument_bytes) for c in reply.tool_calls
+            cid: bounded_arguments(c.arguments, self._max_argument_bytes) for cid, c in calls
         }
         reply_item = NewItem(
             session_id=session_id,
@@ -148,7 +151,7 @@ class ModelActivities:
             tokens=count_tokens(reply.text, encoding),
             data={
                 "step": inp.step,
-                "tool_calls": [{"id": c.id, "name": c.name} for c in reply.tool_calls],
+                "tool_calls": [{"id": cid, "name": c.name} for cid, c in calls],
                 "finish_reason": reply.finish_reason,
                 "model": reply.model or config.model,
                 "provider": self._provider.name,
@@ -173,19 +176,21 @@ class ModelActivities:
                 session_id=session_id,
                 kind="tool_call",
                 role="assistant",
-                idempotency_key=f"{inp.idempotency_key}:call:{call.id}",
+                idempotency_key=f"{inp.idempotency_key}:call:{cid}",
                 text=f"{call.name}",
-                tokens=count_tokens(call.name + str(arguments[call.id]), encoding),
-                tool_call_id=call.id,
+                tokens=count_tokens(call.name + str(arguments[cid]), encoding),
+                tool_call_id=cid,
                 tool_name=call.name,
-                data={"arguments": arguments[call.id], "step": inp.step},
+                data={
+                    "arguments": arguments[cid],
+                    "step": inp.step,
+                    PROVIDER_ID_KEY: provider_id_to_keep(call.id),
+                },
             )
-            for call in reply.tool_calls
+            for cid, call in calls
         ]
-        (row, _), *calls = await items.append_many([reply_item, *call_items])
-        return row, {
-            c.id: call_row for c, (call_row, _) in zip(reply.tool_calls, calls, strict=True)
-        }
+        (row, _), *rows = await items.append_many([reply_item, *call_items])
+        return row, {cid: call_row for (cid, _), (call_row, _) in zip(calls, rows, strict=True)}
 
     async def _result_of(
         self,

@@ -337,3 +337,14 @@ async def test_factory_builds_anthropic_provider(server: FakeAnthropic) -> None:
     finally:
         await p.aclose()
     assert reply.text == "hello"
+
+
+async def test_a_tool_use_without_an_id_is_kept_with_an_empty_one(
+    server: FakeAnthropic, provider: AnthropicProvider
+) -> None:
+    # call_model names every call itself; "" says there is no id of the server's to echo.
+    server.reply = message(
+        [{"type": "tool_use", "name": "read_file", "input": {"path": "a.txt"}}], "tool_use"
+    )
+    reply = await provider.complete(request())
+    assert reply.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a.txt"})]

@@ -167,3 +167,26 @@ async def test_a_message_stored_as_an_artifact_is_expanded_like_a_tool_result() 
     assert body.decode().startswith(excerpt) and count_tokens(users[1]) <= 2_000
     assert f"full message: artifact sha256:{sha}" in note
     assert ctx.truncated == 1 and message.text == body[:100].decode()
+
+
+async def test_provider_is_shown_its_own_call_ids_where_unambiguous_ours_elsewhere() -> None:
+    items = _Items()
+    items.add("user_message", "task")
+
+    def step(ours: str, data: dict[str, Any]) -> None:
+        items.add("assistant_message", "", data={"tool_calls": [{"id": ours, "name": "f"}]})
+        items.add("tool_call", call=ours, name="f", data={"arguments": {}, **data})
+        items.add("tool_result", f"result of {ours}", call=ours, name="f")
+
+    step("toolu_old", {})  # written before our ids: its id was the provider's
+    step("call_1_0", {"provider_call_id": "call_0"})
+    step("call_2_0", {"provider_call_id": "call_0"})  # reused: ambiguous, ours stands in
+    step("call_3_0", {"provider_call_id": None})  # the provider sent none
+    step("call_4_0", {"provider_call_id": "call_5_0"})  # shaped like a later one of ours
+    step("call_5_0", {"provider_call_id": ""})
+    messages = (await _assemble(items)).messages
+    asked = [c.id for m in messages for c in m.tool_calls]
+    assert asked == ["toolu_old", "call_0", "call_2_0", "call_3_0", "call_5_0", "call_5_0_1"]
+    told = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
+    assert list(told) == asked
+    assert told["call_0"] == "result of call_1_0" and told["call_5_0_1"] == "result of call_5_0"

@@ -1,5 +1,6 @@
 """Free text never travels through workflow history: a rejecter's name and reason, a tool
-name the model made up, and an exception's message stay in AgentState (or nowhere)."""
+name the model made up, the call ids it chose, and an exception's message stay in
+AgentState (or nowhere)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ REASON = "REASON-MARK-7f3a"
 DECIDER = "DECIDER-MARK-7f3a"
 TOOL_NAME = "TOOLNAME_MARK_7f3a"
 ERROR = "ERROR-MARK-7f3a"
+CALL_ID = "CALLID-MARK-7f3a"
 
 
 def _flaky_tool() -> Tool:
@@ -46,9 +48,13 @@ async def test_reasons_deciders_model_tool_names_and_exception_text_stay_out_of_
         [
             {
                 "tool_calls": [
-                    {"name": "write_file", "arguments": {"path": "a.md", "content": "A"}},
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "a.md", "content": "A"},
+                        "id": CALL_ID,
+                    },
                     {"name": TOOL_NAME, "arguments": {}},
-                    {"name": "flaky", "arguments": {"path": "p"}},
+                    {"name": "flaky", "arguments": {"path": "p"}, "id": f"{CALL_ID}-2"},
                 ]
             }
         ]
@@ -74,8 +80,11 @@ async def test_reasons_deciders_model_tool_names_and_exception_text_stay_out_of_
         f"{i.text} {i.tool_name} {i.data}" for i in await items_of(resources, tenant, session_id)
     )
     assert REASON in committed and DECIDER in committed and TOOL_NAME in committed
+    assert CALL_ID in committed  # the provider's id, kept to echo back to it
     told = "\n".join(m.content for m in provider.requests[1].messages if m.role == "tool")
     assert REASON in told and DECIDER in told and TOOL_NAME in told
+    echoed = [m.tool_call_id for m in provider.requests[1].messages if m.role == "tool"]
+    assert echoed == [CALL_ID, "call_0_1", f"{CALL_ID}-2"]
 
     # History: every payload decoded, and every failure message and cause as written.
     history = await handle.fetch_history()
@@ -87,5 +96,5 @@ async def test_reasons_deciders_model_tool_names_and_exception_text_stay_out_of_
     assert retried, "the flaky tool was expected to fail once and be retried"
     assert "OSError (EIO)" in retried[0].last_failure.message
     text = decoded_payloads(history) + history.to_json()
-    for marker in (REASON, DECIDER, TOOL_NAME, ERROR):
+    for marker in (REASON, DECIDER, TOOL_NAME, ERROR, CALL_ID):
         assert marker not in text, f"{marker} found in workflow history"

@@ -173,7 +173,9 @@ def _from_message(message: Message) -> ModelReply:
         if isinstance(block, ToolUseBlock):
             calls.append(
                 ProviderCall(
-                    id=block.id,
+                    # A compatible server may send no id (the SDK does not validate):
+                    # call_model names calls itself; "" says there is nothing to echo.
+                    id=block.id if isinstance(block.id, str) else "",
                     name=block.name,
                     # Normally an object already; a string or garbage is kept for the tool layer.
                     arguments=errors.parse_tool_arguments(block.input),

@@ -174,17 +174,20 @@ def _from_tool_calls(
     calls: Iterable[ChatCompletionMessageToolCallUnion],
 ) -> Iterable[ProviderCall]:
     for call in calls:
+        # Compatible servers may send no id, or not a string (the SDK does not validate);
+        # call_model names calls itself, and "" says there is nothing here to echo back.
+        call_id = call.id if isinstance(call.id, str) else ""
         if isinstance(call, ChatCompletionMessageCustomToolCall):
             # Custom (free-text) tools are never offered, so this is the model misbehaving;
             # keep the call so the tool layer answers it with an error instead of losing it.
             yield ProviderCall(
-                id=call.id,
+                id=call_id,
                 name=call.custom.name,
                 arguments={errors.RAW_ARGUMENTS_KEY: call.custom.input},
             )
         else:
             yield ProviderCall(
-                id=call.id,
+                id=call_id,
                 name=call.function.name,
                 arguments=errors.parse_tool_arguments(call.function.arguments),
             )

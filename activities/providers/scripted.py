@@ -2,7 +2,8 @@
 
 The turn played is the number of assistant messages already in the conversation (plus
 those a compaction summary stands for), so a retried or resumed call gets the same answer.
-Tool call ids are derived from the turn.
+Tool call ids are derived from the turn (`call_{turn}_{i}`) unless the script gives one
+(`"id"` on a call, "" included): a fake model can then misbehave with its ids as real ones do.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Us
 class ScriptedTurn:
     text: str = ""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # The id each call is sent with, by index; None (or no entry) means `call_{turn}_{i}`.
+    call_ids: list[str | None] = field(default_factory=list)
 
 
 _SUMMARISED = re.compile(r"\[scripted turns summarised: (\d+)\]")
@@ -41,9 +44,16 @@ def _turns(data: list[dict[str, Any]]) -> list[ScriptedTurn]:
     for i, turn in enumerate(data):
         if not isinstance(turn, dict):
             raise ValueError(f"script turn {i} must be an object")
-        calls = [(str(c["name"]), dict(c.get("arguments", {}))) for c in turn.get("tool_calls", [])]
-        turns.append(ScriptedTurn(text=str(turn.get("text", "")), tool_calls=calls))
+        given = turn.get("tool_calls", [])
+        calls = [(str(c["name"]), dict(c.get("arguments", {}))) for c in given]
+        ids = [str(c["id"]) if "id" in c else None for c in given]
+        turns.append(ScriptedTurn(text=str(turn.get("text", "")), tool_calls=calls, call_ids=ids))
     return turns
+
+
+def _call_id(turn: ScriptedTurn, turn_no: int, index: int) -> str:
+    given = turn.call_ids[index] if index < len(turn.call_ids) else None
+    return f"call_{turn_no}_{index}" if given is None else given
 
 
 class ScriptedProvider:
@@ -104,7 +114,7 @@ class ScriptedProvider:
             return ModelReply(text=self.final_text, finish_reason="stop", model="scripted")
         turn = script[turn_no]
         calls = [
-            ProviderCall(id=f"call_{turn_no}_{i}", name=name, arguments=args)
+            ProviderCall(id=_call_id(turn, turn_no, i), name=name, arguments=args)
             for i, (name, args) in enumerate(turn.tool_calls)
         ]
         return ModelReply(
