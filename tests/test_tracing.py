@@ -18,9 +18,12 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.telemetry import payload_refs
-from activities.telemetry_recorder import TrajectoryRecorder
-from activities.telemetry_tracing import AgentTracingInterceptor
+from activities.trajectory import (
+    AgentTracingInterceptor,
+    PayloadRef,
+    TrajectoryRecorder,
+    payload_refs,
+)
 from storage.models import ArtifactRefRow, ArtifactRow
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
@@ -120,8 +123,8 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
         assert not [v for v in values if TASK_MARK in v or FILE_MARK in v], span.name
 
     # ...but the refs resolve to objects that do.
-    async def content(ref: str) -> str:
-        sha = ref.removeprefix("sha256:")
+    async def content(ref: PayloadRef) -> str:
+        sha = ref.sha256
         async with resources.sessions() as db:
             row = await db.scalar(
                 select(ArtifactRow).where(
@@ -131,6 +134,8 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
         assert row is not None, f"{ref} is not a registered artifact"
         store = resources.store
         ref_ = store.ref_for(tenant, sha, row.size_bytes, row.content_type)
+        # The span names the object by URI, with the digest and size beside it.
+        assert (ref.uri, ref.size_bytes) == (store.uri(ref_), row.size_bytes)
         return (await store.get(tenant, ref_)).decode()
 
     second_refs = payload_refs(dict(second.attributes or {}))

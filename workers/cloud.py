@@ -18,9 +18,9 @@ from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
 from activities.session_state import SessionStateActivities
-from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tool_run import ToolActivities
 from activities.tools.base import ToolRegistry
+from activities.trajectory import TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
 from workers.settings import Settings, workspace_layout

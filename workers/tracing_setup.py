@@ -8,7 +8,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from activities.telemetry_recorder import TrajectoryRecorder
+from activities.trajectory import TrajectoryRecorder
 from workers.resources import Resources
 from workers.settings import TelemetrySettings
 

@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
-from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tools.builtin import default_registry
+from activities.trajectory import TrajectoryRecorder
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources
 from workers.stack import StackEndpoints

@@ -20,72 +20,24 @@ sits beside them. Workflow types that are not agent runs (the GC) get the SDK's 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-import opentelemetry.sdk.trace as sdk_trace
 import temporalio.worker
 import temporalio.workflow
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode
 from temporalio.contrib.opentelemetry import TracingInterceptor, TracingWorkflowInboundInterceptor
 from temporalio.exceptions import FailureError
 
-from activities import telemetry
+from activities.trajectory import genai as telemetry
+from activities.trajectory.ids import can_force_ids, derived_id, forced_ids
 
 _EXTERN = "__durable_agents_invoke_agent_span"
 AGENT_WORKFLOW = "AgentWorkflow"
 _Carrier = dict[str, Any]
-
-_FORCED: ContextVar[tuple[int | None, int | None]] = ContextVar(
-    "durable_agents_forced_ids", default=(None, None)
-)
-
-
-class ForcingIdGenerator(IdGenerator):
-    """Random ids, except inside `forced_ids(...)`: then the ids given there."""
-
-    def __init__(self, inner: IdGenerator | None = None) -> None:
-        self._inner = inner or RandomIdGenerator()
-
-    def generate_span_id(self) -> int:
-        return _FORCED.get()[1] or self._inner.generate_span_id()
-
-    def generate_trace_id(self) -> int:
-        return _FORCED.get()[0] or self._inner.generate_trace_id()
-
-    def is_trace_id_random(self) -> bool:
-        return _FORCED.get()[0] is None and self._inner.is_trace_id_random()
-
-
-@contextmanager
-def forced_ids(trace_id: int | None, span_id: int | None) -> Iterator[None]:
-    token = _FORCED.set((trace_id, span_id))
-    try:
-        yield
-    finally:
-        _FORCED.reset(token)
-
-
-def can_force_ids(tracer: trace.Tracer) -> bool:
-    """Wrap an SDK tracer's id generator (once); False for tracers that have none."""
-    if not isinstance(tracer, sdk_trace.Tracer):
-        return False
-    if not isinstance(tracer.id_generator, ForcingIdGenerator):
-        tracer.id_generator = ForcingIdGenerator(tracer.id_generator)
-    return True
-
-
-def derived_id(bits: int, *parts: str) -> int:
-    """A non-zero id of `bits` bits that is a pure function of `parts`: replay computes it too."""
-    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
-    return int.from_bytes(digest[: bits // 8], "big") or 1
 
 
 @dataclass(frozen=True)
