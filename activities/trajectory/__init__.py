@@ -1,7 +1,7 @@
 """The trajectory: OpenTelemetry spans (payloads by reference), metrics and the audit outbox.
 
 Modules, each one concept, imported only downward:
-  genai             the GenAI naming conventions (the one place that knows `gen_ai.*`)
+  genai             the GenAI naming conventions (the one module that knows their names)
   ids               span ids derived from stable names (replay and re-send compute the same)
   metrics           the metric instruments
   recordings        the span of one model call / one tool call
