@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 from temporalio.worker import Replayer
 
 from activities.providers.scripted import ScriptedProvider, ScriptedTurn
 from activities.trajectory import (
-    AgentTracingInterceptor,
+    AgentTracingPlugin,
     PayloadRef,
     TrajectoryRecorder,
     payload_refs,
@@ -58,7 +59,7 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
     )
     # The caller's client carries the interceptor too: the run joins the caller's trace.
     config = client.config()
-    config["interceptors"] = [AgentTracingInterceptor(otel.tracer)]
+    config["interceptors"] = [OpenTelemetryInterceptor(add_temporal_spans=True)]
     traced = Client(**config)
     async with traced_worker(client, resources, migrated, workspace, provider, recorder) as queue:
         session_id, handle = await start(
@@ -208,8 +209,7 @@ async def test_approvals_waiting_gauge_and_tool_errors(
 async def test_recorded_histories_replay_with_the_interceptors_and_emit_nothing(
     otel: Otel,
 ) -> None:
-    tracing = AgentTracingInterceptor(otel.tracer)
-    replayer = Replayer(workflows=[AgentWorkflow], interceptors=[tracing])
+    replayer = Replayer(workflows=[AgentWorkflow], plugins=[AgentTracingPlugin()])
     files = sorted(HISTORIES.glob("*.json"))
     assert files
     for path in files:

@@ -5,8 +5,10 @@ and a forwarder that uses the package's public names only."""
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("activities", "workers", "storage", "workflows")
@@ -91,3 +93,28 @@ def test_the_forwarder_uses_the_trajectory_packages_public_names_only() -> None:
     forwarder = ROOT / "workers" / "trajectory_forwarder.py"
     ours = {m for m, _ in imports(forwarder) if m.startswith("activities")}
     assert ours == {"activities.trajectory"}
+
+
+def sdk_private_overrides(module: ModuleType) -> list[str]:
+    """`Class._name` defined in `module` over a private name of a temporalio/opentelemetry base."""
+    found = []
+    for cls in vars(module).values():
+        if not isinstance(cls, type) or cls.__module__ != module.__name__:
+            continue
+        sdk = [
+            b for b in cls.__mro__[1:] if b.__module__.startswith(("temporalio", "opentelemetry"))
+        ]
+        for name in vars(cls):
+            # (_abc_impl is the ABC machinery every abstract subclass gets)
+            private = name.startswith("_") and not name.startswith(("__", "_abc_"))
+            if private and any(hasattr(b, name) for b in sdk):
+                found.append(f"{cls.__name__}.{name}")
+    return found
+
+
+def test_no_sdk_private_method_is_overridden() -> None:
+    for path in (ROOT / "activities" / "trajectory").glob("*.py"):
+        module = importlib.import_module(
+            f"activities.trajectory.{path.stem}".removesuffix(".__init__")
+        )
+        assert sdk_private_overrides(module) == [], path.name

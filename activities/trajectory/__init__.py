@@ -6,7 +6,7 @@ Modules, each one concept, imported only downward:
   metrics           the metric instruments
   recordings        the span of one model call / one tool call
   recorder          TrajectoryRecorder: what activities and workers use
-  workflow_tracing  the workflow/activity tracing interceptor (`invoke_agent` per run)
+  workflow_tracing  the SDK's workflow/activity spans under one `invoke_agent` per run
   approvals         the activity interceptor keeping the approvals-waiting gauge
   audit             an outbox event as the span the forwarder exports
 """
@@ -22,12 +22,12 @@ from activities.trajectory.genai import (
     payload_refs,
 )
 from activities.trajectory.recorder import TrajectoryRecorder
-from activities.trajectory.workflow_tracing import AgentTracingInterceptor
+from activities.trajectory.workflow_tracing import AgentTracingPlugin
 
 __all__ = [
     "EVENT_ID",
     "PARENT",
-    "AgentTracingInterceptor",
+    "AgentTracingPlugin",
     "AuditEvent",
     "AuditRecords",
     "ModelCallEvent",

@@ -1,11 +1,9 @@
-"""Span ids chosen by us: derived from stable names, so a replayed workflow task or a
-re-sent audit record computes the same span.
+"""Span ids chosen by us: derived from stable names, so a re-sent audit record is the very
+same span.
 
-The SDK's `TemporalIdGenerator` draws ids from the workflow's seeded random, which is
-deterministic only inside a workflow. Ours must also be computable outside one: the
-forwarder derives an audit record's ids from its event id, and the `invoke_agent` span is
-emitted through an extern function (outside the sandbox) with ids every workflow task of
-the run computed beforehand from workflow id and run id.
+Workflow spans get their replay-stable ids from the SDK's `TemporalIdGenerator` (the
+workflow's seeded random). That works only inside a workflow; the forwarder exports outside
+any, and derives each audit record's ids from its event id instead.
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-import opentelemetry.sdk.trace as sdk_trace
-from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
 _FORCED: ContextVar[tuple[int | None, int | None]] = ContextVar(
@@ -48,15 +44,6 @@ def forced_ids(trace_id: int | None, span_id: int | None) -> Iterator[None]:
         yield
     finally:
         _FORCED.reset(token)
-
-
-def can_force_ids(tracer: trace.Tracer) -> bool:
-    """Wrap an SDK tracer's id generator (once); False for tracers that have none."""
-    if not isinstance(tracer, sdk_trace.Tracer):
-        return False
-    if not isinstance(tracer.id_generator, ForcingIdGenerator):
-        tracer.id_generator = ForcingIdGenerator(tracer.id_generator)
-    return True
 
 
 def derived_id(bits: int, *parts: str) -> int:

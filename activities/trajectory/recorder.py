@@ -25,7 +25,7 @@ from activities.trajectory import genai as tm
 from activities.trajectory.approvals import ApprovalsWaitingInterceptor
 from activities.trajectory.metrics import TrajectoryMetrics
 from activities.trajectory.recordings import ModelCallRecording, ToolCallRecording, safely
-from activities.trajectory.workflow_tracing import AgentTracingInterceptor
+from activities.trajectory.workflow_tracing import AgentTracingPlugin
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
@@ -68,15 +68,20 @@ class TrajectoryRecorder:
         return ToolCallRecording(self, ev)
 
     def interceptors(self) -> list[temporalio.worker.Interceptor]:
-        """For build_cloud_worker: workflow/activity spans, and the approvals-waiting gauge.
+        """For build_cloud_worker: the approvals-waiting gauge."""
+        if self._sessions is None:
+            return []
+        return [ApprovalsWaitingInterceptor(self._sessions, self.metrics)]
 
-        Do not also put the tracing interceptor on the client the worker is built from: the
-        worker would then run it twice.
+    def plugins(self) -> list[temporalio.worker.Plugin]:
+        """For build_cloud_worker: workflow and activity spans, when this recorder traces.
+
+        They go to the global tracer provider, which must then be the SDK's replay-safe one
+        (`create_tracer_provider()`); do not also put the plugin on the worker's client.
         """
-        found: list[temporalio.worker.Interceptor] = [AgentTracingInterceptor(self.tracer)]
-        if self._sessions is not None:
-            found.append(ApprovalsWaitingInterceptor(self._sessions, self.metrics))
-        return found
+        if isinstance(self.tracer, trace.NoOpTracer):
+            return []
+        return [AgentTracingPlugin()]
 
     @property
     def keeps_payloads(self) -> bool:

@@ -1,176 +1,217 @@
-"""Workflow-side trajectory: temporalio's TracingInterceptor plus one `invoke_agent` span per run.
+"""Workflow-side trajectory: the SDK's OpenTelemetry interceptor, plus one `invoke_agent` span
+per agent run that the run's workflow and activity spans hang under.
 
-The SDK's TracingInterceptor creates workflow spans only while the workflow is not replaying
-(its replay-safe mechanism), and ends them at once. That leaves two gaps for an agent run:
-a span covering the whole run, and a stable parent for spans made in later workflow tasks,
-which start from a replay (with max_cached_workflows=0, every task does). Both are closed
-here without adding a single command to history:
+The SDK (`temporalio.contrib.opentelemetry`) does the replay-safe work: with its tracer
+provider (`create_tracer_provider`: `TemporalIdGenerator` ids drawn from the workflow's seeded
+random, spans ended only outside replay, started at workflow time on replay), a span begun
+in workflow code has the same id in every workflow task and is exported once. Its interceptor
+makes `StartWorkflow`, `RunWorkflow`, `StartActivity` and `RunActivity` spans.
 
-* the run's `invoke_agent` span gets ids derived from workflow id and run id, so every
-  workflow task, replayed or not, computes the same parent for its StartActivity spans;
-* the span itself is emitted once, when the run ends outside replay (completed, failed,
-  cancelled or continued-as-new), with the run's real start and end time, like the SDK's
-  newer OpenTelemetryPlugin does for workflow spans.
+Ours differs in one place, for a reason: the run's `invoke_agent` span must be the parent of
+the run's `RunWorkflow` and `StartActivity` spans (one tree: caller -> invoke_agent ->
+StartActivity -> RunActivity -> chat), and the root of the trace when nobody traced the
+start. The SDK makes `RunWorkflow` the current span for the whole run, so StartActivity
+would hang under it. So `AgentTracingPlugin` puts our interceptor on both sides of the SDK's
+(the SDK's own `OpenTelemetryPlugin` can only append its interceptor last):
 
-Spans need the ids chosen, so the tracer's id generator is wrapped (ForcingIdGenerator);
-with a tracer that is not the SDK's, workflow spans keep the SDK's parents and invoke_agent
-sits beside them. Workflow types that are not agent runs (the GC) get the SDK's spans only.
+* outside it, `invoke_agent` is started under the caller's context and handed to the SDK as
+  the context of the workflow's headers (the public header the SDK reads);
+* inside it, `invoke_agent` is made current again for the workflow's own code, so the
+  activities it starts are its children rather than RunWorkflow's.
+
+Signals, queries and updates sent without a trace context are traced under the run's
+`invoke_agent` too, so an untraced `approve` stays in the run's trace. Workflow types that
+are not agent runs (the GC) get the SDK's spans only.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
-from dataclasses import dataclass
+import contextlib
+import dataclasses
+from collections.abc import Collection, Mapping
 from typing import Any
 
+import opentelemetry.context
+import temporalio.api.common.v1
+import temporalio.converter
 import temporalio.worker
 import temporalio.workflow
 from opentelemetry import trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode
-from temporalio.contrib.opentelemetry import TracingInterceptor, TracingWorkflowInboundInterceptor
+from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 from temporalio.exceptions import FailureError
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from activities.trajectory import genai as telemetry
-from activities.trajectory.ids import can_force_ids, derived_id, forced_ids
+from activities.trajectory import genai
 
-_EXTERN = "__durable_agents_invoke_agent_span"
 AGENT_WORKFLOW = "AgentWorkflow"
-_Carrier = dict[str, Any]
+# The header the SDK's interceptors carry the W3C trace context in (their wire format), and
+# the same propagators and converter they use for it.
+TRACE_HEADER = "_tracer-data"
+_PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
+_CONVERTER = temporalio.converter.PayloadConverter.default
+_Headers = Mapping[str, temporalio.api.common.v1.Payload]
 
 
-@dataclass(frozen=True)
-class _InvokeAgentSpan:
-    parent: _Carrier | None
-    trace_id: int | None
-    span_id: int | None
-    name: str
-    attributes: telemetry.Attributes
-    start_ns: int
-    end_ns: int
-    error: str | None
+def context_of(headers: _Headers) -> Context:
+    """The trace context a Temporal call's headers carry (empty if none)."""
+    payload = headers.get(TRACE_HEADER)
+    if payload is None:
+        return Context()
+    carrier = _CONVERTER.from_payloads([payload])[0]
+    return _PROPAGATOR.extract(carrier) if isinstance(carrier, dict) else Context()
 
 
-class AgentTracingInterceptor(TracingInterceptor):
-    """TracingInterceptor (client + worker) whose workflow spans hang under `invoke_agent`."""
-
-    def __init__(
-        self,
-        tracer: trace.Tracer | None = None,
-        *,
-        agent_workflows: Collection[str] = (AGENT_WORKFLOW,),
-    ) -> None:
-        """`agent_workflows`: the workflow types that are agent runs; others (the GC) get
-        the SDK's spans only."""
-        super().__init__(tracer)
-        self._deterministic = can_force_ids(self.tracer)
-        self._agents = frozenset(agent_workflows)
-
-    def workflow_interceptor_class(
-        self, input: temporalio.worker.WorkflowInterceptorClassInput
-    ) -> type[TracingWorkflowInboundInterceptor]:
-        super().workflow_interceptor_class(input)  # registers the SDK's own extern function
-        input.unsafe_extern_functions[_EXTERN] = self._invoke_agent_span
-        state = {"_deterministic": self._deterministic, "_agents": self._agents}
-        return type("AgentWorkflowInbound", (_AgentWorkflowInbound,), state)
-
-    def _invoke_agent_span(self, p: _InvokeAgentSpan) -> None:
-        # Runs outside the sandbox, called synchronously from workflow code (not on replay).
-        context = self.text_map_propagator.extract(p.parent) if p.parent else Context()
-        with forced_ids(p.trace_id, p.span_id):
-            span = self.tracer.start_span(
-                p.name,
-                context,
-                kind=SpanKind.INTERNAL,
-                attributes=p.attributes,
-                start_time=p.start_ns,
-            )
-        if p.error:
-            span.set_status(Status(StatusCode.ERROR, p.error))
-        span.end(end_time=p.end_ns)
+def with_context(headers: _Headers, context: Context) -> dict[str, Any]:
+    """`headers` carrying `context` instead of whatever trace context they had."""
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier, context)
+    return {**headers, TRACE_HEADER: _CONVERTER.to_payloads([carrier])[0]}
 
 
-class _AgentWorkflowInbound(TracingWorkflowInboundInterceptor):
-    _deterministic = True
+class _AgentInbound(temporalio.worker.WorkflowInboundInterceptor):
     _agents: frozenset[str] = frozenset()
+
+    def _is_agent(self) -> bool:
+        return temporalio.workflow.info().workflow_type in self._agents
+
+
+class _InvokeAgentInbound(_AgentInbound):
+    """Outside the SDK's interceptor: the run's `invoke_agent` span."""
 
     def __init__(self, next: temporalio.worker.WorkflowInboundInterceptor) -> None:
         super().__init__(next)
-        self._loaded = False
-        self._caller: _Carrier | None = None
-        self._ids: tuple[int | None, int | None] = (None, None)
-
-    def _load_workflow_context_carrier(self) -> _Carrier | None:
-        """The context every workflow span starts from: the run's invoke_agent span."""
-        if self._loaded:
-            return self._workflow_context_carrier
-        self._loaded = True
-        self._caller = super()._load_workflow_context_carrier()
-        info = temporalio.workflow.info()
-        if not self._deterministic or info.workflow_type not in self._agents:
-            return self._caller
-        caller = self.text_map_propagator.extract(self._caller) if self._caller else Context()
-        parent = trace.get_current_span(caller).get_span_context()
-        span_id = derived_id(64, "invoke_agent", info.workflow_id, info.run_id)
-        trace_id = derived_id(128, "trace", info.workflow_id)
-        if parent.is_valid:
-            trace_id = parent.trace_id
-            ctx = SpanContext(trace_id, span_id, True, parent.trace_flags, parent.trace_state)
-        else:
-            ctx = SpanContext(trace_id, span_id, True, trace.TraceFlags(trace.TraceFlags.SAMPLED))
-        # Forced trace id only matters for a root span: one with a parent inherits its trace.
-        self._ids = (None if parent.is_valid else trace_id, span_id)
-        carrier: _Carrier = {}
-        self.text_map_propagator.inject(
-            carrier, trace.set_span_in_context(NonRecordingSpan(ctx), caller)
-        )
-        self._workflow_context_carrier = carrier
-        return carrier
+        self._run: Context | None = None
 
     async def execute_workflow(self, input: temporalio.worker.ExecuteWorkflowInput) -> Any:
-        self._load_workflow_context_carrier()
-        start_ns = temporalio.workflow.time_ns()
-        ended, error = False, None
+        if not self._is_agent():
+            return await super().execute_workflow(input)
+        caller = context_of(input.headers)
+        span = trace.get_tracer(__name__).start_span(
+            genai.span_name(genai.INVOKE_AGENT, _agent_name()),
+            caller,
+            kind=SpanKind.INTERNAL,
+            attributes=genai.agent_attributes(_run_event(input)),
+        )
+        self._run = trace.set_span_in_context(span, caller)
+        input.headers = with_context(input.headers, self._run)
         try:
             result = await super().execute_workflow(input)
-            ended = True
-            return result
         except temporalio.workflow.ContinueAsNewError:
-            ended = True
+            span.end()
             raise
         except (FailureError, asyncio.CancelledError) as err:
-            ended, error = True, f"{type(err).__name__}: {err}"
+            span.set_status(Status(StatusCode.ERROR, type(err).__name__))
+            span.end()
             raise
-        finally:
-            # Not on replay (eviction counts as replay too), and not for a workflow task
-            # failure (any other exception): that task is retried and will end the run later.
-            agent = temporalio.workflow.info().workflow_type in self._agents
-            if ended and agent and not temporalio.workflow.unsafe.is_replaying():
-                self._emit_invoke_agent(input, start_ns, error)
+        # Any other exception fails the workflow task, which is retried and ends the run
+        # later: the span is left open (the SDK's spans end only outside replay anyway).
+        span.end()
+        return result
 
-    def _emit_invoke_agent(
-        self, input: temporalio.worker.ExecuteWorkflowInput, start_ns: int, error: str | None
-    ) -> None:
-        info = temporalio.workflow.info()
-        arg = input.args[0] if input.args else None
-        agent = temporalio.workflow.memo_value("agent_name", info.workflow_type, type_hint=str)
-        event = telemetry.AgentRunEvent(
-            tenant_id=str(getattr(arg, "tenant_id", "")),
-            session_id=str(getattr(arg, "session_id", "")),
-            agent=agent,
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
+    def _adopt(self, headers: _Headers) -> _Headers:
+        if self._run is None or TRACE_HEADER in headers or not self._is_agent():
+            return headers
+        return with_context(headers, self._run)
+
+    async def handle_signal(self, input: temporalio.worker.HandleSignalInput) -> None:
+        await super().handle_signal(dataclasses.replace(input, headers=self._adopt(input.headers)))
+
+    async def handle_query(self, input: temporalio.worker.HandleQueryInput) -> Any:
+        return await super().handle_query(
+            dataclasses.replace(input, headers=self._adopt(input.headers))
         )
-        self._extern_functions[_EXTERN](  # type: ignore[literal-required]
-            _InvokeAgentSpan(
-                parent=self._caller,
-                trace_id=self._ids[0],
-                span_id=self._ids[1],
-                name=telemetry.span_name(telemetry.INVOKE_AGENT, agent),
-                attributes=telemetry.agent_attributes(event),
-                start_ns=start_ns,
-                end_ns=temporalio.workflow.time_ns(),
-                error=error,
-            )
+
+    def handle_update_validator(self, input: temporalio.worker.HandleUpdateInput) -> None:
+        super().handle_update_validator(
+            dataclasses.replace(input, headers=self._adopt(input.headers))
+        )
+
+    async def handle_update_handler(self, input: temporalio.worker.HandleUpdateInput) -> Any:
+        return await super().handle_update_handler(
+            dataclasses.replace(input, headers=self._adopt(input.headers))
+        )
+
+
+class _RunContextInbound(_AgentInbound):
+    """Inside the SDK's interceptor: the workflow's own code runs with `invoke_agent` (from
+    the headers the outer interceptor set) current, not the SDK's RunWorkflow span."""
+
+    async def execute_workflow(self, input: temporalio.worker.ExecuteWorkflowInput) -> Any:
+        if not self._is_agent() or TRACE_HEADER not in input.headers:
+            return await super().execute_workflow(input)
+        token = opentelemetry.context.attach(context_of(input.headers))
+        try:
+            return await super().execute_workflow(input)
+        finally:
+            # An evicted run is finalized in another context: there is nothing to detach.
+            with contextlib.suppress(ValueError):
+                token.var.reset(token)
+
+
+def _agent_name() -> str:
+    info = temporalio.workflow.info()
+    return temporalio.workflow.memo_value("agent_name", info.workflow_type, type_hint=str)
+
+
+def _run_event(input: temporalio.worker.ExecuteWorkflowInput) -> genai.AgentRunEvent:
+    info = temporalio.workflow.info()
+    arg = input.args[0] if input.args else None
+    return genai.AgentRunEvent(
+        tenant_id=str(getattr(arg, "tenant_id", "")),
+        session_id=str(getattr(arg, "session_id", "")),
+        agent=_agent_name(),
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+    )
+
+
+class _WorkflowSide(temporalio.worker.Interceptor):
+    def __init__(self, inbound: type[_AgentInbound], agents: frozenset[str]) -> None:
+        self._inbound = inbound
+        self._agents = agents
+
+    def workflow_interceptor_class(
+        self, input: temporalio.worker.WorkflowInterceptorClassInput
+    ) -> type[temporalio.worker.WorkflowInboundInterceptor]:
+        return type(self._inbound.__name__, (self._inbound,), {"_agents": self._agents})
+
+
+def _otel_passes_through(runner: WorkflowRunner | None) -> WorkflowRunner:
+    # As the SDK's OpenTelemetryPlugin does: workflow code must use the process's one
+    # tracer provider, not a copy imported inside the sandbox.
+    if runner is None:
+        raise ValueError("AgentTracingPlugin needs a workflow runner")
+    if isinstance(runner, SandboxedWorkflowRunner):
+        return dataclasses.replace(
+            runner, restrictions=runner.restrictions.with_passthrough_modules("opentelemetry")
+        )
+    return runner
+
+
+class AgentTracingPlugin(SimplePlugin):
+    """Workflow and activity spans (the SDK's) under one `invoke_agent` span per agent run.
+
+    Needs the global tracer provider to be the SDK's replay-safe one
+    (`temporalio.contrib.opentelemetry.create_tracer_provider()`); the SDK refuses to start
+    a worker otherwise.
+    """
+
+    def __init__(self, *, agent_workflows: Collection[str] = (AGENT_WORKFLOW,)) -> None:
+        agents = frozenset(agent_workflows)
+        super().__init__(
+            "durable_agents.AgentTracingPlugin",
+            interceptors=[
+                _WorkflowSide(_InvokeAgentInbound, agents),
+                OpenTelemetryInterceptor(add_temporal_spans=True),
+                _WorkflowSide(_RunContextInbound, agents),
+            ],
+            workflow_runner=_otel_passes_through,
         )
