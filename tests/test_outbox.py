@@ -30,7 +30,9 @@ from storage.outbox_models import TrajectoryOutboxRow
 from tests.support.helpers import items_of, session_root, start
 from tests.support.trajectory import traced_worker
 from workers.resources import Resources
+from workers.settings import TelemetrySettings
 from workers.stack import StackEndpoints, free_port
+from workers.tracing_setup import recorder_for
 from workers.trajectory_forwarder import ForwardingFailed, TrajectoryForwarder
 
 ROTEL = Path(rotel.__file__).parent / "rotel-agent"
@@ -225,3 +227,18 @@ def test_forwarder_records_are_parented_under_the_live_span() -> None:
     assert a.context.span_id == b.context.span_id and a.context.trace_id == 7
     assert dict(a.attributes or {})[tm.EVENT_ID] == str(row.event_id)
     assert "x" not in (a.attributes or {}) and tm.PARENT not in (a.attributes or {})
+
+
+async def test_audit_without_export_names_tool_results_by_uri_and_uploads_no_payloads(
+    resources: Resources, tenant: str
+) -> None:
+    recorder, provider = recorder_for(TelemetrySettings(otlp_endpoint=None, audit=True), resources)
+    assert provider is None and recorder.audit and not recorder.keeps_payloads
+    ref = await resources.store.put(tenant, b"a tool result", "text/plain")
+    named = recorder.payload_ref(ref)
+    assert (named.uri, named.sha256, named.size_bytes) == (
+        resources.store.uri(ref),
+        ref.sha256,
+        ref.size_bytes,
+    )
+    assert await recorder.keep_payload(tenant, b"a model input", "owner") is None

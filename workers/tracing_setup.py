@@ -25,8 +25,12 @@ def recorder_for(
     """
     if not settings.otlp_endpoint:
         if settings.audit:
-            # Audit without live export: events wait in the outbox for the forwarder.
-            return TrajectoryRecorder(sessions=res.sessions, audit=True), None
+            # Audit without live export: events wait in the outbox for the forwarder. The
+            # store only names tool results by URI; model payloads are not uploaded.
+            recorder = TrajectoryRecorder(
+                store=res.store, sessions=res.sessions, audit=True, keep_payloads=False
+            )
+            return recorder, None
         return TrajectoryRecorder(), None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -47,7 +47,10 @@ class TrajectoryRecorder:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         audit: bool = False,
         retention: timedelta = DEFAULT_RETENTION,
+        keep_payloads: bool = True,
     ) -> None:
+        """`store` names artifacts by URI in spans; with `sessions` and `keep_payloads`, model
+        inputs and replies are uploaded too, held by expiring trajectory refs."""
         if audit and sessions is None:
             raise ValueError("audit mode writes the outbox: it needs the AgentState sessions")
         self.tracer = tracer or trace.NoOpTracer()
@@ -56,6 +59,7 @@ class TrajectoryRecorder:
         self.retention = retention
         self._store = store
         self._sessions = sessions
+        self._keep_payloads = keep_payloads
 
     @classmethod
     def noop(cls) -> TrajectoryRecorder:
@@ -85,13 +89,13 @@ class TrajectoryRecorder:
 
     @property
     def keeps_payloads(self) -> bool:
-        return self._store is not None and self._sessions is not None
+        return self._keep_payloads and self._store is not None and self._sessions is not None
 
     async def keep_payload(
         self, tenant_id: str, data: bytes, owner_id: str
     ) -> tm.PayloadRef | None:
         """Upload (verified), register and hold with an expiring trajectory ref; None on failure."""
-        if self._store is None or self._sessions is None:
+        if not self.keeps_payloads or self._store is None or self._sessions is None:
             return None
         with safely("payload upload"):
             ref = await self._store.put(tenant_id, data, "application/json")
