@@ -23,11 +23,10 @@ from activities.model_context import (
     turn_config,
 )
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
-from activities.telemetry import ModelCallEvent
-from activities.telemetry_recorder import TrajectoryRecorder
 from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
+from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
 from storage.context_configs import ContextConfig

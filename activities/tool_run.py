@@ -17,8 +17,6 @@ from temporalio.exceptions import ApplicationError
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
-from activities.telemetry import ToolCallEvent
-from activities.telemetry_recorder import TrajectoryRecorder
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tokens import count_tokens
 from activities.tools.base import (
@@ -30,6 +28,7 @@ from activities.tools.base import (
 )
 from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from activities.tools.memory import SqlMemoryAccess
+from activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository

@@ -1,5 +1,6 @@
 """The trajectory outbox (audit mode): chat and tool events committed in the same transaction
 as the AgentState item they describe, forwarded to OTLP later by workers/trajectory_forwarder.
+Its SQL lives in storage/outbox.py.
 
 Rows name a session but hold no foreign key to it: the audit trail outlives the hot tables
 (archived sessions leave them), and the forwarder must never block on session locks.

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.tool_run import ToolActivities, _Result
-from activities.tools.base import ToolOutput
-from activities.tools.builtin import default_registry
+from activities.providers.base import ToolSpec
+from activities.tool_run import ToolActivities
+from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from storage.artifact_cache import ArtifactReadCache
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
@@ -66,6 +68,21 @@ def test_a_negative_capacity_is_refused() -> None:
         ArtifactReadCache(-1)
 
 
+def _gated_tool(
+    content: bytes, gate: asyncio.Event | None = None, entered: asyncio.Event | None = None
+) -> Tool:
+    """Returns `content`; with a gate, says it `entered` and waits for the gate to open."""
+
+    async def gated(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+        if entered is not None:
+            entered.set()
+        if gate is not None:
+            await gate.wait()
+        return ToolOutput(content)
+
+    return Tool(ToolSpec(name="gated", description="", parameters={"type": "object"}), gated)
+
+
 async def test_run_tool_warms_the_cache_only_with_the_bytes_it_committed(
     resources: Resources, tenant: str, tmp_path: Path
 ) -> None:
@@ -79,34 +96,33 @@ async def test_run_tool_warms_the_cache_only_with_the_bytes_it_committed(
                 "assistant",
                 f"{sid}:0:call",
                 tool_call_id="c1",
-                tool_name="read_file",
-                data={"arguments": {"path": "f.txt"}},
+                tool_name="gated",
+                data={"arguments": {}},
             )
         )
-    cache = ArtifactReadCache()
-    tools = ToolActivities(
-        resources.sessions,
-        resources.store,
-        default_registry(),
-        workspace=tmp_path,
-        read_cache=cache,
-    )
-    inp = ToolRunInput(str(sid), tenant, 0, "c1", "read_file", f"{sid}:0:c1")
-    (tmp_path / "f.txt").write_text("first")
-    first = await ActivityEnvironment().run(tools.run_tool, inp)
-    assert first.ref is not None and first.ref.artifact_id is not None
-    artifact_id = uuid.UUID(first.ref.artifact_id)
-    assert cache.lookup(tenant, artifact_id, 100) == (b"first", first.ref.content_type)
 
-    # An attempt racing the first one read other bytes, then found the first's commit: the
-    # cache must not now claim its bytes are the committed artifact.
-    fresh = ArtifactReadCache()
-    tools._read_cache = fresh
-    async with resources.sessions() as db:
-        committed = await ItemRepository(db, tenant).by_key(inp.idempotency_key)
-    assert committed is not None
-    other = await resources.store.put(tenant, b"second", first.ref.content_type)
-    tools._warm(tenant, committed, other, _Result(ToolOutput(b"second")))
-    assert fresh.lookup(tenant, artifact_id, 100) is None
-    tools._warm(tenant, committed, first.ref, _Result(ToolOutput(b"first")))
-    assert fresh.lookup(tenant, artifact_id, 100) == (b"first", first.ref.content_type)
+    def attempt(tool: Tool, cache: ArtifactReadCache) -> ToolActivities:
+        registry = ToolRegistry.of([tool])
+        return ToolActivities(
+            resources.sessions, resources.store, registry, workspace=tmp_path, read_cache=cache
+        )
+
+    inp = ToolRunInput(str(sid), tenant, 0, "c1", "gated", f"{sid}:0:c1")
+    # Two attempts of one call: the late one is held in its tool while the first commits,
+    # then reads other bytes and finds the first's commit.
+    gate, entered = asyncio.Event(), asyncio.Event()
+    late_cache, first_cache = ArtifactReadCache(), ArtifactReadCache()
+    held = attempt(_gated_tool(b"second", gate, entered), late_cache)
+    late = asyncio.create_task(ActivityEnvironment().run(held.run_tool, inp))
+    await entered.wait()  # the late attempt is past its by_key check, inside the tool
+    first = await ActivityEnvironment().run(
+        attempt(_gated_tool(b"first"), first_cache).run_tool, inp
+    )
+    gate.set()
+    late_outcome = await late
+    assert first.ref is not None and first.ref.artifact_id is not None
+    assert late_outcome.ref == first.ref  # the late attempt reports the committed result
+    artifact_id = uuid.UUID(first.ref.artifact_id)
+    assert first_cache.lookup(tenant, artifact_id, 100) == (b"first", first.ref.content_type)
+    # ...but must not claim its own bytes are the committed artifact.
+    assert late_cache.lookup(tenant, artifact_id, 100) is None

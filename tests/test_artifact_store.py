@@ -20,7 +20,7 @@ from workers.resources import Resources
 
 
 def _raw(store: ArtifactStore) -> Any:
-    return store._s3  # the test talks to the bucket as any other S3 client would
+    return store.client  # the test talks to the bucket as any other S3 client would
 
 
 def _status(err: ClientError) -> int:

@@ -23,15 +23,16 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from sqlalchemy import select
 from temporalio.client import Client
 
-from activities import telemetry as tm
+from activities import trajectory as tm
 from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.telemetry import event_id
-from activities.telemetry_recorder import TrajectoryRecorder
+from activities.trajectory import AuditEvent, AuditRecords, TrajectoryRecorder, event_id
 from storage.outbox_models import TrajectoryOutboxRow
 from tests.support.helpers import items_of, session_root, start
 from tests.support.trajectory import traced_worker
 from workers.resources import Resources
+from workers.settings import TelemetrySettings
 from workers.stack import StackEndpoints, free_port
+from workers.tracing_setup import recorder_for
 from workers.trajectory_forwarder import ForwardingFailed, TrajectoryForwarder
 
 ROTEL = Path(rotel.__file__).parent / "rotel-agent"
@@ -145,7 +146,9 @@ async def audited_run(
     for row in rows:
         assert MARK not in str(row.attributes)
         assert row.attributes["agent.session.id"] == session_id
-        assert any(str(v).startswith("sha256:") for v in row.attributes.values())
+        assert any(
+            str(v).startswith(f"s3://{resources.store.bucket}/") for v in row.attributes.values()
+        )
     return session_id, expected
 
 
@@ -212,18 +215,30 @@ async def test_outbox_reaches_a_real_receiver_at_least_once(
 
 def test_forwarder_records_are_parented_under_the_live_span() -> None:
     """The record of an event names the live span; its own ids come from the event id."""
-    row = TrajectoryOutboxRow(
+    row = AuditEvent(
         event_id=uuid.uuid4(),
-        tenant_id="t",
-        session_id=uuid.uuid4(),
         kind="chat",
         attributes={tm.PARENT: f"{7:032x}-{9:016x}", "gen_ai.request.model": "m", "x": None},
         created_at=datetime.now(UTC),
     )
-    forwarder = TrajectoryForwarder(None, CrashAfterExport(OTLPSpanExporter()))  # type: ignore[arg-type]
-    a: ReadableSpan = forwarder._record(row)
-    b: ReadableSpan = forwarder._record(row)
+    a: ReadableSpan = AuditRecords().record(row)
+    b: ReadableSpan = AuditRecords().record(row)
     assert a.parent is not None and (a.parent.trace_id, a.parent.span_id) == (7, 9)
     assert a.context.span_id == b.context.span_id and a.context.trace_id == 7
     assert dict(a.attributes or {})[tm.EVENT_ID] == str(row.event_id)
     assert "x" not in (a.attributes or {}) and tm.PARENT not in (a.attributes or {})
+
+
+async def test_audit_without_export_names_tool_results_by_uri_and_uploads_no_payloads(
+    resources: Resources, tenant: str
+) -> None:
+    recorder, provider = recorder_for(TelemetrySettings(otlp_endpoint=None, audit=True), resources)
+    assert provider is None and recorder.audit and not recorder.keeps_payloads
+    ref = await resources.store.put(tenant, b"a tool result", "text/plain")
+    named = recorder.payload_ref(ref)
+    assert (named.uri, named.sha256, named.size_bytes) == (
+        resources.store.uri(ref),
+        ref.sha256,
+        ref.size_bytes,
+    )
+    assert await recorder.keep_payload(tenant, b"a model input", "owner") is None

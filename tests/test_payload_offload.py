@@ -89,7 +89,7 @@ async def test_tampered_object_fails_decode(resources: Resources) -> None:
     [payload] = await dc.encode([_blob(20_000)])
     ref = _ref_of(payload)
     tampered = Payload(metadata={"encoding": b"json/plain"}, data=b'"not what was stored"')
-    await store._s3.put_object(  # as any other S3 client could
+    await store.client.put_object(  # as any other S3 client could
         Bucket=store.bucket, Key=ref.key, Body=tampered.SerializeToString()
     )
     with pytest.raises(ArtifactIntegrityError):

@@ -15,12 +15,16 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 from temporalio.worker import Replayer
 
 from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.telemetry import payload_refs
-from activities.telemetry_recorder import TrajectoryRecorder
-from activities.telemetry_tracing import AgentTracingInterceptor
+from activities.trajectory import (
+    AgentTracingPlugin,
+    PayloadRef,
+    TrajectoryRecorder,
+    payload_refs,
+)
 from storage.models import ArtifactRefRow, ArtifactRow
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
@@ -55,7 +59,7 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
     )
     # The caller's client carries the interceptor too: the run joins the caller's trace.
     config = client.config()
-    config["interceptors"] = [AgentTracingInterceptor(otel.tracer)]
+    config["interceptors"] = [OpenTelemetryInterceptor(add_temporal_spans=True)]
     traced = Client(**config)
     async with traced_worker(client, resources, migrated, workspace, provider, recorder) as queue:
         session_id, handle = await start(
@@ -120,8 +124,8 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
         assert not [v for v in values if TASK_MARK in v or FILE_MARK in v], span.name
 
     # ...but the refs resolve to objects that do.
-    async def content(ref: str) -> str:
-        sha = ref.removeprefix("sha256:")
+    async def content(ref: PayloadRef) -> str:
+        sha = ref.sha256
         async with resources.sessions() as db:
             row = await db.scalar(
                 select(ArtifactRow).where(
@@ -131,6 +135,8 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
         assert row is not None, f"{ref} is not a registered artifact"
         store = resources.store
         ref_ = store.ref_for(tenant, sha, row.size_bytes, row.content_type)
+        # The span names the object by URI, with the digest and size beside it.
+        assert (ref.uri, ref.size_bytes) == (store.uri(ref_), row.size_bytes)
         return (await store.get(tenant, ref_)).decode()
 
     second_refs = payload_refs(dict(second.attributes or {}))
@@ -203,8 +209,7 @@ async def test_approvals_waiting_gauge_and_tool_errors(
 async def test_recorded_histories_replay_with_the_interceptors_and_emit_nothing(
     otel: Otel,
 ) -> None:
-    tracing = AgentTracingInterceptor(otel.tracer)
-    replayer = Replayer(workflows=[AgentWorkflow], interceptors=[tracing])
+    replayer = Replayer(workflows=[AgentWorkflow], plugins=[AgentTracingPlugin()])
     files = sorted(HISTORIES.glob("*.json"))
     assert files
     for path in files:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Interceptor, Worker
+from temporalio.worker import Interceptor, Plugin, Worker
 
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
@@ -18,9 +18,9 @@ from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
 from activities.session_state import SessionStateActivities
-from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tool_run import ToolActivities
 from activities.tools.base import ToolRegistry
+from activities.trajectory import TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
 from workers.settings import Settings, workspace_layout
@@ -94,9 +94,10 @@ def build_cloud_worker(
     task_queue: str,
     max_cached_workflows: int | None = None,
     interceptors: Sequence[Interceptor] = (),
+    plugins: Sequence[Plugin] = (),
 ) -> Worker:
-    """`interceptors`, e.g. TrajectoryRecorder.interceptors(), must not repeat ones the client
-    already carries: a worker runs its client's interceptors too."""
+    """`interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
+    must not repeat ones the client already carries: a worker runs its client's too."""
     extra: dict[str, Any] = {}
     if max_cached_workflows is not None:
         extra["max_cached_workflows"] = max_cached_workflows
@@ -106,6 +107,7 @@ def build_cloud_worker(
         workflows=[AgentWorkflow, ArtifactGcWorkflow],
         activities=list(activities),
         interceptors=list(interceptors),
+        plugins=list(plugins),
         **extra,
     )
 

@@ -51,6 +51,7 @@ async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None
                 acts,
                 task_queue=settings.agent.task_queue,
                 interceptors=recorder.interceptors(),
+                plugins=recorder.plugins(),
             )
             try:
                 async with running(worker):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from activities.approval_policy import validate as validate_policy
 from storage.devices import validate_device_id
+from workflows.contracts import AgentInput
 from workflows.policies import CLOUD_TASK_QUEUE
 
 # Upper bounds a task may ask for: past them a value is a typo, not a plan.
@@ -62,3 +64,10 @@ class TaskOptions:
             raise ValueError("task_queue is empty")
         for policy in self.approval_policies.values():
             validate_policy(policy)
+
+    def agent_input(self, session_id: str, **overrides: Any) -> AgentInput:
+        """The workflow's start input. Every AgentInput field these options also have carries
+        over by name, so a setting added to both is never left behind here."""
+        shared = {f.name for f in fields(AgentInput)} & {f.name for f in fields(self)}
+        values = {name: copy.deepcopy(getattr(self, name)) for name in shared}
+        return AgentInput(session_id=session_id, **{**values, **overrides})

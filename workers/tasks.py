@@ -33,7 +33,6 @@ from workers.settings import get_settings
 from workers.task_options import TaskOptions as TaskOptions  # the API callers know
 from workflows.agent import AgentWorkflow
 from workflows.contracts import (
-    AgentInput,
     AgentStatus,
     ApproveInput,
     CancelInput,
@@ -104,19 +103,7 @@ async def start_task(
         await ItemRepository(db, options.tenant_id).append(item)
     return await client.start_workflow(
         AgentWorkflow.run,
-        AgentInput(
-            session_id=str(session_id),
-            tenant_id=options.tenant_id,
-            max_steps=options.max_steps,
-            device_id=options.device_id,
-            device_tools=list(options.device_tools),
-            approval_overrides=dict(options.approval_overrides),
-            approval_policies=policies,
-            approval_timeout_seconds=options.approval_timeout_seconds,
-            tool_timeout_seconds=options.tool_timeout_seconds,
-            device_schedule_to_start_seconds=options.device_schedule_to_start_seconds,
-            continue_as_new_every=options.continue_as_new_every,
-        ),
+        options.agent_input(str(session_id), approval_policies=policies),
         id=workflow_id,
         task_queue=options.task_queue,
     )

@@ -16,26 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
 
-from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
-from opentelemetry.trace import (
-    NonRecordingSpan,
-    SpanContext,
-    SpanKind,
-    TraceFlags,
-    set_span_in_context,
-)
-from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities import telemetry as tm
-from activities.telemetry_tracing import ForcingIdGenerator, derived_id, forced_ids
-from storage.outbox_models import TrajectoryOutboxRow
+from activities.trajectory import AuditEvent, AuditRecords
+from storage.outbox import OutboxRepository
 
 logger = logging.getLogger(__name__)
 
@@ -44,32 +31,6 @@ DEFAULT_BATCH = 200
 
 class ForwardingFailed(RuntimeError):
     """The exporter did not accept a batch; its rows stay unsent for the next run."""
-
-
-class _Collect(SpanProcessor):
-    def __init__(self) -> None:
-        self.spans: list[ReadableSpan] = []
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.spans.append(span)
-
-
-def _parent_context(parent: object) -> Context:
-    """The live span an event describes, from "<trace hex>-<span hex>"; empty if unknown."""
-    if not isinstance(parent, str) or "-" not in parent:
-        return Context()
-    trace_hex, span_hex = parent.split("-", 1)
-    try:
-        ctx = SpanContext(int(trace_hex, 16), int(span_hex, 16), True, TraceFlags(1))
-    except ValueError:
-        return Context()
-    return set_span_in_context(NonRecordingSpan(ctx)) if ctx.is_valid else Context()
-
-
-def _attribute(value: object) -> bool:
-    if isinstance(value, str | bool | int | float):
-        return True
-    return isinstance(value, list) and all(isinstance(v, str | bool | int | float) for v in value)
 
 
 class TrajectoryForwarder:
@@ -86,59 +47,24 @@ class TrajectoryForwarder:
         self._sessions = sessions
         self._exporter = exporter
         self._batch_size = batch_size
-        self._sink = _Collect()
-        # Its own provider: audit records must never be sampled away, and need chosen ids.
-        provider = TracerProvider(
-            sampler=ALWAYS_ON,
-            resource=resource or Resource.create({"service.name": "durable-agents"}),
-            id_generator=ForcingIdGenerator(),
-        )
-        provider.add_span_processor(self._sink)
-        self._tracer = provider.get_tracer("durable_agents.trajectory_forwarder")
-
-    def _record(self, row: TrajectoryOutboxRow) -> ReadableSpan:
-        attrs = {k: v for k, v in row.attributes.items() if _attribute(v)}
-        parent = _parent_context(attrs.pop(tm.PARENT, None))
-        attrs[tm.EVENT_ID] = str(row.event_id)
-        attrs[tm.EVENT_KIND] = row.kind
-        at = int(row.created_at.timestamp() * 1_000_000_000)
-        # Ids derived from the event id: a re-sent record is the very same span.
-        event = str(row.event_id)
-        with forced_ids(derived_id(128, "audit", event), derived_id(64, "audit", event)):
-            span = self._tracer.start_span(
-                tm.span_name("audit", row.kind),
-                parent,
-                kind=SpanKind.INTERNAL,
-                attributes=attrs,
-                start_time=at,
-            )
-        span.end(end_time=at)
-        return self._sink.spans.pop()
+        self._records = AuditRecords(resource)
 
     async def forward_batch(self) -> int:
         """Export one batch of unsent events and mark them sent; returns how many."""
         async with self._sessions() as db, db.begin():
-            rows: Sequence[TrajectoryOutboxRow] = list(
-                await db.scalars(
-                    select(TrajectoryOutboxRow)
-                    .where(TrajectoryOutboxRow.sent_at.is_(None))
-                    .order_by(TrajectoryOutboxRow.created_at, TrajectoryOutboxRow.event_id)
-                    .limit(self._batch_size)
-                    .with_for_update(skip_locked=True)
-                )
-            )
+            outbox = OutboxRepository(db)
+            rows = await outbox.claim_unsent(self._batch_size)
             if not rows:
                 return 0
-            records = [self._record(r) for r in rows]
+            records = [
+                self._records.record(AuditEvent(r.event_id, r.kind, r.attributes, r.created_at))
+                for r in rows
+            ]
             # The exporter blocks (HTTP with retries): keep it off the event loop.
             result = await asyncio.to_thread(self._exporter.export, records)
             if result is not SpanExportResult.SUCCESS:
                 raise ForwardingFailed(f"exporter refused a batch of {len(rows)} events")
-            await db.execute(
-                update(TrajectoryOutboxRow)
-                .where(TrajectoryOutboxRow.event_id.in_([r.event_id for r in rows]))
-                .values(sent_at=func.now())
-            )
+            await outbox.mark_sent([r.event_id for r in rows])
             return len(rows)
 
     async def drain(self) -> int:

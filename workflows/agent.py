@@ -149,24 +149,11 @@ class AgentWorkflow:
         return workflow.info().is_continue_as_new_suggested()
 
     def _next_input(self) -> AgentInput:
-        inp = self._inp
-        return AgentInput(
-            session_id=inp.session_id,
-            tenant_id=inp.tenant_id,
-            max_steps=inp.max_steps,
-            device_id=inp.device_id,
-            device_tools=list(inp.device_tools),
-            approval_overrides=dict(inp.approval_overrides),
-            approval_policies=dict(inp.approval_policies),
-            approval_timeout_seconds=inp.approval_timeout_seconds,
-            tool_timeout_seconds=inp.tool_timeout_seconds,
-            device_schedule_to_start_seconds=inp.device_schedule_to_start_seconds,
+        return self._inp.continued(
             step=self._step,
             seen_messages=self._seen,
             received_messages=self._received,
             compaction=self._compaction,
-            depth=inp.depth,
-            continue_as_new_every=inp.continue_as_new_every,
         )
 
     def _key(self, step: int, suffix: str) -> str:

@@ -7,7 +7,8 @@ content: no prompts, no tool output, no secrets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 
 PREVIEW_CHARS = 500
 
@@ -59,6 +60,41 @@ class AgentInput:
     depth: int = 0
     # Forces continue-as-new after this many steps in one run (0 = only when suggested).
     continue_as_new_every: int = 0
+
+    # Copies go through replace() on a deep copy, never field by field: a field left out of
+    # a hand-written copy would silently reset to its default at continue-as-new.
+
+    def continued(
+        self,
+        *,
+        step: int,
+        seen_messages: int,
+        received_messages: int,
+        compaction: CompactionRef | None,
+    ) -> AgentInput:
+        """The next run's input after continue-as-new: every setting kept, the cursors moved."""
+        return replace(
+            copy.deepcopy(self),
+            step=step,
+            seen_messages=seen_messages,
+            received_messages=received_messages,
+            compaction=compaction,
+        )
+
+    def for_child(self, session_id: str) -> AgentInput:
+        """A sub-agent's input: the parent's settings, its own session, fresh cursors, one
+        level deeper. It runs cloud-side only: the device serves its parent's task."""
+        return replace(
+            copy.deepcopy(self),
+            session_id=session_id,
+            device_id=None,
+            device_tools=[],
+            step=0,
+            seen_messages=0,
+            received_messages=0,
+            compaction=None,
+            depth=self.depth + 1,
+        )
 
 
 @dataclass

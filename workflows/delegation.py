@@ -47,16 +47,7 @@ async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -
     try:
         result: AgentResult = await workflow.execute_child_workflow(
             "AgentWorkflow",
-            AgentInput(
-                session_id=child.session_id,
-                tenant_id=parent.tenant_id,
-                max_steps=parent.max_steps,
-                approval_overrides=dict(parent.approval_overrides),
-                approval_policies=dict(parent.approval_policies),
-                approval_timeout_seconds=parent.approval_timeout_seconds,
-                tool_timeout_seconds=parent.tool_timeout_seconds,
-                depth=parent.depth + 1,
-            ),
+            parent.for_child(child.session_id),
             id=workflow_id_for(child.session_id),
             result_type=AgentResult,
         )

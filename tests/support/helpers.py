@@ -124,7 +124,7 @@ async def artifact_count(res: Resources, tenant: str, sha256: str | None = None)
 
 
 async def s3_keys(res: Resources, prefix: str) -> list[str]:
-    s3: Any = res.store._s3  # the test reads the bucket as any other S3 client would
+    s3: Any = res.store.client  # the test reads the bucket as any other S3 client would
     keys: list[str] = []
     paginator = s3.get_paginator("list_objects_v2")
     async for page in paginator.paginate(Bucket=res.store.bucket, Prefix=prefix):
@@ -133,7 +133,7 @@ async def s3_keys(res: Resources, prefix: str) -> list[str]:
 
 
 async def s3_sha256(res: Resources, key: str) -> str:
-    s3: Any = res.store._s3
+    s3: Any = res.store.client
     obj = await s3.get_object(Bucket=res.store.bucket, Key=key)
     async with obj["Body"] as body:
         return hashlib.sha256(await body.read()).hexdigest()

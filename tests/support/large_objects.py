@@ -60,7 +60,7 @@ def sha_of(total: int, seed: str) -> str:
 
 
 def raw_client(store: ArtifactStore) -> Any:
-    return store._s3
+    return store.client
 
 
 def spied(store: ArtifactStore, **hooks: Hook) -> tuple[ArtifactStore, Spy]:

@@ -9,29 +9,60 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
+from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider, create_tracer_provider
 
 from activities.providers.scripted import ScriptedProvider
-from activities.telemetry_recorder import TrajectoryRecorder
 from activities.tools.builtin import default_registry
+from activities.trajectory import TrajectoryRecorder
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 
 
+class _ToTheCurrentTest(SpanProcessor):
+    """Hands each finished span to the exporter of the test running now (if any)."""
+
+    def __init__(self) -> None:
+        self.target: SpanProcessor | None = None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.target is not None:
+            self.target.on_end(span)
+
+
+_ROUTER = _ToTheCurrentTest()
+_GLOBAL: ReplaySafeTracerProvider | None = None
+
+
+def global_tracer_provider() -> ReplaySafeTracerProvider:
+    """The process's tracer provider, the SDK's replay-safe one, as a traced worker needs it.
+
+    OpenTelemetry lets a process set it once, so it is set once here and routes spans to
+    whichever test's Otel is current.
+    """
+    global _GLOBAL
+    if _GLOBAL is None:
+        _GLOBAL = create_tracer_provider()
+        _GLOBAL.add_span_processor(_ROUTER)
+        trace.set_tracer_provider(_GLOBAL)
+    return _GLOBAL
+
+
 class Otel:
-    """A tracer and meter of this test's own, not the process-global providers."""
+    """A tracer and meter of this test's own: the spans finished while it is current, and
+    its own meter provider."""
 
     def __init__(self) -> None:
         self.spans = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(self.spans))
-        self.tracer = provider.get_tracer("test")
+        _ROUTER.target = SimpleSpanProcessor(self.spans)
+        self.tracer = global_tracer_provider().get_tracer("test")
         self.reader = InMemoryMetricReader()
         self.meter = MeterProvider(metric_readers=[self.reader]).get_meter("test")
 
@@ -61,8 +92,14 @@ async def traced_worker(
     queue = f"test-{uuid.uuid4().hex[:10]}"
     settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
     acts = cloud_activities(settings, resources, provider, default_registry(), recorder=recorder)
+    global_tracer_provider()
     worker = build_cloud_worker(
-        client, acts, task_queue=queue, max_cached_workflows=0, interceptors=recorder.interceptors()
+        client,
+        acts,
+        task_queue=queue,
+        max_cached_workflows=0,
+        interceptors=recorder.interceptors(),
+        plugins=recorder.plugins(),
     )
     async with running(worker):
         yield queue

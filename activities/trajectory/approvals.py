@@ -18,11 +18,10 @@ from typing import Any
 
 import temporalio.activity
 import temporalio.worker
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.telemetry import TrajectoryMetrics
-from storage.models import SessionRow
+from activities.trajectory.metrics import TrajectoryMetrics
+from storage.sessions import SessionRepository
 
 logger = logging.getLogger(__name__)
 
@@ -52,12 +51,8 @@ class ApprovalsWaitingInterceptor(temporalio.worker.Interceptor):
     async def status_of(self, tenant_id: str, session_id: str) -> str | None:
         try:
             async with self._sessions() as db:
-                status = await db.scalar(
-                    select(SessionRow.status).where(
-                        SessionRow.id == uuid.UUID(session_id), SessionRow.tenant_id == tenant_id
-                    )
-                )
-                return str(status) if status is not None else None
+                row = await SessionRepository(db, tenant_id).find(uuid.UUID(session_id))
+                return str(row.status) if row is not None else None
         except Exception:
             logger.warning("approvals gauge: cannot read the session status", exc_info=True)
             return None

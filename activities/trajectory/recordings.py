@@ -1,4 +1,8 @@
-"""The spans of one model call and one tool call, for TrajectoryRecorder.
+"""The spans of one model call and one tool call.
+
+A recording reaches its recorder only through the `Sink` protocol below (tracer, metrics,
+payload keeping, the audit event), so this module does not import the recorder and the
+recorder may import it.
 
 Each span ends at an explicit time: the operation's clock stops when the provider or the
 tool returns, before payload uploads and the AgentState commit, so span durations and the
@@ -14,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Protocol, Self
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -22,14 +26,44 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities import telemetry as tm
 from activities.providers.base import ChatMessage, ModelReply
+from activities.trajectory import genai as tm
+from activities.trajectory.metrics import TrajectoryMetrics
 from workflows.contracts import ArtifactRef
 
-if TYPE_CHECKING:
-    from activities.telemetry_recorder import TrajectoryRecorder
-
 logger = logging.getLogger(__name__)
+
+
+class Sink(Protocol):
+    """What a recording needs of its recorder."""
+
+    @property
+    def tracer(self) -> trace.Tracer: ...
+
+    @property
+    def metrics(self) -> TrajectoryMetrics: ...
+
+    @property
+    def keeps_payloads(self) -> bool: ...
+
+    def payload_ref(self, ref: ArtifactRef) -> tm.PayloadRef: ...
+
+    async def keep_payload(
+        self, tenant_id: str, data: bytes, owner_id: str
+    ) -> tm.PayloadRef | None: ...
+
+    async def keep_artifact(
+        self, tenant_id: str, artifact_id: uuid.UUID, owner_id: str
+    ) -> None: ...
+
+    async def write_event(
+        self,
+        db: AsyncSession,
+        kind: str,
+        event_id: uuid.UUID,
+        ev: tm.ModelCallEvent | tm.ToolCallEvent,
+        attributes: dict[str, Any],
+    ) -> None: ...
 
 
 @contextmanager
@@ -48,7 +82,7 @@ class _Recording:
 
     def __init__(
         self,
-        rec: TrajectoryRecorder,
+        rec: Sink,
         ev: tm.ModelCallEvent | tm.ToolCallEvent,
         name: str,
         span_kind: SpanKind,
@@ -124,7 +158,7 @@ class _Recording:
 class ModelCallRecording(_Recording):
     kind = tm.CHAT
 
-    def __init__(self, rec: TrajectoryRecorder, ev: tm.ModelCallEvent) -> None:
+    def __init__(self, rec: Sink, ev: tm.ModelCallEvent) -> None:
         super().__init__(
             rec, ev, tm.span_name(tm.CHAT, ev.model), SpanKind.CLIENT, tm.chat_attributes(ev)
         )
@@ -161,7 +195,7 @@ class ModelCallRecording(_Recording):
 class ToolCallRecording(_Recording):
     kind = tm.EXECUTE_TOOL
 
-    def __init__(self, rec: TrajectoryRecorder, ev: tm.ToolCallEvent) -> None:
+    def __init__(self, rec: Sink, ev: tm.ToolCallEvent) -> None:
         super().__init__(
             rec,
             ev,
@@ -185,9 +219,7 @@ class ToolCallRecording(_Recording):
     ) -> None:
         """Inside the transaction that commits the tool_result item."""
         if ref is not None:
-            self._set(
-                tm.payload_attributes("tool_result", tm.PayloadRef(ref.sha256, ref.size_bytes))
-            )
+            self._set(tm.payload_attributes("tool_result", self._rec.payload_ref(ref)))
         self._held = artifact_id
         await self._write_event(db)
 

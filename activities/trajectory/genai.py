@@ -1,13 +1,14 @@
-"""Trajectory adapter: our own event and field names, mapped onto OpenTelemetry's GenAI
-semantic conventions.
+"""The GenAI naming conventions: our event and field names mapped onto OpenTelemetry's GenAI
+semantic conventions (spans, metrics and the message schema of payloads).
 
 This is the one module that knows `gen_ai.*` names. The conventions are still in
 development and rename things between releases, so following them is a change here only;
-the activities, the recorder and the outbox speak in the dataclasses below.
+the recorder, the metrics and the outbox speak in the dataclasses below.
 
 Content never goes into an attribute: prompts, completions and tool outputs are uploaded to
-the artifact store, and spans carry `sha256:<hex>` references and sizes instead (DESIGN.md:
-"full payloads only by reference").
+the artifact store, and spans carry a reference instead (DESIGN.md: "full payloads only by
+reference"). As the GenAI proposals for content references expect, the `*_ref` attribute is
+the object's URI (`s3://bucket/key`), with its sha256 and size beside it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from opentelemetry.metrics import Meter
 from opentelemetry.util.types import AttributeValue
 
 from activities.providers.base import ChatMessage, ModelReply
@@ -46,11 +46,19 @@ _ERROR_TYPE = "error.type"
 _EVENT_NAMESPACE = uuid.UUID("6f0d3c52-2a5e-4b8e-9a51-2f1e4f6b7c01")
 
 PayloadRole = Literal["input", "output", "tool_result"]
-_PAYLOAD_KEYS: dict[str, tuple[str, str]] = {
-    "input": ("gen_ai.input.messages_ref", "gen_ai.input.messages_size_bytes"),
-    "output": ("gen_ai.output.messages_ref", "gen_ai.output.messages_size_bytes"),
-    "tool_result": ("gen_ai.tool.call.result_ref", "gen_ai.tool.call.result_size_bytes"),
+# Per role, the attribute stem: `{stem}_ref` (URI), `{stem}_sha256`, `{stem}_size_bytes`.
+_PAYLOAD_STEMS: dict[str, str] = {
+    "input": "gen_ai.input.messages",
+    "output": "gen_ai.output.messages",
+    "tool_result": "gen_ai.tool.call.result",
 }
+
+# Metric instruments: the GenAI metric conventions where there is one, ours otherwise.
+MODEL_DURATION = "gen_ai.client.operation.duration"
+TOOL_DURATION = "gen_ai.execute_tool.duration"
+TOKENS = "agent.model.tokens"
+TOOL_ERRORS = "agent.tool.errors"
+APPROVALS_WAITING = "agent.approvals.waiting"
 
 
 @dataclass(frozen=True)
@@ -84,8 +92,10 @@ class AgentRunEvent:
 
 @dataclass(frozen=True)
 class PayloadRef:
-    """Where a payload went: content-addressed, so the digest names the object."""
+    """Where a payload went: its object's URI (None when the store is unknown), and the
+    digest and size that identify the bytes (content-addressed)."""
 
+    uri: str | None
     sha256: str
     size_bytes: int
 
@@ -155,17 +165,44 @@ def error_attributes(error_type: str) -> Attributes:
 
 
 def payload_attributes(role: PayloadRole, ref: PayloadRef) -> Attributes:
-    ref_key, size_key = _PAYLOAD_KEYS[role]
-    return {ref_key: f"sha256:{ref.sha256}", size_key: ref.size_bytes}
+    stem = _PAYLOAD_STEMS[role]
+    attrs: Attributes = {f"{stem}_sha256": ref.sha256, f"{stem}_size_bytes": ref.size_bytes}
+    if ref.uri is not None:
+        attrs[f"{stem}_ref"] = ref.uri
+    return attrs
 
 
-def payload_refs(attrs: Mapping[str, Any]) -> dict[str, str]:
-    """The `sha256:<hex>` refs among span attributes, by role (for readers and tests)."""
-    return {
-        role: str(attrs[ref_key])
-        for role, (ref_key, _) in _PAYLOAD_KEYS.items()
-        if isinstance(attrs.get(ref_key), str)
+def payload_refs(attrs: Mapping[str, Any]) -> dict[str, PayloadRef]:
+    """The payload references among span attributes, by role (for readers and tests)."""
+    found: dict[str, PayloadRef] = {}
+    for role, stem in _PAYLOAD_STEMS.items():
+        sha, size, uri = (attrs.get(f"{stem}_{k}") for k in ("sha256", "size_bytes", "ref"))
+        if isinstance(sha, str) and isinstance(size, int):
+            found[role] = PayloadRef(uri if isinstance(uri, str) else None, sha, size)
+    return found
+
+
+def model_metric_attributes(ev: ModelCallEvent, error_type: str | None = None) -> Attributes:
+    """The dimensions of model-call metrics: operation, provider, model (and error)."""
+    attrs: Attributes = {
+        "gen_ai.operation.name": CHAT,
+        "gen_ai.provider.name": ev.provider,
+        "gen_ai.request.model": ev.model,
     }
+    return {**attrs, **(error_attributes(error_type) if error_type else {})}
+
+
+def token_attributes(ev: ModelCallEvent, token_type: Literal["input", "output"]) -> Attributes:
+    return {**model_metric_attributes(ev), "gen_ai.token.type": token_type}
+
+
+def tool_metric_attributes(ev: ToolCallEvent, error_type: str | None = None) -> Attributes:
+    attrs: Attributes = {"gen_ai.operation.name": EXECUTE_TOOL, "gen_ai.tool.name": ev.tool}
+    return {**attrs, **(error_attributes(error_type) if error_type else {})}
+
+
+def tenant_attributes(tenant_id: str) -> Attributes:
+    return {TENANT_ID: tenant_id}
 
 
 # -- payloads: the GenAI message schema, serialized for the object store -------------------------
@@ -199,58 +236,3 @@ def output_messages_json(reply: ModelReply) -> bytes:
     parts: list[dict[str, Any]] = [{"type": "text", "content": reply.text}] if reply.text else []
     parts += [_call_part(c.id, c.name, c.arguments) for c in reply.tool_calls]
     return _dump([{"role": "assistant", "parts": parts, "finish_reason": reply.finish_reason}])
-
-
-# -- metrics ------------------------------------------------------------------------------------
-
-
-class TrajectoryMetrics:
-    """The instruments, named after the GenAI metric conventions where there is one."""
-
-    def __init__(self, meter: Meter) -> None:
-        self._model_duration = meter.create_histogram(
-            "gen_ai.client.operation.duration", unit="s", description="Model call latency."
-        )
-        self._tokens = meter.create_counter(
-            "agent.model.tokens", unit="{token}", description="Tokens in and out, by model."
-        )
-        self._tool_duration = meter.create_histogram(
-            "gen_ai.execute_tool.duration", unit="s", description="Tool execution latency."
-        )
-        self._tool_errors = meter.create_counter(
-            "agent.tool.errors", unit="{error}", description="Tool calls that failed, by tool."
-        )
-        self._waiting = meter.create_up_down_counter(
-            "agent.approvals.waiting",
-            unit="{session}",
-            description="Sessions waiting for an approval decision.",
-        )
-
-    def model_call(
-        self,
-        ev: ModelCallEvent,
-        seconds: float,
-        reply: ModelReply | None,
-        error_type: str | None = None,
-    ) -> None:
-        attrs: Attributes = {
-            "gen_ai.operation.name": CHAT,
-            "gen_ai.provider.name": ev.provider,
-            "gen_ai.request.model": ev.model,
-        }
-        self._model_duration.record(
-            seconds, {**attrs, **(error_attributes(error_type) if error_type else {})}
-        )
-        if reply is not None:
-            self._tokens.add(reply.usage.input_tokens, {**attrs, "gen_ai.token.type": "input"})
-            self._tokens.add(reply.usage.output_tokens, {**attrs, "gen_ai.token.type": "output"})
-
-    def tool_call(self, ev: ToolCallEvent, seconds: float, error_type: str | None) -> None:
-        attrs: Attributes = {"gen_ai.operation.name": EXECUTE_TOOL, "gen_ai.tool.name": ev.tool}
-        if error_type:
-            attrs.update(error_attributes(error_type))
-            self._tool_errors.add(1, attrs)
-        self._tool_duration.record(seconds, attrs)
-
-    def approvals_waiting(self, delta: int, tenant_id: str) -> None:
-        self._waiting.add(delta, {TENANT_ID: tenant_id})

@@ -19,17 +19,18 @@ from typing import Any
 
 import temporalio.worker
 from opentelemetry import metrics, trace
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities import telemetry as tm
-from activities.telemetry_approvals import ApprovalsWaitingInterceptor
-from activities.telemetry_spans import ModelCallRecording, ToolCallRecording, safely
-from activities.telemetry_tracing import AgentTracingInterceptor
+from activities.trajectory import genai as tm
+from activities.trajectory.approvals import ApprovalsWaitingInterceptor
+from activities.trajectory.metrics import TrajectoryMetrics
+from activities.trajectory.recordings import ModelCallRecording, ToolCallRecording, safely
+from activities.trajectory.workflow_tracing import AgentTracingPlugin
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
-from storage.outbox_models import TrajectoryOutboxRow
+from storage.outbox import OutboxRepository
+from workflows.contracts import ArtifactRef
 
 DEFAULT_RETENTION = timedelta(days=30)
 
@@ -46,15 +47,19 @@ class TrajectoryRecorder:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         audit: bool = False,
         retention: timedelta = DEFAULT_RETENTION,
+        keep_payloads: bool = True,
     ) -> None:
+        """`store` names artifacts by URI in spans; with `sessions` and `keep_payloads`, model
+        inputs and replies are uploaded too, held by expiring trajectory refs."""
         if audit and sessions is None:
             raise ValueError("audit mode writes the outbox: it needs the AgentState sessions")
         self.tracer = tracer or trace.NoOpTracer()
-        self.metrics = tm.TrajectoryMetrics(meter or metrics.NoOpMeter("durable-agents"))
+        self.metrics = TrajectoryMetrics(meter or metrics.NoOpMeter("durable-agents"))
         self.audit = audit
         self.retention = retention
         self._store = store
         self._sessions = sessions
+        self._keep_payloads = keep_payloads
 
     @classmethod
     def noop(cls) -> TrajectoryRecorder:
@@ -67,33 +72,43 @@ class TrajectoryRecorder:
         return ToolCallRecording(self, ev)
 
     def interceptors(self) -> list[temporalio.worker.Interceptor]:
-        """For build_cloud_worker: workflow/activity spans, and the approvals-waiting gauge.
+        """For build_cloud_worker: the approvals-waiting gauge."""
+        if self._sessions is None:
+            return []
+        return [ApprovalsWaitingInterceptor(self._sessions, self.metrics)]
 
-        Do not also put the tracing interceptor on the client the worker is built from: the
-        worker would then run it twice.
+    def plugins(self) -> list[temporalio.worker.Plugin]:
+        """For build_cloud_worker: workflow and activity spans, when this recorder traces.
+
+        They go to the global tracer provider, which must then be the SDK's replay-safe one
+        (`create_tracer_provider()`); do not also put the plugin on the worker's client.
         """
-        found: list[temporalio.worker.Interceptor] = [AgentTracingInterceptor(self.tracer)]
-        if self._sessions is not None:
-            found.append(ApprovalsWaitingInterceptor(self._sessions, self.metrics))
-        return found
+        if isinstance(self.tracer, trace.NoOpTracer):
+            return []
+        return [AgentTracingPlugin()]
 
     @property
     def keeps_payloads(self) -> bool:
-        return self._store is not None and self._sessions is not None
+        return self._keep_payloads and self._store is not None and self._sessions is not None
 
     async def keep_payload(
         self, tenant_id: str, data: bytes, owner_id: str
     ) -> tm.PayloadRef | None:
         """Upload (verified), register and hold with an expiring trajectory ref; None on failure."""
-        if self._store is None or self._sessions is None:
+        if not self.keeps_payloads or self._store is None or self._sessions is None:
             return None
         with safely("payload upload"):
             ref = await self._store.put(tenant_id, data, "application/json")
             async with self._sessions() as db, db.begin():
                 artifact_id = await register_uploaded(db, self._store, ref, data)
                 await self._hold(db, tenant_id, artifact_id, owner_id)
-            return tm.PayloadRef(ref.sha256, ref.size_bytes)
+            return self.payload_ref(ref)
         return None
+
+    def payload_ref(self, ref: ArtifactRef) -> tm.PayloadRef:
+        """How spans name an artifact: its URI when the store is known, digest and size."""
+        uri = self._store.uri(ref) if self._store is not None else None
+        return tm.PayloadRef(uri, ref.sha256, ref.size_bytes)
 
     async def keep_artifact(self, tenant_id: str, artifact_id: uuid.UUID, owner_id: str) -> None:
         """Hold an artifact some committed item already references, for the trajectory too."""
@@ -125,14 +140,10 @@ class TrajectoryRecorder:
         """Audit mode: the event joins the caller's unit of work; a retry writes it once."""
         if not self.audit:
             return
-        await db.execute(
-            insert(TrajectoryOutboxRow)
-            .values(
-                event_id=event_id,
-                tenant_id=ev.tenant_id,
-                session_id=uuid.UUID(ev.session_id),
-                kind=kind,
-                attributes=attributes,
-            )
-            .on_conflict_do_nothing(index_elements=[TrajectoryOutboxRow.event_id])
+        await OutboxRepository(db).add(
+            event_id,
+            tenant_id=ev.tenant_id,
+            session_id=uuid.UUID(ev.session_id),
+            kind=kind,
+            attributes=attributes,
         )

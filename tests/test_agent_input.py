@@ -1,0 +1,114 @@
+"""AgentInput is copied whole, never field by field: every setting of a task survives
+continue-as-new, reaches a sub-agent, and comes from its TaskOptions at start."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, start
+from workers.resources import Resources
+from workers.task_options import TaskOptions
+from workflows.contracts import AgentInput, CompactionRef
+from workflows.policies import workflow_id_for
+
+CURSORS = {"step", "seen_messages", "received_messages", "compaction"}
+
+
+def every_setting_changed() -> AgentInput:
+    """An input whose every field differs from its default."""
+    return AgentInput(
+        session_id="s",
+        tenant_id="t",
+        max_steps=7,
+        device_id="laptop",
+        device_tools=["run_shell"],
+        approval_overrides={"write_file": False},
+        approval_policies={"fetch_url": "always"},
+        approval_timeout_seconds=5,
+        tool_timeout_seconds=6,
+        device_schedule_to_start_seconds=8,
+        step=3,
+        seen_messages=2,
+        received_messages=1,
+        compaction=CompactionRef("c", 1, 9),
+        depth=1,
+        continue_as_new_every=4,
+    )
+
+
+def test_every_field_differs_from_its_default_in_the_fixture() -> None:
+    # Keeps the tests below honest when AgentInput grows a field.
+    default = AgentInput(session_id="other")
+    changed = every_setting_changed()
+    assert [
+        f.name for f in fields(AgentInput) if getattr(default, f.name) == getattr(changed, f.name)
+    ] == []
+
+
+def test_continue_as_new_keeps_every_setting_and_moves_the_cursors() -> None:
+    inp = every_setting_changed()
+    ref = CompactionRef("d", 2, 20)
+    nxt = inp.continued(step=9, seen_messages=5, received_messages=4, compaction=ref)
+    for f in fields(AgentInput):
+        if f.name not in CURSORS:
+            assert getattr(nxt, f.name) == getattr(inp, f.name), f.name
+    assert (nxt.step, nxt.seen_messages, nxt.received_messages, nxt.compaction) == (9, 5, 4, ref)
+    nxt.device_tools.append("x")
+    assert inp.device_tools == ["run_shell"]  # a copy, not shared
+
+
+def test_a_child_gets_its_parents_settings_fresh_cursors_and_no_device() -> None:
+    parent = every_setting_changed()
+    child = parent.for_child("child")
+    fresh = AgentInput(session_id="child")
+    for f in fields(AgentInput):
+        if f.name in CURSORS | {"device_id", "device_tools"}:
+            assert getattr(child, f.name) == getattr(fresh, f.name), f.name
+        elif f.name not in {"session_id", "depth"}:
+            assert getattr(child, f.name) == getattr(parent, f.name), f.name
+    assert (child.session_id, child.depth) == ("child", 2)
+
+
+def test_task_options_carry_every_setting_to_the_start_input() -> None:
+    inp = every_setting_changed()
+    settings = {f.name for f in fields(AgentInput)} - CURSORS - {"session_id", "depth"}
+    values: dict[str, Any] = {name: getattr(inp, name) for name in settings}
+    started = TaskOptions(**values).agent_input("s")
+    assert {n: getattr(started, n) for n in settings} == values
+    assert (started.step, started.depth, started.compaction) == (0, 0, None)
+
+
+async def test_a_sub_agent_keeps_its_parents_continue_as_new_setting(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    provider = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "delegate", "arguments": {"task": "SUB: look twice"}}]}],
+        by_task={
+            "SUB:": [
+                {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+                {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+                {"text": "looked twice"},
+            ]
+        },
+    )
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, continue_as_new_every=1
+        )
+        assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
+    delegated = next(
+        i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"
+    )
+    child_id = delegated.data["child_session_id"]
+    uuid.UUID(child_id)
+    desc = await client.get_workflow_handle(workflow_id_for(child_id)).describe()
+    # The child ran three steps with continue_as_new_every=1: its latest run is not its first.
+    assert desc.run_id != desc.raw_info.first_run_id

@@ -1,0 +1,120 @@
+"""The trajectory is one package with one-way imports: no import circle among our modules,
+one module that knows the GenAI (`gen_ai.*`) names, no SQL outside storage repositories,
+and a forwarder that uses the package's public names only."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("activities", "workers", "storage", "workflows")
+GENAI = "activities/trajectory/genai.py"
+SQL_BUILDERS = {"select", "insert", "update", "delete", "text"}
+
+
+def modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def imports(path: Path) -> Iterator[tuple[str, str]]:
+    """(module, name) for every `from module import name`; (module, "") for `import module`."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield from ((node.module, a.name) for a in node.names)
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, "") for a in node.names)
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        deps = set()
+        for module, imported in imports(path):
+            # `from pkg import sub` names the submodule; its package's __init__ is not a use.
+            target = f"{module}.{imported}" if f"{module}.{imported}" in mods else module
+            if target in mods and target != name:
+                deps.add(target)
+        graph[name] = deps
+    return graph
+
+
+def cycle_from(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+    path: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph[v]):
+            if state.get(w) == 1:
+                return [*path[path.index(w) :], w]
+            if w not in state and (found := visit(w)):
+                return found
+        state[v] = 2
+        path.pop()
+        return None
+
+    for v in sorted(graph):
+        if v not in state and (found := visit(v)):
+            return found
+    return None
+
+
+def test_our_modules_import_one_way_only() -> None:
+    assert cycle_from(import_graph()) is None
+
+
+def test_only_the_genai_module_knows_gen_ai_names() -> None:
+    knowing = {
+        str(path.relative_to(ROOT)) for path in modules().values() if "gen_ai." in path.read_text()
+    }
+    assert knowing == {GENAI}
+
+
+def test_the_trajectory_writes_no_sql_of_its_own() -> None:
+    places = [*(ROOT / "activities" / "trajectory").glob("*.py")]
+    places.append(ROOT / "workers" / "trajectory_forwarder.py")
+    for path in places:
+        built = {n for m, n in imports(path) if m.startswith("sqlalchemy") and n in SQL_BUILDERS}
+        assert not built, f"{path.name} builds SQL ({built}): that belongs in a repository"
+
+
+def test_the_forwarder_uses_the_trajectory_packages_public_names_only() -> None:
+    forwarder = ROOT / "workers" / "trajectory_forwarder.py"
+    ours = {m for m, _ in imports(forwarder) if m.startswith("activities")}
+    assert ours == {"activities.trajectory"}
+
+
+def sdk_private_overrides(module: ModuleType) -> list[str]:
+    """`Class._name` defined in `module` over a private name of a temporalio/opentelemetry base."""
+    found = []
+    for cls in vars(module).values():
+        if not isinstance(cls, type) or cls.__module__ != module.__name__:
+            continue
+        sdk = [
+            b for b in cls.__mro__[1:] if b.__module__.startswith(("temporalio", "opentelemetry"))
+        ]
+        for name in vars(cls):
+            # (_abc_impl is the ABC machinery every abstract subclass gets)
+            private = name.startswith("_") and not name.startswith(("__", "_abc_"))
+            if private and any(hasattr(b, name) for b in sdk):
+                found.append(f"{cls.__name__}.{name}")
+    return found
+
+
+def test_no_sdk_private_method_is_overridden() -> None:
+    for path in (ROOT / "activities" / "trajectory").glob("*.py"):
+        module = importlib.import_module(
+            f"activities.trajectory.{path.stem}".removesuffix(".__init__")
+        )
+        assert sdk_private_overrides(module) == [], path.name
