@@ -7,104 +7,26 @@ stack make the requests, so these tests see exactly what would go over the wire.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import web
 from pydantic import SecretStr
-from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.providers import errors
 from activities.providers.base import ChatMessage, ModelRequest, ProviderCall, ToolSpec
 from activities.providers.factory import build_provider
 from activities.providers.openai_compat import OpenAICompatibleProvider
-from tests.conftest import AgentRunner
-from tests.support.helpers import session_root, start
-from workers.resources import Resources
+from tests.support.fake_openai import (
+    FakeOpenAI,
+    fake_openai_server,  # noqa: F401 (the `server` fixture)
+    tool_call_reply,
+)
 from workers.settings import ModelSettings
 
 API_KEY = "sk-test-SECRET-0123456789abcdef"
 PROMPT_MARKER = "PROMPT-MARKER-do-not-leak"
-
-
-@dataclass
-class Recorded:
-    body: dict[str, Any]
-    headers: dict[str, str]
-
-
-@dataclass
-class FakeOpenAI:
-    """A tiny Chat Completions endpoint: canned reply, programmable failures, a request log."""
-
-    requests: list[Recorded] = field(default_factory=list)
-    status: int = 200
-    reply: dict[str, Any] = field(default_factory=dict)
-    # Replies sent, in order, before `reply`: a conversation of several steps.
-    queued: list[dict[str, Any]] = field(default_factory=list)
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    url: str = ""
-
-    def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self.status = status
-        self.reply = {"error": {"message": message, "type": "fake_error", "code": None}}
-        self.headers = headers or {}
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.requests.append(Recorded(await request.json(), dict(request.headers)))
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        reply = self.queued.pop(0) if self.queued else self.reply
-        return web.json_response(reply, status=self.status, headers=self.headers)
-
-
-def completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": "gpt-fake",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49},
-    }
-
-
-def tool_call_reply(arguments: str, *more: str, ids: tuple[str | None, ...] = ()) -> dict[str, Any]:
-    """A reply calling read_file once per `arguments`; `ids` (None: no id sent) default to
-    call_2, call_3, ..."""
-    calls = []
-    for n, args in enumerate((arguments, *more)):
-        call: dict[str, Any] = {
-            "type": "function",
-            "function": {"name": "read_file", "arguments": args},
-        }
-        call_id = ids[n] if n < len(ids) else f"call_{n + 2}"
-        if call_id is not None:
-            call["id"] = call_id
-        calls.append(call)
-    return completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls")
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    fake = FakeOpenAI(reply=completion({"role": "assistant", "content": "hello"}, "stop"))
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    fake.url = f"http://127.0.0.1:{port}/v1"
-    yield fake
-    await runner.cleanup()
 
 
 @pytest.fixture
@@ -397,41 +319,3 @@ async def test_factory_sends_key_from_secretstr(server: FakeOpenAI) -> None:
         await p.aclose()
     headers = {k.lower(): v for k, v in server.requests[0].headers.items()}
     assert headers["authorization"] == f"Bearer {API_KEY}"
-
-
-async def test_the_loop_sends_the_server_its_own_call_ids_back(
-    server: FakeOpenAI,
-    provider: OpenAICompatibleProvider,
-    client: Client,
-    resources: Resources,
-    agent_worker: AgentRunner,
-    workspace: Path,
-    tenant: str,
-) -> None:
-    """A server that reuses an id across steps and omits one: every call runs and the
-    conversation it is sent back is one it accepts, in its own ids where they are usable."""
-    server.queued = [
-        tool_call_reply('{"path": "a.txt"}', '{"path": "b.txt"}', ids=("call_0", None)),
-        tool_call_reply('{"path": "b.txt"}', ids=("call_0",)),
-    ]
-    sid = uuid.uuid4()
-    root = session_root(workspace, tenant, sid)
-    (root / "a.txt").write_text("contents of A")
-    (root / "b.txt").write_text("contents of B")
-    async with agent_worker(provider, workspace) as queue:
-        _, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
-        result = await asyncio.wait_for(handle.result(), 60)
-
-    assert result.status == "completed"
-    bodies = [r.body["messages"] for r in server.requests]
-    assert len(bodies) == 3
-    second = bodies[1]
-    assert [c["id"] for c in second[-3]["tool_calls"]] == ["call_0", "call_0_1"]
-    assert [m["tool_call_id"] for m in second[-2:]] == ["call_0", "call_0_1"]
-    last = bodies[2]
-    asked = [c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])]
-    answered = [m["tool_call_id"] for m in last if m["role"] == "tool"]
-    # The reused id is the server's where first used; later ours stands in for it.
-    assert asked == answered == ["call_0", "call_0_1", "call_1_0"]
-    told = [m["content"] for m in last if m["role"] == "tool"]
-    assert "contents of A" in told[0] and "contents of B" in told[1] and "contents of B" in told[2]
