@@ -57,6 +57,7 @@ from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a s
 
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
+from storage.workspaces import TENANT_DIR
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -138,13 +139,16 @@ async def run_ours(
     limit_s: float,
 ) -> None:
     workspace = state / f"ws-{uuid.uuid4().hex[:8]}"
-    (workspace / "r").mkdir(parents=True)
+    tenant = f"bench-{row.variant}"
+    # The worker runs with the tenant-shared workspace scope: every session reads these files.
+    files = workspace / tenant / TENANT_DIR
+    (files / "r").mkdir(parents=True)
     # Texts of their own per variant and per latency round: the worker process caches token
     # counts, and seeded texts of one seed are prefixes of each other across sizes.
     seed = f"ours:{row.variant}"
     for i in range(row.calls):
         content = seeded_text(i, row.size, repeat=repeat, seed=seed)
-        (workspace / "r" / f"{i:04d}.txt").write_text(content)
+        (files / "r" / f"{i:04d}.txt").write_text(content)
     turns = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": f"r/{i:04d}.txt"}}]}
         for i in range(row.calls)
@@ -152,12 +156,11 @@ async def run_ours(
     provider = ScriptedProvider.from_data(turns)
     queue = f"ours-{uuid.uuid4().hex[:8]}"
     settings = ep.settings(workspace=workspace, task_queue=queue, provider="scripted")
+    settings.agent = settings.agent.model_copy(update={"workspace_scope": "tenant"})
     worker = build_cloud_worker(
         client, cloud_activities(settings, res, provider, default_registry()), task_queue=queue
     )
-    options = TaskOptions(
-        tenant_id=f"bench-{row.variant}", max_steps=row.calls + 5, task_queue=queue
-    )
+    options = TaskOptions(tenant_id=tenant, max_steps=row.calls + 5, task_queue=queue)
     async with running(worker):
         began = time.perf_counter()
         handle = await start_task(client, res.sessions, "Read every file under r/.", options)

@@ -17,8 +17,9 @@ Phases (all wall-clock, from this process):
   query     the `status` query answered for every session, each with one pending approval
   approve   every `approve` update returned
   complete  every session's AgentState status is completed (then each workflow's result read)
-Verified afterwards: each workflow completed, each session has exactly one tool_result and
-one approval item, and exactly one file per session was written, with the expected content.
+Verified afterwards (bench/parked_checks.py): each workflow completed, each session has
+exactly one tool_result and one approval decision, and exactly one file per session was
+written to the tenant's shared workspace, with the expected content.
 """
 
 from __future__ import annotations
@@ -37,10 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from parked_worker import (  # bench/ is on sys.path when run as a script
+from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
+from parked_worker import (
     WorkerProcess,
-    marker_content,
-    marker_path,
     task_text,
 )
 from proc_stats import (
@@ -307,53 +307,7 @@ async def measure(
     done = sum(1 for r in results if r is not None and r.status == "completed")
     report.check("workflows completed", done == n, f"{done}/{n}")
     await verify_items(report, res, tenant, n)
-    verify_files(report, workspace, n)
-
-
-async def verify_items(report: Report, res: Resources, tenant: str, n: int) -> None:
-    async with res.sessions() as db:
-        rows = await db.execute(
-            text(
-                "SELECT kind, count(*), count(DISTINCT session_id) FROM items"
-                " WHERE tenant_id = :t AND kind IN ('tool_result', 'approval') GROUP BY kind"
-            ),
-            {"t": tenant},
-        )
-        kinds = {str(k): (int(c), int(d)) for k, c, d in rows.all()}
-        fresh = (
-            await db.execute(
-                text(
-                    "SELECT count(*) FROM items WHERE tenant_id = :t AND kind = 'tool_result'"
-                    " AND text LIKE '%\"already_applied\": false%'"
-                ),
-                {"t": tenant},
-            )
-        ).scalar_one()
-    for kind in ("tool_result", "approval"):
-        total, distinct = kinds.get(kind, (0, 0))
-        report.check(
-            f"one {kind} item per session",
-            total == n and distinct == n,
-            f"{total} items over {distinct} sessions",
-        )
-    report.check("write_file applied fresh (not a replay)", fresh == n, f"{fresh}/{n}")
-
-
-def verify_files(report: Report, workspace: Path, n: int) -> None:
-    out = workspace / "out"
-    files = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    expected = {Path(marker_path(i)).name for i in range(n)}
-    right = sum(
-        1
-        for i in range(n)
-        if (workspace / marker_path(i)).is_file()
-        and (workspace / marker_path(i)).read_text() == marker_content(i)
-    )
-    report.check(
-        "one marker file per session",
-        len(files) == n and set(files) == expected and right == n,
-        f"{len(files)} files in out/, {right}/{n} with the expected content",
-    )
+    verify_files(report, workspace, tenant, n)
 
 
 def print_report(report: Report, args: argparse.Namespace) -> None:

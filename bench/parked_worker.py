@@ -115,6 +115,8 @@ class WorkerProcess:
             **os.environ,
             **ep.env(),
             "AGENT_WORKSPACE": str(workspace),
+            # One shared root, so the driver finds every session's file in one out/.
+            "AGENT_WORKSPACE_SCOPE": "tenant",
             "AGENT_TASK_QUEUE": queue,
         }
         self.log = log
