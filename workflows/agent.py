@@ -26,6 +26,7 @@ from workflows.contracts import (
     DecisionResult,
     ModelCallInput,
     ModelCallResult,
+    NudgeInput,
     PendingApproval,
     RejectInput,
     SendMessageInput,
@@ -53,6 +54,10 @@ MAX_REASON_CHARS = 500
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
 # every send_message signal as they did.
 TENANT_CHECKED_SIGNALS = "tenant-checked-signals"
+# An empty reply is nudged once, then ends the task as no_answer, from this patch on;
+# replays of earlier histories complete with it as they did.
+EMPTY_REPLY_NUDGE = "empty-reply-nudge"
+NO_ANSWER = "no answer: the model's reply was empty again after it was told so"
 
 
 @dataclass
@@ -111,6 +116,7 @@ class AgentWorkflow:
     async def _loop(self) -> AgentResult:
         inp = self._inp
         final_item: str | None = None
+        nudged_at = -1
         while True:
             if self._step >= inp.max_steps:
                 raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")
@@ -135,10 +141,26 @@ class AgentWorkflow:
                 continue
             if self._received > self._seen:
                 continue  # a follow-up arrived while the model was answering
+            if result.empty_reply and workflow.patched(EMPTY_REPLY_NUDGE):
+                if nudged_at == step - 1:  # the reply to the nudge was empty as well
+                    return await self._no_answer(final_item)
+                nudged_at = step
+                await self._state(
+                    SessionStateActivities.record_nudge,
+                    NudgeInput(inp.session_id, inp.tenant_id, step, self._key(step, "nudge")),
+                )
+                continue
             break
         self._status = "completed"
         await self._set_status("completed")
         return AgentResult(inp.session_id, "completed", self._step, final_item_id=final_item)
+
+    async def _no_answer(self, final_item: str | None) -> AgentResult:
+        self._status, self._last_error = "no_answer", NO_ANSWER
+        await self._set_status("no_answer", NO_ANSWER, "no_answer")
+        return AgentResult(
+            self._inp.session_id, "no_answer", self._step, final_item, last_error=NO_ANSWER
+        )
 
     def _should_continue_as_new(self) -> bool:
         if self._step == self._inp.step:
