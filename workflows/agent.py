@@ -116,7 +116,7 @@ class AgentWorkflow:
     async def _loop(self) -> AgentResult:
         inp = self._inp
         final_item: str | None = None
-        nudged_at = -1
+        nudged_at: int | None = None
         while True:
             if self._step >= inp.max_steps:
                 raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")

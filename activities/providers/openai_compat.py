@@ -69,7 +69,7 @@ class OpenAICompatibleProvider:
         ``base_url`` defaults to OpenAI's; ``model`` is used when a request names none.
         """
         self._model = model
-        self._budget_fields = _budget_fields(max_tokens_field, base_url)
+        self._budget_fields = budget_fields(max_tokens_field, base_url)
         self._empty_content = assistant_tool_content == "empty"
         self._secrets = (api_key,) if api_key else ()
         # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
@@ -120,7 +120,8 @@ class OpenAICompatibleProvider:
         await self._client.close()
 
 
-def _budget_fields(choice: MaxTokensField, base_url: str | None) -> frozenset[str]:
+def budget_fields(choice: MaxTokensField, base_url: str | None) -> frozenset[str]:
+    """The request fields that carry the reply budget for this setting and server."""
     if choice == "auto":
         openai_itself = not base_url or base_url.rstrip("/") == DEFAULT_BASE_URL
         choice = "max_completion_tokens" if openai_itself else "both"
