@@ -25,12 +25,15 @@ def check_allowed(args: dict[str, Any], schema: dict[str, Any]) -> None:
     """Refuse arguments the tool's JSON schema does not allow, naming them, instead of the
     tool silently ignoring them (a misspelt optional argument would otherwise do nothing).
 
-    Properties are closed unless the schema sets additionalProperties: an agent's tools
-    declare everything they read, so an unknown name is a model mistake either way.
+    Declared properties are closed unless the schema sets additionalProperties: an agent's
+    tools declare everything they read, so an unknown name is a model mistake. A schema that
+    declares no properties at all (``{"type": "object"}``) has not said what it takes.
     """
-    if RAW_ARGUMENTS_KEY in args or schema.get("additionalProperties") not in (None, False):
-        return  # raw arguments are check_args' to report; an open schema allows extras
-    allowed = schema.get("properties") or {}
+    if RAW_ARGUMENTS_KEY in args or "properties" not in schema:
+        return  # raw arguments are check_args' to report
+    if schema.get("additionalProperties") not in (None, False):
+        return  # an open schema allows extras
+    allowed = schema["properties"] or {}
     unknown = sorted(name for name in args if name not in allowed)
     if not unknown:
         return
