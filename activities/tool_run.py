@@ -210,9 +210,10 @@ class ToolActivities:
 
     def _tool_names(self) -> str:
         names = sorted(self._registry.tools)
-        shown = ", ".join(names[:_MAX_LISTED_TOOLS])
+        if not names:
+            return "none"
         more = len(names) - _MAX_LISTED_TOOLS
-        return shown + (f" and {more} more" if more > 0 else "") if names else "none"
+        return ", ".join(names[:_MAX_LISTED_TOOLS]) + (f" and {more} more" if more > 0 else "")
 
     async def _commit(
         self,

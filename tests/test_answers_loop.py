@@ -157,3 +157,16 @@ async def test_an_argument_the_schema_does_not_allow_is_reported(
     assert bad.startswith("error (InvalidArguments): unknown argument 'encoding'")
     assert "'path'" in bad
     assert good == "contents of A"
+
+
+async def test_an_argument_delegate_does_not_allow_is_reported(
+    run: Any, resources: Resources, tenant: str
+) -> None:
+    result, session_id = await run(
+        calls({"name": "delegate", "arguments": {"task": "Read a.txt.", "priority": "high"}})
+    )
+
+    assert result.status == "completed"
+    (error,) = await tool_results(resources, tenant, session_id)
+    assert error.startswith("error (InvalidArguments): ")
+    assert error.endswith("delegate takes only 'task' and 'agent'")
