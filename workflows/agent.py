@@ -26,7 +26,6 @@ from workflows.contracts import (
     DecisionResult,
     ModelCallInput,
     ModelCallResult,
-    NudgeInput,
     PendingApproval,
     RejectInput,
     SendMessageInput,
@@ -34,6 +33,7 @@ from workflows.contracts import (
     ToolCallRef,
 )
 from workflows.delegation import DELEGATE_TOOL, delegate
+from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.policies import (
     MODEL_CALL_TIMEOUT,
     MODEL_HEARTBEAT_TIMEOUT,
@@ -54,10 +54,6 @@ MAX_REASON_CHARS = 500
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
 # every send_message signal as they did.
 TENANT_CHECKED_SIGNALS = "tenant-checked-signals"
-# An empty reply is nudged once, then ends the task as no_answer, from this patch on;
-# replays of earlier histories complete with it as they did.
-EMPTY_REPLY_NUDGE = "empty-reply-nudge"
-NO_ANSWER = "no answer: the model's reply was empty again after it was told so"
 
 
 @dataclass
@@ -141,14 +137,11 @@ class AgentWorkflow:
                 continue
             if self._received > self._seen:
                 continue  # a follow-up arrived while the model was answering
-            if result.empty_reply and workflow.patched(EMPTY_REPLY_NUDGE):
+            if result.empty_reply and workflow.patched(EMPTY_REPLY_PATCH):
                 if nudged_at == step - 1:  # the reply to the nudge was empty as well
                     return await self._no_answer(final_item)
                 nudged_at = step
-                await self._state(
-                    SessionStateActivities.record_nudge,
-                    NudgeInput(inp.session_id, inp.tenant_id, step, self._key(step, "nudge")),
-                )
+                await nudge(inp, step, self._key(step, "nudge"))
                 continue
             break
         self._status = "completed"
