@@ -13,6 +13,7 @@ from activities.errors import non_retryable, storage_errors_are_final
 from activities.model_call import artifact_info
 from activities.tokens import count_tokens
 from activities.tool_run import make_preview
+from activities.tools.builtin import DELEGATE_SPEC
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
@@ -42,6 +43,10 @@ def _task_of(arguments: dict[str, Any]) -> tuple[str, str]:
         )
     if not isinstance(agent, str) or not agent.strip() or len(agent) > 64:
         raise non_retryable("InvalidArguments", "delegate's 'agent' must be a short name")
+    if not arguments.keys() <= DELEGATE_SPEC.parameters["properties"].keys():
+        # Fixed words: this message travels through workflow history, where the names the
+        # model made up must not (the model still hears which arguments are allowed).
+        raise non_retryable("InvalidArguments", "delegate takes only 'task' and 'agent'")
     return task, agent.strip()
 
 

@@ -16,6 +16,7 @@ from workflows.contracts import (
     PREVIEW_CHARS,
     ApprovalRecordInput,
     CommittedItem,
+    NudgeInput,
     SessionStatusInput,
     ToolErrorInput,
 )
@@ -51,6 +52,11 @@ async def _decider(items: ItemRepository, inp: ApprovalRecordInput) -> tuple[str
         return inp.decided_by, inp.reason
     data = await _client_item(items, inp, inp.decision_item_id, "decision", "DecisionNotFound")
     return str(data.get("decided_by", "")), str(data.get("reason", ""))
+
+
+EMPTY_REPLY_NUDGE = (
+    "Your last reply was empty. Answer the task now, or call one of the tools to make progress."
+)
 
 
 class SessionStateActivities:
@@ -114,6 +120,23 @@ class SessionStateActivities:
                     tool_call_id=inp.tool_call_id,
                     tool_name=inp.name,
                     data={"error_type": inp.error_type, "step": inp.step},
+                )
+            )
+            return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+
+    @activity.defn(name="record_nudge")
+    async def record_nudge(self, inp: NudgeInput) -> CommittedItem:
+        """After an empty reply: a user turn asking the model for an answer or a tool call."""
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            row, _ = await ItemRepository(db, inp.tenant_id).append(
+                NewItem(
+                    session_id=uuid.UUID(inp.session_id),
+                    kind="user_message",
+                    role="user",
+                    idempotency_key=inp.idempotency_key,
+                    text=EMPTY_REPLY_NUDGE,
+                    tokens=count_tokens(EMPTY_REPLY_NUDGE),
+                    data={"nudge": "empty_reply", "step": inp.step},
                 )
             )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)

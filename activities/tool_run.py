@@ -19,6 +19,7 @@ from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tokens import count_tokens
+from activities.tools.args import check_allowed
 from activities.tools.base import (
     ToolContext,
     ToolError,
@@ -39,6 +40,10 @@ from storage.sessions import SessionRepository
 from storage.workspace_lifecycle import restore_if_packed
 from storage.workspaces import WorkspaceLayout
 from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
+
+# An UnknownTool error lists the real tools, so a model that guessed a name can pick one;
+# bounded so that the list fits in the error's preview.
+_MAX_LISTED_TOOLS = 20
 
 
 def make_preview(content: bytes, content_type: str, limit: int = PREVIEW_CHARS) -> str:
@@ -168,7 +173,11 @@ class ToolActivities:
             # The name the model used lives in AgentState; history carries "" for it.
             name = asked_for or inp.name
             shown = name if len(name) <= 100 else name[:100] + "..."
-            return _Result(None, "UnknownTool", f"there is no tool named {shown!r}")
+            return _Result(
+                None,
+                "UnknownTool",
+                f"there is no tool named {shown!r}; the tools are: {self._tool_names()}",
+            )
         # The model's oversized call (a marker since call_model) or edited arguments over it.
         too_large = oversized_arguments(args, self._max_argument_bytes)
         if too_large is not None:
@@ -183,6 +192,7 @@ class ToolActivities:
             memory=SqlMemoryAccess(self._sessions, inp.tenant_id),
         )
         try:
+            check_allowed(args, tool.spec.parameters)
             return _Result(await tool.fn(ctx, args))
         except ToolError as err:
             activity.logger.info("tool %s failed: %s", inp.name, err.error_type)
@@ -197,6 +207,13 @@ class ToolActivities:
             raise ApplicationError(
                 f"{inp.name} failed: {failure_words(exc)}", type="ToolRaised"
             ) from None
+
+    def _tool_names(self) -> str:
+        names = sorted(self._registry.tools)
+        if not names:
+            return "none"
+        more = len(names) - _MAX_LISTED_TOOLS
+        return ", ".join(names[:_MAX_LISTED_TOOLS]) + (f" and {more} more" if more > 0 else "")
 
     async def _commit(
         self,

@@ -44,7 +44,7 @@ from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
 
-ARCHIVABLE_STATUSES = ("completed", "failed", "cancelled")
+ARCHIVABLE_STATUSES = ("completed", "failed", "cancelled", "no_answer")
 
 
 class SessionNotArchivable(StorageError):

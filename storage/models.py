@@ -45,8 +45,10 @@ SESSION_STATUSES = (
     "failed",
     "cancelled",
     "archived",
+    # Ended without an answer: the model's replies stayed empty (see workflows/agent.py).
+    "no_answer",
 )
-TERMINAL_STATUSES = ("completed", "failed", "cancelled", "archived")
+TERMINAL_STATUSES = ("completed", "failed", "cancelled", "archived", "no_answer")
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
 
 

@@ -12,15 +12,8 @@ from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
-from tests.support.helpers import tenant_root
-from workers.cli import main
+from tests.support.helpers import agentctl, tenant_root
 from workers.settings import get_settings
-
-
-async def agentctl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = await asyncio.to_thread(main, list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 async def test_start_status_approve_watch_and_fetch_an_artifact(

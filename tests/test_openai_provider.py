@@ -85,6 +85,7 @@ async def test_tool_call_round_trip(server: FakeOpenAI, provider: OpenAICompatib
         {"role": "user", "content": "Summarise a.txt"},
         {
             "role": "assistant",
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_1",

@@ -83,6 +83,7 @@ def cloud_activities(
         tools.run_tool,
         state.record_approval,
         state.record_tool_error,
+        state.record_nudge,
         state.set_session_status,
     ]
 

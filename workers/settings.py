@@ -74,6 +74,11 @@ class ModelSettings(BaseSettings):
     encoding: str = "cl100k_base"
     # Compact when an assembled input passes this share of context_tokens.
     compact_at_ratio: float = 0.75
+    # OpenAI-compatible servers as they are (activities/providers/openai_compat.py says why):
+    # which field carries the reply budget ("auto": max_completion_tokens for api.openai.com,
+    # both fields elsewhere), and whether a tool-calling assistant turn gets content "".
+    max_tokens_field: Literal["auto", "max_completion_tokens", "max_tokens", "both"] = "auto"
+    assistant_tool_content: Literal["empty", "omit"] = "empty"
 
 
 class AgentSettings(BaseSettings):

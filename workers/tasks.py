@@ -43,7 +43,7 @@ from workflows.contracts import (
 )
 from workflows.policies import workflow_id_for
 
-TERMINAL = ("completed", "failed", "cancelled")
+TERMINAL = ("completed", "failed", "cancelled", "no_answer")
 
 
 class TaskNotRunning(Exception):

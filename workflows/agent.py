@@ -33,6 +33,7 @@ from workflows.contracts import (
     ToolCallRef,
 )
 from workflows.delegation import DELEGATE_TOOL, delegate
+from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.policies import (
     MODEL_CALL_TIMEOUT,
     MODEL_HEARTBEAT_TIMEOUT,
@@ -111,6 +112,7 @@ class AgentWorkflow:
     async def _loop(self) -> AgentResult:
         inp = self._inp
         final_item: str | None = None
+        nudged_at: int | None = None
         while True:
             if self._step >= inp.max_steps:
                 raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")
@@ -135,10 +137,23 @@ class AgentWorkflow:
                 continue
             if self._received > self._seen:
                 continue  # a follow-up arrived while the model was answering
+            if result.empty_reply and workflow.patched(EMPTY_REPLY_PATCH):
+                if nudged_at == step - 1:  # the reply to the nudge was empty as well
+                    return await self._no_answer(final_item)
+                nudged_at = step
+                await nudge(inp, step, self._key(step, "nudge"))
+                continue
             break
         self._status = "completed"
         await self._set_status("completed")
         return AgentResult(inp.session_id, "completed", self._step, final_item_id=final_item)
+
+    async def _no_answer(self, final_item: str | None) -> AgentResult:
+        self._status, self._last_error = "no_answer", NO_ANSWER
+        await self._set_status("no_answer", NO_ANSWER, "no_answer")
+        return AgentResult(
+            self._inp.session_id, "no_answer", self._step, final_item, last_error=NO_ANSWER
+        )
 
     def _should_continue_as_new(self) -> bool:
         if self._step == self._inp.step:

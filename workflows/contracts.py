@@ -137,6 +137,8 @@ class ModelCallResult:
     # Tokens of the assembled input; past the turn's threshold the loop compacts.
     context_tokens: int = 0
     compaction_due: bool = False
+    # No text and no tool calls: not an answer (the loop nudges the model once).
+    empty_reply: bool = False
 
 
 @dataclass
@@ -205,6 +207,16 @@ class SessionStatusInput:
     detail: str | None = None
     idempotency_key: str | None = None
     workflow_run_id: str | None = None
+
+
+@dataclass
+class NudgeInput:
+    """Tell the model its reply at `step` was empty; the words are the activity's own."""
+
+    session_id: str
+    tenant_id: str
+    step: int
+    idempotency_key: str
 
 
 @dataclass

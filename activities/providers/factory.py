@@ -38,6 +38,8 @@ def build_provider(settings: ModelSettings) -> ModelProvider:
                 api_key=api_key,
                 model=settings.name,
                 timeout=settings.timeout_seconds,
+                max_tokens_field=settings.max_tokens_field,
+                assistant_tool_content=settings.assistant_tool_content,
             )
         case "anthropic":
             if not api_key:

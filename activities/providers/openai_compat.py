@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import openai
 from openai import AsyncOpenAI, omit
@@ -30,12 +30,23 @@ from activities.providers.base import (
     ToolSpec,
     Usage,
 )
+from activities.providers.text_tool_calls import parse_text_tool_calls
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
 # explicit placeholder also stops the SDK from picking up OPENAI_API_KEY from the
 # environment and sending it to a third-party base_url.
 _NO_KEY = "no-key"
+
+# Which field carries the reply budget. OpenAI deprecated max_tokens and its reasoning
+# models refuse it; llama.cpp, older vLLM and Ollama only know max_tokens. "auto" sends
+# max_completion_tokens to OpenAI itself and both fields to any other server (each server
+# reads the one it knows; those that know both take the same number from each).
+MaxTokensField = Literal["auto", "max_completion_tokens", "max_tokens", "both"]
+# An assistant turn that only calls tools: "" as its content (some chat templates fail
+# without one: HTTP 500 from llama-cpp-python) or no content at all (for servers that
+# reject "").
+AssistantToolContent = Literal["empty", "omit"]
 
 
 class OpenAICompatibleProvider:
@@ -49,12 +60,17 @@ class OpenAICompatibleProvider:
         api_key: str | None,
         model: str,
         timeout: float,
+        *,
+        max_tokens_field: MaxTokensField = "auto",
+        assistant_tool_content: AssistantToolContent = "empty",
     ) -> None:
         """Create the SDK client; no request is made until ``complete()``.
 
         ``base_url`` defaults to OpenAI's; ``model`` is used when a request names none.
         """
         self._model = model
+        self._budget_fields = budget_fields(max_tokens_field, base_url)
+        self._empty_content = assistant_tool_content == "empty"
         self._secrets = (api_key,) if api_key else ()
         # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
         self._client = AsyncOpenAI(
@@ -67,17 +83,21 @@ class OpenAICompatibleProvider:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one chat-completions request; raise ApplicationError on any failure."""
-        messages = [_to_openai_message(m, self.name) for m in request.messages]
+        messages = [_to_openai_message(m, self.name, self._empty_content) for m in request.messages]
         tools = [_to_openai_tool(t) for t in request.tools]
+        budget = request.max_output_tokens
         try:
             completion = await self._client.chat.completions.create(
                 model=request.model or self._model,
                 messages=messages,
                 # Some compatible servers reject an empty tools list, so omit it entirely.
                 tools=tools if tools else omit,
-                # max_tokens is deprecated and refused by OpenAI's reasoning models; servers
-                # that do not know this field ignore it.
-                max_completion_tokens=request.max_output_tokens,
+                # The API's default, but some compatible servers only use tools when told.
+                tool_choice="auto" if tools else omit,
+                max_completion_tokens=budget
+                if "max_completion_tokens" in self._budget_fields
+                else omit,
+                max_tokens=budget if "max_tokens" in self._budget_fields else omit,
                 extra_headers={"Idempotency-Key": request.idempotency_key},
             )
         except openai.APIStatusError as exc:
@@ -93,14 +113,26 @@ class OpenAICompatibleProvider:
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else None
             raise errors.connection_error(self.name, timed_out=False, cause=cause) from None
-        return _from_completion(completion, self.name)
+        return _from_completion(completion, self.name, [t.name for t in request.tools])
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connection pool."""
         await self._client.close()
 
 
-def _to_openai_message(message: ChatMessage, provider: str) -> ChatCompletionMessageParam:
+def budget_fields(choice: MaxTokensField, base_url: str | None) -> frozenset[str]:
+    """The request fields that carry the reply budget for this setting and server."""
+    if choice == "auto":
+        openai_itself = not base_url or base_url.rstrip("/") == DEFAULT_BASE_URL
+        choice = "max_completion_tokens" if openai_itself else "both"
+    if choice == "both":
+        return frozenset({"max_completion_tokens", "max_tokens"})
+    return frozenset({choice})
+
+
+def _to_openai_message(
+    message: ChatMessage, provider: str, empty_content: bool
+) -> ChatCompletionMessageParam:
     if message.role == "system":
         return {"role": "system", "content": message.content}
     if message.role == "user":
@@ -112,9 +144,8 @@ def _to_openai_message(message: ChatMessage, provider: str) -> ChatCompletionMes
     if not message.tool_calls:
         return {"role": "assistant", "content": message.content}
     calls = [_to_openai_tool_call(c) for c in message.tool_calls]
-    if message.content:
+    if message.content or empty_content:
         return {"role": "assistant", "content": message.content, "tool_calls": calls}
-    # The API allows an assistant turn with tool calls and no content; "" is rejected by some.
     return {"role": "assistant", "tool_calls": calls}
 
 
@@ -146,12 +177,18 @@ def _to_openai_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
     }
 
 
-def _from_completion(completion: ChatCompletion, provider: str) -> ModelReply:
+def _from_completion(completion: ChatCompletion, provider: str, offered: list[str]) -> ModelReply:
     if not completion.choices:
         raise errors.bad_response(provider, "no choices")
     choice = completion.choices[0]
     message = choice.message
     tool_calls = list(_from_tool_calls(message.tool_calls or ()))
+    text = message.content or message.refusal or ""
+    if not tool_calls and text:
+        # A server that did not parse the model's tool-call text returns it as the answer.
+        written = parse_text_tool_calls(text, offered)
+        if written is not None:
+            tool_calls, text = written.calls, written.text
     # Compatible servers may not validate; fall back rather than fail on a missing field.
     finish_reason: str = choice.finish_reason or "stop"
     if tool_calls and finish_reason == "stop":
@@ -159,7 +196,7 @@ def _from_completion(completion: ChatCompletion, provider: str) -> ModelReply:
         finish_reason = "tool_calls"
     usage = completion.usage
     return ModelReply(
-        text=message.content or message.refusal or "",
+        text=text,
         tool_calls=tool_calls,
         finish_reason=finish_reason,
         usage=Usage(

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
@@ -19,6 +20,7 @@ from storage.devices import DeviceRepository
 from storage.models import ArtifactRow, DeviceRow, ItemRow, SessionRow
 from storage.workspaces import TENANT_DIR
 from workers import tasks
+from workers.cli import main
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
 
@@ -28,6 +30,13 @@ DEMO_WORKSPACE = Path(__file__).resolve().parents[2] / "workers" / "demo_workspa
 def copy_demo_workspace(target: Path) -> Path:
     shutil.copytree(DEMO_WORKSPACE, target, dirs_exist_ok=True)
     return target
+
+
+async def agentctl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run `agentctl ARGS` in-process (off the event loop); (exit code, stdout, stderr)."""
+    code = await asyncio.to_thread(main, list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 async def start(

@@ -1,0 +1,133 @@
+"""What goes over the wire to an OpenAI-compatible server, as such servers need it, and the
+tool calls a server hands back as plain text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from activities.providers.base import ChatMessage, ModelRequest, ProviderCall, ToolSpec
+from activities.providers.factory import build_provider
+from activities.providers.openai_compat import (
+    DEFAULT_BASE_URL,
+    OpenAICompatibleProvider,
+    budget_fields,
+)
+from tests.support.fake_openai import (
+    FakeOpenAI,
+    completion,
+    fake_openai_server,  # noqa: F401 (the `server` fixture)
+)
+from workers.settings import ModelSettings
+
+READ_FILE = ToolSpec(
+    name="read_file",
+    description="Read a workspace file.",
+    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+)
+CALLED = ChatMessage(
+    role="assistant",
+    content="",
+    tool_calls=(ProviderCall(id="call_1", name="read_file", arguments={"path": "a"}),),
+)
+
+
+def request(*messages: ChatMessage, tools: list[ToolSpec] | None = None) -> ModelRequest:
+    return ModelRequest(
+        model="m",
+        messages=[ChatMessage(role="user", content="Read a."), *messages],
+        tools=[READ_FILE] if tools is None else tools,
+        idempotency_key="s:1:model",
+        max_output_tokens=300,
+    )
+
+
+async def body_sent(server: FakeOpenAI, req: ModelRequest, **settings: str) -> dict[str, Any]:
+    fields = {"provider": "openai", "base_url": server.url, **settings}
+    p = build_provider(ModelSettings.model_validate(fields))
+    try:
+        await p.complete(req)
+    finally:
+        await p.aclose()
+    return server.requests[-1].body
+
+
+async def test_tool_choice_auto_only_when_tools_are_offered(server: FakeOpenAI) -> None:
+    assert (await body_sent(server, request()))["tool_choice"] == "auto"
+    assert "tool_choice" not in await body_sent(server, request(tools=[]))
+
+
+async def test_assistant_tool_call_turn_has_empty_content_by_default(server: FakeOpenAI) -> None:
+    body = await body_sent(server, request(CALLED))
+    turn = body["messages"][1]
+    assert turn["content"] == "" and turn["tool_calls"][0]["id"] == "call_1"
+
+
+async def test_assistant_tool_content_omit_leaves_content_out(server: FakeOpenAI) -> None:
+    body = await body_sent(server, request(CALLED), assistant_tool_content="omit")
+    assert "content" not in body["messages"][1]
+
+
+async def test_compatible_server_gets_both_budget_fields_by_default(server: FakeOpenAI) -> None:
+    body = await body_sent(server, request())
+    assert (body["max_tokens"], body["max_completion_tokens"]) == (300, 300)
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        ("max_tokens", {"max_tokens"}),
+        ("max_completion_tokens", {"max_completion_tokens"}),
+        ("both", {"max_tokens", "max_completion_tokens"}),
+    ],
+)
+async def test_budget_field_setting(server: FakeOpenAI, choice: str, sent: set[str]) -> None:
+    body = await body_sent(server, request(), max_tokens_field=choice)
+    assert {k for k in body if k.startswith("max_")} == sent
+
+
+def test_openai_itself_gets_only_max_completion_tokens() -> None:
+    # Its reasoning models refuse max_tokens (no request to OpenAI from a test).
+    for url in (None, DEFAULT_BASE_URL, DEFAULT_BASE_URL + "/"):
+        assert budget_fields("auto", url) == {"max_completion_tokens"}
+    assert budget_fields("auto", "http://127.0.0.1:8080/v1") == {
+        "max_completion_tokens",
+        "max_tokens",
+    }
+
+
+def test_request_shape_settings_are_validated() -> None:
+    with pytest.raises(ValidationError, match="max_tokens_field"):
+        ModelSettings(max_tokens_field="tokens")
+    with pytest.raises(ValidationError, match="assistant_tool_content"):
+        ModelSettings(assistant_tool_content="none")
+
+
+async def test_tool_call_text_becomes_a_call(server: FakeOpenAI) -> None:
+    server.reply = completion(
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>',
+        },
+        "stop",
+    )
+    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="m", timeout=5)
+    try:
+        reply = await p.complete(request())
+    finally:
+        await p.aclose()
+    assert reply.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a"})]
+    assert reply.text == ""
+
+
+async def test_bare_json_is_an_answer_when_its_tool_was_not_offered(server: FakeOpenAI) -> None:
+    text = '{"name": "read_file", "arguments": {"path": "a"}}'
+    server.reply = completion({"role": "assistant", "content": text}, "stop")
+    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="m", timeout=5)
+    try:
+        reply = await p.complete(request(tools=[]))
+    finally:
+        await p.aclose()
+    assert (reply.text, reply.tool_calls) == (text, [])

@@ -1,0 +1,166 @@
+"""Tool calls written as text: the shapes small models produce, and hostile ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from activities.providers.base import ProviderCall
+from activities.providers.errors import RAW_ARGUMENTS_KEY
+from activities.providers.text_tool_calls import MAX_TEXT_CALLS, parse_text_tool_calls
+
+OFFERED = ("read_file", "write_file", "list_files")
+
+
+def calls_of(text: str, offered: tuple[str, ...] = OFFERED) -> list[ProviderCall]:
+    found = parse_text_tool_calls(text, offered)
+    assert found is not None, text
+    return found.calls
+
+
+def read(path: str) -> ProviderCall:
+    return ProviderCall(id="", name="read_file", arguments={"path": path})
+
+
+def test_hermes_tag_is_a_call() -> None:
+    text = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'
+    found = parse_text_tool_calls(text, OFFERED)
+    assert found is not None
+    assert found.calls == [read("a.txt")]
+    assert found.text == ""
+
+
+def test_several_tags_keep_order_and_the_prose_around_them() -> None:
+    text = (
+        "Let me look.\n"
+        '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>\n'
+        '<tool_call>{"name": "read_file", "arguments": {"path": "b"}}</tool_call>'
+    )
+    found = parse_text_tool_calls(text, OFFERED)
+    assert found is not None
+    assert found.calls == [read("a"), read("b")]
+    assert found.text == "Let me look."
+
+
+def test_unclosed_last_tag_still_counts() -> None:
+    assert calls_of('<tool_call>{"name": "read_file", "arguments": {"path": "a"}}') == [read("a")]
+
+
+def test_tag_counts_even_for_a_tool_not_offered() -> None:
+    # The tool layer answers it with UnknownTool and the list of real tools.
+    (call,) = calls_of('<tool_call>{"name": "grep", "arguments": {"q": "x"}}</tool_call>')
+    assert (call.name, call.arguments) == ("grep", {"q": "x"})
+
+
+def test_fenced_json_call_as_measured_from_qwen_coder_1_5b() -> None:
+    text = '```json\n{"name": "read_file", "arguments": {"path": "README.md"}}\n```'
+    found = parse_text_tool_calls(text, OFFERED)
+    assert found is not None
+    assert found.calls == [read("README.md")]
+    assert found.text == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "read_file", "arguments": {"path": "a"}}',
+        '  \n{"name": "read_file", "arguments": {"path": "a"}}\n  ',
+        '```\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
+        '```json\n{"name": "read_file", "arguments": "{\\"path\\": \\"a\\"}"}```',
+        '{"name": "read_file", "parameters": {"path": "a"}}',
+        '{"type": "function", "name": "read_file", "arguments": {"path": "a"}}',
+        '<tool_call>```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```</tool_call>',
+    ],
+)
+def test_shapes_of_one_call(text: str) -> None:
+    assert calls_of(text) == [read("a")]
+
+
+def test_a_json_list_of_calls() -> None:
+    text = json.dumps([{"name": "read_file", "arguments": {"path": p}} for p in "ab"])
+    assert calls_of(text) == [read("a"), read("b")]
+
+
+def test_call_without_arguments_has_none() -> None:
+    (call,) = calls_of('{"name": "list_files"}')
+    assert call.arguments == {}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "The answer is 42.",
+        # A bare call to a tool not offered is an answer that happens to be JSON.
+        '{"name": "grep", "arguments": {"q": "x"}}',
+        # Not the whole reply: an example in prose stays prose.
+        'Call it like {"name": "read_file", "arguments": {"path": "a"}} next time.',
+        'Here:\n```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
+        # JSON, but not a call's shape.
+        '{"name": "read_file", "arguments": {"path": "a"}, "extra": 1}',
+        '{"name": "read_file", "age": 3}',
+        '{"title": "read_file"}',
+        '{"name": 7, "arguments": {}}',
+        "[]",
+        '[{"name": "read_file", "arguments": {}}, "and text"]',
+        "```json\n[1, 2]\n```",
+    ],
+)
+def test_not_a_call(text: str) -> None:
+    assert parse_text_tool_calls(text, OFFERED) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "read_file", "arguments": {"path": "a"',  # cut off
+        "{'name': 'read_file'}",  # Python, not JSON
+        "not json at all",
+        "",
+        '{"name": "read_file", "arguments": {"path": "a"}} trailing',
+    ],
+)
+def test_malformed_tag_is_kept_as_a_malformed_call(body: str) -> None:
+    (call,) = calls_of(f"<tool_call>{body}</tool_call>")
+    assert call.arguments == {RAW_ARGUMENTS_KEY: body.strip()}
+    if '"name": "read_file"' in body:
+        assert call.name == "read_file"  # recovered, so the model hears which call failed
+
+
+def test_arguments_that_are_not_an_object_are_kept_raw() -> None:
+    (call,) = calls_of('<tool_call>{"name": "read_file", "arguments": "path=a"}</tool_call>')
+    assert call.arguments == {RAW_ARGUMENTS_KEY: "path=a"}
+    (call,) = calls_of('{"name": "read_file", "arguments": [1, 2]}')
+    assert RAW_ARGUMENTS_KEY in call.arguments
+
+
+def test_deeply_nested_json_never_crashes() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert parse_text_tool_calls(deep, OFFERED) is None
+    (call,) = calls_of(f"<tool_call>{deep}</tool_call>")
+    assert call.arguments == {RAW_ARGUMENTS_KEY: deep}
+    nested = '{"name": "read_file", "arguments": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    (call,) = calls_of(f"<tool_call>{nested}</tool_call>")
+    assert call.name == "read_file" and RAW_ARGUMENTS_KEY in call.arguments
+
+
+def test_huge_reply_is_parsed_without_crashing() -> None:
+    path = "x" * 5_000_000
+    (call,) = calls_of(json.dumps({"name": "read_file", "arguments": {"path": path}}))
+    assert call.arguments == {"path": path}
+    assert parse_text_tool_calls("<tool_call>" * 100_000, OFFERED) is not None
+
+
+def test_huge_names_are_cut_short() -> None:
+    (call,) = calls_of("<tool_call>" + json.dumps({"name": "n" * 100_000, "arguments": {}}))
+    assert len(call.name) <= 200
+
+
+def test_calls_past_the_limit_stay_text() -> None:
+    one = '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'
+    found = parse_text_tool_calls(one * (MAX_TEXT_CALLS + 3), OFFERED)
+    assert found is not None
+    assert len(found.calls) == MAX_TEXT_CALLS
+    assert found.text == one * 3

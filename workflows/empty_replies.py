@@ -1,0 +1,27 @@
+"""An empty reply is not an answer: the loop nudges the model once, and a second empty reply
+in a row ends the task as `no_answer`. Deterministic workflow code only."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from workflows.contracts import AgentInput, NudgeInput
+from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+
+with workflow.unsafe.imports_passed_through():
+    from activities.session_state import SessionStateActivities
+
+# From this patch on an empty reply is nudged; replays of earlier histories complete with it
+# as they did (tests/histories/empty_reply_completed.json).
+EMPTY_REPLY_PATCH = "empty-reply-nudge"
+NO_ANSWER = "no answer: the model's reply was empty again after it was told so"
+
+
+async def nudge(inp: AgentInput, step: int, key: str) -> None:
+    """Commit the nudge (a user turn in the activity's own words) after step `step`."""
+    await workflow.execute_activity_method(
+        SessionStateActivities.record_nudge,
+        NudgeInput(inp.session_id, inp.tenant_id, step, key),
+        start_to_close_timeout=STATE_WRITE_TIMEOUT,
+        retry_policy=STATE_WRITE_RETRY,
+    )
