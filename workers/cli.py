@@ -16,6 +16,7 @@ from temporalio.service import RPCError
 
 from storage.db import migrate
 from storage.devices import validate_device_id
+from storage.models import SessionRow
 from storage.sessions import SessionRepository
 from workers import tasks
 from workers.cli_archive import archive_app
@@ -38,6 +39,7 @@ from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
 from workers.task_options import MAX_STEPS
+from workers.wait_status import effective_status, wait_line
 from workflows.contracts import AgentStatus, DecisionResult
 
 app = typer.Typer(
@@ -82,6 +84,8 @@ def start(
         device_id=device,
         device_tools=list(device_tool or []),
         task_queue=s.agent.task_queue,
+        model_outage_seconds=s.agent.model_outage_seconds,
+        model_retry_max_interval_seconds=s.agent.model_retry_max_interval_seconds,
         model_config={"provider": s.model.provider, "model": s.model.name},
         approval_policies=_policies(policy),
     )
@@ -173,6 +177,27 @@ def cancel(session: str, tenant: Tenant = None) -> None:
     console.print(f"cancelled {session}" if done else f"{session} had already ended")
 
 
+@app.command()
+def resume(
+    session: str,
+    tenant: Tenant = None,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, max=MAX_STEPS, help="A new step limit for the task.")
+    ] = None,
+    watch: Annotated[bool, typer.Option(help="Follow the task after resuming it.")] = False,
+) -> None:
+    """Continue a failed or cancelled task from its last committed item (same session)."""
+    session, t = session_id(session), tenant_or_default(tenant)
+
+    async def go(res: Resources) -> None:
+        await tasks.resume(await temporal_client(), res.sessions, t, session, max_steps=max_steps)
+
+    run_async(with_resources(go))
+    console.print(f"resumed {session}")
+    if watch:
+        watch_cmd(session, tenant=tenant)
+
+
 def _device(device: str | None) -> str | None:
     return None if device is None else validate_device_id(device)
 
@@ -230,7 +255,10 @@ def status(session: str, tenant: Tenant = None) -> None:
         if isinstance(live, str):
             console.print(f"workflow: not reachable ({live})")
             return
-        console.print(f"workflow: step={live.step} status={live.status}")
+        console.print(f"workflow: step={live.step} status={effective_status(live.status, row)}")
+        waiting = wait_line(row)
+        if waiting and live.status == "running":
+            console.print(f"  {waiting}", markup=False, highlight=False)
         calls = {i.tool_call_id: i for i in items if i.kind == "tool_call"}
         for p in live.pending_approvals:
             call = calls.get(p.tool_call_id)
@@ -249,7 +277,18 @@ def watch_cmd(session: str, tenant: Tenant = None, after: After = 0) -> None:
     session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        async for item in tasks.watch_items(res.sessions, t, session, after=after, store=res.store):
+        seen: list[str] = []
+
+        def status_changed(row: SessionRow) -> None:
+            # A model wait is news whenever it shows; the status a watch starts in is not.
+            line = wait_line(row) or (f"status: {row.status}" if seen else None)
+            seen.append(row.status)
+            if line:
+                console.print(line, markup=False, highlight=False)
+
+        async for item in tasks.watch_items(
+            res.sessions, t, session, after=after, store=res.store, on_status=status_changed
+        ):
             print_item(console, item)
         row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
         console.print(f"task ended: {row.status}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -29,6 +29,8 @@ from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
 from storage.workspaces import validate_project
+from workers.resume_point import TaskNotResumable as TaskNotResumable
+from workers.resume_point import check_resumable, last_run_input, resumed_input
 from workers.settings import get_settings
 from workers.task_options import TaskOptions as TaskOptions  # the API callers know
 from workflows.agent import AgentWorkflow
@@ -325,6 +327,35 @@ async def _decide(
     raise AssertionError("unreachable")
 
 
+async def resume(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    *,
+    max_steps: int | None = None,
+) -> WorkflowHandle[AgentWorkflow, Any]:
+    """Continue a failed or cancelled task from its last committed item, in a new run of
+    the same workflow id (same session, same AgentState). TaskNotResumable otherwise."""
+    if max_steps is not None:
+        TaskOptions(max_steps=max_steps)  # the same bounds a new task gets
+    sid = session_uuid(session_id)
+    async with sessions() as db:
+        row = await SessionRepository(db, tenant_id).get(sid)  # another tenant's: not found
+        step = await ItemRepository(db, tenant_id).last_model_step(sid)
+    desc = await task_handle(client, session_id).describe()
+    check_resumable(session_id, desc.status, row.status)
+    last = await last_run_input(client, desc.id, desc.run_id)
+    # Started without a workflow-level conflict policy: a resume racing another one (or a
+    # start) fails with WorkflowAlreadyStartedError instead of running the task twice.
+    return await client.start_workflow(
+        AgentWorkflow.run,
+        resumed_input(last, step, max_steps),
+        id=desc.id,
+        task_queue=desc.task_queue,
+    )
+
+
 async def live_status(client: Client, session_id: str) -> AgentStatus:
     return await task_handle(client, session_id).query(AgentWorkflow.status)
 
@@ -358,6 +389,7 @@ async def watch_items(
     after: int = 0,
     poll_seconds: float = 0.3,
     store: ArtifactStore | None = None,
+    on_status: Callable[[SessionRow], None] | None = None,
 ) -> AsyncIterator[ItemRow]:
     """Yield each item as it is committed, in order, until the session ends.
 
@@ -365,8 +397,13 @@ async def watch_items(
     handed out under the session lock and items are append-only.
     """
     cursor = after
+    shown: tuple[str, object] | None = None
     while True:
         row, items = await read_session(sessions, tenant_id, session_id, after=cursor, store=store)
+        if on_status is not None and (row.status, row.wait_detail) != shown:
+            # `on_status` hears each change of status (and of a model wait's detail).
+            shown = (row.status, row.wait_detail)
+            on_status(row)
         for item in items:
             cursor = item.ordinal
             yield item
