@@ -258,7 +258,7 @@ def status(session: str, tenant: Tenant = None) -> None:
         console.print(f"workflow: step={live.step} status={effective_status(live.status, row)}")
         waiting = wait_line(row)
         if waiting and live.status == "running":
-            console.print(f"  {waiting}", markup=False, highlight=False)
+            console.print(f"  {waiting}", markup=False, highlight=False, soft_wrap=True)
         calls = {i.tool_call_id: i for i in items if i.kind == "tool_call"}
         for p in live.pending_approvals:
             call = calls.get(p.tool_call_id)
@@ -284,7 +284,7 @@ def watch_cmd(session: str, tenant: Tenant = None, after: After = 0) -> None:
             line = wait_line(row) or (f"status: {row.status}" if seen else None)
             seen.append(row.status)
             if line:
-                console.print(line, markup=False, highlight=False)
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
 
         async for item in tasks.watch_items(
             res.sessions, t, session, after=after, store=res.store, on_status=status_changed

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from temporalio.exceptions import ActivityError, TimeoutType
+from temporalio.exceptions import ActivityError, RetryState, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from workflows.contracts import AgentInput
@@ -29,8 +29,11 @@ def model_call_options(inp: AgentInput) -> dict[str, Any]:
 def model_failure(err: ActivityError, inp: AgentInput) -> str:
     """Why a model call failed for good, in our words plus the provider's redacted summary."""
     cause = err.cause
-    if isinstance(cause, TemporalTimeout) and cause.type == TimeoutType.SCHEDULE_TO_CLOSE:
-        last = cause_of(cause) if cause.__cause__ is not None else "none recorded"
+    # Temporal ends the retries either when the deadline passes mid-attempt (a timeout) or
+    # when the next backoff would pass it (the last error, retry state TIMEOUT).
+    timed_out = isinstance(cause, TemporalTimeout) and cause.type == TimeoutType.SCHEDULE_TO_CLOSE
+    if timed_out or err.retry_state == RetryState.TIMEOUT:
+        last = cause_of(cause) if cause is not None else "none recorded"
         return (
             f"model call failed: the model stayed unavailable past the outage deadline of "
             f"{inp.model_outage_seconds:g}s (AGENT_MODEL_OUTAGE_SECONDS); last error: {last}"
