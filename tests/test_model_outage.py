@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
+from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.openai_compat import OpenAICompatibleProvider
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
@@ -124,3 +125,36 @@ async def test_the_outage_deadline_fails_the_task_naming_it(
 def test_outage_options_out_of_range_are_refused(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field):
         tasks.TaskOptions(**{field: value})  # type: ignore[arg-type]
+
+
+class _BuggyModel:
+    """A provider with a bug: not an outage, so not outwaited."""
+
+    name = "buggy"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        raise KeyError("choices")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_an_error_that_is_not_an_outage_still_stops_after_the_old_attempt_budget(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    model = _BuggyModel()
+    async with agent_worker(model, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, model_retry_max_interval_seconds=0.05
+        )
+        with pytest.raises(WorkflowFailureError) as info:
+            await asyncio.wait_for(handle.result(), 60)
+
+    assert model.calls == MODEL_OTHER_ERROR_ATTEMPTS
+    assert "KeyError" in str(info.value.cause)
+    row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
+    assert row.status == "failed" and row.wait_detail is None
