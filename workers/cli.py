@@ -34,6 +34,7 @@ from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
 from workers.cli_gc import gc_app
+from workers.cli_resume import resume
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
@@ -50,6 +51,7 @@ app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
 app.add_typer(archive_app, name="archive")
 app.command("devices")(devices)
+app.command("resume")(resume)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
 MAX_ORDINAL = 2**63 - 1
@@ -175,27 +177,6 @@ def cancel(session: str, tenant: Tenant = None) -> None:
 
     done = run_async(with_resources(go))
     console.print(f"cancelled {session}" if done else f"{session} had already ended")
-
-
-@app.command()
-def resume(
-    session: str,
-    tenant: Tenant = None,
-    max_steps: Annotated[
-        int | None, typer.Option(min=1, max=MAX_STEPS, help="A new step limit for the task.")
-    ] = None,
-    watch: Annotated[bool, typer.Option(help="Follow the task after resuming it.")] = False,
-) -> None:
-    """Continue a failed or cancelled task from its last committed item (same session)."""
-    session, t = session_id(session), tenant_or_default(tenant)
-
-    async def go(res: Resources) -> None:
-        await tasks.resume(await temporal_client(), res.sessions, t, session, max_steps=max_steps)
-
-    run_async(with_resources(go))
-    console.print(f"resumed {session}")
-    if watch:
-        watch_cmd(session, tenant=tenant)
 
 
 def _device(device: str | None) -> str | None:

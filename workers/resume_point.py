@@ -15,12 +15,20 @@ and only what never happened runs.
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import replace
+from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
+from storage.items import ItemRepository
+from storage.sessions import SessionRepository
+from workers.task_options import TaskOptions
+from workflows.agent import AgentWorkflow
 from workflows.contracts import AgentInput
+from workflows.policies import workflow_id_for
 
 # Workflow states a task can be resumed from (a task stopped with `agentctl cancel` ends
 # its workflow as completed, with the session cancelled: see `resumable`).
@@ -35,6 +43,35 @@ _RESUMABLE_SESSIONS = ("failed", "cancelled")
 
 class TaskNotResumable(ValueError):
     """The task is running, completed or archived: there is nothing to resume."""
+
+
+async def resume(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    *,
+    max_steps: int | None = None,
+) -> WorkflowHandle[AgentWorkflow, Any]:
+    """Continue a failed or cancelled task from its last committed item, in a new run of
+    the same workflow id (same session, same AgentState). TaskNotResumable otherwise."""
+    if max_steps is not None:
+        TaskOptions(max_steps=max_steps)  # the same bounds a new task gets
+    sid = uuid.UUID(session_id)  # callers pass a checked id (tasks.session_uuid)
+    async with sessions() as db:
+        row = await SessionRepository(db, tenant_id).get(sid)  # another tenant's: not found
+        step = await ItemRepository(db, tenant_id).last_model_step(sid)
+    desc = await client.get_workflow_handle(workflow_id_for(session_id)).describe()
+    check_resumable(session_id, desc.status, row.status)
+    last = await last_run_input(client, desc.id, desc.run_id)
+    # Started without a workflow-level conflict policy: a resume racing another one (or a
+    # start) fails with WorkflowAlreadyStartedError instead of running the task twice.
+    return await client.start_workflow(
+        AgentWorkflow.run,
+        resumed_input(last, step, max_steps),
+        id=desc.id,
+        task_queue=desc.task_queue,
+    )
 
 
 def check_resumable(

@@ -30,7 +30,7 @@ from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
 from storage.workspaces import validate_project
 from workers.resume_point import TaskNotResumable as TaskNotResumable
-from workers.resume_point import check_resumable, last_run_input, resumed_input
+from workers.resume_point import resume as resume
 from workers.settings import get_settings
 from workers.task_options import TaskOptions as TaskOptions  # the API callers know
 from workflows.agent import AgentWorkflow
@@ -325,35 +325,6 @@ async def _decide(
             if attempt == DECISION_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
-
-
-async def resume(
-    client: Client,
-    sessions: async_sessionmaker[AsyncSession],
-    tenant_id: str,
-    session_id: str,
-    *,
-    max_steps: int | None = None,
-) -> WorkflowHandle[AgentWorkflow, Any]:
-    """Continue a failed or cancelled task from its last committed item, in a new run of
-    the same workflow id (same session, same AgentState). TaskNotResumable otherwise."""
-    if max_steps is not None:
-        TaskOptions(max_steps=max_steps)  # the same bounds a new task gets
-    sid = session_uuid(session_id)
-    async with sessions() as db:
-        row = await SessionRepository(db, tenant_id).get(sid)  # another tenant's: not found
-        step = await ItemRepository(db, tenant_id).last_model_step(sid)
-    desc = await task_handle(client, session_id).describe()
-    check_resumable(session_id, desc.status, row.status)
-    last = await last_run_input(client, desc.id, desc.run_id)
-    # Started without a workflow-level conflict policy: a resume racing another one (or a
-    # start) fails with WorkflowAlreadyStartedError instead of running the task twice.
-    return await client.start_workflow(
-        AgentWorkflow.run,
-        resumed_input(last, step, max_steps),
-        id=desc.id,
-        task_queue=desc.task_queue,
-    )
 
 
 async def live_status(client: Client, session_id: str) -> AgentStatus:
