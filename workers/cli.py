@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import warnings
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,11 +35,13 @@ from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
 from workers.cli_gc import gc_app
+from workers.cli_local_model import ModelOption, local_model_app
 from workers.cli_resume import resume
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
+from workers.stack.local_model import DEFAULT_MODEL
 from workers.task_options import MAX_STEPS
 from workers.wait_status import effective_status, wait_line
 from workflows.contracts import AgentStatus, DecisionResult
@@ -50,6 +53,7 @@ app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
 app.add_typer(archive_app, name="archive")
+app.add_typer(local_model_app, name="local-model")
 app.command("devices")(devices)
 app.command("resume")(resume)
 
@@ -355,17 +359,27 @@ def device(
     run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
 
 
+class DemoModel(StrEnum):
+    offline = "offline"
+    local = "local"
+
+
 @app.command()
 def demo(
     interactive: Annotated[
         bool | None, typer.Option(help="Ask before approving (default: when on a terminal).")
     ] = None,
+    model: Annotated[
+        DemoModel, typer.Option(help="offline: the deterministic stand-in; local: llama.cpp.")
+    ] = DemoModel.offline,
+    local_model: ModelOption = DEFAULT_MODEL,
 ) -> None:
     """Start a throwaway stack, run the demo task to completion, show what happened, stop."""
     from workers.demo import run_demo
 
     ask = sys.stdin.isatty() if interactive is None else interactive
-    raise typer.Exit(run_async(run_demo(console, interactive=ask)))
+    chosen = local_model if model is DemoModel.local else None
+    raise typer.Exit(run_async(run_demo(console, interactive=ask, local_model=chosen)))
 
 
 def main(argv: list[str] | None = None) -> int:

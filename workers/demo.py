@@ -1,8 +1,9 @@
 """`agentctl demo`: the whole product in one command on a throwaway embedded stack.
 
-Start Temporal + PostgreSQL + SeaweedFS, run a cloud worker with the offline model, start a
-task that reads the workspace and writes a report (which needs approval), follow it live,
-then show the timeline, verify every artifact against its sha256 and stop everything.
+Start Temporal + PostgreSQL + SeaweedFS, run a cloud worker with the offline model (or, with
+`--model local`, a real model served by llama.cpp on loopback), start a task that reads the
+workspace and writes a report (which needs approval), follow it live, then show the
+timeline, verify every artifact against its sha256 and stop everything.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from temporalio.client import Client
 
+from activities.providers.base import ModelProvider
+from activities.providers.factory import build_provider
 from activities.providers.offline import REPORT_PATH, OfflineProvider
 from activities.tools.builtin import default_registry
 from storage.artifact_records import ArtifactRepository
@@ -31,6 +34,8 @@ from workers.payload_offload import data_converter_with_offload
 from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
 from workers.stack import DevStack
+from workers.stack.llama import LlamaServer
+from workers.stack.local_model import model_named
 from workers.temporal_client import connect_client
 
 DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
@@ -146,21 +151,39 @@ def _prepare_dirs(session_id: uuid.UUID) -> tuple[Path, Path, Path]:
     return state, base, root
 
 
-async def run_demo(console: Console, *, interactive: bool) -> int:
+async def run_demo(console: Console, *, interactive: bool, local_model: str | None = None) -> int:
+    """`local_model`: a key of workers.stack.local_model.MODELS, else the offline model."""
     began = time.monotonic()
     session_id = uuid.uuid4()  # chosen first, so its workspace can be seeded before it starts
     state, workspace, root = await asyncio.to_thread(_prepare_dirs, session_id)
     console.print(Panel.fit("durable-agents demo: a durable agent loop on real services"))
     console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
     stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    server = LlamaServer(model_named(local_model), state) if local_model else None
+    local = server.model_settings() if server else None
+    provider: ModelProvider = build_provider(local) if local else OfflineProvider()
     try:
         t0 = time.monotonic()
-        ep = await asyncio.to_thread(stack.start)
+        if server is not None:
+            console.print(f"starting llama-server with {server.model.key} (loading the model)…")
+        # Both start at once (loading a model takes a while); both are stopped below.
+        started = await asyncio.gather(
+            asyncio.to_thread(stack.start),
+            asyncio.to_thread(server.start if server else lambda: None),
+            return_exceptions=True,
+        )
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        ep = stack.endpoints
         console.print(
             f"  ready in {time.monotonic() - t0:.1f}s: temporal {ep.temporal_address} · "
             f"postgres {ep.database_url.rsplit('@', 1)[-1]} · s3 {ep.s3_endpoint_url}"
+            + (f" · model {server.base_url}" if server else "")
         )
         settings = ep.settings(workspace=workspace, task_queue=DEMO_QUEUE, provider="offline")
+        if local is not None:
+            settings = settings.model_copy(update={"model": local})
         await migrate(ep.database_migration_url)
         console.print("  AgentState migrations applied")
         async with open_resources(settings.database, settings.s3) as res:
@@ -170,10 +193,10 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
                 "default",
                 data_converter=data_converter_with_offload(res.store),
             )
-            provider = OfflineProvider()
             acts = cloud_activities(settings, res, provider, default_registry())
             async with running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)):
-                console.print("  cloud worker running (model: offline, deterministic)\n")
+                what = server.served_name if server else "offline, deterministic"
+                console.print(f"  cloud worker running (model: {what})\n")
                 sid, status = await _run_task(console, client, res, interactive, session_id)
             row, items = await tasks.read_session(res.sessions, TENANT, sid)
             console.print()
@@ -192,5 +215,8 @@ async def run_demo(console: Console, *, interactive: bool) -> int:
         console.print(f"task {status} in {time.monotonic() - began:.1f}s; stopping the stack")
         return 0 if status == "completed" else 1
     finally:
+        await provider.aclose()
+        if server is not None:
+            await asyncio.to_thread(server.stop)
         await asyncio.to_thread(stack.stop)
         shutil.rmtree(state, ignore_errors=True)

@@ -88,12 +88,14 @@ async def run_approving(
     session_id: str,
     handle: WorkflowHandle[AgentWorkflow, Any],
     tenant: str = "default",
+    *,
+    within_seconds: float = 60,
 ) -> tuple[Any, list[str]]:
     """Wait for the task's result, approving every call that asks; returns (result, approved)."""
     stop = asyncio.Event()
     approver = asyncio.create_task(approve_all(client, res, session_id, stop, tenant))
     try:
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(handle.result(), within_seconds)
     finally:
         stop.set()
     return result, await approver

@@ -1,0 +1,62 @@
+"""The model server dies for three minutes mid-task; the task finishes after it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from activities.providers.base import ModelProvider
+from tests.conftest import AgentRunner
+from tests.real_model.test_local_model_tasks import FACT, TASK_SECONDS, _budget, _final_answer
+from tests.support.helpers import items_of, run_approving, session_root, start
+from workers import tasks
+from workers.resources import Resources
+from workers.stack.llama import LlamaServer
+
+pytestmark = pytest.mark.real_model
+
+OUTAGE_SECONDS = 180
+
+
+async def test_the_task_outlasts_a_three_minute_model_outage(
+    llama: LlamaServer,
+    local_provider: ModelProvider,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
+        sid, handle = await start(
+            client,
+            resources,
+            queue,
+            "Read the file facts/launch.md and tell me the launch code word it gives.",
+            tenant=tenant,
+            max_steps=10,
+        )
+        facts = session_root(workspace, tenant, sid) / "facts"
+        facts.mkdir()
+        (facts / "launch.md").write_text(f"The launch code word is {FACT}.\n")
+        # Mid-task: after the first model step is committed, before the answer.
+        async with asyncio.timeout(TASK_SECONDS):
+            async for item in tasks.watch_items(resources.sessions, tenant, sid):
+                if item.kind == "tool_call":
+                    break
+        await asyncio.to_thread(llama.stop)
+        down_at = time.monotonic()
+        await asyncio.sleep(OUTAGE_SECONDS)
+        assert (await handle.describe()).status is not None
+        await asyncio.to_thread(llama.start)
+        outage = time.monotonic() - down_at
+        result, _ = await run_approving(
+            client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
+        )
+    assert outage >= OUTAGE_SECONDS
+    assert result.status == "completed"
+    assert FACT in _final_answer(await items_of(resources, tenant, sid))

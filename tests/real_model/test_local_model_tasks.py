@@ -1,0 +1,193 @@
+"""Tasks end to end on a real model: Qwen2.5-Coder 1.5B on llama.cpp (`make test-real-model`).
+
+What is asserted is the outcome a user checks, never the model's wording: the report names
+every file, the answer holds the fact only the file holds, a malformed call is survived.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession, web
+from temporalio.client import Client
+
+from activities.providers.base import ModelProvider
+from activities.providers.factory import build_provider
+from tests.conftest import AgentRunner
+from tests.support.helpers import (
+    copy_demo_workspace,
+    items_of,
+    run_approving,
+    session_root,
+    start,
+)
+from workers.demo import DEMO_TASK
+from workers.resources import Resources
+from workers.stack.llama import LlamaServer
+
+pytestmark = pytest.mark.real_model
+
+TASK_SECONDS = 900
+FACT = "PELICAN-7342"
+
+
+def _final_answer(items: list[object]) -> str:
+    answers = [i for i in items if getattr(i, "kind", "") == "assistant_message"]
+    return str(getattr(answers[-1], "text", "")) if answers else ""
+
+
+def _budget(llama: LlamaServer) -> dict[str, object]:
+    settings = llama.model_settings()
+    return settings.model_dump(include={"name", "context_tokens", "reply_tokens"}) | {
+        "tool_result_tokens": settings.tool_result_tokens
+    }
+
+
+async def test_the_survey_task_writes_a_report_naming_every_file(
+    llama: LlamaServer,
+    local_provider: ModelProvider,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
+        sid, handle = await start(client, resources, queue, DEMO_TASK, tenant=tenant, max_steps=20)
+        root = copy_demo_workspace(session_root(workspace, tenant, sid))
+        files = sorted(p.name for p in root.rglob("*") if p.is_file())
+        result, _ = await run_approving(
+            client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
+        )
+    assert result.status == "completed"
+    report = (root / "out" / "report.md").read_text()
+    missing = [name for name in files if name not in report]
+    assert not missing, f"out/report.md does not name {missing}:\n{report}"
+
+
+async def test_an_answer_holds_a_fact_only_the_file_holds(
+    llama: LlamaServer,
+    local_provider: ModelProvider,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
+        sid, handle = await start(
+            client,
+            resources,
+            queue,
+            "Read the file facts/launch.md and tell me the launch code word it gives.",
+            tenant=tenant,
+            max_steps=10,
+        )
+        facts = session_root(workspace, tenant, sid) / "facts"
+        facts.mkdir()
+        (facts / "launch.md").write_text(
+            f"# Launch notes\n\nThe launch code word is {FACT}. Do not share it.\n"
+        )
+        result, _ = await run_approving(
+            client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
+        )
+    assert result.status == "completed"
+    answer = _final_answer(await items_of(resources, tenant, sid))
+    assert FACT in answer, answer
+
+
+class FirstReplyMalformed:
+    """The model's HTTP interface with one fault: its first reply is a read_file call whose
+    arguments are cut-off JSON. Every later request goes to the real server unchanged."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.served = 0
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.served += 1
+        if self.served == 1:
+            call = {
+                "id": "call_x",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "facts/launch.md'},
+            }
+            return web.json_response(
+                {
+                    "id": "chatcmpl-broken",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": json.loads(body).get("model", ""),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                            "finish_reason": "tool_calls",
+                        }
+                    ],
+                }
+            )
+        async with ClientSession() as http:
+            url = f"{self.upstream}/chat/completions"
+            headers = {"Content-Type": "application/json"}
+            async with http.post(url, data=body, headers=headers) as reply:
+                return web.Response(
+                    body=await reply.read(), status=reply.status, content_type="application/json"
+                )
+
+
+@pytest.fixture
+async def malformed_first(llama: LlamaServer) -> AsyncIterator[FirstReplyMalformed]:
+    fake = FirstReplyMalformed(llama.base_url)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    fake.url = f"http://127.0.0.1:{port}/v1"
+    yield fake
+    await runner.cleanup()
+
+
+async def test_a_task_recovers_from_a_malformed_first_tool_call(
+    llama: LlamaServer,
+    malformed_first: FirstReplyMalformed,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    settings = llama.model_settings().model_copy(update={"base_url": malformed_first.url})
+    provider = build_provider(settings)
+    try:
+        async with agent_worker(provider, workspace, **_budget(llama)) as queue:
+            sid, handle = await start(
+                client,
+                resources,
+                queue,
+                "Read the file facts/launch.md and tell me the launch code word it gives.",
+                tenant=tenant,
+                max_steps=10,
+            )
+            facts = session_root(workspace, tenant, sid) / "facts"
+            facts.mkdir()
+            (facts / "launch.md").write_text(f"The launch code word is {FACT}.\n")
+            result, _ = await run_approving(
+                client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
+            )
+    finally:
+        await provider.aclose()
+    assert result.status == "completed"
+    items = await items_of(resources, tenant, sid)
+    first_result = next(i for i in items if i.kind == "tool_result")
+    assert first_result.data.get("error_type"), "the malformed call was not reported as an error"
+    assert malformed_first.served >= 2
+    assert FACT in _final_answer(items)
