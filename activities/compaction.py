@@ -13,6 +13,7 @@ from activities.context import ContextBudget, assemble_context
 from activities.errors import storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_context import budget_of, summary_prompt, turn_config, window_items
+from activities.model_wait import outage_aware
 from activities.providers.base import ChatMessage, ModelProvider, ModelRequest
 from activities.tokens import count_tokens
 from storage.compactions import CompactionRepository
@@ -59,7 +60,8 @@ class CompactionActivities:
     async def compact_session(self, inp: CompactInput) -> CompactionRef | None:
         """Store the next compaction, or None when there is nothing old enough to compact."""
         session_id = uuid.UUID(inp.session_id)
-        async with storage_errors_are_final(), heartbeating():
+        outage = outage_aware(self._sessions, inp.tenant_id, session_id)
+        async with outage, storage_errors_are_final(), heartbeating():
             async with self._sessions() as db, db.begin():
                 repo = CompactionRepository(db, inp.tenant_id)
                 done = await repo.by_key(inp.idempotency_key)

@@ -22,6 +22,7 @@ from activities.model_context import (
     tools_of,
     turn_config,
 )
+from activities.model_wait import outage_aware
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
@@ -71,7 +72,8 @@ class ModelActivities:
     async def call_model(self, inp: ModelCallInput) -> ModelCallResult:
         """One model step. Retries after the reply was committed return the committed reply."""
         session_id = uuid.UUID(inp.session_id)
-        async with storage_errors_are_final(), heartbeating():
+        outage = outage_aware(self._sessions, inp.tenant_id, session_id)
+        async with outage, storage_errors_are_final(), heartbeating():
             async with self._sessions() as db, db.begin():
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
@@ -205,9 +207,13 @@ class ModelActivities:
         for call in row.data.get("tool_calls", []):
             tool = self._registry.get(call["name"])
             call_row = (call_rows or {}).get(call["id"])
+            decision = None
             if call_row is None:
+                # A re-read of a committed step (a retry, a resumed run): decisions made
+                # since travel with the call, so nobody is asked twice.
                 call_items = await items.for_tool_call(row.session_id, call["id"])
                 call_row = next(i for i in call_items if i.kind == "tool_call")
+                decision = decision_of(call_items)
             default = "always" if tool and tool.needs_approval else "never"
             policy = inp.approval_policies.get(call["name"], default)
             calls.append(
@@ -219,6 +225,7 @@ class ModelActivities:
                     item_id=str(call_row.id),
                     needs_approval=needs_approval(policy, call_row.data.get("arguments", {})),
                     known=tool is not None,
+                    decision=decision,
                 )
             )
         stats = row.data.get("context", {})
@@ -233,6 +240,14 @@ class ModelActivities:
             compaction_due=compaction_due(budget, stats),
             empty_reply=not calls and not row.text.strip(),
         )
+
+
+def decision_of(call_items: list[ItemRow]) -> bool | None:
+    """The approval decision the loop recorded for a call (record_approval), if any."""
+    for item in call_items:
+        if item.kind == "approval" and "approved" in item.data:
+            return bool(item.data["approved"])
+    return None
 
 
 def artifact_info(ref: ArtifactRef) -> dict[str, object]:

@@ -185,6 +185,20 @@ class ItemRepository:
         picked.reverse()
         return picked
 
+    async def last_model_step(self, session_id: uuid.UUID) -> int | None:
+        """The loop step of the session's newest committed model reply, if any."""
+        row = await self._db.scalar(
+            select(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.kind == "assistant_message",
+            )
+            .order_by(ItemRow.ordinal.desc())
+            .limit(1)
+        )
+        return int(row.data["step"]) if row is not None and "step" in row.data else None
+
     async def first_of_kind(self, session_id: uuid.UUID, kind: str) -> ItemRow | None:
         return await self._db.scalar(
             select(ItemRow)

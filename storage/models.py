@@ -41,6 +41,7 @@ SESSION_STATUSES = (
     "running",
     "waiting_approval",
     "waiting_device",
+    "waiting_model",
     "completed",
     "failed",
     "cancelled",
@@ -77,6 +78,9 @@ class SessionRow(Base):
     # instead of on disk: by archive, cleared when a restore puts it back.
     workspace_sha256: Mapped[str | None] = mapped_column(Text)
     workspace_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # While status is waiting_model: the provider's redacted error, the attempt and the next
+    # try (activities/model_wait.py writes it; any other status clears it).
+    wait_detail: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

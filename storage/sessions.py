@@ -107,7 +107,7 @@ class SessionRepository:
     ) -> None:
         if status not in SESSION_STATUSES:
             raise ValueError(f"unknown session status {status!r}")
-        values: dict[str, Any] = {"status": status, "updated_at": func.now()}
+        values: dict[str, Any] = {"status": status, "updated_at": func.now(), "wait_detail": None}
         if workflow_run_id:
             values["workflow_run_id"] = workflow_run_id
         result = await self._db.execute(
@@ -117,6 +117,36 @@ class SessionRepository:
         )
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise SessionNotFound(f"session {session_id} not found")
+
+    async def set_waiting_model(self, session_id: uuid.UUID, detail: dict[str, Any]) -> bool:
+        """Mark a running session as waiting on its model, with `detail`. A session the loop
+        has moved on (cancelled, failed, waiting for a person) keeps its status: False."""
+        return await self._move(
+            session_id, ("running", "waiting_model"), "waiting_model", detail=detail
+        )
+
+    async def clear_waiting_model(self, session_id: uuid.UUID) -> bool:
+        """The model answered again: a session waiting on it is running (False if it was not)."""
+        return await self._move(session_id, ("waiting_model",), "running", detail=None)
+
+    async def _move(
+        self,
+        session_id: uuid.UUID,
+        when: tuple[str, ...],
+        status: str,
+        *,
+        detail: dict[str, Any] | None,
+    ) -> bool:
+        result = await self._db.execute(
+            update(SessionRow)
+            .where(
+                SessionRow.id == session_id,
+                SessionRow.tenant_id == self._tenant,
+                SessionRow.status.in_(when),
+            )
+            .values(status=status, wait_detail=detail, updated_at=func.now())
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def lock(self, session_id: uuid.UUID) -> str:
         """Lock the session row until the unit of work ends (this serialises appends);

@@ -17,6 +17,7 @@ from temporalio.service import RPCError
 
 from storage.db import migrate
 from storage.devices import validate_device_id
+from storage.models import SessionRow
 from storage.sessions import SessionRepository
 from workers import tasks
 from workers.cli_archive import archive_app
@@ -35,12 +36,14 @@ from workers.cli_devices import devices
 from workers.cli_errors import report
 from workers.cli_gc import gc_app
 from workers.cli_local_model import ModelOption, local_model_app
+from workers.cli_resume import resume
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
 from workers.stack.local_model import DEFAULT_MODEL
 from workers.task_options import MAX_STEPS
+from workers.wait_status import effective_status, wait_line
 from workflows.contracts import AgentStatus, DecisionResult
 
 app = typer.Typer(
@@ -52,6 +55,7 @@ app.add_typer(gc_app, name="gc")
 app.add_typer(archive_app, name="archive")
 app.add_typer(local_model_app, name="local-model")
 app.command("devices")(devices)
+app.command("resume")(resume)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
 MAX_ORDINAL = 2**63 - 1
@@ -86,6 +90,8 @@ def start(
         device_id=device,
         device_tools=list(device_tool or []),
         task_queue=s.agent.task_queue,
+        model_outage_seconds=s.agent.model_outage_seconds,
+        model_retry_max_interval_seconds=s.agent.model_retry_max_interval_seconds,
         model_config={"provider": s.model.provider, "model": s.model.name},
         approval_policies=_policies(policy),
     )
@@ -234,7 +240,10 @@ def status(session: str, tenant: Tenant = None) -> None:
         if isinstance(live, str):
             console.print(f"workflow: not reachable ({live})")
             return
-        console.print(f"workflow: step={live.step} status={live.status}")
+        console.print(f"workflow: step={live.step} status={effective_status(live.status, row)}")
+        waiting = wait_line(row)
+        if waiting and live.status == "running":
+            console.print(f"  {waiting}", markup=False, highlight=False, soft_wrap=True)
         calls = {i.tool_call_id: i for i in items if i.kind == "tool_call"}
         for p in live.pending_approvals:
             call = calls.get(p.tool_call_id)
@@ -253,7 +262,18 @@ def watch_cmd(session: str, tenant: Tenant = None, after: After = 0) -> None:
     session, t = session_id(session), tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        async for item in tasks.watch_items(res.sessions, t, session, after=after, store=res.store):
+        seen: list[str] = []
+
+        def status_changed(row: SessionRow) -> None:
+            # A model wait is news whenever it shows; the status a watch starts in is not.
+            line = wait_line(row) or (f"status: {row.status}" if seen else None)
+            seen.append(row.status)
+            if line:
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+        async for item in tasks.watch_items(
+            res.sessions, t, session, after=after, store=res.store, on_status=status_changed
+        ):
             print_item(console, item)
         row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
         console.print(f"task ended: {row.status}")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -27,6 +28,7 @@ from storage.models import (
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 from workers.render import timeline_table
+from workers.wait_status import wait_line
 
 
 @dataclass
@@ -109,6 +111,9 @@ def render_view(view: SessionView) -> RenderableType:
         f"workflow {s.workflow_id} run {s.workflow_run_id or '-'} · "
         f"created {s.created_at:%Y-%m-%d %H:%M:%S} · updated {s.updated_at:%Y-%m-%d %H:%M:%S}",
     ]
+    waiting = wait_line(s)
+    if waiting:
+        parts.append(Text(waiting))
     if len(view.tree) > 1:
         parts.append(_tree(view))
     turns = Table(title="turns")

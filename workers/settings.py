@@ -22,6 +22,7 @@ from activities.tools.fetch_policy import (
     FetchPolicy,
 )
 from storage.workspaces import WorkspaceLayout, WorkspaceScope
+from workflows.contracts import AgentInput
 
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
 DEV_POSTGRES_PORT = 54329
@@ -106,6 +107,12 @@ class AgentSettings(BaseSettings):
     max_edit_bytes: int = Field(default=TextLimits.max_edit_bytes, gt=0)
     max_tool_argument_bytes: int = Field(default=TextLimits.max_tool_argument_bytes, gt=0)
     inline_message_bytes: int = Field(default=TextLimits.inline_message_bytes, gt=0)
+    # How long a task outwaits a model provider outage before it fails (per model call),
+    # and the cap on the backoff between attempts meanwhile.
+    model_outage_seconds: float = Field(default=AgentInput.model_outage_seconds, gt=0)
+    model_retry_max_interval_seconds: float = Field(
+        default=AgentInput.model_retry_max_interval_seconds, gt=0
+    )
     system_prompt: str = (
         "You are a careful agent. Use the tools to inspect the workspace, "
         "and write results to files under out/."

@@ -16,6 +16,8 @@ MAX_STEPS = 10_000
 MAX_APPROVAL_WAIT_SECONDS = 30 * 24 * 3600
 MAX_TOOL_TIMEOUT_SECONDS = 24 * 3600
 MAX_DEVICE_WAIT_SECONDS = 7 * 24 * 3600
+MAX_MODEL_OUTAGE_SECONDS = 30 * 24 * 3600
+MAX_MODEL_RETRY_INTERVAL_SECONDS = 3600
 
 
 def _check_range(name: str, value: float, low: float, high: float, *, open_low: bool) -> None:
@@ -37,6 +39,9 @@ class TaskOptions:
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
     device_schedule_to_start_seconds: float = 3600
+    # How long a provider outage is outwaited, and the longest pause between model attempts.
+    model_outage_seconds: float = AgentInput.model_outage_seconds
+    model_retry_max_interval_seconds: float = AgentInput.model_retry_max_interval_seconds
     continue_as_new_every: int = 0
     task_queue: str = CLOUD_TASK_QUEUE
     model_config: dict[str, Any] = field(default_factory=dict)
@@ -54,6 +59,8 @@ class TaskOptions:
             ("approval_timeout_seconds", MAX_APPROVAL_WAIT_SECONDS),
             ("tool_timeout_seconds", MAX_TOOL_TIMEOUT_SECONDS),
             ("device_schedule_to_start_seconds", MAX_DEVICE_WAIT_SECONDS),
+            ("model_outage_seconds", MAX_MODEL_OUTAGE_SECONDS),
+            ("model_retry_max_interval_seconds", MAX_MODEL_RETRY_INTERVAL_SECONDS),
         ):
             _check_range(name, getattr(self, name), 0, high, open_low=True)
         if self.device_id is not None:

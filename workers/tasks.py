@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -29,6 +29,8 @@ from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
 from storage.workspaces import validate_project
+from workers.resume_point import TaskNotResumable as TaskNotResumable
+from workers.resume_point import resume as resume
 from workers.settings import get_settings
 from workers.task_options import TaskOptions as TaskOptions  # the API callers know
 from workflows.agent import AgentWorkflow
@@ -358,6 +360,7 @@ async def watch_items(
     after: int = 0,
     poll_seconds: float = 0.3,
     store: ArtifactStore | None = None,
+    on_status: Callable[[SessionRow], None] | None = None,
 ) -> AsyncIterator[ItemRow]:
     """Yield each item as it is committed, in order, until the session ends.
 
@@ -365,8 +368,13 @@ async def watch_items(
     handed out under the session lock and items are append-only.
     """
     cursor = after
+    shown: tuple[str, object] | None = None
     while True:
         row, items = await read_session(sessions, tenant_id, session_id, after=cursor, store=store)
+        if on_status is not None and (row.status, row.wait_detail) != shown:
+            # `on_status` hears each change of status (and of a model wait's detail).
+            shown = (row.status, row.wait_detail)
+            on_status(row)
         for item in items:
             cursor = item.ordinal
             yield item

@@ -34,14 +34,9 @@ from workflows.contracts import (
 )
 from workflows.delegation import DELEGATE_TOOL, delegate
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
-from workflows.policies import (
-    MODEL_CALL_TIMEOUT,
-    MODEL_HEARTBEAT_TIMEOUT,
-    MODEL_RETRY,
-    STATE_WRITE_RETRY,
-    STATE_WRITE_TIMEOUT,
-)
-from workflows.tool_calls import cause_of, run_tool_call
+from workflows.model_calls import model_call_options, model_failure
+from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+from workflows.tool_calls import run_tool_call
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: the activity classes only name the methods we schedule; their modules
@@ -124,9 +119,7 @@ class AgentWorkflow:
             try:
                 result = await self._call_model(step)
             except ActivityError as err:
-                raise await self._fail(
-                    f"model call failed: {cause_of(err)}", "ModelFailed"
-                ) from err
+                raise await self._fail(model_failure(err, inp), "ModelFailed") from err
             self._step += 1
             self._seen = seen
             final_item = result.item_id
@@ -185,9 +178,7 @@ class AgentWorkflow:
                 idempotency_key=self._key(step, "model"),
                 approval_policies=dict(self._inp.approval_policies),
             ),
-            start_to_close_timeout=MODEL_CALL_TIMEOUT,
-            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
-            retry_policy=MODEL_RETRY,
+            **model_call_options(self._inp),
         )
 
     async def _compact(self, step: int) -> None:
@@ -196,9 +187,7 @@ class AgentWorkflow:
             CompactInput(
                 self._inp.session_id, self._inp.tenant_id, step, self._key(step, "compact")
             ),
-            start_to_close_timeout=MODEL_CALL_TIMEOUT,
-            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
-            retry_policy=MODEL_RETRY,
+            **model_call_options(self._inp),
         )
         if ref is not None:
             self._compaction = ref
@@ -208,7 +197,13 @@ class AgentWorkflow:
     async def _handle_call(self, step: int, call: ToolCallRef) -> None:
         key = self._key(step, call.tool_call_id)
         needs = self._inp.approval_overrides.get(call.name, call.needs_approval)
-        if needs and call.known and not await self._approved(step, call, key):
+        if needs and call.known and call.decision is not None:
+            # A resumed run re-reads a step decided before: the decision stands, the person
+            # is not asked twice (a rejection's result is committed already).
+            self._decided.add(call.tool_call_id)
+            if not call.decision:
+                return
+        elif needs and call.known and not await self._approved(step, call, key):
             return
         if call.name == DELEGATE_TOOL:
             await delegate(self._inp, step, call, key)

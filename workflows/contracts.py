@@ -51,6 +51,11 @@ class AgentInput:
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
     device_schedule_to_start_seconds: float = 3600
+    # How long one model call (or compaction) may keep failing with ModelUnavailable before
+    # the task fails: a provider outage is outwaited, not fatal.
+    model_outage_seconds: float = 6 * 3600
+    # The cap on the pause between two model call attempts during an outage.
+    model_retry_max_interval_seconds: float = 60
     # Cursors carried across continue-as-new.
     step: int = 0
     seen_messages: int = 0
@@ -125,6 +130,9 @@ class ToolCallRef:
     # Decided by the activity from the tool registry, so the workflow stays deterministic.
     needs_approval: bool = False
     known: bool = True
+    # A decision AgentState already holds for this call (a resumed run re-reads a step whose
+    # approvals were decided): True approved, False rejected, None never decided.
+    decision: bool | None = None
 
 
 @dataclass

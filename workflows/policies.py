@@ -23,13 +23,22 @@ MODEL_CALL_TIMEOUT = timedelta(minutes=5)
 # The model activity heartbeats while it waits on the provider: a worker that dies mid-call
 # is noticed in seconds, not after the whole start-to-close timeout.
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=20)
-MODEL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=60),
-    maximum_attempts=8,
-    non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
-)
+# A provider outage lasts as long as it lasts: model calls retry without an attempt limit,
+# bounded by the task's outage deadline (schedule-to-close) instead. Any other error still
+# stops after MODEL_OTHER_ERROR_ATTEMPTS (activities/model_wait.py makes it final then).
+MODEL_OTHER_ERROR_ATTEMPTS = 8
+
+
+def model_retry(max_interval: timedelta) -> RetryPolicy:
+    """The model calls' retry policy: capped exponential backoff, no attempt limit."""
+    return RetryPolicy(
+        initial_interval=min(timedelta(seconds=1), max_interval),
+        backoff_coefficient=2.0,
+        maximum_interval=max_interval,
+        maximum_attempts=0,
+        non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
+    )
+
 
 TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
