@@ -30,6 +30,7 @@ from activities.providers.base import (
     ToolSpec,
     Usage,
 )
+from activities.providers.context_window import DiscoveredWindow, discover_window
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
@@ -55,6 +56,7 @@ class OpenAICompatibleProvider:
         ``base_url`` defaults to OpenAI's; ``model`` is used when a request names none.
         """
         self._model = model
+        self._base_url = base_url
         self._secrets = (api_key,) if api_key else ()
         # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
         self._client = AsyncOpenAI(
@@ -94,6 +96,13 @@ class OpenAICompatibleProvider:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else None
             raise errors.connection_error(self.name, timed_out=False, cause=cause) from None
         return _from_completion(completion, self.name)
+
+    async def context_window(self) -> DiscoveredWindow | None:
+        """The window a compatible server advertises; api.openai.com advertises none."""
+        if not self._base_url:
+            return None
+        key = self._secrets[0] if self._secrets else None
+        return await discover_window(self._base_url, key, self._model)
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connection pool."""
