@@ -219,7 +219,7 @@ async def test_the_newest_call_is_sent_even_when_it_outgrows_half_the_budget(
     ]
     sid = uuid.uuid4()
     (session_root(workspace, tenant, sid) / "a.txt").write_text("small file")
-    async with agent_worker(provider, workspace, context_tokens=8_000) as queue:
+    async with agent_worker(provider, workspace, context_tokens=5_000) as queue:
         _, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 60)
 
