@@ -150,16 +150,17 @@ async def call_within_window(
     configured: ContextBudget,
     tools: Sequence[ToolSpec],
     assemble: Callable[[ContextBudget], Awaitable[AssembledContext]],
-    send: Callable[[AssembledContext, ContextBudget], Awaitable[ModelReply]],
+    send: Callable[[AssembledContext, ContextBudget, int], Awaitable[ModelReply]],
 ) -> Fitted:
-    """Assemble and send; on overflow learn, assemble smaller and send again."""
+    """Assemble and send; on overflow learn, assemble smaller and send again. `send` gets
+    the number of overflows so far (a vendor may hold an idempotency key to one body)."""
     await windows.discover(model)
     used = windows.budget(model, configured)
     context = await assemble(used)
     retries = 0
     while True:
         try:
-            return Fitted(await send(context, used), context, used, retries)
+            return Fitted(await send(context, used, retries), context, used, retries)
         except ApplicationError as err:
             overflow = overflow_of(err)
             if overflow is None:

@@ -101,14 +101,19 @@ class ModelActivities:
                     )
                 return context
 
-            async def send(context: AssembledContext, budget: ContextBudget) -> ModelReply:
+            async def send(
+                context: AssembledContext, budget: ContextBudget, overflows: int
+            ) -> ModelReply:
+                # A smaller request is another request: vendors that dedupe by key may refuse
+                # one key with a second body. Still stable across retries and replay.
+                key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
                 # No transaction is held open across the provider call.
                 return await self._provider.complete(
                     ModelRequest(
                         model=config.model,
                         messages=context.messages,
                         tools=tools_of(config),
-                        idempotency_key=inp.idempotency_key,
+                        idempotency_key=key,
                         max_output_tokens=budget.reply_tokens,
                     )
                 )

@@ -72,6 +72,7 @@ class Seen:
     max_tokens: int
     accepted: bool
     body: dict[str, Any]
+    headers: dict[str, str]
 
 
 @dataclass
@@ -113,7 +114,7 @@ class WindowedServer:
         reply = int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
         refusal, counts_reply = REFUSALS[self.shape]
         fits = prompt + (reply if counts_reply else 0) <= self.n_ctx
-        self.seen.append(Seen(prompt, reply, fits, body))
+        self.seen.append(Seen(prompt, reply, fits, body, dict(request.headers)))
         if not fits:
             return web.json_response(refusal(prompt, reply, self.n_ctx), status=400)
         return web.json_response(self.queued.pop(0) if self.queued else self.reply)
