@@ -90,8 +90,8 @@ async def test_an_overflow_is_retried_smaller_and_the_window_is_learned(
     # The reply reservation shrank to a quarter of the window as well.
     assert retried.max_tokens == WINDOW // 4 < refused.max_tokens
     # A smaller request is a new request to a vendor that dedupes by key.
-    key = refused.headers["Idempotency-Key"]
-    assert retried.headers["Idempotency-Key"] == f"{key}:fit1"
+    key = refused.headers["idempotency-key"]
+    assert retried.headers["idempotency-key"] == f"{key}:fit1"
     # The retry still carries the newest result, as an excerpt.
     assert "line 0: the quick brown fox" in retried.body["messages"][-1]["content"]
     first, second, third = windows_of(items)
