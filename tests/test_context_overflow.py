@@ -6,6 +6,7 @@ fails, saying why, with everything committed kept."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 
 from activities.context_windows import MAX_OVERFLOW_RETRIES
@@ -26,6 +28,7 @@ from tests.support.fake_window import (
 )
 from tests.support.helpers import items_of, session_root, start
 from workers.resources import Resources
+from workers.session_view import load_view, render_view
 
 WINDOW = 4_096
 # ~17k tokens: expanded, the result alone would fill the default 6,000-token allowance.
@@ -47,8 +50,9 @@ async def run_survey(
     resources: Resources,
     workspace: Path,
     tenant: str,
-) -> tuple[str, list[ItemRow]]:
-    """Three steps: read the big file, read it again, answer. Returns (status, items)."""
+) -> tuple[str, list[ItemRow], str]:
+    """Three steps: read the big file, read it again, answer. Returns (status, items, what
+    `agentctl show` prints)."""
     windowed.queued = [
         tool_call_reply('{"path": "big.txt"}'),
         tool_call_reply('{"path": "big.txt"}', ids=("call_9",)),
@@ -58,7 +62,10 @@ async def run_survey(
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 90)
-    return result.status, await items_of(resources, tenant, session_id)
+    view = await load_view(resources.sessions, tenant, sid)
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(render_view(view))
+    return result.status, await items_of(resources, tenant, session_id), console.export_text()
 
 
 def windows_of(items: list[ItemRow]) -> list[dict[str, Any]]:
@@ -79,7 +86,7 @@ async def test_an_overflow_is_retried_smaller_and_the_window_is_learned(
     """The server counts 1.2 of its tokens per one of ours; its error names the window and
     the prompt's size, so one smaller request fits, and every later step fits at once."""
     windowed.n_ctx, windowed.shape, windowed.factor = WINDOW, shape, 1.2
-    status, items = await run_survey(
+    status, items, shown = await run_survey(
         windowed, provider, agent_worker, client, resources, workspace, tenant
     )
 
@@ -99,6 +106,7 @@ async def test_an_overflow_is_retried_smaller_and_the_window_is_learned(
     assert second["server_tokens"] == WINDOW and second["source"] == "overflow"
     assert second["overflow_retries"] == 1 and third["overflow_retries"] == 0
     assert second["budget_tokens"] < first["budget_tokens"]
+    assert f"model server window: {WINDOW} tokens (from overflow)" in shown
 
 
 async def test_an_overflow_without_numbers_shrinks_step_by_step(
@@ -112,7 +120,7 @@ async def test_an_overflow_without_numbers_shrinks_step_by_step(
 ) -> None:
     """Older llama.cpp builds say only that the request exceeds the context size."""
     windowed.n_ctx, windowed.shape = WINDOW, "llama.cpp-old"
-    status, items = await run_survey(
+    status, items, shown = await run_survey(
         windowed, provider, agent_worker, client, resources, workspace, tenant
     )
 
@@ -123,6 +131,7 @@ async def test_an_overflow_without_numbers_shrinks_step_by_step(
     assert windowed.seen[-1].accepted and windowed.seen[-2].accepted  # the last step fit at once
     second = windows_of(items)[1]
     assert second["overflow_retries"] == len(sizes) and second["server_tokens"] is None
+    assert "model server window: size not stated (from overflow)" in shown
 
 
 @pytest.mark.parametrize("advertised", ["props", "models"])
@@ -144,7 +153,7 @@ async def test_a_window_the_server_advertises_is_used_from_the_first_request(
     else:
         entry = {"id": "gpt-x", "object": "model", "owned_by": "vllm", "max_model_len": WINDOW}
         windowed.models = {"object": "list", "data": [entry]}
-    status, items = await run_survey(
+    status, items, shown = await run_survey(
         windowed, provider, agent_worker, client, resources, workspace, tenant
     )
 
@@ -155,6 +164,7 @@ async def test_a_window_the_server_advertises_is_used_from_the_first_request(
     assert windowed.discovery_requests == expected
     assert {w["source"] for w in windows_of(items)} == {advertised}
     assert {w["server_tokens"] for w in windows_of(items)} == {WINDOW}
+    assert f"model server window: {WINDOW} tokens (from {advertised})" in shown
 
 
 async def test_a_newest_item_that_cannot_fit_fails_the_task_saying_so(
