@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from temporalio import activity
@@ -180,8 +180,17 @@ async def call_within_window(
                 context.input_tokens,
                 shrunk.input_tokens,
             )
-            if retries >= MAX_OVERFLOW_RETRIES or not progress:
+            if not progress:
                 raise window_too_small(overflow, sent, used, retries) from None
+            if retries >= MAX_OVERFLOW_RETRIES:
+                # Still shrinking: the activity's next attempt starts from what was learned.
+                raise ApplicationError(
+                    f"context overflow: still over the server's window after {retries + 1} "
+                    f"smaller and smaller requests; the next attempt starts at "
+                    f"{smaller.context_tokens} tokens",
+                    asdict(overflow),
+                    type=CONTEXT_OVERFLOW,
+                ) from None
             context, used, retries = shrunk, smaller, retries + 1
 
 

@@ -134,6 +134,32 @@ async def test_an_overflow_without_numbers_shrinks_step_by_step(
     assert "model server window: size not stated (from overflow)" in shown
 
 
+async def test_an_overflow_that_outlasts_the_retries_of_one_attempt_is_retried(
+    windowed: WindowedServer,
+    provider: OpenAICompatibleProvider,
+    agent_worker: AgentRunner,
+    client: Client,
+    resources: Resources,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    """A window far below the budget, and no numbers to learn it from: one attempt's retries
+    do not shrink the request enough, so the activity fails retryably and its next attempt
+    starts from what the worker learned, instead of failing the task."""
+    windowed.n_ctx, windowed.shape = 1_500, "llama.cpp-old"
+    status, items, _ = await run_survey(
+        windowed, provider, agent_worker, client, resources, workspace, tenant
+    )
+
+    assert status == "completed"
+    sizes = [s.prompt_tokens for s in windowed.refused]
+    assert len(sizes) == MAX_OVERFLOW_RETRIES + 1  # all one attempt may send
+    assert sizes == sorted(sizes, reverse=True)
+    assert windowed.seen[len(sizes) + 1].prompt_tokens < sizes[-1]
+    # The attempt that succeeded started from the learned size: it needed no retry.
+    assert windows_of(items)[1]["overflow_retries"] == 0
+
+
 @pytest.mark.parametrize("advertised", ["props", "models"])
 async def test_a_window_the_server_advertises_is_used_from_the_first_request(
     advertised: str,
