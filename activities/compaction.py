@@ -72,6 +72,8 @@ class CompactionActivities:
         """Store the next compaction, or None when there is nothing old enough to compact."""
         session_id = uuid.UUID(inp.session_id)
         async with storage_errors_are_final(), heartbeating():
+            # A worker's first model call may be this one (once per worker; never fails).
+            await self._windows.discover(self._current.model)
             async with self._sessions() as db, db.begin():
                 repo = CompactionRepository(db, inp.tenant_id)
                 done = await repo.by_key(inp.idempotency_key)
