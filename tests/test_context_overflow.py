@@ -16,10 +16,18 @@ from typing import Any
 import pytest
 from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
+from activities.compaction import CompactionActivities
+from activities.context import ContextBudget
 from activities.context_windows import MAX_OVERFLOW_RETRIES
+from activities.model_context import config_of
 from activities.providers.openai_compat import OpenAICompatibleProvider
+from activities.tokens import count_tokens
+from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow
+from storage.sessions import SessionRepository
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import completion, tool_call_reply
 from tests.support.fake_window import (
@@ -29,6 +37,7 @@ from tests.support.fake_window import (
 from tests.support.helpers import items_of, session_root, start
 from workers.resources import Resources
 from workers.session_view import load_view, render_view
+from workflows.contracts import CompactInput
 
 WINDOW = 4_096
 # ~17k tokens: expanded, the result alone would fill the default 6,000-token allowance.
@@ -266,3 +275,32 @@ async def test_the_newest_call_is_sent_even_when_it_outgrows_half_the_budget(
     second = windowed.seen[1].body["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
     assert second[2]["tool_calls"][0]["function"]["name"] == "read_file"
+
+
+async def test_a_summary_that_overflows_is_retried_within_the_learned_window(
+    windowed: WindowedServer, provider: OpenAICompatibleProvider, resources: Resources, tenant: str
+) -> None:
+    """compact_session on a worker that has not met the server yet: its overflow is
+    retryable, and the retry (Temporal's next attempt) asks for a summary that fits."""
+    windowed.n_ctx, windowed.shape = 2_048, "vllm"
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        items = ItemRepository(db, tenant)
+        for n in range(40):
+            text = f"message {n} " + "y " * 400
+            key, tokens = f"{sid}:{n}", count_tokens(text)
+            await items.append(NewItem(sid, "user_message", "user", key, text=text, tokens=tokens))
+    current = config_of("openai", "gpt-x", "p", [], ContextBudget(context_tokens=32_000))
+    acts = CompactionActivities(resources.sessions, provider, current)
+    inp = CompactInput(str(sid), tenant, 7, f"{sid}:7:compact")
+
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(acts.compact_session, inp)
+    assert caught.value.type == "ContextOverflow" and not caught.value.non_retryable
+    ref = await ActivityEnvironment().run(acts.compact_session, inp)
+
+    assert ref is not None and ref.version == 1
+    assert [s.accepted for s in windowed.seen] == [False, True]
+    fitted = windowed.seen[1]
+    assert fitted.prompt_tokens + fitted.max_tokens <= windowed.n_ctx
