@@ -8,13 +8,22 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.context import ContextBudget, assemble_context
+from activities.context_windows import ContextWindows
 from activities.errors import storage_errors_are_final
 from activities.heartbeat import heartbeating
-from activities.model_context import budget_of, summary_prompt, turn_config, window_items
+from activities.model_context import (
+    BLOCK_STARTS,
+    budget_of,
+    summary_prompt,
+    turn_config,
+    window_items,
+)
 from activities.model_wait import outage_aware
 from activities.providers.base import ChatMessage, ModelProvider, ModelRequest
+from activities.providers.overflow import overflow_of
 from activities.tokens import count_tokens
 from storage.compactions import CompactionRepository
 from storage.context_configs import ContextConfig
@@ -28,7 +37,6 @@ SUMMARY_INSTRUCTIONS = (
 )
 # Share of the window kept verbatim after the cut: the most recent steps stay raw.
 KEEP_RECENT_RATIO = 0.25
-_BLOCK_STARTS = ("user_message", "assistant_message")
 
 
 def cut_ordinal(items: list[ItemRow], keep_tokens: int) -> int | None:
@@ -38,7 +46,7 @@ def cut_ordinal(items: list[ItemRow], keep_tokens: int) -> int | None:
     cut: int | None = None
     for item in reversed(items):
         kept += item.tokens
-        if item.kind in _BLOCK_STARTS:
+        if item.kind in BLOCK_STARTS:
             cut = item.ordinal - 1
             if kept >= keep_tokens:
                 break
@@ -51,10 +59,14 @@ class CompactionActivities:
         sessions: async_sessionmaker[AsyncSession],
         provider: ModelProvider,
         current: ContextConfig,
+        windows: ContextWindows | None = None,
     ) -> None:
+        """`windows`: the model activities' (ModelActivities.windows), so a summary is
+        asked for within the server's real window too."""
         self._sessions = sessions
         self._provider = provider
         self._current = current
+        self._windows = windows if windows is not None else ContextWindows()
 
     @activity.defn(name="compact_session")
     async def compact_session(self, inp: CompactInput) -> CompactionRef | None:
@@ -62,13 +74,15 @@ class CompactionActivities:
         session_id = uuid.UUID(inp.session_id)
         outage = outage_aware(self._sessions, inp.tenant_id, session_id)
         async with outage, storage_errors_are_final(), heartbeating():
+            # A worker's first model call may be this one (once per worker; never fails).
+            await self._windows.discover(self._current.model)
             async with self._sessions() as db, db.begin():
                 repo = CompactionRepository(db, inp.tenant_id)
                 done = await repo.by_key(inp.idempotency_key)
                 if done is not None:
                     return _ref(done)
                 _, config = await turn_config(db, inp.tenant_id, session_id, self._current)
-                budget = budget_of(config)
+                budget = self._windows.budget(config.model, budget_of(config))
                 previous = await repo.latest(session_id)
                 window = await window_items(db, inp.tenant_id, session_id, budget, previous)
             cut = cut_ordinal(window, int(budget.context_tokens * KEEP_RECENT_RATIO))
@@ -114,16 +128,25 @@ class CompactionActivities:
             ),
             fetch=previews_only,
         )
-        reply = await self._provider.complete(
-            ModelRequest(
-                model=config.model,
-                messages=[*context.messages, ChatMessage("user", SUMMARY_INSTRUCTIONS)],
-                tools=[],
-                idempotency_key=inp.idempotency_key,
-                max_output_tokens=budget.reply_tokens,
-                purpose="compaction",
+        messages = [*context.messages, ChatMessage("user", SUMMARY_INSTRUCTIONS)]
+        try:
+            reply = await self._provider.complete(
+                ModelRequest(
+                    model=config.model,
+                    messages=messages,
+                    tools=[],
+                    idempotency_key=inp.idempotency_key,
+                    max_output_tokens=budget.reply_tokens,
+                    purpose="compaction",
+                )
             )
-        )
+        except ApplicationError as err:
+            overflow = overflow_of(err)
+            if overflow is not None:
+                # The error stays retryable: the retry is assembled within what was learned.
+                sent = context.input_tokens + count_tokens(SUMMARY_INSTRUCTIONS, budget.encoding)
+                self._windows.learn(config.model, overflow, sent, budget)
+            raise
         return reply.text
 
 

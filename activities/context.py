@@ -84,6 +84,13 @@ def _tokens(msg: ChatMessage, encoding: str) -> int:
     return n
 
 
+def tool_tokens(tools: Sequence[ToolSpec], encoding: str) -> int:
+    """What the tool schemas of a request cost, as the budget counts them."""
+    return sum(
+        count_tokens(t.name + t.description + json.dumps(t.parameters), encoding) for t in tools
+    )
+
+
 def _result_text(item: ItemRow) -> str:
     return item.text or ""
 
@@ -244,10 +251,7 @@ async def assemble_context(
             msg = block.messages[index]
             note = f"\n[not expanded to fit the context budget; {_ref_note(item)}]"
             block.messages[index] = replace(msg, content=msg.content + note)
-    fixed = _tokens(system, enc) + budget.reply_tokens
-    fixed += sum(
-        count_tokens(t.name + t.description + json.dumps(t.parameters), enc) for t in tools
-    )
+    fixed = _tokens(system, enc) + budget.reply_tokens + tool_tokens(tools, enc)
     if blocks:
         blocks[-1].pinned = True  # the newest: what the next step answers
     sizes = [sum(_tokens(m, enc) for m in b.messages) for b in blocks]

@@ -4,6 +4,7 @@ only the reply (an assistant item plus one tool_call item per requested call).""
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
@@ -11,6 +12,7 @@ from temporalio import activity
 from activities.approval_policy import needs_approval
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
+from activities.context_windows import ContextWindows, Fitted, call_within_window
 from activities.errors import storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_context import (
@@ -51,8 +53,12 @@ class ModelActivities:
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
+        windows: ContextWindows | None = None,
     ) -> None:
+        """`windows`: what the worker knows of its server's context window (shared with
+        compaction); by default learned from overflow errors only."""
         self._sessions = sessions
+        self._windows = windows if windows is not None else ContextWindows()
         self._max_argument_bytes = max_tool_argument_bytes
         self._store = store
         self._provider = provider
@@ -68,6 +74,10 @@ class ModelActivities:
     def current_config(self) -> ContextConfig:
         return self._current
 
+    @property
+    def windows(self) -> ContextWindows:
+        return self._windows
+
     @activity.defn(name="call_model")
     async def call_model(self, inp: ModelCallInput) -> ModelCallResult:
         """One model step. Retries after the reply was committed return the committed reply."""
@@ -82,20 +92,39 @@ class ModelActivities:
                 config_id, config = await turn_config(
                     db, inp.tenant_id, session_id, self._current, self._configs
                 )
-                context, compaction = await assemble_for_step(
-                    db, self._store, inp.tenant_id, session_id, config, self._read_cache
-                )
-            async with self._recorder.model_call(self._event(inp, config.model)) as trace:
+            compaction: CompactionRow | None = None
+
+            async def assemble(budget: ContextBudget) -> AssembledContext:
+                nonlocal compaction
+                sized = replace(config, budget=asdict(budget))
+                async with self._sessions() as db, db.begin():
+                    context, compaction = await assemble_for_step(
+                        db, self._store, inp.tenant_id, session_id, sized, self._read_cache
+                    )
+                return context
+
+            async def send(
+                context: AssembledContext, budget: ContextBudget, overflows: int
+            ) -> ModelReply:
+                # A smaller request is another request: vendors that dedupe by key may refuse
+                # one key with a second body. Still stable across retries and replay.
+                key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
                 # No transaction is held open across the provider call.
-                reply = await self._provider.complete(
+                return await self._provider.complete(
                     ModelRequest(
                         model=config.model,
                         messages=context.messages,
                         tools=tools_of(config),
-                        idempotency_key=inp.idempotency_key,
-                        max_output_tokens=budget_of(config).reply_tokens,
+                        idempotency_key=key,
+                        max_output_tokens=budget.reply_tokens,
                     )
                 )
+
+            async with self._recorder.model_call(self._event(inp, config.model)) as trace:
+                fitted = await call_within_window(
+                    self._windows, config.model, budget_of(config), tools_of(config), assemble, send
+                )
+                context, reply = fitted.context, fitted.reply
                 await trace.replied(context.messages, reply)
                 activity.logger.info(
                     "model step %s: %d input tokens, %d expanded, %d truncated, %d tool calls",
@@ -107,7 +136,7 @@ class ModelActivities:
                 )
                 async with self._sessions() as db, db.begin():
                     row, call_rows = await self._persist(
-                        db, inp, session_id, reply, context, config, config_id, compaction
+                        db, inp, session_id, fitted, config, config_id, compaction
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
                     return await self._result_of(db, inp, row, config, call_rows)
@@ -127,14 +156,14 @@ class ModelActivities:
         db: AsyncSession,
         inp: ModelCallInput,
         session_id: uuid.UUID,
-        reply: ModelReply,
-        context: AssembledContext,
+        fitted: Fitted,
         config: ContextConfig,
         config_id: uuid.UUID | None,
         compaction: CompactionRow | None,
     ) -> tuple[ItemRow, dict[str, ItemRow]]:
         """The assistant item and the tool_call items, by call id."""
         items = ItemRepository(db, inp.tenant_id)
+        reply, context = fitted.reply, fitted.context
         encoding = budget_of(config).encoding
         # Our ids, never the model's: its ids may repeat or be empty (see call_ids).
         calls = [(our_call_id(inp.step, i), c) for i, c in enumerate(reply.tool_calls)]
@@ -169,6 +198,7 @@ class ModelActivities:
                     "not_expanded": context.not_expanded,
                     "dropped_messages": context.dropped_messages,
                     "compaction_version": compaction.version if compaction else None,
+                    "window": self._windows.stats(config.model, fitted.budget, fitted.retries),
                 },
             },
         )
@@ -229,7 +259,9 @@ class ModelActivities:
                 )
             )
         stats = row.data.get("context", {})
-        budget = budget_of(config or self._current)
+        # Judged against the window the server really has, once it is known.
+        config = config or self._current
+        budget = self._windows.budget(config.model, budget_of(config))
         return ModelCallResult(
             item_id=str(row.id),
             ordinal=row.ordinal,

@@ -20,6 +20,10 @@ from storage.items import ItemRepository
 from storage.models import CompactionRow, ItemRow
 from storage.turns import TurnRepository
 
+# Kinds that begin a block of the conversation (see context._blocks): a window that began
+# after one would hold results whose call it lacks, and assembly would drop them unseen.
+BLOCK_STARTS = ("user_message", "assistant_message")
+
 
 def config_of(
     provider: str, model: str, system_prompt: str, tools: list[ToolSpec], budget: ContextBudget
@@ -123,7 +127,7 @@ async def window_items(
     items = ItemRepository(db, tenant_id)
     after = compaction.covers_through_ordinal if compaction else 0
     window = await items.window(
-        session_id, after_ordinal=after, token_budget=preview_budget(budget)
+        session_id, after_ordinal=after, token_budget=preview_budget(budget), starts=BLOCK_STARTS
     )
     if compaction is None:
         task = await items.first_of_kind(session_id, "user_message")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,15 +150,23 @@ class ItemRepository:
         return list(rows)
 
     async def window(
-        self, session_id: uuid.UUID, *, after_ordinal: int, token_budget: int, page: int = 200
+        self,
+        session_id: uuid.UUID,
+        *,
+        after_ordinal: int,
+        token_budget: int,
+        page: int = 200,
+        starts: Collection[str] = (),
     ) -> list[ItemRow]:
         """The newest items after `after_ordinal` whose stored token counts fit the budget,
         in ordinal order. Reads newest-first pages, so the cost follows the window, not the
-        length of the session."""
+        length of the session. With `starts` (item kinds), the window reaches back, past the
+        budget if it must, to an item of one of those kinds: it never begins inside a block
+        (a tool result without the call that asked for it)."""
         picked: list[ItemRow] = []
         spent = 0
         before: int | None = None
-        while spent <= token_budget:
+        while True:  # one page per turn; left by the `break`s below
             stmt = (
                 select(ItemRow)
                 .where(
@@ -174,7 +182,7 @@ class ItemRepository:
             rows = list(await self._db.scalars(stmt))
             for row in rows:
                 spent += row.tokens
-                if spent > token_budget and picked:
+                if spent > token_budget and picked and (not starts or picked[-1].kind in starts):
                     break
                 picked.append(row)
             else:

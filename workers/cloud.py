@@ -12,6 +12,7 @@ from temporalio.worker import Interceptor, Plugin, Worker
 
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
+from activities.context_windows import ContextWindows, WindowSource
 from activities.delegation import DelegationActivities
 from activities.device_presence import DevicePresenceActivities
 from activities.gc import GcActivities
@@ -44,6 +45,10 @@ def cloud_activities(
     m = settings.model
     # Shared: run_tool leaves each result there for the model step that expands it next.
     read_cache = ArtifactReadCache(settings.agent.read_cache_mb * 1024 * 1024)
+    # Asked of the server once, at the first model call, not at startup: a worker must
+    # start while its model server is still down.
+    source = provider if isinstance(provider, WindowSource) and m.discover_window else None
+    windows = ContextWindows(source)
     model = ModelActivities(
         resources.sessions,
         resources.store,
@@ -57,6 +62,7 @@ def cloud_activities(
         recorder=recorder,
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
+        windows=windows,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -69,7 +75,9 @@ def cloud_activities(
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
     )
     state = SessionStateActivities(resources.sessions)
-    compaction = CompactionActivities(resources.sessions, provider, model.current_config)
+    compaction = CompactionActivities(
+        resources.sessions, provider, model.current_config, windows=windows
+    )
     gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)
     presence = DevicePresenceActivities(resources.sessions)

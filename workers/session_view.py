@@ -133,6 +133,9 @@ def render_view(view: SessionView) -> RenderableType:
             str(c.budget.get("context_tokens", "-")) if c else "-",
         )
     parts.append(turns)
+    window = _window_line(view.items)
+    if window:
+        parts.append(window)
     if view.compactions:
         comp = Table(title="compactions")
         for col in ("version", "covers items", "summary tokens", "model"):
@@ -156,6 +159,25 @@ def render_view(view: SessionView) -> RenderableType:
             arts.add_row(str(a.artifact_id), a.sha256[:16], str(a.size_bytes), a.content_type)
         parts.append(arts)
     return Group(*parts)
+
+
+def _window_line(items: list[ItemRow]) -> str | None:
+    """The model server's window as the newest step in the page knew it, when it was not
+    simply the configured budget (activities/context_windows.py records it)."""
+    for item in reversed(items):
+        window = (item.data.get("context") or {}).get("window") if item.data else None
+        if item.kind != "assistant_message" or not window:
+            continue
+        if window.get("source") == "setting" and not window.get("overflow_retries"):
+            return None
+        server = window.get("server_tokens")
+        said = f"{server} tokens" if server else "size not stated"
+        return (
+            f"model server window: {said} (from {window.get('source')}); step budget "
+            f"{window.get('budget_tokens')} tokens, reply {window.get('reply_tokens')}, "
+            f"{window.get('overflow_retries', 0)} overflow retries"
+        )
+    return None
 
 
 def sessions_table(rows: list[SessionRow]) -> Table:

@@ -68,8 +68,11 @@ class ModelSettings(BaseSettings):
     api_key: SecretStr | None = None
     timeout_seconds: float = 120.0
     script_path: Path | None = None
-    # Context window budget for one model call, counted with tiktoken.
+    # Context window budget for one model call, counted with tiktoken. A server whose window is
+    # smaller shrinks it (activities/context_windows.py): learned from GET /props or
+    # /v1/models at the first call when discover_window, else from its overflow errors.
     context_tokens: int = 32_000
+    discover_window: bool = True
     reply_tokens: int = 2_048
     tool_result_tokens: int = 6_000
     encoding: str = "cl100k_base"

@@ -20,6 +20,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from activities.providers.overflow import overflow_error, recognise_overflow
+
 MODEL_UNAVAILABLE = "ModelUnavailable"
 MODEL_AUTH_ERROR = "ModelAuthError"
 MODEL_REQUEST_REJECTED = "ModelRequestRejected"
@@ -64,6 +66,10 @@ def status_error(
         message += f": {summary}"
     if status in _AUTH_STATUSES:
         return ApplicationError(message, type=MODEL_AUTH_ERROR, non_retryable=True)
+    overflow = recognise_overflow(body) if status != 429 else None
+    if overflow is not None:
+        # Not a malformed request: the same conversation, sent shorter, will do.
+        return overflow_error(message, overflow)
     if is_retryable_status(status):
         delay = retry_after_delay(headers)
         if delay is not None:

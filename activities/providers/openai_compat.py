@@ -30,6 +30,7 @@ from activities.providers.base import (
     ToolSpec,
     Usage,
 )
+from activities.providers.context_window import DiscoveredWindow, discover_window
 from activities.providers.text_tool_calls import parse_text_tool_calls
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -71,6 +72,7 @@ class OpenAICompatibleProvider:
         self._model = model
         self._budget_fields = budget_fields(max_tokens_field, base_url)
         self._empty_content = assistant_tool_content == "empty"
+        self._base_url = base_url
         self._secrets = (api_key,) if api_key else ()
         # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
         self._client = AsyncOpenAI(
@@ -114,6 +116,13 @@ class OpenAICompatibleProvider:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else None
             raise errors.connection_error(self.name, timed_out=False, cause=cause) from None
         return _from_completion(completion, self.name, [t.name for t in request.tools])
+
+    async def context_window(self) -> DiscoveredWindow | None:
+        """The window a compatible server advertises; api.openai.com advertises none."""
+        if not self._base_url:
+            return None
+        key = self._secrets[0] if self._secrets else None
+        return await discover_window(self._base_url, key, self._model)
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connection pool."""
