@@ -37,8 +37,8 @@ from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.demo import DEMO_TASK
+from workers.local_model import DEFAULT_MODEL, model_named
 from workers.stack.llama import LlamaServer
-from workers.stack.local_model import DEFAULT_MODEL, model_named
 from workers.temporal_client import connect_client
 
 TENANT = "bench"

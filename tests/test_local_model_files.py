@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.stack.errors import StackError
-from workers.stack.local_model import MODELS, LocalModel, assemble, model_named
+from workers.local_model import MODELS, LocalModel, LocalModelError, assemble, model_named
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
 
@@ -56,18 +55,18 @@ def test_the_parts_are_joined_in_order_and_reused(installed: Path, tmp_path: Pat
 
 def test_parts_that_do_not_hash_right_leave_no_model(installed: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    with pytest.raises(StackError, match=r"hash to .* expected 0000"):
+    with pytest.raises(LocalModelError, match=r"hash to .* expected 0000"):
         assemble(_model(sha256="0" * 64), cache)
     assert list((cache / "models").iterdir()) == []
 
 
 def test_a_missing_part_is_named_with_the_install_command(installed: Path, tmp_path: Path) -> None:
     (installed / "fakemodel_part2" / "data" / "part02.bin").unlink()
-    with pytest.raises(StackError, match=r"part02\.bin is missing; install it with `make"):
+    with pytest.raises(LocalModelError, match=r"part02\.bin is missing; install it with `make"):
         assemble(_model(), tmp_path / "cache")
 
 
 def test_an_unknown_model_lists_the_known_ones() -> None:
-    with pytest.raises(StackError, match=r"known: qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b"):
+    with pytest.raises(LocalModelError, match=r"known: qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b"):
         model_named("gpt-9")
     assert {m.parts for m in MODELS.values()} == {22, 6}

@@ -37,11 +37,11 @@ from workers.cli_errors import report
 from workers.cli_gc import gc_app
 from workers.cli_local_model import ModelOption, local_model_app
 from workers.cli_resume import resume
+from workers.local_model import DEFAULT_MODEL
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
-from workers.stack.local_model import DEFAULT_MODEL
 from workers.task_options import MAX_STEPS
 from workers.wait_status import effective_status, wait_line
 from workflows.contracts import AgentStatus, DecisionResult

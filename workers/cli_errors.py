@@ -21,6 +21,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from storage.errors import StorageError
+from workers.local_model import LocalModelError
 from workers.settings import Settings
 
 # Long enough for any message of ours; short enough that a runaway one stays one line.
@@ -68,7 +69,7 @@ def explain(err: BaseException) -> str:
     err = _leaf(err)
     if isinstance(err, pydantic.ValidationError):  # before ValueError: it is one
         return _settings_error(err)
-    if isinstance(err, StorageError | ValueError | ServiceUnavailable):
+    if isinstance(err, StorageError | ValueError | ServiceUnavailable | LocalModelError):
         return str(err) or type(err).__name__
     if isinstance(err, WorkflowUpdateFailedError):
         return str(err.cause or err)

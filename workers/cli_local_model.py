@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from workers.cli_common import console
-from workers.stack.local_model import DEFAULT_MODEL, MODELS, assemble, model_named
+from workers.local_model import DEFAULT_MODEL, MODELS, assemble, model_named
 
 local_model_app = typer.Typer(
     no_args_is_help=True,

@@ -30,12 +30,12 @@ from storage.db import migrate
 from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.local_model import model_named
 from workers.payload_offload import data_converter_with_offload
 from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
 from workers.stack import DevStack
 from workers.stack.llama import LlamaServer
-from workers.stack.local_model import model_named
 from workers.temporal_client import connect_client
 
 DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
@@ -152,7 +152,7 @@ def _prepare_dirs(session_id: uuid.UUID) -> tuple[Path, Path, Path]:
 
 
 async def run_demo(console: Console, *, interactive: bool, local_model: str | None = None) -> int:
-    """`local_model`: a key of workers.stack.local_model.MODELS, else the offline model."""
+    """`local_model`: a key of workers.local_model.MODELS, else the offline model."""
     began = time.monotonic()
     session_id = uuid.uuid4()  # chosen first, so its workspace can be seeded before it starts
     state, workspace, root = await asyncio.to_thread(_prepare_dirs, session_id)

