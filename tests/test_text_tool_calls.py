@@ -164,3 +164,10 @@ def test_calls_past_the_limit_stay_text() -> None:
     assert found is not None
     assert len(found.calls) == MAX_TEXT_CALLS
     assert found.text == one * 3
+
+
+def test_a_call_in_doubled_braces_as_measured_from_qwen_coder_1_5b() -> None:
+    text = '{{"name": "list_files", "arguments": {"path": ".", "recursive": true}}}'
+    [call] = calls_of(text)
+    assert (call.name, call.arguments) == ("list_files", {"path": ".", "recursive": True})
+    assert parse_text_tool_calls("{{not a call}}", OFFERED) is None

@@ -116,9 +116,16 @@ class AgentSettings(BaseSettings):
     model_retry_max_interval_seconds: float = Field(
         default=AgentInput.model_retry_max_interval_seconds, gt=0
     )
+    # Written for small models too (Qwen2.5-Coder 1.5B: docs/BENCHMARKS.md): without the
+    # "do not describe" and "final answer" lines it narrated its first tool result and stopped.
     system_prompt: str = (
-        "You are a careful agent. Use the tools to inspect the workspace, "
-        "and write results to files under out/."
+        "You are a careful agent that completes the user's task by calling tools, one step at "
+        "a time. After each tool result, decide the next tool call; do not describe or "
+        "explain the result. Read every file you need with read_file before you write about "
+        "it. When the task asks for a file, create it with write_file, passing the complete "
+        "content; put results under out/. Paths are relative to the workspace root. Only when "
+        "the whole task is done, reply with a short final answer in plain text and no tool "
+        "call."
     )
 
     def text_limits(self) -> TextLimits:

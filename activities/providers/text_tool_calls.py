@@ -81,7 +81,12 @@ def _tag_call(body: str) -> ProviderCall:
 def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall]:
     if not text:
         return []
-    value = _loads(_unfence(text))
+    body = _unfence(text)
+    value = _loads(body)
+    if value is None and body.startswith("{{") and body.endswith("}}"):
+        # Seen from Qwen2.5-Coder 1.5B: the call wrapped in doubled braces, as if copied
+        # from a template.
+        value = _loads(body[1:-1])
     objects = value if isinstance(value, list) else [value]
     if not objects or len(objects) > MAX_TEXT_CALLS:
         return []

