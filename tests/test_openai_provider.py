@@ -7,6 +7,7 @@ stack make the requests, so these tests see exactly what would go over the wire.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -221,7 +222,7 @@ async def test_malformed_tool_arguments_do_not_crash(
     ]
 
 
-async def test_raw_arguments_replayed_verbatim(
+async def test_raw_arguments_are_echoed_as_a_json_object(
     server: FakeOpenAI, provider: OpenAICompatibleProvider
 ) -> None:
     bad = ProviderCall(id="c", name="read_file", arguments={errors.RAW_ARGUMENTS_KEY: "{oops"})
@@ -233,7 +234,9 @@ async def test_raw_arguments_replayed_verbatim(
         )
     )
     sent = server.requests[0].body["messages"][1]["tool_calls"][0]["function"]["arguments"]
-    assert sent == "{oops"
+    # Still what the model wrote, inside an object a chat template can parse (llama.cpp
+    # refuses invalid JSON here with HTTP 500).
+    assert json.loads(sent) == {errors.RAW_ARGUMENTS_KEY: "{oops"}
 
 
 async def test_timeout_is_retryable(server: FakeOpenAI) -> None:

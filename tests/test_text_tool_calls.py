@@ -171,3 +171,13 @@ def test_a_call_in_doubled_braces_as_measured_from_qwen_coder_1_5b() -> None:
     [call] = calls_of(text)
     assert (call.name, call.arguments) == ("list_files", {"path": ".", "recursive": True})
     assert parse_text_tool_calls("{{not a call}}", OFFERED) is None
+
+
+def test_several_calls_side_by_side_in_doubled_braces() -> None:
+    # The reply that ended the survey as "completed" in the real-model tier.
+    text = (
+        '{{"name": "list_files", "arguments": {"path": ".", "recursive": true}}}}\n'
+        '{{"name": "write_file", "arguments": {"path": "out/r.md", "content": "# R"}}}}'
+    )
+    assert [c.name for c in calls_of(text)] == ["list_files", "write_file"]
+    assert parse_text_tool_calls(text + " and then I am done", OFFERED) is None

@@ -116,16 +116,17 @@ class AgentSettings(BaseSettings):
     model_retry_max_interval_seconds: float = Field(
         default=AgentInput.model_retry_max_interval_seconds, gt=0
     )
-    # Written for small models too (Qwen2.5-Coder 1.5B: docs/BENCHMARKS.md): without the
-    # "do not describe" and "final answer" lines it narrated its first tool result and stopped.
+    # Written for small models too (Qwen2.5-Coder 1.5B, docs/BENCHMARKS.md). Measured there:
+    # without the last two sentences it narrated a tool result and stopped, or wrote files
+    # a question never asked for and then gave no answer.
     system_prompt: str = (
-        "You are a careful agent that completes the user's task by calling tools, one step at "
-        "a time. After each tool result, decide the next tool call; do not describe or "
-        "explain the result. Read every file you need with read_file before you write about "
-        "it. When the task asks for a file, create it with write_file, passing the complete "
-        "content; put results under out/. Paths are relative to the workspace root. Only when "
-        "the whole task is done, reply with a short final answer in plain text and no tool "
-        "call."
+        "You are a careful agent. You complete the user's task by calling tools, one call at "
+        "a time, and then answer. Use list_dir to see which files exist and read_file to "
+        "read one. Use write_file only when the task asks you to create or change a file, "
+        "and put new files under out/. Paths are relative to the workspace root. After each "
+        "tool result, either call the next tool the task needs or, once you have what you "
+        "need, give the final answer: plain text, no tool call, stating the result itself "
+        "(quote the facts you found)."
     )
 
     def text_limits(self) -> TextLimits:

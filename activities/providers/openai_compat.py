@@ -167,11 +167,10 @@ def _to_openai_tool_call(call: ProviderCall) -> ChatCompletionMessageFunctionToo
 
 
 def _arguments_json(arguments: dict[str, Any]) -> str:
-    raw = arguments.get(errors.RAW_ARGUMENTS_KEY)
-    if len(arguments) == 1 and isinstance(raw, str):
-        # Replay malformed arguments exactly as the model wrote them, so the history it sees
-        # matches what it said (the tool result already told it they were invalid).
-        return raw
+    # Always a JSON object, malformed arguments too (as {"_raw": "what the model wrote"}):
+    # servers that render the conversation through the model's chat template parse them,
+    # and llama.cpp answers HTTP 500 to every later step of a task that echoes invalid JSON
+    # (found by the real-model tier: the task waited on the model for good).
     return json.dumps(arguments)
 
 

@@ -82,12 +82,12 @@ def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall
     if not text:
         return []
     body = _unfence(text)
-    value = _loads(body)
-    if value is None and body.startswith("{{") and body.endswith("}}"):
-        # Seen from Qwen2.5-Coder 1.5B: the call wrapped in doubled braces, as if copied
-        # from a template.
-        value = _loads(body[1:-1])
-    objects = value if isinstance(value, list) else [value]
+    values = _json_values(body)
+    if not values and body.startswith("{{"):
+        # Seen from Qwen2.5-Coder 1.5B: calls written with template-escaped braces,
+        # `{{"name": "list_dir", "arguments": {"path": "."}}}}`, one or several.
+        values = _json_values(body.replace("{{", "{").replace("}}", "}"))
+    objects = values[0] if len(values) == 1 and isinstance(values[0], list) else values
     if not objects or len(objects) > MAX_TEXT_CALLS:
         return []
     calls = []
@@ -97,6 +97,24 @@ def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall
             return []
         calls.append(call)
     return calls
+
+
+def _json_values(text: str) -> list[object]:
+    """The JSON values that make up all of ``text``, side by side (a model writing several
+    calls puts one per line); [] if anything else is there."""
+    decoder = json.JSONDecoder()
+    values: list[object] = []
+    position = 0
+    while position < len(text) and len(values) <= MAX_TEXT_CALLS:
+        if text[position] not in "{[":
+            return []
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            return []
+        values.append(value)
+        position = len(text) - len(text[end:].lstrip())
+    return values
 
 
 def _call_of(obj: dict[str, Any]) -> ProviderCall | None:
