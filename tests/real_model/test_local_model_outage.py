@@ -11,8 +11,14 @@ from temporalio.client import Client
 
 from activities.providers.base import ModelProvider
 from tests.conftest import AgentRunner
-from tests.real_model.test_local_model_tasks import FACT, TASK_SECONDS, _budget, _final_answer
-from tests.support.helpers import items_of, run_approving, session_root, start
+from tests.real_model.test_local_model_tasks import (
+    FACT,
+    TASK_SECONDS,
+    _budget,
+    _final_answer,
+    start_answer_task,
+)
+from tests.support.helpers import items_of, run_approving
 from workers import tasks
 from workers.resources import Resources
 from workers.stack.llama import LlamaServer
@@ -33,17 +39,7 @@ async def test_the_task_outlasts_a_three_minute_model_outage(
     tenant: str,
 ) -> None:
     async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
-        sid, handle = await start(
-            client,
-            resources,
-            queue,
-            "Read the file facts/launch.md and tell me the launch code word it gives.",
-            tenant=tenant,
-            max_steps=10,
-        )
-        facts = session_root(workspace, tenant, sid) / "facts"
-        facts.mkdir()
-        (facts / "launch.md").write_text(f"The launch code word is {FACT}.\n")
+        sid, handle = await start_answer_task(client, resources, queue, workspace, tenant)
         # Mid-task: after the first model step is committed, before the answer.
         async with asyncio.timeout(TASK_SECONDS):
             async for item in tasks.watch_items(resources.sessions, tenant, sid):

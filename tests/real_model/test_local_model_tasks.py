@@ -9,17 +9,20 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import ClientSession, web
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from activities.providers.base import ModelProvider
 from activities.providers.factory import build_provider
+from storage.models import ItemRow
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
     copy_demo_workspace,
     items_of,
+    new_session_id,
     run_approving,
     session_root,
     start,
@@ -27,16 +30,33 @@ from tests.support.helpers import (
 from workers.demo import DEMO_TASK
 from workers.resources import Resources
 from workers.stack.llama import LlamaServer
+from workflows.agent import AgentWorkflow
 
 pytestmark = pytest.mark.real_model
 
 TASK_SECONDS = 900
 FACT = "PELICAN-7342"
+ANSWER_TASK = "Read the file facts/launch.md and tell me the launch code word it gives."
 
 
-def _final_answer(items: list[object]) -> str:
-    answers = [i for i in items if getattr(i, "kind", "") == "assistant_message"]
-    return str(getattr(answers[-1], "text", "")) if answers else ""
+def _final_answer(items: list[ItemRow]) -> str:
+    answers = [i for i in items if i.kind == "assistant_message"]
+    return answers[-1].text or "" if answers else ""
+
+
+async def start_answer_task(
+    client: Client, resources: Resources, queue: str, workspace: Path, tenant: str
+) -> tuple[str, WorkflowHandle[AgentWorkflow, Any]]:
+    """The read-and-answer task, its file in the session's workspace before it starts."""
+    session_id = new_session_id()
+    facts = session_root(workspace, tenant, session_id) / "facts"
+    facts.mkdir()
+    (facts / "launch.md").write_text(
+        f"# Launch notes\n\nThe launch code word is {FACT}. Do not share it.\n"
+    )
+    return await start(
+        client, resources, queue, ANSWER_TASK, tenant=tenant, max_steps=10, session_id=session_id
+    )
 
 
 def _budget(llama: LlamaServer) -> dict[str, object]:
@@ -56,8 +76,11 @@ async def test_the_survey_task_writes_a_report_naming_every_file(
     tenant: str,
 ) -> None:
     async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
-        sid, handle = await start(client, resources, queue, DEMO_TASK, tenant=tenant, max_steps=20)
-        root = copy_demo_workspace(session_root(workspace, tenant, sid))
+        session_id = new_session_id()
+        root = copy_demo_workspace(session_root(workspace, tenant, session_id))
+        sid, handle = await start(
+            client, resources, queue, DEMO_TASK, tenant=tenant, max_steps=20, session_id=session_id
+        )
         files = sorted(p.name for p in root.rglob("*") if p.is_file())
         result, _ = await run_approving(
             client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
@@ -78,19 +101,7 @@ async def test_an_answer_holds_a_fact_only_the_file_holds(
     tenant: str,
 ) -> None:
     async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
-        sid, handle = await start(
-            client,
-            resources,
-            queue,
-            "Read the file facts/launch.md and tell me the launch code word it gives.",
-            tenant=tenant,
-            max_steps=10,
-        )
-        facts = session_root(workspace, tenant, sid) / "facts"
-        facts.mkdir()
-        (facts / "launch.md").write_text(
-            f"# Launch notes\n\nThe launch code word is {FACT}. Do not share it.\n"
-        )
+        sid, handle = await start_answer_task(client, resources, queue, workspace, tenant)
         result, _ = await run_approving(
             client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
         )
@@ -169,17 +180,7 @@ async def test_a_task_recovers_from_a_malformed_first_tool_call(
     provider = build_provider(settings)
     try:
         async with agent_worker(provider, workspace, **_budget(llama)) as queue:
-            sid, handle = await start(
-                client,
-                resources,
-                queue,
-                "Read the file facts/launch.md and tell me the launch code word it gives.",
-                tenant=tenant,
-                max_steps=10,
-            )
-            facts = session_root(workspace, tenant, sid) / "facts"
-            facts.mkdir()
-            (facts / "launch.md").write_text(f"The launch code word is {FACT}.\n")
+            sid, handle = await start_answer_task(client, resources, queue, workspace, tenant)
             result, _ = await run_approving(
                 client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
             )

