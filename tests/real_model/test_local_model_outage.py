@@ -41,20 +41,26 @@ async def test_the_task_outlasts_a_three_minute_model_outage(
     async with agent_worker(local_provider, workspace, **_budget(llama)) as queue:
         sid, handle = await start_answer_task(client, resources, queue, workspace, tenant)
         # Mid-task: after the first model step is committed, before the answer.
+        first_call = None
         async with asyncio.timeout(TASK_SECONDS):
             async for item in tasks.watch_items(resources.sessions, tenant, sid):
                 if item.kind == "tool_call":
+                    first_call = item
                     break
+        assert first_call is not None, "the task ended before it called a tool"
         await asyncio.to_thread(llama.stop)
         down_at = time.monotonic()
-        await asyncio.sleep(OUTAGE_SECONDS)
-        # What any device sees meanwhile: waiting on the model, with the error and attempt.
-        row, _ = await tasks.read_session(resources.sessions, tenant, sid, limit=1)
+        try:
+            await asyncio.sleep(OUTAGE_SECONDS)
+            # What any device sees meanwhile: waiting on the model, with the error and attempt.
+            row, _ = await tasks.read_session(resources.sessions, tenant, sid, limit=1)
+        finally:
+            # The server is shared with the other real-model tests.
+            await asyncio.to_thread(llama.start)
+        outage = time.monotonic() - down_at
         assert row.status == "waiting_model", row.status
         line = wait_line(row)
         assert line is not None and "could not be reached" in line, line
-        await asyncio.to_thread(llama.start)
-        outage = time.monotonic() - down_at
         result, _ = await run_approving(
             client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
         )
