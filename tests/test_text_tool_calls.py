@@ -184,9 +184,13 @@ def test_several_calls_side_by_side_in_doubled_braces() -> None:
 
 
 def test_a_call_in_tools_tags_as_measured_from_qwen_coder_1_5b() -> None:
-    text = '<tools> {"name": "read_file", "arguments": {"path": "facts/launch.md"}} </tools> ```'
-    [call] = calls_of(text)
-    assert (call.name, call.arguments) == ("read_file", {"path": "facts/launch.md"})
+    for text in (
+        '<tools> {"name": "read_file", "arguments": {"path": "facts/launch.md"}} </tools> ```',
+        '<tools></tools>  ```json\n'
+        '{"name": "read_file", "arguments": {"path": "facts/launch.md"}}\n```',
+    ):
+        [call] = calls_of(text)
+        assert (call.name, call.arguments) == ("read_file", {"path": "facts/launch.md"})
     # Inside those tags only offered tools count: this is an answer quoting a schema.
     assert (
         parse_text_tool_calls('<tools>{"name": "rm_rf", "arguments": {}}</tools>', OFFERED) is None

@@ -30,10 +30,11 @@ _MAX_NAME_CHARS = 200
 _NAME_IN_BROKEN_JSON = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
-# A whole reply wrapped in one of these (Qwen's template lists the tools inside <tools>, and
-# a small model echoes its call in the same tags) is judged by what is inside, with stray
-# fence marks around it dropped. Only calls of offered tools count there.
-_WRAPPER = re.compile(r"\A<(tools|tool_calls|function_call)>(.*?)</\1>\s*(?:```)?\Z", re.DOTALL)
+# Tags a small model puts around (or beside) a call written as text: Qwen's template lists the
+# tools inside <tools>, and Qwen2.5-Coder 1.5B echoes its calls in them, or writes an empty
+# pair before a fenced call. They are dropped before a whole reply is judged, as is a stray
+# closing fence; what remains still counts only if it is calls of offered tools.
+_WRAPPER_TAG = re.compile(r"</?(?:tools|tool_calls|function_call)>")
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,10 @@ def _tag_call(body: str) -> ProviderCall:
 def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall]:
     if not text:
         return []
-    wrapped = _WRAPPER.match(text)
-    body = _unfence(wrapped.group(2).strip() if wrapped else text)
+    body = _WRAPPER_TAG.sub("", text).strip()
+    if body.endswith("```") and not body.startswith("```"):
+        body = body[:-3].rstrip()
+    body = _unfence(body)
     values = _json_values(body)
     if not values and body.startswith("{{"):
         # Seen from Qwen2.5-Coder 1.5B: calls written with template-escaped braces,

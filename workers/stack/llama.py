@@ -112,6 +112,10 @@ class LlamaServer:
             # it without granting the tile state crashes the server (SIGSEGV in
             # ggml_backend_amx_mul_mat, seen here).
             "--no-repack",
+            # Near-greedy by default (requests may still set their own): a small model
+            # sampled at llama.cpp's 0.8 changes its tool-call format from run to run.
+            "--temp",
+            "0.2",
         ]
         self._process = ServiceProcess("llama-server", argv, self.log_path)
         self._process.start()
