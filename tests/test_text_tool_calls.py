@@ -186,7 +186,7 @@ def test_several_calls_side_by_side_in_doubled_braces() -> None:
 def test_a_call_in_tools_tags_as_measured_from_qwen_coder_1_5b() -> None:
     for text in (
         '<tools> {"name": "read_file", "arguments": {"path": "facts/launch.md"}} </tools> ```',
-        '<tools></tools>  ```json\n'
+        "<tools></tools>  ```json\n"
         '{"name": "read_file", "arguments": {"path": "facts/launch.md"}}\n```',
     ):
         [call] = calls_of(text)
