@@ -373,9 +373,15 @@ async def test_two_watchers_print_the_same_items_and_the_end(
 
     early_lines, late_lines = early_out.read_text().splitlines(), late_out.read_text().splitlines()
     assert codes == [0, 0], early_lines + late_lines
-    assert early_lines == late_lines
+    # Status changes are what each watcher's polls happened to see (a short `running` between
+    # the approval and the end may fall between two polls); the items and the end may not.
+    assert _items_and_end(early_lines) == _items_and_end(late_lines)
     assert early_lines[-1] == "task ended: completed"
     items = await items_of(resources, tenant, session_id)
     shown = [int(m[1]) for line in early_lines if (m := re.match(r"#(\d+) ", line))]
     assert shown == [i.ordinal for i in items] == list(range(1, len(items) + 1))
     assert [i.kind for i in items][-1] == "assistant_message"
+
+
+def _items_and_end(lines: list[str]) -> list[str]:
+    return [line for line in lines if not line.startswith(("status: ", "waiting_model: "))]
