@@ -8,7 +8,11 @@ import pytest
 
 from activities.providers.base import ProviderCall
 from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.providers.text_tool_calls import MAX_TEXT_CALLS, parse_text_tool_calls
+from activities.providers.text_tool_calls import (
+    MAX_TEXT_CALLS,
+    parse_text_tool_calls,
+    without_echoed_results,
+)
 
 OFFERED = ("read_file", "write_file", "list_files")
 
@@ -195,3 +199,11 @@ def test_a_call_in_tools_tags_as_measured_from_qwen_coder_1_5b() -> None:
     assert (
         parse_text_tool_calls('<tools>{"name": "rm_rf", "arguments": {}}</tools>', OFFERED) is None
     )
+
+
+def test_an_echoed_tool_response_is_not_an_answer() -> None:
+    # The final "answer" of the malformed-first-call task in the real-model tier.
+    echo = "<tool_response>\nerror (InvalidArguments): not valid JSON\n</tool_response>"
+    assert without_echoed_results(echo) == ""
+    assert without_echoed_results(f"{echo}\nThe code word is X.") == "The code word is X."
+    assert without_echoed_results("A plain answer.") == "A plain answer."

@@ -31,7 +31,7 @@ from activities.providers.base import (
     Usage,
 )
 from activities.providers.context_window import DiscoveredWindow, discover_window
-from activities.providers.text_tool_calls import parse_text_tool_calls
+from activities.providers.text_tool_calls import parse_text_tool_calls, without_echoed_results
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
@@ -197,6 +197,7 @@ def _from_completion(completion: ChatCompletion, provider: str, offered: list[st
         written = parse_text_tool_calls(text, offered)
         if written is not None:
             tool_calls, text = written.calls, written.text
+        text = without_echoed_results(text)
     # Compatible servers may not validate; fall back rather than fail on a missing field.
     finish_reason: str = choice.finish_reason or "stop"
     if tool_calls and finish_reason == "stop":

@@ -37,6 +37,19 @@ _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
 _WRAPPER_TAG = re.compile(r"</?(?:tools|tool_calls|function_call)>")
 
 
+# The tool result as the chat template showed it to the model. A model never writes one for
+# a reason; Qwen2.5-Coder 1.5B echoed a whole one as its "final answer" (real-model tier).
+_ECHOED_RESULT = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DOTALL)
+
+
+def without_echoed_results(text: str) -> str:
+    """``text`` without ``<tool_response>`` blocks a model copied from its prompt; a reply
+    that was only that becomes empty, which the loop treats as no answer (one nudge)."""
+    if "<tool_response>" not in text:
+        return text
+    return _ECHOED_RESULT.sub("", text).strip()
+
+
 @dataclass(frozen=True)
 class TextToolCalls:
     """The calls found in a reply's text and the text that is left once they are removed."""
