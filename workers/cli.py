@@ -8,7 +8,6 @@ import logging
 import os
 import sys
 import warnings
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,13 +30,13 @@ from workers.cli_common import (
     tenant_or_default,
     with_resources,
 )
+from workers.cli_demo import demo
 from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
 from workers.cli_gc import gc_app
-from workers.cli_local_model import ModelOption, local_model_app
+from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
-from workers.local_model import DEFAULT_MODEL
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
@@ -54,6 +53,7 @@ app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
 app.add_typer(archive_app, name="archive")
 app.add_typer(local_model_app, name="local-model")
+app.command()(demo)
 app.command("devices")(devices)
 app.command("resume")(resume)
 
@@ -357,29 +357,6 @@ def device(
 
     logging.getLogger().setLevel(logging.INFO)
     run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
-
-
-class DemoModel(StrEnum):
-    offline = "offline"
-    local = "local"
-
-
-@app.command()
-def demo(
-    interactive: Annotated[
-        bool | None, typer.Option(help="Ask before approving (default: when on a terminal).")
-    ] = None,
-    model: Annotated[
-        DemoModel, typer.Option(help="offline: the deterministic stand-in; local: llama.cpp.")
-    ] = DemoModel.offline,
-    local_model: ModelOption = DEFAULT_MODEL,
-) -> None:
-    """Start a throwaway stack, run the demo task to completion, show what happened, stop."""
-    from workers.demo import run_demo
-
-    ask = sys.stdin.isatty() if interactive is None else interactive
-    chosen = local_model if model is DemoModel.local else None
-    raise typer.Exit(run_async(run_demo(console, interactive=ask, local_model=chosen)))
 
 
 def main(argv: list[str] | None = None) -> int:
