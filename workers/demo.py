@@ -154,12 +154,13 @@ def _prepare_dirs(session_id: uuid.UUID) -> tuple[Path, Path, Path]:
 async def run_demo(console: Console, *, interactive: bool, local_model: str | None = None) -> int:
     """`local_model`: a key of workers.local_model.MODELS, else the offline model."""
     began = time.monotonic()
+    model = model_named(local_model) if local_model else None  # before anything is made
     session_id = uuid.uuid4()  # chosen first, so its workspace can be seeded before it starts
     state, workspace, root = await asyncio.to_thread(_prepare_dirs, session_id)
     console.print(Panel.fit("durable-agents demo: a durable agent loop on real services"))
     console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
     stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
-    server = LlamaServer(model_named(local_model), state) if local_model else None
+    server = LlamaServer(model, state) if model else None
     local = server.model_settings() if server else None
     provider: ModelProvider = build_provider(local) if local else OfflineProvider()
     try:
