@@ -6,6 +6,7 @@ missing llama-server or model fails these tests with the command to run, never s
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ def llama() -> Iterator[LlamaServer]:
         yield server
     finally:
         server.stop()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture
