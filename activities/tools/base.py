@@ -12,6 +12,14 @@ from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 
 Location = Literal["cloud", "device"]
 
+# The effects contract (DESIGN: tools): what running a call twice under one key would do.
+# read_only: nothing outside the result; idempotent: the second run under the same
+# idempotency key changes nothing more; effectful: it may act twice, so the call is
+# ledgered before it runs and an interrupted attempt is reconciled or asked about, never
+# silently re-run. Unknown tools are treated as effectful.
+Effect = Literal["read_only", "idempotent", "effectful"]
+EFFECTS: tuple[Effect, ...] = ("read_only", "idempotent", "effectful")
+
 
 class ToolError(Exception):
     """A deterministic failure the model should be told about (bad path, too large, ...).
@@ -77,6 +85,9 @@ class ToolOutput:
 
 
 ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
+# For an effectful tool: given the interrupted call's context (its idempotency key) and
+# arguments, the output if the effect did happen, or None if it did not (safe to run).
+ReconcileFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput | None]]
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,8 @@ class Tool:
     spec: ToolSpec
     fn: ToolFn
     needs_approval: bool = False
+    effect: Effect = "effectful"
+    reconcile: ReconcileFn | None = None
     default_location: Location = "cloud"
     side_effects: bool = False
 
