@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.agent_catalog import AgentCatalog
 from activities.context import ContextBudget, assemble_context
 from activities.context_windows import ContextWindows
 from activities.errors import storage_errors_are_final
@@ -28,6 +29,7 @@ from activities.tokens import count_tokens
 from storage.compactions import CompactionRepository
 from storage.context_configs import ContextConfig
 from storage.models import CompactionRow, ItemRow
+from storage.sessions import SessionRepository
 from workflows.contracts import CompactInput, CompactionRef
 
 SUMMARY_INSTRUCTIONS = (
@@ -60,12 +62,16 @@ class CompactionActivities:
         provider: ModelProvider,
         current: ContextConfig,
         windows: ContextWindows | None = None,
+        agents: AgentCatalog | None = None,
     ) -> None:
-        """`windows`: the model activities' (ModelActivities.windows), so a summary is
+        """`provider`/`current`: the default agent's; `agents`: every agent this worker
+        serves (ModelActivities.agents), each summarised through its own provider.
+        `windows`: the model activities' (ModelActivities.windows), so a summary is
         asked for within the server's real window too."""
         self._sessions = sessions
         self._provider = provider
         self._current = current
+        self._agents = agents
         self._windows = windows if windows is not None else ContextWindows()
 
     @activity.defn(name="compact_session")
@@ -81,7 +87,8 @@ class CompactionActivities:
                 done = await repo.by_key(inp.idempotency_key)
                 if done is not None:
                     return _ref(done)
-                _, config = await turn_config(db, inp.tenant_id, session_id, self._current)
+                provider, current = await self._agent_of(db, inp.tenant_id, session_id)
+                _, config = await turn_config(db, inp.tenant_id, session_id, current)
                 budget = self._windows.budget(config.model, budget_of(config))
                 previous = await repo.latest(session_id)
                 window = await window_items(db, inp.tenant_id, session_id, budget, previous)
@@ -89,7 +96,7 @@ class CompactionActivities:
             floor = previous.covers_through_ordinal if previous else 0
             if cut is None or cut <= floor:
                 return _ref(previous) if previous else None
-            summary = await self._summarise(inp, config, budget, previous, window, cut)
+            summary = await self._summarise(inp, provider, config, budget, previous, window, cut)
             async with self._sessions() as db, db.begin():
                 row, _ = await CompactionRepository(db, inp.tenant_id).add(
                     session_id,
@@ -104,9 +111,20 @@ class CompactionActivities:
                 )
                 return _ref(row)
 
+    async def _agent_of(
+        self, db: AsyncSession, tenant_id: str, session_id: uuid.UUID
+    ) -> tuple[ModelProvider, ContextConfig]:
+        """The provider and the new-turn config of the session's agent."""
+        if self._agents is None:
+            return self._provider, self._current
+        session = await SessionRepository(db, tenant_id).get(session_id)
+        agent = self._agents.get(session.agent_definition)
+        return agent.provider, agent.config
+
     async def _summarise(
         self,
         inp: CompactInput,
+        provider: ModelProvider,
         config: ContextConfig,
         budget: ContextBudget,
         previous: CompactionRow | None,
@@ -130,7 +148,7 @@ class CompactionActivities:
         )
         messages = [*context.messages, ChatMessage("user", SUMMARY_INSTRUCTIONS)]
         try:
-            reply = await self._provider.complete(
+            reply = await provider.complete(
                 ModelRequest(
                     model=config.model,
                     messages=messages,

@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
+from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
 from activities.approval_policy import needs_approval
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
@@ -20,7 +21,6 @@ from activities.model_context import (
     assemble_for_step,
     budget_of,
     compaction_due,
-    config_of,
     tools_of,
     turn_config,
 )
@@ -54,25 +54,35 @@ class ModelActivities:
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
         windows: ContextWindows | None = None,
+        agents: AgentCatalog | None = None,
     ) -> None:
-        """`windows`: what the worker knows of its server's context window (shared with
+        """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
+        agent; `agents`: every agent this worker serves (default: that one alone).
+        `windows`: what the worker knows of its server's context window (shared with
         compaction); by default learned from overflow errors only."""
         self._sessions = sessions
         self._windows = windows if windows is not None else ContextWindows()
         self._max_argument_bytes = max_tool_argument_bytes
         self._store = store
-        self._provider = provider
-        self._registry = registry
         self._recorder = recorder or TrajectoryRecorder.noop()
         # Tool results re-expanded by every step are read from S3 once per worker.
         self._read_cache = read_cache if read_cache is not None else ArtifactReadCache()
         self._configs = ConfigCache()
-        # What a new turn records; a turn already under way keeps what it recorded.
-        self._current = config_of(provider.name, model, system_prompt, registry.specs(), budget)
+        # What a new turn of each agent records; a turn under way keeps what it recorded.
+        self._agents = agents or AgentCatalog(
+            default_runtime(
+                provider, registry, model=model, system_prompt=system_prompt, budget=budget
+            )
+        )
+
+    @property
+    def agents(self) -> AgentCatalog:
+        return self._agents
 
     @property
     def current_config(self) -> ContextConfig:
-        return self._current
+        """What a new turn of the default agent records."""
+        return self._agents.default.config
 
     @property
     def windows(self) -> ContextWindows:
@@ -85,13 +95,14 @@ class ModelActivities:
         outage = outage_aware(self._sessions, inp.tenant_id, session_id)
         async with outage, storage_errors_are_final(), heartbeating():
             async with self._sessions() as db, db.begin():
+                session = await SessionRepository(db, inp.tenant_id).get(session_id)
+                agent = self._agents.get(session.agent_definition)
+                config_id, config = await turn_config(
+                    db, inp.tenant_id, session_id, agent.config, self._configs
+                )
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
-                    return await self._result_of(db, inp, done, None)
-                await SessionRepository(db, inp.tenant_id).get(session_id)
-                config_id, config = await turn_config(
-                    db, inp.tenant_id, session_id, self._current, self._configs
-                )
+                    return await self._result_of(db, inp, done, agent, config)
             compaction: CompactionRow | None = None
 
             async def assemble(budget: ContextBudget) -> AssembledContext:
@@ -110,7 +121,7 @@ class ModelActivities:
                 # one key with a second body. Still stable across retries and replay.
                 key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
                 # No transaction is held open across the provider call.
-                return await self._provider.complete(
+                return await agent.provider.complete(
                     ModelRequest(
                         model=config.model,
                         messages=context.messages,
@@ -120,7 +131,8 @@ class ModelActivities:
                     )
                 )
 
-            async with self._recorder.model_call(self._event(inp, config.model)) as trace:
+            event = self._event(inp, agent.provider.name, config.model)
+            async with self._recorder.model_call(event) as trace:
                 fitted = await call_within_window(
                     self._windows, config.model, budget_of(config), tools_of(config), assemble, send
                 )
@@ -136,17 +148,17 @@ class ModelActivities:
                 )
                 async with self._sessions() as db, db.begin():
                     row, call_rows = await self._persist(
-                        db, inp, session_id, fitted, config, config_id, compaction
+                        db, inp, session_id, fitted, agent, config, config_id, compaction
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
-                    return await self._result_of(db, inp, row, config, call_rows)
+                    return await self._result_of(db, inp, row, agent, config, call_rows)
 
-    def _event(self, inp: ModelCallInput, model: str) -> ModelCallEvent:
+    def _event(self, inp: ModelCallInput, provider: str, model: str) -> ModelCallEvent:
         return ModelCallEvent(
             tenant_id=inp.tenant_id,
             session_id=inp.session_id,
             step=inp.step,
-            provider=self._provider.name,
+            provider=provider,
             model=model,
             idempotency_key=inp.idempotency_key,
         )
@@ -157,6 +169,7 @@ class ModelActivities:
         inp: ModelCallInput,
         session_id: uuid.UUID,
         fitted: Fitted,
+        agent: AgentRuntime,
         config: ContextConfig,
         config_id: uuid.UUID | None,
         compaction: CompactionRow | None,
@@ -184,7 +197,8 @@ class ModelActivities:
                 "tool_calls": [{"id": cid, "name": c.name} for cid, c in calls],
                 "finish_reason": reply.finish_reason,
                 "model": reply.model or config.model,
-                "provider": self._provider.name,
+                "provider": agent.provider.name,
+                "agent": agent.name,
                 "context_config_id": str(config_id) if config_id else None,
                 "usage": {
                     "input_tokens": reply.usage.input_tokens,
@@ -228,14 +242,17 @@ class ModelActivities:
         db: AsyncSession,
         inp: ModelCallInput,
         row: ItemRow,
-        config: ContextConfig | None,
+        agent: AgentRuntime,
+        config: ContextConfig,
         call_rows: dict[str, ItemRow] | None = None,
     ) -> ModelCallResult:
-        """`call_rows`: the tool_call items when this attempt just wrote them."""
+        """`call_rows`: the tool_call items when this attempt just wrote them. `config`: the
+        turn's, whose agent approvals hold for the turn; the task's own policies win."""
         items = ItemRepository(db, inp.tenant_id)
+        policies = {**config.agent.get("approvals", {}), **inp.approval_policies}
         calls = []
         for call in row.data.get("tool_calls", []):
-            tool = self._registry.get(call["name"])
+            tool = agent.registry.get(call["name"])
             call_row = (call_rows or {}).get(call["id"])
             decision = None
             if call_row is None:
@@ -245,7 +262,7 @@ class ModelActivities:
                 call_row = next(i for i in call_items if i.kind == "tool_call")
                 decision = decision_of(call_items)
             default = "always" if tool and tool.needs_approval else "never"
-            policy = inp.approval_policies.get(call["name"], default)
+            policy = policies.get(call["name"], default)
             calls.append(
                 ToolCallRef(
                     tool_call_id=call["id"],
@@ -260,7 +277,6 @@ class ModelActivities:
             )
         stats = row.data.get("context", {})
         # Judged against the window the server really has, once it is known.
-        config = config or self._current
         budget = self._windows.budget(config.model, budget_of(config))
         return ModelCallResult(
             item_id=str(row.id),

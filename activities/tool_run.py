@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.agent_catalog import AgentCatalog
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
@@ -73,8 +74,12 @@ class ToolActivities:
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
+        agents: AgentCatalog | None = None,
     ) -> None:
-        """`workspace`: a WorkspaceLayout on the cloud (each session gets its own root, or
+        """`registry`: the tools of the default agent; `agents`: every agent this worker
+        serves, each with its own tools (a session runs the tools of its agent only).
+
+        `workspace`: a WorkspaceLayout on the cloud (each session gets its own root, or
         its tenant's or project's as configured), or one fixed directory on a device, which
         serves the folder its user chose for every task of theirs.
 
@@ -84,6 +89,7 @@ class ToolActivities:
         self._sessions = sessions
         self._store = store
         self._registry = registry
+        self._agents = agents
         self._workspace = workspace
         self._fetch = fetch
         self._recorder = recorder or TrajectoryRecorder.noop()
@@ -103,9 +109,10 @@ class ToolActivities:
                 args, asked_for = await self._arguments(items, session_id, inp.tool_call_id)
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
+                registry = self._registry_of(session)
             await self._unpack(inp.tenant_id, session)
             async with self._recorder.tool_call(_event(inp)) as trace:
-                result = await self._execute(inp, args, agent_name, asked_for, root)
+                result = await self._execute(inp, registry, args, agent_name, asked_for, root)
                 trace.executed(result.error_type)
                 ref: ArtifactRef | None = None
                 if result.output is not None:
@@ -119,6 +126,12 @@ class ToolActivities:
                     await trace.committed(db, ref, row.artifact_id)
                 self._warm(inp.tenant_id, row, ref, result)
                 return _outcome_of(row, inp.tenant_id)
+
+    def _registry_of(self, session: SessionRow) -> ToolRegistry:
+        """The tools of the session's agent; a device worker serves what it was given."""
+        if self._agents is None:
+            return self._registry
+        return self._agents.get(session.agent_definition).registry
 
     def _root(self, tenant_id: str, session: SessionRow) -> Path:
         """From AgentState, never from the payload: a caller cannot pick another root."""
@@ -163,12 +176,13 @@ class ToolActivities:
     async def _execute(
         self,
         inp: ToolRunInput,
+        registry: ToolRegistry,
         args: dict[str, Any],
         agent_name: str,
         asked_for: str,
         root: Path,
     ) -> _Result:
-        tool = self._registry.get(inp.name)
+        tool = registry.get(inp.name)
         if tool is None:
             # The name the model used lives in AgentState; history carries "" for it.
             name = asked_for or inp.name
@@ -176,7 +190,7 @@ class ToolActivities:
             return _Result(
                 None,
                 "UnknownTool",
-                f"there is no tool named {shown!r}; the tools are: {self._tool_names()}",
+                f"there is no tool named {shown!r}; the tools are: {_tool_names(registry)}",
             )
         # The model's oversized call (a marker since call_model) or edited arguments over it.
         too_large = oversized_arguments(args, self._max_argument_bytes)
@@ -207,13 +221,6 @@ class ToolActivities:
             raise ApplicationError(
                 f"{inp.name} failed: {failure_words(exc)}", type="ToolRaised"
             ) from None
-
-    def _tool_names(self) -> str:
-        names = sorted(self._registry.tools)
-        if not names:
-            return "none"
-        more = len(names) - _MAX_LISTED_TOOLS
-        return ", ".join(names[:_MAX_LISTED_TOOLS]) + (f" and {more} more" if more > 0 else "")
 
     async def _commit(
         self,
@@ -257,6 +264,14 @@ class ToolActivities:
             )
         )
         return row
+
+
+def _tool_names(registry: ToolRegistry) -> str:
+    names = sorted(registry.tools)
+    if not names:
+        return "none"
+    more = len(names) - _MAX_LISTED_TOOLS
+    return ", ".join(names[:_MAX_LISTED_TOOLS]) + (f" and {more} more" if more > 0 else "")
 
 
 def failure_words(exc: BaseException) -> str:

@@ -1,7 +1,8 @@
 """Context configurations, content-addressed: what a turn ran with, stored once.
 
 A prompt or tool schema set is kept once per tenant under its sha256; a config row names
-them by hash, with the model, provider and budget. Turns point at a config, so a resumed
+them by hash, with the model, provider, budget and the agent definition it came from (name,
+fingerprint, approval policies). Turns point at a config, so a resumed
 or audited turn uses what it used then, not whatever the defaults are today.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
@@ -32,6 +33,9 @@ class ContextConfig:
     system_prompt: str
     tool_schemas: list[dict[str, Any]]
     budget: dict[str, Any]
+    # {"name", "sha256", "approvals"} of the agent definition; {} for configs recorded
+    # before agent definitions existed.
+    agent: dict[str, Any] = field(default_factory=dict)
 
 
 def _sha(text: str) -> str:
@@ -67,6 +71,8 @@ class ContextConfigRepository:
             "tool_schemas_sha256": tools_sha,
             "budget": config.budget,
         }
+        if config.agent:  # left out when empty: configs recorded before agents keep their hash
+            identity["agent"] = config.agent
         sha = _sha(_canonical(identity))
         await self._db.execute(
             insert(ContextConfigRow)
@@ -105,4 +111,5 @@ class ContextConfigRepository:
             system_prompt=blobs[row.system_prompt_sha256],
             tool_schemas=json.loads(blobs[row.tool_schemas_sha256]),
             budget=dict(row.budget),
+            agent=dict(row.agent or {}),
         )

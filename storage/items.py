@@ -207,7 +207,10 @@ class ItemRepository:
         )
         return int(row.data["step"]) if row is not None and "step" in row.data else None
 
-    async def first_of_kind(self, session_id: uuid.UUID, kind: str) -> ItemRow | None:
+    async def first_of_kind(
+        self, session_id: uuid.UUID, kind: str, *, last: bool = False
+    ) -> ItemRow | None:
+        """The session's first item of `kind` (with `last`, its latest)."""
         return await self._db.scalar(
             select(ItemRow)
             .where(
@@ -215,6 +218,6 @@ class ItemRepository:
                 ItemRow.tenant_id == self._tenant,
                 ItemRow.kind == kind,
             )
-            .order_by(ItemRow.ordinal)
+            .order_by(ItemRow.ordinal.desc() if last else ItemRow.ordinal)
             .limit(1)
         )

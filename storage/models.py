@@ -72,6 +72,9 @@ class SessionRow(Base):
     parent_id: Mapped[uuid.UUID | None] = mapped_column()
     root_id: Mapped[uuid.UUID | None] = mapped_column()
     agent_name: Mapped[str] = mapped_column(Text, server_default="agent")
+    # The agent definition the session runs (a sub-agent runs its parent's): the worker
+    # resolves its instructions, model and tools by this name.
+    agent_definition: Mapped[str] = mapped_column(Text, server_default="default")
     # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project (storage.workspaces).
     project: Mapped[str | None] = mapped_column(Text)
     # Set while the session's workspace is packed in object storage (a gzip tar artifact)
@@ -195,6 +198,8 @@ class ContextConfigRow(Base):
     system_prompt_sha256: Mapped[str] = mapped_column(Text)
     tool_schemas_sha256: Mapped[str] = mapped_column(Text)
     budget: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    # The agent definition's name, fingerprint and approval policies ({} before agents).
+    agent: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

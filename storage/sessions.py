@@ -29,11 +29,12 @@ class SessionRepository:
         parent_id: uuid.UUID | None = None,
         agent_name: str = "agent",
         project: str | None = None,
+        agent_definition: str = "default",
     ) -> SessionRow:
         """Create the session, or return it unchanged if this id already exists for the tenant.
 
-        A child session (a sub-agent's) names its parent and shares the parent's root and
-        project (so its tools see the same workspace).
+        A child session (a sub-agent's) names its parent and shares the parent's root,
+        project (so its tools see the same workspace) and agent definition.
         """
         root_id = session_id
         if project is not None:
@@ -42,6 +43,7 @@ class SessionRepository:
             parent = await self.get(parent_id)
             root_id = parent.root_id or parent.id
             project = parent.project
+            agent_definition = parent.agent_definition
         stmt = (
             insert(SessionRow)
             .values(
@@ -55,6 +57,7 @@ class SessionRepository:
                 parent_id=parent_id,
                 root_id=root_id,
                 agent_name=agent_name,
+                agent_definition=agent_definition,
                 project=project,
             )
             .on_conflict_do_nothing(index_elements=[SessionRow.id])

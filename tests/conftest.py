@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from activities.agents import Agent
 from activities.providers.base import ModelProvider
 from activities.tools.base import ToolRegistry
 from activities.tools.builtin import default_registry
@@ -97,6 +98,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         system_prompt: str | None = None,
         registry: ToolRegistry | None = None,
         workspace_scope: WorkspaceScope = "session",
+        agents: tuple[Agent, ...] = (),
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -106,7 +108,8 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             settings.model = settings.model.model_copy(update=model)
         if system_prompt is not None:
             settings.agent = settings.agent.model_copy(update={"system_prompt": system_prompt})
-        acts = cloud_activities(settings, resources, provider, registry or default_registry())
+        registry = registry or default_registry()
+        acts = cloud_activities(settings, resources, provider, registry, agents=agents)
         worker = build_cloud_worker(client, acts, task_queue=queue, max_cached_workflows=0)
         async with running(worker):
             yield queue

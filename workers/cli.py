@@ -8,17 +8,18 @@ import logging
 import os
 import sys
 import warnings
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from temporalio.service import RPCError
 
+from activities.agents import DEFAULT_AGENT
 from storage.db import migrate
 from storage.devices import validate_device_id
 from storage.models import SessionRow
 from storage.sessions import SessionRepository
 from workers import tasks
+from workers.agent_loading import task_options_for
 from workers.cli_archive import archive_app
 from workers.cli_artifacts import artifacts_app
 from workers.cli_common import (
@@ -37,6 +38,7 @@ from workers.cli_errors import report
 from workers.cli_gc import gc_app
 from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
+from workers.cli_workers import device, worker
 from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
@@ -56,6 +58,8 @@ app.add_typer(local_model_app, name="local-model")
 app.command()(demo)
 app.command("devices")(devices)
 app.command("resume")(resume)
+app.command("worker")(worker)
+app.command("device")(device)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
 MAX_ORDINAL = 2**63 - 1
@@ -68,8 +72,16 @@ def start(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
     tenant: Tenant = None,
     max_steps: Annotated[
-        int, typer.Option(min=1, max=MAX_STEPS, help="Model steps before the task stops.")
-    ] = 24,
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_STEPS,
+            help="Model steps before the task stops (default: the agent's, or 24).",
+        ),
+    ] = None,
+    agent: Annotated[
+        str, typer.Option(help="The agent to run (defined by the workers' AGENT_DEFINITIONS).")
+    ] = DEFAULT_AGENT,
     device: Annotated[
         str | None, typer.Option(help="Device whose worker runs device tools.")
     ] = None,
@@ -84,17 +96,20 @@ def start(
     if device_tool and device is None:
         raise ValueError("--device-tool needs --device (the device that runs it)")
     s = get_settings()
-    opts = tasks.TaskOptions(
-        tenant_id=tenant_or_default(tenant),
-        max_steps=max_steps,
-        device_id=device,
-        device_tools=list(device_tool or []),
-        task_queue=s.agent.task_queue,
-        model_outage_seconds=s.agent.model_outage_seconds,
-        model_retry_max_interval_seconds=s.agent.model_retry_max_interval_seconds,
-        model_config={"provider": s.model.provider, "model": s.model.name},
-        approval_policies=_policies(policy),
-    )
+    given: dict[str, Any] = {
+        "tenant_id": tenant_or_default(tenant),
+        "device_id": device,
+        "task_queue": s.agent.task_queue,
+        "model_outage_seconds": s.agent.model_outage_seconds,
+        "model_retry_max_interval_seconds": s.agent.model_retry_max_interval_seconds,
+        "model_config": {"provider": s.model.provider, "model": s.model.name},
+        "approval_policies": _policies(policy),
+    }
+    if max_steps is not None:
+        given["max_steps"] = max_steps
+    if device_tool:
+        given["device_tools"] = list(device_tool)
+    opts = task_options_for(agent, s.agent.definitions, **given)
 
     async def go(res: Resources) -> str:
         client = await temporal_client()
@@ -331,32 +346,6 @@ def migrate_cmd() -> None:
 
     run_async(with_resources(go))
     console.print("migrations applied")
-
-
-@app.command()
-def worker() -> None:
-    """Run the cloud worker against the configured Temporal, PostgreSQL and S3."""
-    from workers.processes import run_cloud_worker
-
-    logging.getLogger().setLevel(logging.INFO)
-    run_async(run_cloud_worker(get_settings()))
-
-
-@app.command()
-def device(
-    device_id: Annotated[str, typer.Option(help="This device's id (task queue device-<id>).")],
-    workspace: Annotated[
-        Path,
-        typer.Option(exists=True, file_okay=False, help="Folder the device tools may touch."),
-    ] = Path("."),
-) -> None:
-    """Run this device's worker: device-local tools for tasks started with --device."""
-    from workers.processes import run_device_worker
-
-    validate_device_id(device_id)
-
-    logging.getLogger().setLevel(logging.INFO)
-    run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
 
 
 def main(argv: list[str] | None = None) -> int:

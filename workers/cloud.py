@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Plugin, Worker
 
+from activities.agent_catalog import build_catalog, default_runtime
+from activities.agents import Agent, ModelChoice
 from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
 from activities.context_windows import ContextWindows, WindowSource
@@ -20,7 +22,7 @@ from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
 from activities.session_state import SessionStateActivities
 from activities.tool_run import ToolActivities
-from activities.tools.base import ToolRegistry
+from activities.tools.base import Tool, ToolRegistry
 from activities.trajectory import TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
@@ -40,8 +42,16 @@ def cloud_activities(
     registry: ToolRegistry,
     *,
     recorder: TrajectoryRecorder | None = None,
+    agents: Sequence[Agent] = (),
+    provider_for: Callable[[ModelChoice], ModelProvider] | None = None,
+    toolset_tools: Mapping[str, Sequence[Tool]] = {},
 ) -> list[Any]:
-    """Every cloud activity; `recorder` traces model and tool calls (default: no-op)."""
+    """Every cloud activity; `recorder` traces model and tool calls (default: no-op).
+
+    `provider` and `registry` serve the default agent (AGENT_SYSTEM_PROMPT); `agents` are
+    the others this worker serves, `provider_for` builds the provider an agent's model
+    choice names (default: `provider` for all), `toolset_tools` the tools each MCP toolset
+    listed, by toolset name."""
     m = settings.model
     # Shared: run_tool leaves each result there for the model step that expands it next.
     read_cache = ArtifactReadCache(settings.agent.read_cache_mb * 1024 * 1024)
@@ -49,6 +59,23 @@ def cloud_activities(
     # start while its model server is still down.
     source = provider if isinstance(provider, WindowSource) and m.discover_window else None
     windows = ContextWindows(source)
+    budget = ContextBudget(
+        m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
+    )
+    catalog = build_catalog(
+        default_runtime(
+            provider,
+            registry,
+            model=m.name,
+            system_prompt=settings.agent.system_prompt,
+            budget=budget,
+        ),
+        agents,
+        provider_for=provider_for or (lambda _: provider),
+        model=m.name,
+        budget=budget,
+        toolset_tools=toolset_tools,
+    )
     model = ModelActivities(
         resources.sessions,
         resources.store,
@@ -56,9 +83,8 @@ def cloud_activities(
         registry,
         model=m.name,
         system_prompt=settings.agent.system_prompt,
-        budget=ContextBudget(
-            m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
-        ),
+        budget=budget,
+        agents=catalog,
         recorder=recorder,
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
@@ -73,10 +99,11 @@ def cloud_activities(
         recorder=recorder,
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
+        agents=catalog,
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(
-        resources.sessions, provider, model.current_config, windows=windows
+        resources.sessions, provider, model.current_config, windows=windows, agents=catalog
     )
     gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from activities.agents import Agent
 from activities.providers.factory import build_provider
 from activities.tool_run import ToolActivities
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
 from storage.devices import DeviceRepository, validate_device_id
+from workers.agent_loading import Providers, agents_from
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.device import build_device_worker
 from workers.payload_offload import data_converter_with_offload
@@ -36,16 +39,34 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
-async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Serve workflows and cloud activities until SIGINT/SIGTERM (or `stop` is set)."""
+async def run_cloud_worker(
+    settings: Settings,
+    stop: asyncio.Event | None = None,
+    agents: Sequence[Agent] = (),
+    *,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Serve workflows and cloud activities until SIGINT/SIGTERM (or `stop` is set), for
+    the default agent, the agents AGENT_DEFINITIONS names and `agents`. `ready` is set
+    once the worker polls its task queue."""
+    served = agents_from(settings.agent.definitions, agents)  # refused before connecting
     provider = build_provider(settings.model)
+    providers = Providers(settings.model, provider)
     try:
         async with open_resources(settings.database, settings.s3) as res:
             await res.store.ensure_bucket()
             # Oversized payloads go to the artifact store instead of failing the workflow.
             client = await connect_client(data_converter=data_converter_with_offload(res.store))
             recorder, tracer_provider = recorder_for(settings.telemetry, res)
-            acts = cloud_activities(settings, res, provider, default_registry(), recorder=recorder)
+            acts = cloud_activities(
+                settings,
+                res,
+                provider,
+                default_registry(),
+                recorder=recorder,
+                agents=served,
+                provider_for=providers.for_choice,
+            )
             worker = build_cloud_worker(
                 client,
                 acts,
@@ -55,10 +76,13 @@ async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None
             )
             try:
                 async with running(worker):
+                    if ready is not None:
+                        ready.set()
                     logger.info(
-                        "cloud worker on %s (model: %s, tracing: %s)",
+                        "cloud worker on %s (model: %s, agents: %s, tracing: %s)",
                         settings.agent.task_queue,
                         provider.name,
+                        ", ".join(["default", *(a.name for a in served)]),
                         settings.telemetry.otlp_endpoint or "off",
                     )
                     await (stop.wait() if stop else _until_signalled())
@@ -66,6 +90,7 @@ async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None
                 if tracer_provider is not None:
                     tracer_provider.shutdown()  # flush what is buffered
     finally:
+        await providers.aclose()
         await provider.aclose()
 
 

@@ -95,6 +95,9 @@ class AgentSettings(BaseSettings):
     # session: {workspace}/{tenant}/{session}; tenant or project: shared (storage.workspaces).
     workspace_scope: WorkspaceScope = "session"
     task_queue: str = "agent-cloud"
+    # The agents a worker serves besides the default one, as module:ATTR
+    # (e.g. myapp.agents:AGENTS); `agentctl start --agent` checks names against them too.
+    definitions: str | None = None
     device_id: str | None = None
     fetch_max_bytes: int = Field(default=DEFAULT_FETCH_MAX_BYTES, gt=0)
     # One whole fetch_url call, redirects included.

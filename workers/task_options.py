@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from activities.agents import DEFAULT_AGENT, Agent, check_agent_name
 from activities.approval_policy import validate as validate_policy
 from storage.devices import validate_device_id
 from workflows.contracts import AgentInput
@@ -47,6 +48,8 @@ class TaskOptions:
     model_config: dict[str, Any] = field(default_factory=dict)
     # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project; stored with the session.
     project: str | None = None
+    # The agent definition the task runs (stored with the session; workers resolve it).
+    agent: str = DEFAULT_AGENT
 
     def __post_init__(self) -> None:
         """Refuse options that would fail the task at once or make it wait forever, so
@@ -69,8 +72,22 @@ class TaskOptions:
             raise ValueError("device_tools need a device_id to run on")
         if not self.task_queue:
             raise ValueError("task_queue is empty")
+        check_agent_name(self.agent)
         for policy in self.approval_policies.values():
             validate_policy(policy)
+
+    @classmethod
+    def for_agent(cls, agent: Agent, **options: Any) -> TaskOptions:
+        """Options for a task of `agent`: its limits, and its device tools when the task
+        names a device; anything passed in `options` wins."""
+        defaults: dict[str, Any] = {"agent": agent.name}
+        if agent.limits.max_steps is not None:
+            defaults["max_steps"] = agent.limits.max_steps
+        if agent.limits.tool_timeout_seconds is not None:
+            defaults["tool_timeout_seconds"] = agent.limits.tool_timeout_seconds
+        if options.get("device_id") is not None and agent.device_tools:
+            defaults["device_tools"] = list(agent.device_tools)
+        return cls(**{**defaults, **options})
 
     def agent_input(self, session_id: str, **overrides: Any) -> AgentInput:
         """The workflow's start input. Every AgentInput field these options also have carries

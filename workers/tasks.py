@@ -93,6 +93,7 @@ async def start_task(
             model_config=options.model_config,
             workflow_id=workflow_id,
             project=options.project,
+            agent_definition=options.agent,
         )
         item = await user_message_item(
             db,

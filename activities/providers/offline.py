@@ -2,6 +2,9 @@
 
 It surveys the workspace (list_dir), reads the text files it finds (read_file), writes
 a report built from what it read (write_file, which asks for approval) and then answers.
+A task that names other tools it was given ("weather city=Paris") gets those called
+instead, with the `arg=value` pairs of the task as arguments, and an answer quoting each
+result: enough to run an agent of your own tools end to end without a model server.
 It decides from the conversation it is given, so it reads the tool results that context
 assembly expanded from the artifact store: the demo shows the real data path.
 """
@@ -9,13 +12,26 @@ assembly expanded from the artifact store: the demo shows the real data path.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from typing import Any
 
-from activities.providers.base import ChatMessage, ModelReply, ModelRequest, ProviderCall, Usage
+from activities.providers.base import (
+    ChatMessage,
+    ModelReply,
+    ModelRequest,
+    ProviderCall,
+    ToolSpec,
+    Usage,
+)
 
 _TEXT_SUFFIXES = (".md", ".txt", ".py", ".csv", ".json", ".toml", ".yaml", ".yml", ".rst")
 MAX_FILES = 6
 REPORT_PATH = "out/report.md"
+# The survey's own tools: a task naming them still gets the survey.
+_SURVEY_TOOLS = frozenset({"list_dir", "read_file", "write_file"})
+# How much of each result the answer quotes.
+_QUOTED_CHARS = 300
 
 
 def _last_assistant(messages: list[ChatMessage]) -> int | None:
@@ -32,6 +48,40 @@ def _summarise(path: str, text: str) -> str:
     return f"| `{path}` | {len(lines)} | {words} | {heading[:60]} |"
 
 
+def _named_calls(task: str, tools: list[ToolSpec]) -> list[tuple[str, dict[str, Any]]]:
+    """Calls of the tools `task` names (not the survey's), in the order named, each with
+    the task's `arg=value` pairs its schema declares (typed by the schema)."""
+    try:
+        words = shlex.split(task)
+    except ValueError:  # an unbalanced quote: take the words as they are
+        words = task.split()
+    pairs = dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("="))
+    named = []
+    for spec in tools:
+        if spec.name in _SURVEY_TOOLS:
+            continue
+        found = re.search(rf"(?<![\w.-]){re.escape(spec.name)}(?![\w-])", task)
+        if found is not None:
+            props = spec.parameters.get("properties", {})
+            args = {k: _typed(v, props[k]) for k, v in pairs.items() if k in props}
+            named.append((found.start(), spec.name, args))
+    return [(name, args) for _, name, args in sorted(named)]
+
+
+def _typed(value: str, schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    try:
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            return float(value)
+    except ValueError:
+        return value  # the tool's validation says what is wrong with it
+    if kind == "boolean":
+        return value.lower() in ("1", "true", "yes")
+    return value
+
+
 class OfflineProvider:
     name = "offline"
 
@@ -43,6 +93,11 @@ class OfflineProvider:
         turn = sum(1 for m in msgs if m.role == "assistant")
         last = _last_assistant(msgs)
         usage = Usage(input_tokens=sum(len(m.content) for m in msgs) // 4, output_tokens=40)
+        task = next((m.content for m in msgs if m.role == "user"), "")
+        if last is None:
+            named = _named_calls(task, request.tools)
+            if named:
+                return self._calls(turn, named, usage, f"Calling {len(named)} tool(s).")
         if last is None or not msgs[last].tool_calls:
             if last is not None:
                 return self._final("There is nothing more to do.", usage)
@@ -55,6 +110,11 @@ class OfflineProvider:
         calls = msgs[last].tool_calls
         results = {m.tool_call_id: m.content for m in msgs[last + 1 :] if m.role == "tool"}
         kind = calls[0].name
+        if kind not in _SURVEY_TOOLS:
+            quoted = [
+                f"{c.name}: {results.get(c.id, '(no result)')[:_QUOTED_CHARS]}" for c in calls
+            ]
+            return self._final("\n".join(quoted), usage)
         if kind == "list_dir":
             files = self._text_files(results.get(calls[0].id, ""))
             if not files:
@@ -67,7 +127,6 @@ class OfflineProvider:
             )
         if kind == "read_file":
             rows = [_summarise(str(c.arguments.get("path")), results.get(c.id, "")) for c in calls]
-            task = next((m.content for m in msgs if m.role == "user"), "")
             report = "\n".join(
                 [
                     "# Workspace report",

@@ -1,0 +1,230 @@
+"""The public Python API, in one place: define agents and tools, serve them, start a task,
+approve its calls and await its answer.
+
+    from workers.api import Agent, connect, serve, tool
+
+    @tool(effect="read_only")
+    async def add(ctx: ToolContext, a: int, b: int) -> str:
+        "Add two integers."
+        return str(a + b)
+
+    agent = Agent(name="adder", instructions="Add numbers with the add tool.", tools=[add])
+    async with serve([agent]), connect() as client:
+        task = await client.start(agent, "add a=2 b=3")
+        print((await task.result()).answer)
+
+Connections come from the environment like every other entry point (DATABASE_URL, S3_*,
+TEMPORAL_ADDRESS, MODEL_*; `agentctl dev up` serves all three on this machine). Nothing
+here is a second implementation: each call goes through workers.tasks, as agentctl does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError
+
+from activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
+from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from activities.tools.builtin import builtin_tools
+from storage.items import ItemRepository
+from storage.sessions import SessionRepository
+from workers import tasks
+from workers.payload_offload import data_converter_with_offload
+from workers.processes import run_cloud_worker
+from workers.resources import Resources, open_resources
+from workers.settings import Settings, get_settings
+from workers.task_options import TaskOptions
+from workers.temporal_client import connect_client
+from workflows.contracts import AgentStatus, PendingApproval
+
+__all__ = [
+    "DEFAULT_AGENT",
+    "Agent",
+    "AgentClient",
+    "AgentStatus",
+    "Limits",
+    "ModelChoice",
+    "PendingApproval",
+    "Task",
+    "TaskOptions",
+    "TaskResult",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOutput",
+    "builtin_tools",
+    "connect",
+    "serve",
+]
+
+# How often Task.wait_for_approval and Task.result look at a task that has not ended.
+POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """How a task ended. `answer`: the text of its last model reply (from AgentState; it
+    never travels through workflow history)."""
+
+    session_id: str
+    status: str
+    steps: int
+    answer: str | None
+    error: str | None = None
+
+
+class Task:
+    """One task, by session id: what a client can do to it."""
+
+    def __init__(self, client: AgentClient, session_id: str) -> None:
+        self._client = client
+        self.session_id = session_id
+
+    async def status(self) -> AgentStatus:
+        return await tasks.live_status(self._client.temporal, self.session_id)
+
+    async def wait_for_approval(self, wait_seconds: float = 60.0) -> PendingApproval:
+        """The first call waiting for a decision, once there is one. TimeoutError after
+        `wait_seconds`; tasks.TaskNotRunning if the task ended without asking."""
+        async with asyncio.timeout(wait_seconds):
+            while True:
+                status = await self.status()
+                if status.pending_approvals:
+                    return status.pending_approvals[0]
+                if status.status in tasks.TERMINAL:
+                    raise tasks.TaskNotRunning(
+                        f"task {self.session_id} ended ({status.status}) without asking"
+                    )
+                await asyncio.sleep(POLL_SECONDS)
+
+    async def approve(
+        self, call_id: str, *, by: str = "api", arguments: dict[str, Any] | None = None
+    ) -> None:
+        """Approve a waiting call; `arguments`: run it with these instead."""
+        await tasks.approve(
+            self._client.temporal,
+            self.session_id,
+            call_id,
+            by,
+            sessions=self._client.resources.sessions,
+            tenant_id=self._client.tenant_id,
+            edited_arguments=arguments,
+        )
+
+    async def reject(self, call_id: str, reason: str, *, by: str = "api") -> None:
+        await tasks.reject(
+            self._client.temporal,
+            self.session_id,
+            call_id,
+            reason,
+            by,
+            sessions=self._client.resources.sessions,
+            tenant_id=self._client.tenant_id,
+        )
+
+    async def send(self, text: str) -> None:
+        """A follow-up message; the task answers it before it ends."""
+        await tasks.send_message(
+            self._client.temporal,
+            self._client.resources.sessions,
+            self._client.tenant_id,
+            self.session_id,
+            text,
+            store=self._client.resources.store,
+        )
+
+    async def cancel(self) -> None:
+        await tasks.cancel(
+            self._client.temporal,
+            self._client.resources.sessions,
+            self._client.tenant_id,
+            self.session_id,
+        )
+
+    async def result(self) -> TaskResult:
+        """Wait for the task to end; its status, steps and final answer."""
+        handle = tasks.task_handle(self._client.temporal, self.session_id)
+        try:
+            done = await handle.result()
+            steps, error = done.steps, done.last_error
+        except WorkflowFailureError:
+            steps, error = -1, None  # AgentState says what happened
+        async with self._client.resources.sessions() as db:
+            sid = tasks.session_uuid(self.session_id)
+            session = await SessionRepository(db, self._client.tenant_id).get(sid)
+            items = ItemRepository(db, self._client.tenant_id)
+            reply = await items.first_of_kind(sid, "assistant_message", last=True)
+            failure = await items.first_of_kind(sid, "error", last=True)
+        if error is None and failure is not None and session.status != "completed":
+            error = failure.text
+        if steps < 0 and reply is not None:
+            steps = int(reply.data.get("step", 0)) + 1
+        answer = reply.text if reply is not None and session.status == "completed" else None
+        return TaskResult(self.session_id, session.status, max(steps, 0), answer, error)
+
+
+class AgentClient:
+    """A connection to the deployment as one tenant."""
+
+    def __init__(self, temporal: Client, resources: Resources, tenant_id: str) -> None:
+        self.temporal = temporal
+        self.resources = resources
+        self.tenant_id = tenant_id
+
+    async def start(self, agent: Agent | str, text: str, **options: Any) -> Task:
+        """Start a task of `agent` (an Agent, or the name of one the workers serve).
+        `options`: TaskOptions fields (max_steps, approval_policies, device_id, ...)."""
+        settings = get_settings()
+        options.setdefault("tenant_id", self.tenant_id)
+        options.setdefault("task_queue", settings.agent.task_queue)
+        if isinstance(agent, Agent):
+            opts = TaskOptions.for_agent(agent, **options)
+        else:
+            opts = TaskOptions(agent=agent, **options)
+        handle = await tasks.start_task(
+            self.temporal, self.resources.sessions, text, opts, store=self.resources.store
+        )
+        return Task(self, handle.id.removeprefix("agent-"))
+
+    def task(self, session_id: str) -> Task:
+        """A task started earlier (from any device)."""
+        return Task(self, str(tasks.session_uuid(session_id)))
+
+
+@asynccontextmanager
+async def connect(
+    *, tenant_id: str | None = None, settings: Settings | None = None
+) -> AsyncIterator[AgentClient]:
+    """A client for the block, as `tenant_id` (default AGENT_TENANT_ID)."""
+    settings = settings or get_settings()
+    async with open_resources(settings.database, settings.s3) as res:
+        temporal = await connect_client(data_converter=data_converter_with_offload(res.store))
+        yield AgentClient(temporal, res, tenant_id or settings.agent.tenant_id)
+
+
+@asynccontextmanager
+async def serve(
+    agents: Sequence[Agent] = (), *, settings: Settings | None = None
+) -> AsyncIterator[None]:
+    """Run a cloud worker for `agents` (and the default agent) in this process for the
+    block; in production, `agentctl worker --agents module:ATTR` runs the same worker."""
+    stop, ready = asyncio.Event(), asyncio.Event()
+    worker = asyncio.create_task(
+        run_cloud_worker(settings or get_settings(), stop, agents, ready=ready)
+    )
+    started = asyncio.create_task(ready.wait())
+    await asyncio.wait({worker, started}, return_when=asyncio.FIRST_COMPLETED)
+    if worker.done():  # it could not start (a bad definition, a service down): say why
+        started.cancel()
+        worker.result()
+        raise RuntimeError("the worker stopped before it started")
+    try:
+        yield
+    finally:
+        stop.set()
+        await worker
