@@ -1,0 +1,152 @@
+"""The public Python API (workers/api.py) and loading agents by module path, end to end on
+the real stack with the offline model."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.providers.base import ToolSpec
+from storage.sessions import SessionRepository
+from tests.support.helpers import agentctl
+from workers.agent_loading import AgentLoadError, load_agents
+from workers.api import Agent, Tool, ToolContext, ToolOutput, connect, serve
+from workers.resources import Resources
+from workers.settings import get_settings
+
+
+async def _forecast(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(f"sunny in {args['place']}".encode())
+
+
+FORECAST = Tool(
+    ToolSpec(
+        "forecast",
+        "Tomorrow's weather.",
+        {"type": "object", "properties": {"place": {"type": "string"}}, "required": ["place"]},
+    ),
+    _forecast,
+    effect="read_only",
+)
+
+
+@pytest.fixture
+def api_env(cli_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """The environment of a program using the API: its own queue, the offline model."""
+    monkeypatch.setenv("AGENT_TASK_QUEUE", f"api-{uuid.uuid4().hex[:8]}")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("MODEL_PROVIDER", "offline")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+async def test_start_await_the_answer_and_approve_through_the_api(api_env: None) -> None:
+    plain = Agent(name="weather", instructions="Forecast.", tools=[FORECAST])
+    careful = Agent(
+        name="careful",
+        instructions="Ask first.",
+        tools=[FORECAST],
+        approvals={"forecast": "always"},
+    )
+    async with serve([plain, careful]), connect() as client:
+        task = await client.start(plain, "forecast place=Oslo")
+        done = await task.result()
+        assert (done.status, done.answer, done.error) == (
+            "completed",
+            "forecast: sunny in Oslo",
+            None,
+        )
+        assert done.steps == 2
+
+        asked = await client.start(careful, "forecast place=Bergen")
+        pending = await asked.wait_for_approval()
+        assert pending.name == "forecast"
+        await asked.approve(pending.tool_call_id, by="me")
+        assert (await asked.result()).answer == "forecast: sunny in Bergen"
+
+        refused = await client.start("careful", "forecast place=Rome")
+        pending = await refused.wait_for_approval()
+        await refused.reject(pending.tool_call_id, "not today")
+        answer = (await refused.result()).answer or ""
+        assert "rejected by api: not today" in answer
+        # Any device reads the same task by its id.
+        again = await client.task(task.session_id).result()
+        assert again.answer == done.answer
+
+
+async def test_a_failed_task_s_result_says_why(api_env: None) -> None:
+    async with serve(), connect() as client:
+        task = await client.start("nobody", "hi")
+        result = await task.result()
+    assert (result.status, result.answer) == ("failed", None)
+    assert result.error is not None and "no agent named 'nobody'" in result.error
+
+
+async def test_serve_refuses_a_bad_agent_module_before_it_starts(
+    api_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_DEFINITIONS", "no_such_module_here:AGENTS")
+    get_settings.cache_clear()
+    with pytest.raises(AgentLoadError, match="cannot import 'no_such_module_here'"):
+        async with serve():
+            pass
+
+
+@pytest.fixture
+def agents_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    name = f"agents_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(
+        textwrap.dedent(
+            """
+            from workers.api import Agent
+            ONE = Agent(name="one", instructions="x")
+            AGENTS = [ONE, Agent(name="two", instructions="y")]
+            BY_NAME = {"one": ONE}
+            def make():
+                return ONE
+            NOT_AGENTS = 42
+            TWICE = [ONE, ONE]
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_agents_load_from_a_module_path(agents_module: str) -> None:
+    for attr, names in (("AGENTS", ["one", "two"]), ("BY_NAME", ["one"]), ("make", ["one"])):
+        assert [a.name for a in load_agents(f"{agents_module}:{attr}")] == names
+    for spec, why in (
+        ("nocolon", "expected module:ATTR"),
+        (f"{agents_module}:MISSING", "has no 'MISSING'"),
+        (f"{agents_module}:NOT_AGENTS", "is a int, not Agents"),
+        (f"{agents_module}:TWICE", "two agents are named 'one'"),
+        ("surely_not_a_module:X", "cannot import"),
+    ):
+        with pytest.raises(AgentLoadError, match=why):
+            load_agents(spec)
+
+
+async def test_agentctl_start_refuses_an_agent_the_definitions_lack_before_committing(
+    cli_env: None,
+    agents_module: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    resources: Resources,
+    tenant: str,
+) -> None:
+    monkeypatch.setenv("AGENT_DEFINITIONS", f"{agents_module}:AGENTS")
+    get_settings.cache_clear()
+    code, out, err = await agentctl(capsys, "start", "--agent", "three", "hi")
+    assert code == 1 and not out
+    assert "no agent named 'three'" in err and "one, two" in err
+    async with resources.sessions() as db:
+        assert await SessionRepository(db, tenant).recent() == []  # nothing committed
+    code, _, err = await agentctl(capsys, "worker", "--agents", "nocolon")
+    assert code == 1 and "expected module:ATTR" in err
