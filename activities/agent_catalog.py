@@ -93,6 +93,10 @@ class AgentCatalog:
     def names(self) -> list[str]:
         return sorted(self._runtimes)
 
+    def registries(self) -> dict[str, ToolRegistry]:
+        """Each agent's tools, by agent name (what run_tool needs)."""
+        return {name: runtime.registry for name, runtime in self._runtimes.items()}
+
     def get(self, name: str) -> AgentRuntime:
         """The runtime of agent `name`; a non-retryable UnknownAgent error when this worker
         does not serve it (a task started for an agent no worker was deployed with)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.agent_catalog import AgentCatalog
+from activities.agent_catalog import unknown_agent
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
@@ -74,10 +75,10 @@ class ToolActivities:
         recorder: TrajectoryRecorder | None = None,
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
-        agents: AgentCatalog | None = None,
+        agents: Mapping[str, ToolRegistry] | None = None,
     ) -> None:
-        """`registry`: the tools of the default agent; `agents`: every agent this worker
-        serves, each with its own tools (a session runs the tools of its agent only).
+        """`registry`: the tools of the default agent; `agents`: the tools of every agent
+        this worker serves, by agent name (a session runs the tools of its agent only).
 
         `workspace`: a WorkspaceLayout on the cloud (each session gets its own root, or
         its tenant's or project's as configured), or one fixed directory on a device, which
@@ -128,10 +129,13 @@ class ToolActivities:
                 return _outcome_of(row, inp.tenant_id)
 
     def _registry_of(self, session: SessionRow) -> ToolRegistry:
-        """The tools of the session's agent; a device worker serves what it was given."""
+        """The tools of the session's agent."""
         if self._agents is None:
             return self._registry
-        return self._agents.get(session.agent_definition).registry
+        registry = self._agents.get(session.agent_definition)
+        if registry is None:
+            raise unknown_agent(session.agent_definition, sorted(self._agents))
+        return registry
 
     def _root(self, tenant_id: str, session: SessionRow) -> Path:
         """From AgentState, never from the payload: a caller cannot pick another root."""

@@ -99,7 +99,7 @@ def cloud_activities(
         recorder=recorder,
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
-        agents=catalog,
+        agents=catalog.registries(),
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(

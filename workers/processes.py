@@ -10,9 +10,10 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.agents import Agent
+from activities.agents import DEFAULT_AGENT, Agent
 from activities.providers.factory import build_provider
 from activities.tool_run import ToolActivities
+from activities.tools.base import ToolRegistry
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
 from storage.devices import DeviceRepository, validate_device_id
 from workers.agent_loading import Providers, agents_from
@@ -103,7 +104,12 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
     """
     validate_device_id(device_id)  # before any connection: the id names a task queue
     registry = default_registry()
-    served = sorted(name for name in registry.tools if name not in WORKFLOW_TOOLS)
+    # The agents' own tools too: a task of agent X routes X's device tools here.
+    registries = {DEFAULT_AGENT: registry}
+    for agent in agents_from(settings.agent.definitions):
+        registries[agent.name] = ToolRegistry.of(agent.tools)
+    names = {name for r in registries.values() for name in r.tools}
+    served = sorted(names - WORKFLOW_TOOLS)
     tenant = settings.agent.tenant_id
     async with open_resources(settings.database, settings.s3) as res:
         client = await connect_client(data_converter=data_converter_with_offload(res.store))
@@ -117,6 +123,7 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
             workspace=workspace,
             max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
             fetch=settings.agent.fetch_policy(),
+            agents=registries,
         )
         presence = asyncio.create_task(_heartbeat(res.sessions, tenant, device_id, served))
         try:
