@@ -17,8 +17,11 @@ from temporalio.client import Client, WorkflowFailureError
 from activities.agents import Agent, AgentDefinitionError, Limits
 from activities.providers.base import ToolSpec
 from activities.providers.openai_compat import OpenAICompatibleProvider
+from activities.providers.scripted import ScriptedProvider
 from activities.tools.base import Tool, ToolContext, ToolOutput
+from activities.tools.builtin import builtin_tools
 from storage.models import ContextConfigRow, TurnRow
+from storage.sessions import SessionRepository
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -254,3 +257,32 @@ def test_task_options_for_an_agent_take_its_limits_and_device_tools_unless_given
     assert opts.device_tools == ["forecast"]
     assert TaskOptions.for_agent(agent, max_steps=7).max_steps == 7
     assert TaskOptions.for_agent(agent).device_tools == []  # no device, no device tools
+
+
+async def test_a_sub_agent_runs_its_parent_s_agent_definition(
+    agent_worker: AgentRunner, client: Client, resources: Resources, workspace: Path, tenant: str
+) -> None:
+    delegate = next(t for t in builtin_tools() if t.spec.name == "delegate")
+    agent = Agent(name="planner", instructions="Plan.", tools=[delegate, _tool("forecast", "hail")])
+    provider = ScriptedProvider.from_data(
+        [{"tool_calls": [{"name": "delegate", "arguments": {"task": "SUB: forecast Oslo"}}]}],
+        by_task={
+            "SUB:": [
+                {"tool_calls": [{"name": "forecast", "arguments": {"place": "Oslo"}}]},
+                {"text": "hail"},
+            ]
+        },
+    )
+    async with agent_worker(provider, workspace, agents=(agent,)) as queue:
+        sid, handle = await start(client, resources, queue, "plan", tenant=tenant, agent="planner")
+        assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
+    delegated = next(i for i in await items_of(resources, tenant, sid) if i.kind == "tool_result")
+    child_id = uuid.UUID(delegated.data["child_session_id"])
+    async with resources.sessions() as db:
+        child = await SessionRepository(db, tenant).get(child_id)
+    assert child.agent_definition == "planner"
+    child_results = [i.text for i in await items_of(resources, tenant, str(child_id))]
+    assert "hail for Oslo" in child_results
+    child_request = next(r for r in provider.requests if "SUB:" in r.messages[1].content)
+    assert child_request.messages[0].content == "Plan."
+    assert sorted(t.name for t in child_request.tools) == ["delegate", "forecast"]

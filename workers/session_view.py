@@ -92,7 +92,7 @@ def _tree(view: SessionView) -> Tree:
 
     def label(s: SessionRow) -> str:
         here = " ◀" if s.id == view.session.id else ""
-        return f"{s.id} · {s.agent_name} · {s.status} · {s.title[:40]}{here}"
+        return f"{s.id} · {agent_label(s)} · {s.status} · {s.title[:40]}{here}"
 
     top = Tree(label(root))
 
@@ -104,10 +104,17 @@ def _tree(view: SessionView) -> Tree:
     return top
 
 
+def agent_label(s: SessionRow) -> str:
+    """The agent definition a session runs, and a sub-agent's own name after a slash."""
+    if s.agent_name in ("agent", s.agent_definition):
+        return s.agent_definition
+    return f"{s.agent_definition}/{s.agent_name}"
+
+
 def render_view(view: SessionView) -> RenderableType:
     s = view.session
     parts: list[RenderableType] = [
-        f"session {s.id} · tenant {s.tenant_id} · agent {s.agent_name} · {s.status}",
+        f"session {s.id} · tenant {s.tenant_id} · agent {agent_label(s)} · {s.status}",
         f"workflow {s.workflow_id} run {s.workflow_run_id or '-'} · "
         f"created {s.created_at:%Y-%m-%d %H:%M:%S} · updated {s.updated_at:%Y-%m-%d %H:%M:%S}",
     ]
@@ -188,7 +195,7 @@ def sessions_table(rows: list[SessionRow]) -> Table:
         table.add_row(
             str(r.id),
             r.status,
-            r.agent_name,
+            agent_label(r),
             str(r.parent_id or ""),
             f"{r.updated_at:%Y-%m-%d %H:%M:%S}",
             r.title[:50],
