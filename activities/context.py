@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from activities.call_ids import EchoIds, provider_id_of
 from activities.providers.base import ChatMessage, ProviderCall, ToolSpec
 from activities.tokens import count_tokens, truncate_to_tokens
+from activities.tool_effects import RERUN_NOTE
 from storage.models import ItemRow
 
 FetchArtifact = Callable[[uuid.UUID, int], Awaitable[tuple[bytes, str]]]
@@ -91,12 +92,19 @@ def tool_tokens(tools: Sequence[ToolSpec], encoding: str) -> int:
     )
 
 
+def _note(item: ItemRow) -> str:
+    """Our words before a result that ran again after the call was in doubt."""
+    return RERUN_NOTE if item.data.get("rerun") and item.data.get("effect") != "in_doubt" else ""
+
+
 def _result_text(item: ItemRow) -> str:
-    return item.text or ""
+    return _note(item) + (item.text or "")
 
 
 def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
     calls = {i.tool_call_id: i for i in items if i.kind == "tool_call" and i.tool_call_id}
+    # One result per call, as every provider requires: the newest, when a call reported in
+    # doubt was settled again (re-run, or declined) after its first result.
     results = {i.tool_call_id: i for i in items if i.kind == "tool_result" and i.tool_call_id}
     blocks: list[_Block] = []
     echo = EchoIds()
@@ -181,6 +189,7 @@ async def _expand(
     text = _decode(data, content_type, prefix_only)
     if text is None:
         text = f"[binary {content_type}, {size} bytes: {_ref_note(item)}]"
+    text = _note(item) + text
     if prefix_only:
         # Counting a 200 MB result's tokens would cost more than the call: estimate from a
         # sample of the prefix, which is also all the excerpt below needs to encode.

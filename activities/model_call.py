@@ -293,7 +293,8 @@ class ModelActivities:
 def decision_of(call_items: list[ItemRow]) -> bool | None:
     """The approval decision the loop recorded for a call (record_approval), if any."""
     for item in call_items:
-        if item.kind == "approval" and "approved" in item.data:
+        # A re-run's decision (the call was in doubt) is not the call's first approval.
+        if item.kind == "approval" and "approved" in item.data and not item.data.get("rerun"):
             return bool(item.data["approved"])
     return None
 

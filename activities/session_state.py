@@ -10,6 +10,7 @@ from temporalio import activity
 
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.tokens import count_tokens
+from activities.tool_effects import EFFECT_IN_DOUBT, not_rerun_text
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
 from workflows.contracts import (
@@ -88,10 +89,31 @@ class SessionStateActivities:
                         "step": inp.step,
                         "device_id": inp.device_id,
                         **({"arguments": edited} if edited is not None else {}),
+                        **({"rerun": inp.rerun} if inp.rerun else {}),
                     },
                 )
             )
-            if not inp.approved:
+            if not inp.approved and inp.rerun:
+                # The call's newest result: it may have acted, and was not run again.
+                text = not_rerun_text(f"rejected by {decided_by}: {reason or 'no reason given'}")
+                row, _ = await items.append(
+                    NewItem(
+                        session_id=session_id,
+                        kind="tool_result",
+                        role="tool",
+                        idempotency_key=inp.idempotency_key,
+                        text=text[:PREVIEW_CHARS],
+                        tokens=count_tokens(text[:PREVIEW_CHARS]),
+                        tool_call_id=inp.tool_call_id,
+                        data={
+                            "error_type": EFFECT_IN_DOUBT,
+                            "effect": "in_doubt",
+                            "rerun": inp.rerun,
+                            "step": inp.step,
+                        },
+                    )
+                )
+            elif not inp.approved:
                 row, _ = await items.append(
                     NewItem(
                         session_id=session_id,

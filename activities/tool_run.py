@@ -21,6 +21,7 @@ from activities.heartbeat import heartbeating
 from activities.model_call import artifact_info
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tokens import count_tokens
+from activities.tool_effects import EffectLedger
 from activities.tools.args import check_allowed
 from activities.tools.base import (
     ToolContext,
@@ -39,6 +40,7 @@ from storage.artifacts import ArtifactStore
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from storage.tool_effects import Settled, ToolEffectRepository
 from storage.workspace_lifecycle import restore_if_packed
 from storage.workspaces import WorkspaceLayout
 from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
@@ -61,6 +63,8 @@ class _Result:
     output: ToolOutput | None
     error_type: str | None = None
     error: str | None = None
+    # An effectful call's ledger state, settled with the result (None: not ledgered).
+    effect: Settled | None = None
 
 
 class ToolActivities:
@@ -95,6 +99,7 @@ class ToolActivities:
         self._fetch = fetch
         self._recorder = recorder or TrajectoryRecorder.noop()
         self._read_cache = read_cache
+        self._effects = EffectLedger(sessions)
 
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
@@ -211,6 +216,9 @@ class ToolActivities:
         )
         try:
             check_allowed(args, tool.spec.parameters)
+            if tool.effect == "effectful":
+                run = await self._effects.run(tool, ctx, args, inp.tool_call_id)
+                return _Result(run.output, run.error_type, run.error, run.state)
             return _Result(await tool.fn(ctx, args))
         except ToolError as err:
             activity.logger.info("tool %s failed: %s", inp.name, err.error_type)
@@ -240,6 +248,12 @@ class ToolActivities:
             return done  # an earlier attempt committed while this one ran
         artifact_id: uuid.UUID | None = None
         data: dict[str, Any] = {"step": inp.step}
+        if result.effect is not None:
+            # In this transaction: the result and the ledger's settlement commit together.
+            await ToolEffectRepository(db, inp.tenant_id).settle(inp.idempotency_key, result.effect)
+            data["effect"] = result.effect
+        if inp.rerun:
+            data["rerun"] = inp.rerun  # context.py tells the model why it ran again
         if ref is not None and result.output is not None:
             artifact_id = await register_uploaded(db, self._store, ref, result.output.content)
             await ArtifactRepository(db, inp.tenant_id).add_ref(
@@ -316,4 +330,5 @@ def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
         ref=ref,
         is_error=error_type is not None,
         error_type=error_type,
+        in_doubt=row.data.get("effect") == "in_doubt",
     )

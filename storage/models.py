@@ -51,6 +51,10 @@ SESSION_STATUSES = (
 )
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "archived", "no_answer")
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
+# An effectful tool call's ledger row (storage/tool_effects.py): started before the call,
+# then settled (completed, failed, reconciled, in_doubt) with its result, or released
+# (retrying) when the tool said its failure left no effect.
+EFFECT_STATES = ("started", "retrying", "completed", "failed", "reconciled", "in_doubt")
 
 
 class SessionRow(Base):
@@ -316,3 +320,26 @@ class DeviceRow(Base):
     last_seen_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
+
+
+class ToolEffectRow(Base):
+    """One effectful tool call under its idempotency key: whether it may have acted.
+
+    No foreign key to sessions: the ledger outlives the hot rows an archive removes (the
+    row says an effect happened; that stays true).
+    """
+
+    __tablename__ = "tool_effects"
+    __table_args__ = (Index("ix_tool_effects_session", "tenant_id", "session_id"),)
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    idempotency_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column()
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    tool_name: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(16))
+    # How many activity attempts claimed the row: more than one means one was interrupted.
+    attempt: Mapped[int] = mapped_column(Integer, server_default="1")
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

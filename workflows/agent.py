@@ -61,6 +61,7 @@ class _Waiting:
     device_id: str | None = None
     edited_arguments_item_id: str | None = None
     decision_item_id: str | None = None
+    rerun: int = 0
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -208,16 +209,29 @@ class AgentWorkflow:
         if call.name == DELEGATE_TOOL:
             await delegate(self._inp, step, call, key)
             return
-        error = await run_tool_call(
-            self._inp,
-            step,
-            call,
-            key,
-            device_away=self._device_away,
-            device_back=self._device_back,
+        end = await run_tool_call(
+            self._inp, step, call, key, device_away=self._device_away, device_back=self._device_back
         )
-        if error is not None:
-            self._last_error = error
+        # In doubt (an interrupted attempt may or may not have acted): run it again only
+        # when a person approves, each time under a new key. Only a new outcome field
+        # leads here, so recorded histories replay unchanged.
+        rerun = 0
+        while end.in_doubt:
+            rerun += 1
+            again = f"{key}:rerun{rerun}"
+            if not await self._approved(step, call, again, rerun=rerun):
+                break
+            end = await run_tool_call(
+                self._inp,
+                step,
+                call,
+                again,
+                device_away=self._device_away,
+                device_back=self._device_back,
+                rerun=rerun,
+            )
+        if end.error is not None:
+            self._last_error = end.error
 
     async def _device_away(self) -> None:
         self._devices_away += 1
@@ -229,8 +243,10 @@ class AgentWorkflow:
         if self._devices_away == 0 and not self._waiting and self._status == "running":
             await self._set_status("running")
 
-    async def _approved(self, step: int, call: ToolCallRef, key: str) -> bool:
-        waiting = _Waiting(call.name, step)
+    async def _approved(self, step: int, call: ToolCallRef, key: str, rerun: int = 0) -> bool:
+        waiting = _Waiting(call.name, step, rerun=rerun)
+        # A re-run is decided by the call's id again, even if its first run was approved.
+        self._decided.discard(call.tool_call_id)
         self._waiting[call.tool_call_id] = waiting
         if len(self._waiting) == 1:
             await self._set_status("waiting_approval")
@@ -259,6 +275,7 @@ class AgentWorkflow:
                 device_id=waiting.device_id,
                 edited_arguments_item_id=waiting.edited_arguments_item_id,
                 decision_item_id=waiting.decision_item_id,
+                rerun=rerun,
             ),
         )
         if not self._waiting and self._status == "running":
@@ -350,7 +367,7 @@ class AgentWorkflow:
             else self._status,
             step=self._step,
             pending_approvals=[
-                PendingApproval(call_id, w.name, w.step)
+                PendingApproval(call_id, w.name, w.step, rerun=w.rerun > 0)
                 for call_id, w in self._waiting.items()
                 if w.approved is None
             ],

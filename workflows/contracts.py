@@ -165,6 +165,9 @@ class ToolRunInput:
     tool_call_id: str
     name: str
     idempotency_key: str
+    # n > 0: the n-th run a person approved after the call was reported in doubt (its key
+    # is the call's with ":rerun{n}").
+    rerun: int = 0
 
 
 @dataclass
@@ -181,6 +184,9 @@ class ToolOutcome:
     ref: ArtifactRef | None = None
     is_error: bool = False
     error_type: str | None = None
+    # An effectful call an interrupted attempt may or may not have run: the loop asks a
+    # person whether to run it again (the effects contract, DESIGN invariant 8).
+    in_doubt: bool = False
 
 
 @dataclass
@@ -204,6 +210,9 @@ class ApprovalRecordInput:
     device_id: str | None = None
     edited_arguments_item_id: str | None = None
     decision_item_id: str | None = None
+    # n > 0: the decision on re-run n of a call reported in doubt; a refusal's result then
+    # says the call may or may not have taken effect.
+    rerun: int = 0
 
 
 @dataclass
@@ -306,6 +315,9 @@ class PendingApproval:
     tool_call_id: str
     name: str
     step: int
+    # True: the call was reported in doubt and this asks whether to run it again (approve
+    # or reject it by the same tool_call_id).
+    rerun: bool = False
 
 
 @dataclass

@@ -5,6 +5,7 @@ reads). Deterministic workflow code only."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
@@ -16,6 +17,7 @@ from workflows.contracts import (
     DevicePresenceInput,
     ToolCallRef,
     ToolErrorInput,
+    ToolOutcome,
     ToolRunInput,
 )
 from workflows.policies import (
@@ -33,6 +35,15 @@ with workflow.unsafe.imports_passed_through():
 StatusHook = Callable[[], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class CallEnd:
+    """How a call ended: `error` when it could not produce a result (the loop's own words),
+    `in_doubt` when an interrupted attempt may or may not have acted (effects contract)."""
+
+    error: str | None = None
+    in_doubt: bool = False
+
+
 async def run_tool_call(
     inp: AgentInput,
     step: int,
@@ -41,17 +52,20 @@ async def run_tool_call(
     *,
     device_away: StatusHook,
     device_back: StatusHook,
-) -> str | None:
-    """Run `call`; returns an error message if it ended in an error result."""
+    rerun: int = 0,
+) -> CallEnd:
+    """Run `call` under `key` (`rerun`: the n-th approved run after it was in doubt)."""
     device = inp.device_id if call.name in inp.device_tools else None
     away = device is not None and not await _online(inp.tenant_id, device)
     if away:
         await device_away()  # the session shows waiting_device while the call waits
     timeout = timedelta(seconds=inp.tool_timeout_seconds)
     try:
-        await workflow.execute_activity_method(
+        outcome: ToolOutcome = await workflow.execute_activity_method(
             ToolActivities.run_tool,
-            ToolRunInput(inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key),
+            ToolRunInput(
+                inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key, rerun
+            ),
             task_queue=(
                 device_task_queue(inp.tenant_id, device) if device else workflow.info().task_queue
             ),
@@ -63,7 +77,7 @@ async def run_tool_call(
             else None,
             retry_policy=TOOL_RETRY,
         )
-        return None
+        return CallEnd(in_doubt=outcome.in_doubt)
     except ActivityError as err:
         offline = device is not None and isinstance(err.cause, TemporalTimeout)
         message = cause_of(err)
@@ -84,7 +98,7 @@ async def run_tool_call(
             start_to_close_timeout=STATE_WRITE_TIMEOUT,
             retry_policy=STATE_WRITE_RETRY,
         )
-        return f"{call.name}: {message}"
+        return CallEnd(error=f"{call.name}: {message}")
     finally:
         if away:
             await device_back()

@@ -43,6 +43,16 @@ class TransientToolError(Exception):
     """
 
 
+class EffectInDoubt(Exception):
+    """A reconcile's third answer: it cannot tell whether the interrupted call acted.
+
+    Raised by a `ReconcileFn` (beside returning the output, or None for "it did not
+    happen"): the call is then reported in doubt and a person is asked whether to run it
+    again, exactly as for a tool without `reconcile`. The message, in the tool's own words
+    and free of secrets, tells the model why (it never enters workflow history).
+    """
+
+
 class MemoryAccess(Protocol):
     """The agent's scoped memory, as the remember/recall tools see it (tenant already bound)."""
 
@@ -86,7 +96,8 @@ class ToolOutput:
 
 ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
 # For an effectful tool: given the interrupted call's context (its idempotency key) and
-# arguments, the output if the effect did happen, or None if it did not (safe to run).
+# arguments, the output if the effect did happen, or None if it did not (safe to run);
+# raise EffectInDoubt when it cannot tell (the call is then reported in doubt).
 ReconcileFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput | None]]
 
 

@@ -11,6 +11,7 @@ from activities.tools.files import (
     MAX_LIST_ENTRIES,
     list_dir,
     make_read_file,
+    reconcile_write_file,
     write_file,
 )
 from activities.tools.memory import memory_tools
@@ -128,25 +129,39 @@ async def _delegate_runs_in_the_workflow(ctx: ToolContext, args: dict[str, Any])
 
 
 def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
-    """Return the built-in tools with their approval and side-effect policy.
+    """Return the built-in tools with their approval policy and effect.
 
-    Only write_file changes the workspace, so only it needs approval. It and the memory
-    tools that write (remember, forget) are marked side-effecting; each is safe to retry
-    under the call's idempotency key.
+    Only write_file changes the workspace, so only it needs approval. It is effectful and
+    reconciled from the workspace; the memory tools that write (remember, forget) are
+    idempotent under the call's key; the rest only read.
     """
     return [
-        Tool(spec=READ_FILE_SPEC, fn=make_read_file(read_cap_bytes), default_location="cloud"),
+        Tool(
+            spec=READ_FILE_SPEC,
+            fn=make_read_file(read_cap_bytes),
+            effect="read_only",
+            default_location="cloud",
+        ),
         Tool(
             spec=WRITE_FILE_SPEC,
             fn=write_file,
             needs_approval=True,
+            effect="effectful",
+            reconcile=reconcile_write_file,
             side_effects=True,
             default_location="cloud",
         ),
-        Tool(spec=LIST_DIR_SPEC, fn=list_dir, default_location="cloud"),
-        Tool(spec=FETCH_URL_SPEC, fn=fetch_url, default_location="cloud"),
+        Tool(spec=LIST_DIR_SPEC, fn=list_dir, effect="read_only", default_location="cloud"),
+        # A GET: it reads the web (what it reads may change, but it changes nothing).
+        Tool(spec=FETCH_URL_SPEC, fn=fetch_url, effect="read_only", default_location="cloud"),
         *memory_tools(),
-        Tool(spec=DELEGATE_SPEC, fn=_delegate_runs_in_the_workflow, default_location="cloud"),
+        # Run by the loop as a child workflow under its own keys, never by run_tool.
+        Tool(
+            spec=DELEGATE_SPEC,
+            fn=_delegate_runs_in_the_workflow,
+            effect="idempotent",
+            default_location="cloud",
+        ),
     ]
 
 

@@ -1,4 +1,5 @@
-"""Workspace file tools: read_file and write_file (idempotent); list_dir lives in listing.
+"""Workspace file tools: read_file and write_file (effectful, reconciled from the
+workspace); list_dir lives in listing.
 
 Every path is opened component by component below the workspace root's fd (see fd_walk),
 and every filesystem error is classified as the model's to hear or worth a retry (see
@@ -17,7 +18,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from activities.tools import effects_ledger
 from activities.tools.args import (
     check_args,
     json_output,
@@ -25,8 +25,7 @@ from activities.tools.args import (
     require_str,
 )
 from activities.tools.atomic_write import write_at
-from activities.tools.base import ToolContext, ToolError, ToolFn, ToolOutput
-from activities.tools.effects_ledger import EFFECTS_DIR
+from activities.tools.base import EffectInDoubt, ToolContext, ToolError, ToolFn, ToolOutput
 from activities.tools.fd_walk import held_dir, held_root
 from activities.tools.fs_errors import classified
 from activities.tools.listing import MAX_LIST_DEPTH, MAX_LIST_ENTRIES, list_dir
@@ -34,12 +33,12 @@ from activities.tools.workspace import WorkspacePath, parse_relative
 
 __all__ = [
     "DEFAULT_READ_CAP_BYTES",
-    "EFFECTS_DIR",
     "MAX_LIST_DEPTH",
     "MAX_LIST_ENTRIES",
     "list_dir",
     "make_read_file",
     "read_file",
+    "reconcile_write_file",
     "write_file",
 ]
 
@@ -181,43 +180,85 @@ def _refuse_non_file(dir_fd: int, path: WorkspacePath) -> None:
         )
 
 
+def _written(path: WorkspacePath, data: bytes, already_applied: bool) -> ToolOutput:
+    entry = {"path": path.rel, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    summary = (
+        f"already wrote {len(data)} bytes to {path.shown}; not redone"
+        if already_applied
+        else f"wrote {len(data)} bytes to {path.shown}"
+    )
+    return json_output({**entry, "already_applied": already_applied}, summary)
+
+
 def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput:
     path = _file_path(raw_path)
-    digest = hashlib.sha256(data).hexdigest()
-    with classified("write", path.shown), held_root(ctx.workspace) as root:
-        entry = effects_ledger.load(root, ctx.idempotency_key)
-        if entry is not None:
-            if entry["path"] != path.rel or entry["sha256"] != digest:
-                # Same key, different effect: a caller bug; applying it would break idempotency.
-                raise ToolError(
-                    "IdempotencyConflict",
-                    f"this call's idempotency key already wrote {entry['path']!r} with "
-                    "other content",
-                )
-            result = {**entry, "already_applied": True}
-            summary = f"already wrote {entry['bytes']} bytes to {path.shown}; not redone"
-            return json_output(result, summary)
-        with held_dir(root, path.parent, create=True) as dir_fd:
-            _refuse_non_file(dir_fd, path)
-            write_at(dir_fd, path.name, data)
-        entry = {"path": path.rel, "sha256": digest, "bytes": len(data)}
-        effects_ledger.record(root, ctx.idempotency_key, entry)
-    return json_output(
-        {**entry, "already_applied": False}, f"wrote {len(data)} bytes to {path.shown}"
+    with (
+        classified("write", path.shown),
+        held_root(ctx.workspace) as root,
+        held_dir(root, path.parent, create=True) as dir_fd,
+    ):
+        _refuse_non_file(dir_fd, path)
+        write_at(dir_fd, path.name, data)
+    return _written(path, data, already_applied=False)
+
+
+def _current_bytes(root: int, path: WorkspacePath, limit: int) -> bytes | None:
+    """The file's bytes, up to `limit` + 1 (enough to tell a longer file), or None if it
+    (or a directory on its way) does not exist."""
+    try:
+        with held_dir(root, path.parent) as dir_fd:
+            fd = _open_regular(dir_fd, path)
+    except ToolError as err:
+        if err.error_type in ("FileNotFound", "NotADirectory"):
+            return None
+        raise
+    try:
+        return _read_limited(fd, limit + 1)
+    finally:
+        os.close(fd)
+
+
+def _reconcile_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput | None:
+    path = _file_path(raw_path)
+    with classified("read", path.shown), held_root(ctx.workspace) as root:
+        current = _current_bytes(root, path, len(data))
+    if current == data:
+        return _written(path, data, already_applied=True)
+    if current is None:
+        return None  # nothing there: the write did not land, or was undone; nothing to clobber
+    # Either the write never landed (the file still holds what was there before) or it
+    # landed and the file was edited since: writing now could destroy that edit.
+    raise EffectInDoubt(
+        f"{path.shown} now holds other content than this call writes; it may have been edited since"
     )
 
 
-async def write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    """Atomically write text to a workspace file, at most once per idempotency key.
-
-    Returns JSON ``{path, bytes, sha256, already_applied}``; a retry of an applied call
-    returns the recorded result with ``already_applied: true`` and touches nothing.
-    """
+def _content_bytes(args: dict[str, Any]) -> tuple[str, bytes]:
     check_args(args)
     raw_path = require_str(args, "path")
     content = require_str(args, "content")
     try:
-        data = content.encode("utf-8")
+        return raw_path, content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError("InvalidArguments", "argument 'content' is not encodable as UTF-8") from exc
+
+
+async def write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    """Atomically write text to a workspace file.
+
+    Returns JSON ``{path, bytes, sha256, already_applied}``. Effectful: run_tool ledgers
+    the call, and an interrupted call is settled by `reconcile_write_file`, not rewritten.
+    """
+    raw_path, data = _content_bytes(args)
     return await asyncio.to_thread(_write_sync, ctx, raw_path, data)
+
+
+async def reconcile_write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput | None:
+    """Settle a write_file call an interrupted attempt may have applied, from the workspace.
+
+    The file holds exactly this call's bytes: the write landed (``already_applied: true``,
+    nothing rewritten). No file: safe to write. Other bytes: in doubt (EffectInDoubt), as
+    rewriting could clobber an edit made since.
+    """
+    raw_path, data = _content_bytes(args)
+    return await asyncio.to_thread(_reconcile_sync, ctx, raw_path, data)

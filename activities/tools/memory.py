@@ -276,7 +276,20 @@ def memory_tools() -> list[Tool]:
     (remember is idempotent under the call's key; forget of a forgotten memory is a no-op).
     """
     return [
-        Tool(spec=REMEMBER_SPEC, fn=remember, side_effects=True, default_location="cloud"),
-        Tool(spec=RECALL_SPEC, fn=recall, default_location="cloud"),
-        Tool(spec=FORGET_SPEC, fn=forget, side_effects=True, default_location="cloud"),
+        # Upserts on the call's idempotency key: a second run under it changes nothing more.
+        Tool(
+            spec=REMEMBER_SPEC,
+            fn=remember,
+            effect="idempotent",
+            side_effects=True,
+            default_location="cloud",
+        ),
+        Tool(spec=RECALL_SPEC, fn=recall, effect="read_only", default_location="cloud"),
+        Tool(
+            spec=FORGET_SPEC,
+            fn=forget,
+            effect="idempotent",
+            side_effects=True,
+            default_location="cloud",
+        ),
     ]

@@ -1,0 +1,121 @@
+"""The effects ledger: one row per effectful tool call, per (tenant, idempotency key).
+
+An effectful call is claimed (committed `started`) before it runs and settled in the
+transaction that commits its result. A claim that finds the row already started means an
+earlier attempt died between the two, so the effect may or may not have happened: the
+caller must reconcile or report it in doubt, never run it again silently. All SQL on
+`tool_effects`, scoped to one tenant. Never commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlalchemy import ColumnElement, and_, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import ToolEffectRow
+
+# What a settled call ended as; `retrying` releases the claim instead (see `release`).
+Settled = Literal["completed", "failed", "reconciled", "in_doubt"]
+SETTLED: tuple[Settled, ...] = ("completed", "failed", "reconciled", "in_doubt")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The outcome of claiming a call: `fresh` means no earlier attempt may have acted."""
+
+    fresh: bool
+    # The row's state before this claim (None when this claim created it).
+    found: str | None
+    attempt: int
+
+
+class ToolEffectRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def claim(
+        self, idempotency_key: str, *, session_id: uuid.UUID, tool_call_id: str, tool_name: str
+    ) -> Claim:
+        """Record that an attempt is about to run the call. Commit before running it.
+
+        One statement when the key is new. Otherwise the row is locked and its attempt
+        counted; it is fresh again only if the last attempt released it (`retrying`).
+        A concurrent claim of a new key waits for the first one's commit and then finds
+        it started: a second runner is never told it is first.
+        """
+        stmt = (
+            insert(ToolEffectRow)
+            .values(
+                tenant_id=self._tenant,
+                idempotency_key=idempotency_key,
+                session_id=session_id,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                state="started",
+                attempt=1,
+            )
+            .on_conflict_do_nothing(
+                index_elements=[ToolEffectRow.tenant_id, ToolEffectRow.idempotency_key]
+            )
+            .returning(ToolEffectRow.attempt)
+        )
+        if (await self._db.execute(stmt)).scalar_one_or_none() is not None:
+            return Claim(fresh=True, found=None, attempt=1)
+        found = await self._db.scalar(
+            select(ToolEffectRow.state).where(self._key(idempotency_key)).with_for_update()
+        )
+        if found is None:  # deleted between the two statements: nobody can have acted on it
+            raise LookupError(f"effects ledger row {idempotency_key!r} vanished while claimed")
+        attempt = (
+            await self._db.execute(
+                update(ToolEffectRow)
+                .where(self._key(idempotency_key))
+                .values(
+                    attempt=ToolEffectRow.attempt + 1,
+                    updated_at=func.now(),
+                    state="started" if found == "retrying" else found,
+                )
+                .returning(ToolEffectRow.attempt)
+            )
+        ).scalar_one()
+        return Claim(fresh=found == "retrying", found=found, attempt=attempt)
+
+    async def settle(self, idempotency_key: str, state: Settled) -> None:
+        """Mark the call settled; in the transaction that commits its result."""
+        await self._db.execute(
+            update(ToolEffectRow)
+            .where(self._key(idempotency_key))
+            .values(state=state, updated_at=func.now(), settled_at=func.now())
+        )
+
+    async def release(self, idempotency_key: str) -> None:
+        """The tool reported a failure that left no effect: the next attempt runs afresh."""
+        await self._db.execute(
+            update(ToolEffectRow)
+            .where(self._key(idempotency_key), ToolEffectRow.state == "started")
+            .values(state="retrying", updated_at=func.now())
+        )
+
+    async def get(self, idempotency_key: str) -> ToolEffectRow | None:
+        return await self._db.scalar(select(ToolEffectRow).where(self._key(idempotency_key)))
+
+    async def for_session(self, session_id: uuid.UUID) -> list[ToolEffectRow]:
+        """The session's ledger rows, oldest first."""
+        rows = await self._db.scalars(
+            select(ToolEffectRow)
+            .where(ToolEffectRow.tenant_id == self._tenant, ToolEffectRow.session_id == session_id)
+            .order_by(ToolEffectRow.started_at, ToolEffectRow.idempotency_key)
+        )
+        return list(rows)
+
+    def _key(self, idempotency_key: str) -> ColumnElement[bool]:
+        return and_(
+            ToolEffectRow.tenant_id == self._tenant,
+            ToolEffectRow.idempotency_key == idempotency_key,
+        )
