@@ -1,4 +1,5 @@
-"""Workspace confinement, idempotent writes, reads and listings of the file tools."""
+"""Workspace confinement, atomic writes, reads and listings of the file tools
+(write_file's reconcile: tests/test_write_file_reconcile.py)."""
 
 from __future__ import annotations
 
@@ -149,62 +150,17 @@ async def test_invalid_arguments(ws: Path, tool: Any, args: dict[str, Any]) -> N
 # --- write_file ----------------------------------------------------------------------
 
 
-async def test_write_is_idempotent_per_key(ws: Path) -> None:
+async def test_write_returns_what_it_wrote(ws: Path) -> None:
     first = await write_file(ctx(ws, "k1"), {"path": "out/notes.txt", "content": "hello"})
-    target = ws / "out" / "notes.txt"
-    assert target.read_text() == "hello"
-    before = target.stat()
-    first_result = as_json(first.content)
-    assert first_result == {
+    assert (ws / "out" / "notes.txt").read_text() == "hello"
+    assert as_json(first.content) == {
         "path": "out/notes.txt",
         "bytes": 5,
         "sha256": hashlib.sha256(b"hello").hexdigest(),
         "already_applied": False,
     }
-
-    second = await write_file(ctx(ws, "k1"), {"path": "out/notes.txt", "content": "hello"})
-    after = target.stat()
-    # A rewrite via temp file + rename would give a new inode and a new mtime.
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
-    assert as_json(second.content) == {**first_result, "already_applied": True}
-
-    third = await write_file(ctx(ws, "k2"), {"path": "out/notes.txt", "content": "changed"})
-    assert as_json(third.content)["already_applied"] is False
-    assert target.read_text() == "changed"
-    assert target.stat().st_ino != before.st_ino
-
-
-async def test_write_ledger_entry_after_first_write(ws: Path) -> None:
-    await write_file(ctx(ws, "ledger-key"), {"path": "f.txt", "content": "abc"})
-    digest = hashlib.sha256(b"ledger-key").hexdigest()
-    entry = json.loads((ws / ".agent" / "effects" / f"{digest}.json").read_text())
-    assert entry == {"path": "f.txt", "sha256": hashlib.sha256(b"abc").hexdigest(), "bytes": 3}
-
-
-async def test_write_retry_does_not_clobber_later_edits(ws: Path) -> None:
-    await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "from agent"})
-    (ws / "f.txt").write_text("edited by a human afterwards")
-    again = await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "from agent"})
-    assert as_json(again.content)["already_applied"] is True
-    assert (ws / "f.txt").read_text() == "edited by a human afterwards"
-
-
-async def test_write_same_key_different_effect_is_a_conflict(ws: Path) -> None:
-    await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "one"})
-    with pytest.raises(ToolError) as err:
-        await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "two"})
-    assert err.value.error_type == "IdempotencyConflict"
-    assert (ws / "f.txt").read_text() == "one"
-
-
-async def test_write_crash_before_ledger_rewrites_identical_bytes(ws: Path) -> None:
-    await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "same"})
-    # Simulate a crash between the file write and the ledger write.
-    for entry in (ws / ".agent" / "effects").iterdir():
-        entry.unlink()
-    retry = await write_file(ctx(ws, "k"), {"path": "f.txt", "content": "same"})
-    assert as_json(retry.content)["already_applied"] is False
-    assert (ws / "f.txt").read_text() == "same"
+    # Nothing of its own in the workspace: the effects ledger is in AgentState now.
+    assert names(ws) == ["out"]
 
 
 async def test_write_is_atomic_and_leaves_no_temp_files(ws: Path) -> None:
@@ -214,8 +170,7 @@ async def test_write_is_atomic_and_leaves_no_temp_files(ws: Path) -> None:
     await write_file(ctx(ws, "a"), {"path": "d/f.txt", "content": "new ✓"})
     assert (ws / "d" / "f.txt").read_bytes() == "new ✓".encode()
     assert names(ws / "d") == ["f.txt"]
-    ledger = names(ws / ".agent" / "effects")
-    assert len(ledger) == 1 and ledger[0].endswith(".json")
+    assert names(ws) == ["d"]
     assert (ws / "d" / "f.txt").stat().st_mode & 0o777 == 0o640
 
 

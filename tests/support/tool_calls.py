@@ -1,0 +1,68 @@
+"""Drive run_tool directly on the real database: a committed tool call, a dead attempt's
+ledger claim, and what the call settled as."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from temporalio.testing import ActivityEnvironment
+
+from activities.tool_run import ToolActivities
+from storage.items import ItemRepository, NewItem
+from storage.sessions import SessionRepository
+from storage.tool_effects import ToolEffectRepository
+from workers.resources import Resources
+from workflows.contracts import ToolOutcome, ToolRunInput
+
+
+async def new_call(
+    res: Resources, tenant: str, name: str, arguments: dict[str, Any] | None = None
+) -> ToolRunInput:
+    """A session with one tool call the model asked for, as call_model commits it."""
+    sid = uuid.uuid4()
+    async with res.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        await ItemRepository(db, tenant).append(
+            NewItem(
+                session_id=sid,
+                kind="tool_call",
+                role="assistant",
+                idempotency_key=f"{sid}:call",
+                tool_call_id="call_0_0",
+                tool_name=name,
+                data={"arguments": arguments or {}, "step": 0},
+            )
+        )
+    return ToolRunInput(str(sid), tenant, 0, "call_0_0", name, f"wf-{sid}:0:call_0_0")
+
+
+async def claim(res: Resources, inp: ToolRunInput) -> None:
+    """What an attempt that died between its claim and its commit leaves behind."""
+    async with res.sessions() as db, db.begin():
+        await ToolEffectRepository(db, inp.tenant_id).claim(
+            inp.idempotency_key,
+            session_id=uuid.UUID(inp.session_id),
+            tool_call_id=inp.tool_call_id,
+            tool_name=inp.name,
+        )
+
+
+async def ledger_state(res: Resources, inp: ToolRunInput) -> tuple[str, int] | None:
+    async with res.sessions() as db:
+        row = await ToolEffectRepository(db, inp.tenant_id).get(inp.idempotency_key)
+    return None if row is None else (row.state, row.attempt)
+
+
+async def result_of(res: Resources, inp: ToolRunInput) -> dict[str, Any]:
+    async with res.sessions() as db:
+        rows = await ItemRepository(db, inp.tenant_id).for_tool_call(
+            uuid.UUID(inp.session_id), inp.tool_call_id
+        )
+    (result,) = [r for r in rows if r.kind == "tool_result"]
+    return {"text": result.text, **result.data}
+
+
+async def run(acts: ToolActivities, inp: ToolRunInput) -> ToolOutcome:
+    outcome: ToolOutcome = await ActivityEnvironment().run(acts.run_tool, inp)
+    return outcome
