@@ -17,6 +17,7 @@ from workers.resources import Resources
 from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
+REPO = Path(__file__).resolve().parents[2]
 
 
 class WorkerProcess:
@@ -29,8 +30,11 @@ class WorkerProcess:
         script: list[dict[str, Any]],
         log: Path,
         workspace_scope: str = "session",
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
-        """`workspace` is the workspace base (AGENT_WORKSPACE); see storage.workspaces."""
+        """`workspace` is the workspace base (AGENT_WORKSPACE); see storage.workspaces.
+        `command` replaces `agentctl worker` (a worker with tools of a test's own)."""
         script_path = log.with_suffix(".script.json")
         script_path.write_text(json.dumps(script))
         self.env = {
@@ -41,14 +45,16 @@ class WorkerProcess:
             "AGENT_WORKSPACE": str(workspace),
             "AGENT_WORKSPACE_SCOPE": workspace_scope,
             "AGENT_TASK_QUEUE": queue,
+            **(env or {}),
         }
+        self.command = command or [str(AGENTCTL), "worker"]
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [str(AGENTCTL), "worker"], env=self.env, stdout=out, stderr=subprocess.STDOUT
+                self.command, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO
             )
 
     def kill(self) -> None:
