@@ -264,7 +264,9 @@ def status(session: str, tenant: Tenant = None) -> None:
             call = calls.get(p.tool_call_id)
             args = call.data.get("arguments", {}) if call else {}
             shown = {k: (v if len(str(v)) < 80 else str(v)[:77] + "...") for k, v in args.items()}
-            console.print(f"  waiting for approval: {p.tool_call_id} {p.name}({shown})")
+            # A re-run is approved or rejected by the same call id as a first approval.
+            what = "approval to run again (in doubt)" if p.rerun else "approval"
+            console.print(f"  waiting for {what}: {p.tool_call_id} {p.name}({shown})")
         if live.last_error:
             console.print(f"  last error: {live.last_error}")
 
