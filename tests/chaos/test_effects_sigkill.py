@@ -73,9 +73,14 @@ async def _wait_blocked(count_file: Path, keys: set[str], within: float = 60) ->
             await asyncio.sleep(0.05)
 
 
-async def _decide(client: Client, res: Resources, tenant: str, runs: list[_Run]) -> None:
-    """Act as the people asked: approve or reject re-runs as planned; let others time out."""
+async def _decide(
+    client: Client, res: Resources, tenant: str, runs: list[_Run], count_file: Path
+) -> None:
+    """Act as the people asked: approve or reject re-runs as planned; let others time out.
+    Fails at once if a key runs twice (a re-run has a key of its own)."""
     while not all(r.decided or r.plan in ("timeout", "reconciled") for r in runs):
+        twice = [k for k, n in executions(count_file).items() if n > 1]
+        assert twice == [], f"executed twice under one key, nobody asked: {twice}"
         for run in runs:
             if run.decided or run.plan in ("timeout", "reconciled"):
                 continue
@@ -125,7 +130,7 @@ async def _wave(
     )
     worker.start()
     await asyncio.to_thread(worker.wait_started, START_TIMEOUT)
-    await asyncio.wait_for(_decide(client, res, tenant, runs), 90)
+    await asyncio.wait_for(_decide(client, res, tenant, runs, count_file), 90)
     for run, status in zip(runs, await results_of([r.handle for r in runs], 90), strict=True):
         run.status = status
     tally.runs += runs
