@@ -80,7 +80,9 @@ def _gated_tool(
             await gate.wait()
         return ToolOutput(content)
 
-    return Tool(ToolSpec(name="gated", description="", parameters={"type": "object"}), gated)
+    # Read-only: two racing attempts both run it (an effectful one's second would be in doubt).
+    spec = ToolSpec(name="gated", description="", parameters={"type": "object"})
+    return Tool(spec, gated, effect="read_only")
 
 
 async def test_run_tool_warms_the_cache_only_with_the_bytes_it_committed(

@@ -38,7 +38,8 @@ def _flaky_tool() -> Tool:
         return ToolOutput(content=b"fine")
 
     spec = ToolSpec(name="flaky", description="fails once", parameters={"type": "object"})
-    return Tool(spec=spec, fn=flaky)
+    # No effect to double: its retry runs again (an effectful one would be in doubt).
+    return Tool(spec=spec, fn=flaky, effect="idempotent")
 
 
 async def test_reasons_deciders_model_tool_names_and_exception_text_stay_out_of_history(
