@@ -3,15 +3,15 @@
 Replaces write_file's per-workspace `.agent/effects` files; a row is committed as started
 before an effectful call runs and settled with its result.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
