@@ -25,7 +25,7 @@ from activities.tools.base import (
     ToolOutput,
     TransientToolError,
 )
-from storage.tool_effects import Settled, ToolEffectRepository
+from storage.tool_effects import SETTLED, Settled, ToolEffectRepository
 
 EFFECT_IN_DOUBT = "EffectInDoubt"
 # The model's words for a call that may or may not have acted (ours, never a tool's).
@@ -83,6 +83,10 @@ class EffectLedger:
                 tool_call_id=tool_call_id,
                 tool_name=tool.spec.name,
             )
+        if claim.found in SETTLED:
+            # Another attempt settled the call after this one looked for its result: that
+            # committed result stands (run_tool's commit finds it), nothing runs here.
+            return EffectRun("in_doubt", None, EFFECT_IN_DOUBT, in_doubt_text())
         if not claim.fresh:
             activity.logger.warning(
                 "effectful call %s found %s (attempt %d): reconciling",

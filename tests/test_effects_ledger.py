@@ -228,3 +228,18 @@ async def test_ledger_rows_are_the_tenants_own(resources: Resources, tenant: str
     async with resources.sessions() as db:
         assert await ToolEffectRepository(db, f"{tenant}-other").get(key) is None
         assert await ToolEffectRepository(db, tenant).get(key) is not None
+
+
+async def test_a_call_another_attempt_settled_meanwhile_is_not_run(
+    resources: Resources, tenant: str, tmp_path: Path
+) -> None:
+    # The race: this attempt found no result, then another attempt ran the call and settled
+    # it before this one claimed it. The ledger says settled: nothing runs again.
+    count = tmp_path / "count"
+    acts = activities(resources, tmp_path, bump_tool(count, reconciles=True))
+    inp = await new_call(resources, tenant, "bump")
+    await claim(resources, inp)
+    async with resources.sessions() as db, db.begin():
+        await ToolEffectRepository(db, tenant).settle(inp.idempotency_key, "completed")
+    await run(acts, inp)
+    assert executions(count) == {}
