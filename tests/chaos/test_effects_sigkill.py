@@ -33,9 +33,9 @@ from workers import tasks
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 
-WAVES = 3
-IN_DOUBT_PER_WAVE = 17  # 51 runs of the tool without reconcile
-RECONCILED_PER_WAVE = 4  # 12 runs of the tool with one
+WAVES = 2
+IN_DOUBT_PER_WAVE = 26  # 52 runs of the tool without reconcile
+RECONCILED_PER_WAVE = 6  # 12 runs of the tool with one
 START_TIMEOUT = 90
 APPROVAL_TIMEOUT_SECONDS = 3
 Plan = Literal["approve", "reject", "timeout", "reconciled"]
@@ -106,9 +106,12 @@ async def _wave(
     tally: _Tally,
 ) -> None:
     queue = worker.env["AGENT_TASK_QUEUE"]
-    runs: list[_Run] = []
-    for i in range(IN_DOUBT_PER_WAVE + RECONCILED_PER_WAVE):
-        plan: Plan = PLANS[i % len(PLANS)] if i < IN_DOUBT_PER_WAVE else "reconciled"
+    plans: list[Plan] = [
+        PLANS[i % len(PLANS)] if i < IN_DOUBT_PER_WAVE else "reconciled"
+        for i in range(IN_DOUBT_PER_WAVE + RECONCILED_PER_WAVE)
+    ]
+
+    async def one(i: int, plan: Plan) -> _Run:
         text = f"{RECONCILED_TASK} wave {wave} run {i}" if plan == "reconciled" else f"w{wave} {i}"
         session_id, handle = await start(
             client,
@@ -119,7 +122,9 @@ async def _wave(
             tool_timeout_seconds=120,
             approval_timeout_seconds=APPROVAL_TIMEOUT_SECONDS if plan == "timeout" else 120,
         )
-        runs.append(_Run(session_id, handle, plan))
+        return _Run(session_id, handle, plan)
+
+    runs = list(await asyncio.gather(*(one(i, p) for i, p in enumerate(plans))))
     await _wait_blocked(count_file, {r.key for r in runs})
     assert worker.proc is not None
     pid = worker.proc.pid
