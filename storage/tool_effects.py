@@ -70,7 +70,7 @@ class ToolEffectRepository:
         found = await self._db.scalar(
             select(ToolEffectRow.state).where(self._key(idempotency_key)).with_for_update()
         )
-        if found is None:  # deleted between the two statements: nobody can have acted on it
+        if found is None:  # only an operator deletes ledger rows: do not guess, retry later
             raise LookupError(f"effects ledger row {idempotency_key!r} vanished while claimed")
         attempt = (
             await self._db.execute(
