@@ -61,14 +61,7 @@ class DelegationActivities:
         parent = uuid.UUID(inp.parent_session_id)
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
             items = ItemRepository(db, inp.tenant_id)
-            call = next(
-                (
-                    r
-                    for r in await items.for_tool_call(parent, inp.tool_call_id)
-                    if r.kind == "tool_call"
-                ),
-                None,
-            )
+            call = await items.tool_call(parent, inp.tool_call_id)
             if call is None:
                 raise non_retryable("ToolCallNotFound", f"no tool call {inp.tool_call_id}")
             task, agent = _task_of(dict(call.data.get("arguments", {})))

@@ -13,7 +13,7 @@ from activities.approval_policy import needs_approval
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
 from activities.context_windows import ContextWindows, Fitted, call_within_window
-from activities.errors import storage_errors_are_final
+from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_context import (
     ConfigCache,
@@ -241,9 +241,10 @@ class ModelActivities:
             if call_row is None:
                 # A re-read of a committed step (a retry, a resumed run): decisions made
                 # since travel with the call, so nobody is asked twice.
-                call_items = await items.for_tool_call(row.session_id, call["id"])
-                call_row = next(i for i in call_items if i.kind == "tool_call")
-                decision = decision_of(call_items)
+                thread = await items.call_thread(row.session_id, call["id"])
+                if thread is None:
+                    raise non_retryable("ToolCallNotFound", f"no tool call {call['id']} in session")
+                call_row, decision = thread.call, decision_of(thread.others)
             default = "always" if tool and tool.needs_approval else "never"
             policy = inp.approval_policies.get(call["name"], default)
             calls.append(

@@ -150,12 +150,12 @@ class ToolActivities:
         self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
     ) -> tuple[dict[str, Any], str]:
         """The call's arguments (an approver's edit wins) and the tool name the model used."""
-        rows = await items.for_tool_call(session_id, tool_call_id)
-        call = next((r for r in rows if r.kind == "tool_call"), None)
-        if call is None:
+        thread = await items.call_thread(session_id, tool_call_id)
+        if thread is None:
             raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
+        call, others = thread.call, thread.others
         edited = next(
-            (r for r in reversed(rows) if r.kind == "approval" and r.data.get("arguments")), None
+            (r for r in reversed(others) if r.kind == "approval" and r.data.get("arguments")), None
         )
         args = dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
         return args, call.tool_name or ""

@@ -31,6 +31,14 @@ class NewItem:
     tokens: int = 0
 
 
+@dataclass(frozen=True)
+class CallThread:
+    """A tool call's item and the other items of the same call, in ordinal order."""
+
+    call: ItemRow
+    others: list[ItemRow]
+
+
 class ItemRepository:
     def __init__(self, db: AsyncSession, tenant_id: str) -> None:
         self._db = db
@@ -137,7 +145,31 @@ class ItemRepository:
             stmt = stmt.limit(limit)
         return list(await self._db.scalars(stmt))
 
+    async def tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> ItemRow | None:
+        """The tool_call item of this call (the model's request: name and arguments)."""
+        return await self._db.scalar(
+            select(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.tool_call_id == tool_call_id,
+                ItemRow.kind == "tool_call",
+            )
+            .order_by(ItemRow.ordinal)
+            .limit(1)
+        )
+
+    async def call_thread(self, session_id: uuid.UUID, tool_call_id: str) -> CallThread | None:
+        """The tool_call item of this call with the other items committed for it (approval
+        decisions, edited arguments, its result), or None when the session has no such call."""
+        rows = await self.for_tool_call(session_id, tool_call_id)
+        call = next((r for r in rows if r.kind == "tool_call"), None)
+        if call is None:
+            return None
+        return CallThread(call, [r for r in rows if r is not call])
+
     async def for_tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> list[ItemRow]:
+        """Every item of this call, in ordinal order."""
         rows = await self._db.scalars(
             select(ItemRow)
             .where(
