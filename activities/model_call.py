@@ -36,7 +36,7 @@ from storage.context_configs import ContextConfig
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
 from storage.sessions import SessionRepository
-from workflows.contracts import ArtifactRef, ModelCallInput, ModelCallResult, ToolCallRef
+from workflows.contracts import ModelCallInput, ModelCallResult, ToolCallRef
 
 
 class ModelActivities:
@@ -281,13 +281,3 @@ def decision_of(call_items: list[ItemRow]) -> bool | None:
         if item.kind == "approval" and "approved" in item.data:
             return bool(item.data["approved"])
     return None
-
-
-def artifact_info(ref: ArtifactRef) -> dict[str, object]:
-    """What a tool_result item keeps about its artifact, for notes and readers."""
-    return {
-        "sha256": ref.sha256,
-        "size_bytes": ref.size_bytes,
-        "content_type": ref.content_type,
-        "key": ref.key,
-    }

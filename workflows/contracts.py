@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, replace
 
-PREVIEW_CHARS = 500
+# Re-exported: the bound lives with the tool_result unit in storage (a module without I/O,
+# imported in the workflow sandbox like this one).
+from storage.previews import PREVIEW_CHARS as PREVIEW_CHARS
 
 
 @dataclass(frozen=True)
