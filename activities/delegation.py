@@ -14,6 +14,7 @@ from activities.tokens import count_tokens
 from activities.tools.builtin import DELEGATE_SPEC
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
 from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
@@ -75,7 +76,7 @@ class DelegationActivities:
             await items.append(
                 NewItem(
                     child,
-                    "user_message",
+                    ItemKind.USER_MESSAGE,
                     "user",
                     f"{inp.idempotency_key}:task",
                     text=task,
@@ -98,7 +99,9 @@ class DelegationActivities:
                 made = await ArtifactRepository(db, inp.tenant_id).get_many(
                     r.artifact_id for r in rows if r.artifact_id
                 )
-            final = next((r.text for r in reversed(rows) if r.kind == "assistant_message"), "")
+            final = next(
+                (r.text for r in reversed(rows) if r.kind == ItemKind.ASSISTANT_MESSAGE), ""
+            )
             report = {
                 "agent": child_row.agent_name,
                 "child_session_id": inp.child_session_id,

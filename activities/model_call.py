@@ -33,6 +33,7 @@ from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
 from storage.context_configs import ContextConfig
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
 from storage.sessions import SessionRepository
@@ -174,7 +175,7 @@ class ModelActivities:
         }
         reply_item = NewItem(
             session_id=session_id,
-            kind="assistant_message",
+            kind=ItemKind.ASSISTANT_MESSAGE,
             role="assistant",
             idempotency_key=inp.idempotency_key,
             text=reply.text,
@@ -205,7 +206,7 @@ class ModelActivities:
         call_items = [
             NewItem(
                 session_id=session_id,
-                kind="tool_call",
+                kind=ItemKind.TOOL_CALL,
                 role="assistant",
                 idempotency_key=f"{inp.idempotency_key}:call:{cid}",
                 text=f"{call.name}",
@@ -278,6 +279,6 @@ class ModelActivities:
 def decision_of(call_items: list[ItemRow]) -> bool | None:
     """The approval decision the loop recorded for a call (record_approval), if any."""
     for item in call_items:
-        if item.kind == "approval" and "approved" in item.data:
+        if item.kind == ItemKind.APPROVAL and "approved" in item.data:
             return bool(item.data["approved"])
     return None

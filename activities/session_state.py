@@ -10,6 +10,7 @@ from temporalio import activity
 
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.tokens import count_tokens
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.previews import PREVIEW_CHARS
 from storage.sessions import SessionRepository
@@ -77,7 +78,7 @@ class SessionStateActivities:
             row, _ = await items.append(
                 NewItem(
                     session_id=session_id,
-                    kind="approval",
+                    kind=ItemKind.APPROVAL,
                     role="user",
                     idempotency_key=f"{inp.idempotency_key}:decision",
                     text=f"{decision} by {decided_by}" + (f": {reason}" if reason else ""),
@@ -138,7 +139,7 @@ class SessionStateActivities:
             row, _ = await ItemRepository(db, inp.tenant_id).append(
                 NewItem(
                     session_id=uuid.UUID(inp.session_id),
-                    kind="user_message",
+                    kind=ItemKind.USER_MESSAGE,
                     role="user",
                     idempotency_key=inp.idempotency_key,
                     text=EMPTY_REPLY_NUDGE,
@@ -159,7 +160,7 @@ class SessionStateActivities:
                 await ItemRepository(db, inp.tenant_id).append(
                     NewItem(
                         session_id=session_id,
-                        kind="error",
+                        kind=ItemKind.ERROR,
                         role="system",
                         idempotency_key=inp.idempotency_key,
                         text=inp.detail[:PREVIEW_CHARS],

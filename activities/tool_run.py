@@ -30,6 +30,7 @@ from activities.tools.memory import SqlMemoryAccess
 from activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
@@ -143,10 +144,8 @@ class ToolActivities:
         if thread is None:
             raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
         call, others = thread.call, thread.others
-        edited = next(
-            (r for r in reversed(others) if r.kind == "approval" and r.data.get("arguments")), None
-        )
-        args = dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
+        edits = [r for r in others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")]
+        args = dict(edits[-1].data["arguments"] if edits else call.data.get("arguments", {}))
         return args, call.tool_name or ""
 
     async def _execute(

@@ -19,6 +19,7 @@ from activities.tokens import count_tokens
 from storage.artifact_commit import artifact_info, register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.item_kinds import ItemKind
 from storage.items import NewItem
 from storage.previews import make_preview
 from workflows.contracts import ArtifactRef
@@ -75,7 +76,7 @@ async def user_message_item(
         data["artifact"] = artifact_info(staged.ref)
     return NewItem(
         session_id=session_id,
-        kind="user_message",
+        kind=ItemKind.USER_MESSAGE,
         role="user",
         idempotency_key=idempotency_key,
         text=staged.text,

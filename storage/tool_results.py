@@ -20,6 +20,7 @@ from activities.tokens import count_tokens
 from storage.artifact_commit import artifact_info, register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow
 from storage.previews import error_preview, make_preview
@@ -98,7 +99,7 @@ async def commit_tool_result(
     row, _ = await items.append(
         NewItem(
             session_id=result.session_id,
-            kind="tool_result",
+            kind=ItemKind.TOOL_RESULT,
             role="tool",
             idempotency_key=result.idempotency_key,
             text=text,
