@@ -30,6 +30,7 @@ from storage.archive_snapshot import (
 )
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore
 from storage.errors import SessionArchived, SessionNotFound, StorageError
 from storage.models import ArtifactRefRow, SessionArchiveRow, SessionRow
@@ -41,7 +42,6 @@ from storage.workspace_lifecycle import (
     restore_workspace,
 )
 from storage.workspaces import WorkspaceLayout
-from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
 

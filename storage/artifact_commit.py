@@ -7,8 +7,8 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore
-from workflows.contracts import ArtifactRef
 
 
 async def register_uploaded(

@@ -19,12 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from activities.tokens import count_tokens
 from storage.artifact_commit import artifact_info, register_uploaded
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow
 from storage.previews import error_preview, make_preview
-from workflows.contracts import ArtifactRef
 
 
 @dataclass(frozen=True)

@@ -10,21 +10,10 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, replace
 
-# Re-exported: the bound lives with the tool_result unit in storage (a module without I/O,
-# imported in the workflow sandbox like this one).
+# Re-exported from storage, which owns them (modules without I/O, imported in the workflow
+# sandbox like this one): payload types and old histories keep their shape.
+from storage.artifact_ref import ArtifactRef as ArtifactRef
 from storage.previews import PREVIEW_CHARS as PREVIEW_CHARS
-
-
-@dataclass(frozen=True)
-class ArtifactRef:
-    """A verified object in the artifact store: content-addressed, so sha256 names it."""
-
-    tenant_id: str
-    sha256: str
-    key: str
-    size_bytes: int
-    content_type: str
-    artifact_id: str | None = None
 
 
 @dataclass
