@@ -268,8 +268,6 @@ class ModelActivities:
             item_id=str(row.id),
             ordinal=row.ordinal,
             tool_calls=calls,
-            finished=not calls,
-            finish_reason=str(row.data.get("finish_reason", "stop")),
             context_tokens=int(stats.get("input_tokens", 0)),
             compaction_due=compaction_due(budget, stats),
             empty_reply=not calls and not row.text.strip(),

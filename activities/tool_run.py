@@ -261,12 +261,10 @@ def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
             content_type=info["content_type"],
             artifact_id=str(row.artifact_id),
         )
-    error_type = row.data.get("error_type")
     return ToolOutcome(
         tool_call_id=row.tool_call_id or "",
         item_id=str(row.id),
         ordinal=row.ordinal,
         ref=ref,
-        is_error=error_type is not None,
-        error_type=error_type,
+        error_type=row.data.get("error_type"),
     )

@@ -131,8 +131,8 @@ class ModelCallResult:
     item_id: str
     ordinal: int
     tool_calls: list[ToolCallRef] = field(default_factory=list)
-    finished: bool = False
-    finish_reason: str = "stop"
+    # (`finished` and `finish_reason` were read by nobody and are gone; histories that
+    # carry them still decode: the converter ignores keys a dataclass does not have.)
     # Tokens of the assembled input; past the turn's threshold the loop compacts.
     context_tokens: int = 0
     compaction_due: bool = False
@@ -170,7 +170,7 @@ class ToolOutcome:
     item_id: str
     ordinal: int
     ref: ArtifactRef | None = None
-    is_error: bool = False
+    # Set when the result is an error.
     error_type: str | None = None
 
 
