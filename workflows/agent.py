@@ -69,7 +69,12 @@ class _Waiting:
 class AgentWorkflow:
     @workflow.init
     def __init__(self, inp: AgentInput) -> None:
-        self._inp = inp
+        # Overrides in an input started before they were policies become policies here, so
+        # every model call from now on decides approvals with them.
+        self._inp = inp.with_overrides_folded()
+        # Steps whose model call was recorded before that decided without them: they still
+        # apply to those (and agree with the folded policies on every later step).
+        self._recorded_overrides = dict(inp.approval_overrides)
         self._step = inp.step
         self._status: str = SessionStatus.RUNNING
         self._waiting: dict[str, _Waiting] = {}
@@ -204,7 +209,7 @@ class AgentWorkflow:
 
     async def _handle_call(self, step: int, call: ToolCallRef) -> None:
         key = self._key(step, call.tool_call_id)
-        needs = self._inp.approval_overrides.get(call.name, call.needs_approval)
+        needs = self._recorded_overrides.get(call.name, call.needs_approval)
         if needs and call.known and call.decision is not None:
             # A resumed run re-reads a step decided before: the decision stands, the person
             # is not asked twice (a rejection's result is committed already).

@@ -35,7 +35,9 @@ class AgentInput:
     device_id: str | None = None
     # Tools that run on the device's own task queue when device_id is set.
     device_tools: list[str] = field(default_factory=list)
-    # Per-task approval overrides: tool name -> needs approval.
+    # Tool name -> needs approval, as tasks started before these became policies carry it:
+    # the workflow folds it into approval_policies (with_overrides_folded). New inputs
+    # leave it empty.
     approval_overrides: dict[str, bool] = field(default_factory=dict)
     # Per-task approval policies: tool name -> "never" | "always" | "outside:DIR" | "match:A:RE".
     approval_policies: dict[str, str] = field(default_factory=dict)
@@ -75,6 +77,20 @@ class AgentInput:
             seen_messages=seen_messages,
             received_messages=received_messages,
             compaction=compaction,
+        )
+
+    def with_overrides_folded(self) -> AgentInput:
+        """This input with each approval override as a policy ("always" for True, "never"
+        for False), which beats a policy given for the same tool, as an override did."""
+        if not self.approval_overrides:
+            return self
+        folded = {
+            tool: "always" if ask else "never" for tool, ask in self.approval_overrides.items()
+        }
+        return replace(
+            copy.deepcopy(self),
+            approval_policies={**self.approval_policies, **folded},
+            approval_overrides={},
         )
 
     def for_child(self, session_id: str) -> AgentInput:
