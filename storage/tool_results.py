@@ -75,15 +75,15 @@ async def commit_tool_result(
     first attempt's when one committed already). The artifact is registered with the
     session's checkpoint reference, so it lives as long as the session may resume; a result
     with an artifact needs the `store` it was verified in."""
-    if result.artifact is not None and store is None:
-        raise ValueError("committing a tool result with an artifact needs its store")
     items = ItemRepository(db, tenant_id)
     done = await items.by_key(result.idempotency_key)
     if done is not None:
         return done  # an earlier attempt committed while this one ran
     data: dict[str, Any] = {**result.extra, "step": result.step}
     artifact_id: uuid.UUID | None = None
-    if result.artifact is not None and store is not None:
+    if result.artifact is not None:
+        if store is None:
+            raise ValueError("committing a tool result with an artifact needs its store")
         ref = result.artifact.ref
         artifact_id = await register_uploaded(db, store, ref, result.artifact.content)
         await ArtifactRepository(db, tenant_id).add_ref(

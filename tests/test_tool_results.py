@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.delegation import DelegationActivities
@@ -18,7 +19,9 @@ from activities.tool_run import ToolActivities
 from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow
+from storage.previews import PREVIEW_CHARS
 from storage.sessions import SessionRepository
+from storage.tool_results import ToolResult
 from workers.resources import Resources
 from workflows.contracts import (
     ApprovalRecordInput,
@@ -152,3 +155,11 @@ async def test_the_tool_call_lookup_finds_the_calls_own_item_within_its_tenant(
         other = ItemRepository(db, f"{tenant}-b")
         assert await other.tool_call(sid, "c1") is None
         assert await other.call_thread(sid, "c1") is None
+
+
+def test_a_tool_result_is_an_artifact_or_an_error() -> None:
+    with pytest.raises(ValueError, match="an artifact or an error type"):
+        ToolResult(uuid.uuid4(), "c1", "echo", 0, "k")
+    failed = ToolResult(uuid.uuid4(), "c1", "echo", 0, "k", error_type="Boom", error="x" * 900)
+    assert failed.preview().startswith("error (Boom): xxx")
+    assert len(failed.preview()) == PREVIEW_CHARS
