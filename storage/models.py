@@ -28,28 +28,7 @@ class Base(DeclarativeBase):
     pass
 
 
-ITEM_KINDS = (
-    "user_message",
-    "assistant_message",
-    "tool_call",
-    "tool_result",
-    "approval",
-    "error",
-)
-SESSION_STATUSES = (
-    "created",
-    "running",
-    "waiting_approval",
-    "waiting_device",
-    "waiting_model",
-    "completed",
-    "failed",
-    "cancelled",
-    "archived",
-    # Ended without an answer: the model's replies stayed empty (see workflows/agent.py).
-    "no_answer",
-)
-TERMINAL_STATUSES = ("completed", "failed", "cancelled", "archived", "no_answer")
+# Item kinds and session statuses: storage/item_kinds.py and storage/session_status.py.
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
 
 
