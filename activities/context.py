@@ -22,7 +22,9 @@ from activities.call_ids import EchoIds, provider_id_of
 from activities.providers.base import ChatMessage, ProviderCall, ToolSpec
 from activities.tokens import count_tokens, truncate_to_tokens
 from activities.tool_effects import RERUN_NOTE
+from storage.item_kinds import ItemKind
 from storage.models import ItemRow
+from storage.tool_effects import EffectState
 
 FetchArtifact = Callable[[uuid.UUID, int], Awaitable[tuple[bytes, str]]]
 """Returns (bytes, content_type) of one artifact of the session's tenant: all of it, or only
@@ -94,7 +96,8 @@ def tool_tokens(tools: Sequence[ToolSpec], encoding: str) -> int:
 
 def _note(item: ItemRow) -> str:
     """Our words before a result that ran again after the call was in doubt."""
-    return RERUN_NOTE if item.data.get("rerun") and item.data.get("effect") != "in_doubt" else ""
+    rerun_ran = item.data.get("rerun") and item.data.get("effect") != EffectState.IN_DOUBT
+    return RERUN_NOTE if rerun_ran else ""
 
 
 def _result_text(item: ItemRow) -> str:
@@ -102,21 +105,23 @@ def _result_text(item: ItemRow) -> str:
 
 
 def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
-    calls = {i.tool_call_id: i for i in items if i.kind == "tool_call" and i.tool_call_id}
+    calls = {i.tool_call_id: i for i in items if i.kind == ItemKind.TOOL_CALL and i.tool_call_id}
     # One result per call, as every provider requires: the newest, when a call reported in
     # doubt was settled again (re-run, or declined) after its first result.
-    results = {i.tool_call_id: i for i in items if i.kind == "tool_result" and i.tool_call_id}
+    results = {
+        i.tool_call_id: i for i in items if i.kind == ItemKind.TOOL_RESULT and i.tool_call_id
+    }
     blocks: list[_Block] = []
     echo = EchoIds()
     first_user = True
     for item in items:
-        if item.kind == "user_message":
+        if item.kind == ItemKind.USER_MESSAGE:
             block = _Block([ChatMessage("user", item.text)], pinned=first_user)
             if item.artifact_id is not None:
                 block.result_items[0] = item
             blocks.append(block)
             first_user = False
-        elif item.kind == "assistant_message":
+        elif item.kind == ItemKind.ASSISTANT_MESSAGE:
             ids = [c["id"] for c in item.data.get("tool_calls", []) if c["id"] in calls]
             # The provider is shown its own ids (ours where its are unusable); results
             # are matched by ours.
@@ -157,7 +162,7 @@ def _decode(data: bytes, content_type: str, prefix_only: bool = False) -> str | 
 
 def _ref_note(item: ItemRow) -> str:
     info = item.data.get("artifact", {})
-    what = "message" if item.kind == "user_message" else "result"
+    what = "message" if item.kind == ItemKind.USER_MESSAGE else "result"
     sha, size = info.get("sha256", "?"), info.get("size_bytes", "?")
     return f"full {what}: artifact sha256:{sha} ({size} bytes)"
 

@@ -10,15 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.errors import non_retryable, storage_errors_are_final
-from activities.model_call import artifact_info
 from activities.tokens import count_tokens
-from activities.tool_run import make_preview
 from activities.tools.builtin import DELEGATE_SPEC
-from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
+from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from workflows.contracts import (
     ChildSession,
     ChildSessionInput,
@@ -61,14 +60,7 @@ class DelegationActivities:
         parent = uuid.UUID(inp.parent_session_id)
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
             items = ItemRepository(db, inp.tenant_id)
-            call = next(
-                (
-                    r
-                    for r in await items.for_tool_call(parent, inp.tool_call_id)
-                    if r.kind == "tool_call"
-                ),
-                None,
-            )
+            call = await items.tool_call(parent, inp.tool_call_id)
             if call is None:
                 raise non_retryable("ToolCallNotFound", f"no tool call {inp.tool_call_id}")
             task, agent = _task_of(dict(call.data.get("arguments", {})))
@@ -84,7 +76,7 @@ class DelegationActivities:
             await items.append(
                 NewItem(
                     child,
-                    "user_message",
+                    ItemKind.USER_MESSAGE,
                     "user",
                     f"{inp.idempotency_key}:task",
                     text=task,
@@ -107,7 +99,9 @@ class DelegationActivities:
                 made = await ArtifactRepository(db, inp.tenant_id).get_many(
                     r.artifact_id for r in rows if r.artifact_id
                 )
-            final = next((r.text for r in reversed(rows) if r.kind == "assistant_message"), "")
+            final = next(
+                (r.text for r in reversed(rows) if r.kind == ItemKind.ASSISTANT_MESSAGE), ""
+            )
             report = {
                 "agent": child_row.agent_name,
                 "child_session_id": inp.child_session_id,
@@ -128,31 +122,27 @@ class DelegationActivities:
             ref = await self._store.put(inp.tenant_id, content, "application/json")
             async with self._sessions() as db, db.begin():
                 artifacts = ArtifactRepository(db, inp.tenant_id)
-                artifact_id = await register_uploaded(db, self._store, ref, content)
                 # The parent now needs the child's artifacts too, for as long as it lives.
-                for owned in [artifact_id, *made]:
+                for owned in made:
                     await artifacts.add_ref(
                         owned,
                         owner_type="checkpoint",
                         owner_id=inp.parent_session_id,
                         required_for_resume=True,
                     )
-                row, _ = await ItemRepository(db, inp.tenant_id).append(
-                    NewItem(
-                        parent,
-                        "tool_result",
-                        "tool",
-                        inp.idempotency_key,
-                        text=make_preview(content, "application/json"),
+                row = await commit_tool_result(
+                    db,
+                    inp.tenant_id,
+                    ToolResult(
+                        session_id=parent,
                         tool_call_id=inp.tool_call_id,
-                        tool_name="delegate",
-                        artifact_id=artifact_id,
-                        data={
-                            "step": inp.step,
-                            "artifact": artifact_info(ref),
-                            "child_session_id": inp.child_session_id,
-                            **({"error_type": "DelegationFailed"} if inp.error else {}),
-                        },
-                    )
+                        tool_name=DELEGATE_SPEC.name,
+                        step=inp.step,
+                        idempotency_key=inp.idempotency_key,
+                        artifact=VerifiedArtifact(ref, content),
+                        error_type="DelegationFailed" if inp.error else None,
+                        extra={"child_session_id": inp.child_session_id},
+                    ),
+                    store=self._store,
                 )
                 return CommittedItem(str(row.id), row.ordinal)

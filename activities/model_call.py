@@ -14,7 +14,7 @@ from activities.approval_policy import needs_approval
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
 from activities.context_windows import ContextWindows, Fitted, call_within_window
-from activities.errors import storage_errors_are_final
+from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.model_context import (
     ConfigCache,
@@ -33,10 +33,11 @@ from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
 from storage.context_configs import ContextConfig
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
 from storage.sessions import SessionRepository
-from workflows.contracts import ArtifactRef, ModelCallInput, ModelCallResult, ToolCallRef
+from workflows.contracts import ModelCallInput, ModelCallResult, ToolCallRef
 
 
 class ModelActivities:
@@ -187,7 +188,7 @@ class ModelActivities:
         }
         reply_item = NewItem(
             session_id=session_id,
-            kind="assistant_message",
+            kind=ItemKind.ASSISTANT_MESSAGE,
             role="assistant",
             idempotency_key=inp.idempotency_key,
             text=reply.text,
@@ -219,7 +220,7 @@ class ModelActivities:
         call_items = [
             NewItem(
                 session_id=session_id,
-                kind="tool_call",
+                kind=ItemKind.TOOL_CALL,
                 role="assistant",
                 idempotency_key=f"{inp.idempotency_key}:call:{cid}",
                 text=f"{call.name}",
@@ -258,9 +259,10 @@ class ModelActivities:
             if call_row is None:
                 # A re-read of a committed step (a retry, a resumed run): decisions made
                 # since travel with the call, so nobody is asked twice.
-                call_items = await items.for_tool_call(row.session_id, call["id"])
-                call_row = next(i for i in call_items if i.kind == "tool_call")
-                decision = decision_of(call_items)
+                thread = await items.call_thread(row.session_id, call["id"])
+                if thread is None:
+                    raise non_retryable("ToolCallNotFound", f"no tool call {call['id']} in session")
+                call_row, decision = thread.call, decision_of(thread.others)
             default = "always" if tool and tool.needs_approval else "never"
             policy = policies.get(call["name"], default)
             calls.append(
@@ -282,8 +284,6 @@ class ModelActivities:
             item_id=str(row.id),
             ordinal=row.ordinal,
             tool_calls=calls,
-            finished=not calls,
-            finish_reason=str(row.data.get("finish_reason", "stop")),
             context_tokens=int(stats.get("input_tokens", 0)),
             compaction_due=compaction_due(budget, stats),
             empty_reply=not calls and not row.text.strip(),
@@ -294,16 +294,6 @@ def decision_of(call_items: list[ItemRow]) -> bool | None:
     """The approval decision the loop recorded for a call (record_approval), if any."""
     for item in call_items:
         # A re-run's decision (the call was in doubt) is not the call's first approval.
-        if item.kind == "approval" and "approved" in item.data and not item.data.get("rerun"):
+        if item.kind == ItemKind.APPROVAL and "approved" in item.data and "rerun" not in item.data:
             return bool(item.data["approved"])
     return None
-
-
-def artifact_info(ref: ArtifactRef) -> dict[str, object]:
-    """What a tool_result item keeps about its artifact, for notes and readers."""
-    return {
-        "sha256": ref.sha256,
-        "size_bytes": ref.size_bytes,
-        "content_type": ref.content_type,
-        "key": ref.key,
-    }

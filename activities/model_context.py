@@ -16,13 +16,14 @@ from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.compactions import CompactionRepository
 from storage.context_configs import ContextConfig, ContextConfigRepository
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import CompactionRow, ItemRow
 from storage.turns import TurnRepository
 
 # Kinds that begin a block of the conversation (see context._blocks): a window that began
 # after one would hold results whose call it lacks, and assembly would drop them unseen.
-BLOCK_STARTS = ("user_message", "assistant_message")
+BLOCK_STARTS = (ItemKind.USER_MESSAGE, ItemKind.ASSISTANT_MESSAGE)
 
 
 def config_of(
@@ -130,7 +131,7 @@ async def window_items(
         session_id, after_ordinal=after, token_budget=preview_budget(budget), starts=BLOCK_STARTS
     )
     if compaction is None:
-        task = await items.first_of_kind(session_id, "user_message")
+        task = await items.first_of_kind(session_id, ItemKind.USER_MESSAGE)
         if task is not None and (not window or task.ordinal < window[0].ordinal):
             window.insert(0, task)
     return window

@@ -11,10 +11,13 @@ from temporalio import activity
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.tokens import count_tokens
 from activities.tool_effects import EFFECT_IN_DOUBT, not_rerun_text
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
+from storage.previews import PREVIEW_CHARS
 from storage.sessions import SessionRepository
+from storage.tool_effects import EffectState
+from storage.tool_results import ToolResult, commit_tool_result
 from workflows.contracts import (
-    PREVIEW_CHARS,
     ApprovalRecordInput,
     CommittedItem,
     NudgeInput,
@@ -77,7 +80,7 @@ class SessionStateActivities:
             row, _ = await items.append(
                 NewItem(
                     session_id=session_id,
-                    kind="approval",
+                    kind=ItemKind.APPROVAL,
                     role="user",
                     idempotency_key=f"{inp.idempotency_key}:decision",
                     text=f"{decision} by {decided_by}" + (f": {reason}" if reason else ""),
@@ -93,38 +96,30 @@ class SessionStateActivities:
                     },
                 )
             )
-            if not inp.approved and inp.rerun:
-                # The call's newest result: it may have acted, and was not run again.
-                text = not_rerun_text(f"rejected by {decided_by}: {reason or 'no reason given'}")
-                row, _ = await items.append(
-                    NewItem(
+            if not inp.approved:
+                # The name the model used, from AgentState: history does not carry it for
+                # a tool the registry does not know.
+                call = await items.tool_call(session_id, inp.tool_call_id)
+                declined = f"rejected by {decided_by}: {reason or 'no reason given'}"
+                row = await commit_tool_result(
+                    db,
+                    inp.tenant_id,
+                    ToolResult(
                         session_id=session_id,
-                        kind="tool_result",
-                        role="tool",
-                        idempotency_key=inp.idempotency_key,
-                        text=text[:PREVIEW_CHARS],
-                        tokens=count_tokens(text[:PREVIEW_CHARS]),
                         tool_call_id=inp.tool_call_id,
-                        data={
-                            "error_type": EFFECT_IN_DOUBT,
-                            "effect": "in_doubt",
-                            "rerun": inp.rerun,
-                            "step": inp.step,
-                        },
-                    )
-                )
-            elif not inp.approved:
-                row, _ = await items.append(
-                    NewItem(
-                        session_id=session_id,
-                        kind="tool_result",
-                        role="tool",
+                        tool_name=(call.tool_name if call is not None else None) or "",
+                        step=inp.step,
                         idempotency_key=inp.idempotency_key,
-                        text=f"error (Rejected): the call was rejected by {decided_by}: "
-                        f"{reason or 'no reason given'}"[:PREVIEW_CHARS],
-                        tool_call_id=inp.tool_call_id,
-                        data={"error_type": "Rejected", "step": inp.step},
-                    )
+                        # A declined re-run of a call in doubt: its newest result says it
+                        # may have acted and was not run again.
+                        error_type=EFFECT_IN_DOUBT if inp.rerun else "Rejected",
+                        error=not_rerun_text(declined) if inp.rerun else f"the call was {declined}",
+                        extra=(
+                            {"effect": EffectState.IN_DOUBT, "rerun": inp.rerun}
+                            if inp.rerun
+                            else {}
+                        ),
+                    ),
                 )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
 
@@ -132,17 +127,18 @@ class SessionStateActivities:
     async def record_tool_error(self, inp: ToolErrorInput) -> CommittedItem:
         """A call that produced no result still gets one, so the model hears what happened."""
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            row, _ = await ItemRepository(db, inp.tenant_id).append(
-                NewItem(
+            row = await commit_tool_result(
+                db,
+                inp.tenant_id,
+                ToolResult(
                     session_id=uuid.UUID(inp.session_id),
-                    kind="tool_result",
-                    role="tool",
-                    idempotency_key=inp.idempotency_key,
-                    text=f"error ({inp.error_type}): {inp.message}"[:PREVIEW_CHARS],
                     tool_call_id=inp.tool_call_id,
                     tool_name=inp.name,
-                    data={"error_type": inp.error_type, "step": inp.step},
-                )
+                    step=inp.step,
+                    idempotency_key=inp.idempotency_key,
+                    error_type=inp.error_type,
+                    error=inp.message,
+                ),
             )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
 
@@ -153,7 +149,7 @@ class SessionStateActivities:
             row, _ = await ItemRepository(db, inp.tenant_id).append(
                 NewItem(
                     session_id=uuid.UUID(inp.session_id),
-                    kind="user_message",
+                    kind=ItemKind.USER_MESSAGE,
                     role="user",
                     idempotency_key=inp.idempotency_key,
                     text=EMPTY_REPLY_NUDGE,
@@ -174,7 +170,7 @@ class SessionStateActivities:
                 await ItemRepository(db, inp.tenant_id).append(
                     NewItem(
                         session_id=session_id,
-                        kind="error",
+                        kind=ItemKind.ERROR,
                         role="system",
                         idempotency_key=inp.idempotency_key,
                         text=inp.detail[:PREVIEW_CHARS],

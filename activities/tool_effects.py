@@ -25,7 +25,7 @@ from activities.tools.base import (
     ToolOutput,
     TransientToolError,
 )
-from storage.tool_effects import SETTLED, Settled, ToolEffectRepository
+from storage.tool_effects import SETTLED, EffectState, ToolEffectRepository
 
 EFFECT_IN_DOUBT = "EffectInDoubt"
 # The model's words for a call that may or may not have acted (ours, never a tool's).
@@ -60,7 +60,7 @@ RERUN_NOTE = (
 class EffectRun:
     """An effectful call's result and how its ledger row settles."""
 
-    state: Settled
+    state: EffectState
     output: ToolOutput | None = None
     error_type: str | None = None
     error: str | None = None
@@ -86,7 +86,7 @@ class EffectLedger:
         if claim.found in SETTLED:
             # Another attempt settled the call after this one looked for its result: that
             # committed result stands (run_tool's commit finds it), nothing runs here.
-            return EffectRun("in_doubt", None, EFFECT_IN_DOUBT, in_doubt_text())
+            return EffectRun(EffectState.IN_DOUBT, None, EFFECT_IN_DOUBT, in_doubt_text())
         if not claim.fresh:
             activity.logger.warning(
                 "effectful call %s found %s (attempt %d): reconciling",
@@ -98,10 +98,10 @@ class EffectLedger:
             if settled is not None:
                 return settled
         try:
-            return EffectRun("completed", await tool.fn(ctx, args))
+            return EffectRun(EffectState.COMPLETED, await tool.fn(ctx, args))
         except ToolError as err:
             # The tool's own verdict that the call failed: settled, not in doubt.
-            return EffectRun("failed", None, err.error_type, err.message)
+            return EffectRun(EffectState.FAILED, None, err.error_type, err.message)
         except TransientToolError:
             # The tool says retrying is safe (nothing happened): release the claim, so the
             # retry runs instead of being reported in doubt.
@@ -113,14 +113,14 @@ class EffectLedger:
 async def _reconcile(tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> EffectRun | None:
     """The interrupted call's settlement, or None when it did not act (safe to run)."""
     if tool.reconcile is None:
-        return EffectRun("in_doubt", None, EFFECT_IN_DOUBT, in_doubt_text())
+        return EffectRun(EffectState.IN_DOUBT, None, EFFECT_IN_DOUBT, in_doubt_text())
     try:
         output = await tool.reconcile(ctx, args)
     except EffectInDoubt as doubt:
-        return EffectRun("in_doubt", None, EFFECT_IN_DOUBT, in_doubt_text(str(doubt)))
+        return EffectRun(EffectState.IN_DOUBT, None, EFFECT_IN_DOUBT, in_doubt_text(str(doubt)))
     except ToolError as err:
         # Whatever made reconcile fail may not have stopped the interrupted attempt.
-        return EffectRun("in_doubt", None, EFFECT_IN_DOUBT, in_doubt_text(err.message))
+        return EffectRun(EffectState.IN_DOUBT, None, EFFECT_IN_DOUBT, in_doubt_text(err.message))
     if output is None:
         return None
-    return EffectRun("reconciled", output)
+    return EffectRun(EffectState.RECONCILED, output)

@@ -18,9 +18,7 @@ from temporalio.exceptions import ApplicationError
 from activities.agent_catalog import unknown_agent
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
-from activities.model_call import artifact_info
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
-from activities.tokens import count_tokens
 from activities.tool_effects import EffectLedger
 from activities.tools.args import check_allowed
 from activities.tools.base import (
@@ -34,28 +32,20 @@ from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from activities.tools.memory import SqlMemoryAccess
 from activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
-from storage.items import ItemRepository, NewItem
+from storage.item_kinds import ItemKind
+from storage.items import ItemRepository
 from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
-from storage.tool_effects import Settled, ToolEffectRepository
+from storage.tool_effects import EffectState, ToolEffectRepository
+from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from storage.workspace_lifecycle import restore_if_packed
 from storage.workspaces import WorkspaceLayout
-from workflows.contracts import PREVIEW_CHARS, ArtifactRef, ToolOutcome, ToolRunInput
+from workflows.contracts import ArtifactRef, ToolOutcome, ToolRunInput
 
 # An UnknownTool error lists the real tools, so a model that guessed a name can pick one;
 # bounded so that the list fits in the error's preview.
 _MAX_LISTED_TOOLS = 20
-
-
-def make_preview(content: bytes, content_type: str, limit: int = PREVIEW_CHARS) -> str:
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"[binary {content_type}, {len(content)} bytes]"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -64,7 +54,7 @@ class _Result:
     error_type: str | None = None
     error: str | None = None
     # An effectful call's ledger state, settled with the result (None: not ledgered).
-    effect: Settled | None = None
+    effect: EffectState | None = None
 
 
 class ToolActivities:
@@ -172,14 +162,12 @@ class ToolActivities:
         self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
     ) -> tuple[dict[str, Any], str]:
         """The call's arguments (an approver's edit wins) and the tool name the model used."""
-        rows = await items.for_tool_call(session_id, tool_call_id)
-        call = next((r for r in rows if r.kind == "tool_call"), None)
-        if call is None:
+        thread = await items.call_thread(session_id, tool_call_id)
+        if thread is None:
             raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
-        edited = next(
-            (r for r in reversed(rows) if r.kind == "approval" and r.data.get("arguments")), None
-        )
-        args = dict(edited.data["arguments"] if edited else call.data.get("arguments", {}))
+        call, others = thread.call, thread.others
+        edits = [r for r in others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")]
+        args = dict(edits[-1].data["arguments"] if edits else call.data.get("arguments", {}))
         return args, call.tool_name or ""
 
     async def _execute(
@@ -242,46 +230,33 @@ class ToolActivities:
         result: _Result,
         ref: ArtifactRef | None,
     ) -> ItemRow:
-        items = ItemRepository(db, inp.tenant_id)
-        done = await items.by_key(inp.idempotency_key)
-        if done is not None:
-            return done  # an earlier attempt committed while this one ran
-        artifact_id: uuid.UUID | None = None
-        data: dict[str, Any] = {"step": inp.step}
+        verified = None
+        extra: dict[str, Any] = {}
         if result.effect is not None:
-            # In this transaction: the result and the ledger's settlement commit together.
+            # In this transaction: the result and the ledger's settlement commit together
+            # (a no-op when another attempt settled it first; its result then stands).
             await ToolEffectRepository(db, inp.tenant_id).settle(inp.idempotency_key, result.effect)
-            data["effect"] = result.effect
+            extra["effect"] = result.effect
         if inp.rerun:
-            data["rerun"] = inp.rerun  # context.py tells the model why it ran again
+            extra["rerun"] = inp.rerun  # context.py tells the model why it ran again
         if ref is not None and result.output is not None:
-            artifact_id = await register_uploaded(db, self._store, ref, result.output.content)
-            await ArtifactRepository(db, inp.tenant_id).add_ref(
-                artifact_id,
-                owner_type="checkpoint",
-                owner_id=inp.session_id,
-                required_for_resume=True,
-            )
-            data["artifact"] = artifact_info(ref)
-            text = make_preview(result.output.content, ref.content_type)
-        else:
-            data["error_type"] = result.error_type
-            text = f"error ({result.error_type}): {result.error}"[:PREVIEW_CHARS]
-        row, _ = await items.append(
-            NewItem(
+            verified = VerifiedArtifact(ref, result.output.content)
+        return await commit_tool_result(
+            db,
+            inp.tenant_id,
+            ToolResult(
                 session_id=session_id,
-                kind="tool_result",
-                role="tool",
-                idempotency_key=inp.idempotency_key,
-                text=text,
-                tokens=count_tokens(text),
                 tool_call_id=inp.tool_call_id,
                 tool_name=inp.name,
-                data=data,
-                artifact_id=artifact_id,
-            )
+                step=inp.step,
+                idempotency_key=inp.idempotency_key,
+                artifact=verified,
+                error_type=None if verified else result.error_type,
+                error=result.error or "",
+                extra=extra,
+            ),
+            store=self._store,
         )
-        return row
 
 
 def _tool_names(registry: ToolRegistry) -> str:
@@ -322,13 +297,11 @@ def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
             content_type=info["content_type"],
             artifact_id=str(row.artifact_id),
         )
-    error_type = row.data.get("error_type")
     return ToolOutcome(
         tool_call_id=row.tool_call_id or "",
         item_id=str(row.id),
         ordinal=row.ordinal,
         ref=ref,
-        is_error=error_type is not None,
-        error_type=error_type,
-        in_doubt=row.data.get("effect") == "in_doubt",
+        error_type=row.data.get("error_type"),
+        in_doubt=row.data.get("effect") == EffectState.IN_DOUBT,
     )

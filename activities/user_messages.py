@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.model_call import artifact_info
 from activities.text_limits import utf8_size
 from activities.tokens import count_tokens
-from activities.tool_run import make_preview
-from storage.artifact_commit import register_uploaded
+from storage.artifact_commit import artifact_info, register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.item_kinds import ItemKind
 from storage.items import NewItem
+from storage.previews import make_preview
 from workflows.contracts import ArtifactRef
 
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
@@ -76,7 +76,7 @@ async def user_message_item(
         data["artifact"] = artifact_info(staged.ref)
     return NewItem(
         session_id=session_id,
-        kind="user_message",
+        kind=ItemKind.USER_MESSAGE,
         role="user",
         idempotency_key=idempotency_key,
         text=staged.text,

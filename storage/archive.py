@@ -30,9 +30,11 @@ from storage.archive_snapshot import (
 )
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore
 from storage.errors import SessionArchived, SessionNotFound, StorageError
 from storage.models import ArtifactRefRow, SessionArchiveRow, SessionRow
+from storage.session_status import TERMINAL_STATUSES, SessionStatus
 from storage.workspace_lifecycle import (
     pack_workspace,
     record_packed,
@@ -40,11 +42,8 @@ from storage.workspace_lifecycle import (
     restore_workspace,
 )
 from storage.workspaces import WorkspaceLayout
-from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
-
-ARCHIVABLE_STATUSES = ("completed", "failed", "cancelled", "no_answer")
 
 
 class SessionNotArchivable(StorageError):
@@ -153,9 +152,9 @@ async def archive_session(
         await db.connection(execution_options={"isolation_level": "REPEATABLE READ"})
         snap = await read_snapshot(db, tenant_id, session_id)
         status = snap["session"]["status"]
-        if status == "archived":
+        if status == SessionStatus.ARCHIVED:
             return _result(await _index(db, tenant_id, session_id), created=False)
-    if status not in ARCHIVABLE_STATUSES:
+    if status not in TERMINAL_STATUSES:
         raise SessionNotArchivable(f"session {session_id} is {status}; only ended ones archive")
     packed = pack(snap)
     ref = await store.put(tenant_id, packed, SNAPSHOT_CONTENT_TYPE)
@@ -163,7 +162,7 @@ async def archive_session(
     if workspaces is not None:
         workspace = await pack_workspace(store, workspaces, tenant_id, snap["session"])
     async with sessions() as db, db.begin():
-        if await _status(db, tenant_id, session_id, lock=True) == "archived":
+        if await _status(db, tenant_id, session_id, lock=True) == SessionStatus.ARCHIVED:
             return _result(await _index(db, tenant_id, session_id), created=False)
         fresh = await read_snapshot(db, tenant_id, session_id)
         if any(fresh[k] != snap[k] for k in ("session", "turns", "items", "compactions")):
@@ -188,7 +187,7 @@ async def archive_session(
         await db.execute(
             update(SessionRow)
             .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id)
-            .values(status="archived", updated_at=func.now())
+            .values(status=SessionStatus.ARCHIVED, updated_at=func.now())
         )
         await db.flush()
         result = _result(index, created=True)
@@ -215,7 +214,7 @@ async def rehydrate_session(
     on a cloud worker restores it first."""
     async with sessions() as db:
         status = await _status(db, tenant_id, session_id)
-        if status != "archived":
+        if status != SessionStatus.ARCHIVED:
             if workspaces is not None:  # an earlier rehydrate may have left it packed
                 await restore_workspace(sessions, store, workspaces, tenant_id, session_id)
             return RehydrateResult(session_id, False, status, 0)
@@ -230,7 +229,7 @@ async def rehydrate_session(
     snap = unpack(await store.get(tenant_id, ref), tenant_id, session_id)
     async with sessions() as db, db.begin():
         status = await _status(db, tenant_id, session_id, lock=True)
-        if status != "archived":  # a concurrent rehydrate restored it first
+        if status != SessionStatus.ARCHIVED:  # a concurrent rehydrate restored it first
             return RehydrateResult(session_id, False, status, 0)
         if (await _index(db, tenant_id, session_id)).snapshot_sha256 != index.snapshot_sha256:
             raise ArchiveConflict(f"session {session_id} was re-archived meanwhile; retry")
@@ -268,7 +267,7 @@ async def archive_idle_sessions(
                 select(SessionRow.id)
                 .where(
                     SessionRow.tenant_id == tenant_id,
-                    SessionRow.status.in_(ARCHIVABLE_STATUSES),
+                    SessionRow.status.in_(TERMINAL_STATUSES),
                     SessionRow.updated_at < func.now() - idle_for,
                 )
                 .order_by(SessionRow.updated_at, SessionRow.id)

@@ -7,8 +7,8 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore
-from workflows.contracts import ArtifactRef
 
 
 async def register_uploaded(
@@ -26,3 +26,13 @@ async def register_uploaded(
     if not await store.exists(ref):
         await store.put(ref.tenant_id, content, ref.content_type)
     return artifact_id
+
+
+def artifact_info(ref: ArtifactRef) -> dict[str, object]:
+    """What an item keeps about its artifact, for notes and readers."""
+    return {
+        "sha256": ref.sha256,
+        "size_bytes": ref.size_bytes,
+        "content_type": ref.content_type,
+        "key": ref.key,
+    }

@@ -13,9 +13,9 @@ from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.artifact_ref import ArtifactRef
 from storage.errors import ArtifactNotFound
 from storage.models import OWNER_TYPES, ArtifactRefRow, ArtifactRow
-from workflows.contracts import ArtifactRef
 
 SCHEMA_VERSION = 1
 

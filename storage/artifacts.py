@@ -24,10 +24,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from storage import artifact_streams as streams
+from storage.artifact_ref import ArtifactRef
 from storage.artifact_streams import error_code as _error_code
 from storage.artifact_streams import status as _status
 from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
-from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import SessionArchived
-from storage.models import ITEM_KINDS, ItemRow
+from storage.item_kinds import ItemKind
+from storage.models import ItemRow
+from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 
@@ -19,7 +21,7 @@ from storage.turns import TurnRepository
 @dataclass(frozen=True)
 class NewItem:
     session_id: uuid.UUID
-    kind: str
+    kind: str  # an ItemKind
     role: str
     idempotency_key: str
     text: str = ""
@@ -29,6 +31,14 @@ class NewItem:
     artifact_id: uuid.UUID | None = None
     # Token estimate of `text`, kept so readers can choose a window without re-tokenising.
     tokens: int = 0
+
+
+@dataclass(frozen=True)
+class CallThread:
+    """A tool call's item and the other items of the same call, in ordinal order."""
+
+    call: ItemRow
+    others: list[ItemRow]
 
 
 class ItemRepository:
@@ -59,11 +69,11 @@ class ItemRepository:
             return []
         session_id = new[0].session_id
         for item in new:
-            if item.kind not in ITEM_KINDS:
+            if item.kind not in ItemKind.__members__.values():
                 raise ValueError(f"unknown item kind {item.kind!r}")
             if item.session_id != session_id:
                 raise ValueError("append_many appends to one session at a time")
-        if await self._sessions.lock(session_id) == "archived":
+        if await self._sessions.lock(session_id) == SessionStatus.ARCHIVED:
             # Its items live in a snapshot: appending here would fork the history.
             raise SessionArchived(f"session {session_id} is archived; rehydrate it first")
         # Look under the session lock, so a concurrent attempt has either committed (found
@@ -87,18 +97,18 @@ class ItemRepository:
         ordinal = await self._sessions.take_ordinals(session_id, len(fresh)) if fresh else 0
         turns = TurnRepository(self._db, self._tenant)
         turn = None
-        if fresh and fresh[0].kind != "user_message":  # else it opens its own turn below
+        if fresh and fresh[0].kind != ItemKind.USER_MESSAGE:  # else it opens its own turn below
             turn = await turns.latest(session_id)
         created: dict[str, ItemRow] = {}
         for item in fresh:
-            if item.kind == "user_message":  # a user message opens a turn
+            if item.kind == ItemKind.USER_MESSAGE:  # a user message opens a turn
                 turn = await turns.open(session_id, ordinal)
             created[item.idempotency_key] = ItemRow(
                 id=uuid.uuid4(),
                 tenant_id=self._tenant,
                 session_id=session_id,
                 ordinal=ordinal,
-                kind=item.kind,
+                kind=ItemKind(item.kind).value,
                 role=item.role,
                 text=item.text,
                 tool_call_id=item.tool_call_id,
@@ -137,7 +147,31 @@ class ItemRepository:
             stmt = stmt.limit(limit)
         return list(await self._db.scalars(stmt))
 
+    async def tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> ItemRow | None:
+        """The tool_call item of this call (the model's request: name and arguments)."""
+        return await self._db.scalar(
+            select(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.tool_call_id == tool_call_id,
+                ItemRow.kind == ItemKind.TOOL_CALL,
+            )
+            .order_by(ItemRow.ordinal)
+            .limit(1)
+        )
+
+    async def call_thread(self, session_id: uuid.UUID, tool_call_id: str) -> CallThread | None:
+        """The tool_call item of this call with the other items committed for it (approval
+        decisions, edited arguments, its result), or None when the session has no such call."""
+        rows = await self.for_tool_call(session_id, tool_call_id)
+        call = next((r for r in rows if r.kind == ItemKind.TOOL_CALL), None)
+        if call is None:
+            return None
+        return CallThread(call, [r for r in rows if r is not call])
+
     async def for_tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> list[ItemRow]:
+        """Every item of this call, in ordinal order."""
         rows = await self._db.scalars(
             select(ItemRow)
             .where(
@@ -200,7 +234,7 @@ class ItemRepository:
             .where(
                 ItemRow.session_id == session_id,
                 ItemRow.tenant_id == self._tenant,
-                ItemRow.kind == "assistant_message",
+                ItemRow.kind == ItemKind.ASSISTANT_MESSAGE,
             )
             .order_by(ItemRow.ordinal.desc())
             .limit(1)

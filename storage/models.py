@@ -28,33 +28,8 @@ class Base(DeclarativeBase):
     pass
 
 
-ITEM_KINDS = (
-    "user_message",
-    "assistant_message",
-    "tool_call",
-    "tool_result",
-    "approval",
-    "error",
-)
-SESSION_STATUSES = (
-    "created",
-    "running",
-    "waiting_approval",
-    "waiting_device",
-    "waiting_model",
-    "completed",
-    "failed",
-    "cancelled",
-    "archived",
-    # Ended without an answer: the model's replies stayed empty (see workflows/agent.py).
-    "no_answer",
-)
-TERMINAL_STATUSES = ("completed", "failed", "cancelled", "archived", "no_answer")
+# Item kinds and session statuses: storage/item_kinds.py and storage/session_status.py.
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
-# An effectful tool call's ledger row (storage/tool_effects.py): started before the call,
-# then settled (completed, failed, reconciled, in_doubt) with its result, or released
-# (retrying) when the tool said its failure left no effect.
-EFFECT_STATES = ("started", "retrying", "completed", "failed", "reconciled", "in_doubt")
 
 
 class SessionRow(Base):
@@ -337,6 +312,7 @@ class ToolEffectRow(Base):
     session_id: Mapped[uuid.UUID] = mapped_column()
     tool_call_id: Mapped[str] = mapped_column(String(128))
     tool_name: Mapped[str] = mapped_column(String(128))
+    # storage.tool_effects.EffectState (a check constraint holds the same strings).
     state: Mapped[str] = mapped_column(String(16))
     # How many activity attempts claimed the row: more than one means one was interrupted.
     attempt: Mapped[int] = mapped_column(Integer, server_default="1")

@@ -10,7 +10,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import SessionNotFound
-from storage.models import SESSION_STATUSES, SessionRow
+from storage.models import SessionRow
+from storage.session_status import SessionStatus
 from storage.workspaces import validate_project
 
 
@@ -50,7 +51,7 @@ class SessionRepository:
                 id=session_id,
                 tenant_id=self._tenant,
                 title=title,
-                status="created",
+                status=SessionStatus.CREATED,
                 model_config_json=model_config,
                 workflow_id=workflow_id,
                 next_ordinal=1,
@@ -108,7 +109,7 @@ class SessionRepository:
     async def set_status(
         self, session_id: uuid.UUID, status: str, *, workflow_run_id: str | None = None
     ) -> None:
-        if status not in SESSION_STATUSES:
+        if status not in SessionStatus.__members__.values():
             raise ValueError(f"unknown session status {status!r}")
         values: dict[str, Any] = {"status": status, "updated_at": func.now(), "wait_detail": None}
         if workflow_run_id:
@@ -125,12 +126,17 @@ class SessionRepository:
         """Mark a running session as waiting on its model, with `detail`. A session the loop
         has moved on (cancelled, failed, waiting for a person) keeps its status: False."""
         return await self._move(
-            session_id, ("running", "waiting_model"), "waiting_model", detail=detail
+            session_id,
+            (SessionStatus.RUNNING, SessionStatus.WAITING_MODEL),
+            SessionStatus.WAITING_MODEL,
+            detail=detail,
         )
 
     async def clear_waiting_model(self, session_id: uuid.UUID) -> bool:
         """The model answered again: a session waiting on it is running (False if it was not)."""
-        return await self._move(session_id, ("waiting_model",), "running", detail=None)
+        return await self._move(
+            session_id, (SessionStatus.WAITING_MODEL,), SessionStatus.RUNNING, detail=None
+        )
 
     async def _move(
         self,

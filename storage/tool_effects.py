@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
 
 from sqlalchemy import ColumnElement, and_, func, select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -19,9 +19,25 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import ToolEffectRow
 
-# What a settled call ended as; `retrying` releases the claim instead (see `release`).
-Settled = Literal["completed", "failed", "reconciled", "in_doubt"]
-SETTLED: tuple[Settled, ...] = ("completed", "failed", "reconciled", "in_doubt")
+
+class EffectState(StrEnum):
+    """Where an effectful call is (ck_tool_effects_state holds the same strings)."""
+
+    STARTED = "started"  # claimed: an attempt may be acting right now, or died acting
+    RETRYING = "retrying"  # released: the tool said its failure left no effect
+    COMPLETED = "completed"
+    FAILED = "failed"  # the tool's own verdict (a ToolError): no effect to reconcile
+    RECONCILED = "reconciled"  # an interrupted attempt's effect, confirmed by reconcile
+    IN_DOUBT = "in_doubt"  # it may or may not have acted; a person decides about a re-run
+
+
+# What a call ends as, with its result.
+SETTLED = (
+    EffectState.COMPLETED,
+    EffectState.FAILED,
+    EffectState.RECONCILED,
+    EffectState.IN_DOUBT,
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +73,7 @@ class ToolEffectRepository:
                 session_id=session_id,
                 tool_call_id=tool_call_id,
                 tool_name=tool_name,
-                state="started",
+                state=EffectState.STARTED,
                 attempt=1,
             )
             .on_conflict_do_nothing(
@@ -79,18 +95,19 @@ class ToolEffectRepository:
                 .values(
                     attempt=ToolEffectRow.attempt + 1,
                     updated_at=func.now(),
-                    state="started" if found == "retrying" else found,
+                    state=EffectState.STARTED if found == EffectState.RETRYING else found,
                 )
                 .returning(ToolEffectRow.attempt)
             )
         ).scalar_one()
-        return Claim(fresh=found == "retrying", found=found, attempt=attempt)
+        return Claim(fresh=found == EffectState.RETRYING, found=found, attempt=attempt)
 
-    async def settle(self, idempotency_key: str, state: Settled) -> None:
-        """Mark the call settled; in the transaction that commits its result."""
+    async def settle(self, idempotency_key: str, state: EffectState) -> None:
+        """Mark the call settled; in the transaction that commits its result. Only a
+        started row settles: one another attempt settled first keeps what it says."""
         await self._db.execute(
             update(ToolEffectRow)
-            .where(self._key(idempotency_key))
+            .where(self._key(idempotency_key), ToolEffectRow.state == EffectState.STARTED)
             .values(state=state, updated_at=func.now(), settled_at=func.now())
         )
 
@@ -98,8 +115,8 @@ class ToolEffectRepository:
         """The tool reported a failure that left no effect: the next attempt runs afresh."""
         await self._db.execute(
             update(ToolEffectRow)
-            .where(self._key(idempotency_key), ToolEffectRow.state == "started")
-            .values(state="retrying", updated_at=func.now())
+            .where(self._key(idempotency_key), ToolEffectRow.state == EffectState.STARTED)
+            .values(state=EffectState.RETRYING, updated_at=func.now())
         )
 
     async def get(self, idempotency_key: str) -> ToolEffectRow | None:

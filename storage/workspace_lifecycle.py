@@ -24,12 +24,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore, check_tenant
 from storage.errors import InvalidTenant
 from storage.models import SessionRow
 from storage.workspace_pack import PACK_CONTENT_TYPE, pack_dir, packed_sha256, unpack_into
 from storage.workspaces import WorkspaceLayout
-from workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
 

@@ -84,7 +84,12 @@ def test_task_options_carry_every_setting_to_the_start_input() -> None:
     settings = {f.name for f in fields(AgentInput)} - CURSORS - {"session_id", "depth"}
     values: dict[str, Any] = {name: getattr(inp, name) for name in settings}
     started = TaskOptions(**values).agent_input("s")
-    assert {n: getattr(started, n) for n in settings} == values
+    # Approval overrides arrive as policies (tests/test_approval_overrides.py).
+    folded = {
+        "approval_overrides": {},
+        "approval_policies": inp.with_overrides_folded().approval_policies,
+    }
+    assert {n: getattr(started, n) for n in settings} == {**values, **folded}
     assert (started.step, started.depth, started.compaction) == (0, 0, None)
 
 

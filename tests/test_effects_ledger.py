@@ -24,9 +24,10 @@ from activities.tools.base import (
     ToolRegistry,
     TransientToolError,
 )
-from storage.tool_effects import ToolEffectRepository
+from storage.tool_effects import EffectState, ToolEffectRepository
 from tests.support.effect_tools import bump_tool, executions
 from tests.support.tool_calls import claim, ledger_state, new_call, result_of, run
+from tests.test_vocabulary import constraint_values
 from workers.resources import Resources
 
 
@@ -243,3 +244,7 @@ async def test_a_call_another_attempt_settled_meanwhile_is_not_run(
         await ToolEffectRepository(db, tenant).settle(inp.idempotency_key, "completed")
     await run(acts, inp)
     assert executions(count) == {}
+
+
+async def test_the_state_constraint_holds_exactly_the_enum_values(resources: Resources) -> None:
+    assert await constraint_values(resources, "ck_tool_effects_state") == set(EffectState)

@@ -4,34 +4,13 @@ and a forwarder that uses the package's public names only."""
 
 from __future__ import annotations
 
-import ast
 import importlib
-from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("activities", "workers", "storage", "workflows")
+from tests.support.imports import ROOT, imports, modules
+
 GENAI = "activities/trajectory/genai.py"
 SQL_BUILDERS = {"select", "insert", "update", "delete", "text"}
-
-
-def modules() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for pkg in PACKAGES:
-        for path in (ROOT / pkg).rglob("*.py"):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = path
-    return found
-
-
-def imports(path: Path) -> Iterator[tuple[str, str]]:
-    """(module, name) for every `from module import name`; (module, "") for `import module`."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield from ((node.module, a.name) for a in node.names)
-        elif isinstance(node, ast.Import):
-            yield from ((a.name, "") for a in node.names)
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -31,7 +31,9 @@ from temporalio.client import Client, WorkflowFailureError
 from activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
 from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from activities.tools.builtin import builtin_tools
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
+from storage.session_status import TERMINAL_STATUSES, SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
 from workers.payload_offload import data_converter_with_offload
@@ -96,7 +98,7 @@ class Task:
                 status = await self.status()
                 if status.pending_approvals:
                     return status.pending_approvals[0]
-                if status.status in tasks.TERMINAL:
+                if status.status in TERMINAL_STATUSES:
                     raise tasks.TaskNotRunning(
                         f"task {self.session_id} ended ({status.status}) without asking"
                     )
@@ -158,13 +160,14 @@ class Task:
             sid = tasks.session_uuid(self.session_id)
             session = await SessionRepository(db, self._client.tenant_id).get(sid)
             items = ItemRepository(db, self._client.tenant_id)
-            reply = await items.first_of_kind(sid, "assistant_message", last=True)
-            failure = await items.first_of_kind(sid, "error", last=True)
-        if error is None and failure is not None and session.status != "completed":
+            reply = await items.first_of_kind(sid, ItemKind.ASSISTANT_MESSAGE, last=True)
+            failure = await items.first_of_kind(sid, ItemKind.ERROR, last=True)
+        completed = session.status == SessionStatus.COMPLETED
+        if error is None and failure is not None and not completed:
             error = failure.text
         if steps < 0 and reply is not None:
             steps = int(reply.data.get("step", 0)) + 1
-        answer = reply.text if reply is not None and session.status == "completed" else None
+        answer = reply.text if reply is not None and completed else None
         return TaskResult(self.session_id, session.status, max(steps, 0), answer, error)
 
 

@@ -16,7 +16,9 @@ from temporalio.service import RPCError
 from activities.agents import DEFAULT_AGENT
 from storage.db import migrate
 from storage.devices import validate_device_id
+from storage.item_kinds import ItemKind
 from storage.models import SessionRow
+from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
 from workers.agent_loading import task_options_for
@@ -257,9 +259,9 @@ def status(session: str, tenant: Tenant = None) -> None:
             return
         console.print(f"workflow: step={live.step} status={effective_status(live.status, row)}")
         waiting = wait_line(row)
-        if waiting and live.status == "running":
+        if waiting and live.status == SessionStatus.RUNNING:
             console.print(f"  {waiting}", markup=False, highlight=False, soft_wrap=True)
-        calls = {i.tool_call_id: i for i in items if i.kind == "tool_call"}
+        calls = {i.tool_call_id: i for i in items if i.kind == ItemKind.TOOL_CALL}
         for p in live.pending_approvals:
             call = calls.get(p.tool_call_id)
             args = call.data.get("arguments", {}) if call else {}

@@ -27,6 +27,7 @@ from activities.providers.offline import REPORT_PATH, OfflineProvider
 from activities.tools.builtin import default_registry
 from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
+from storage.session_status import SessionStatus
 from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
@@ -214,7 +215,7 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
         if report.exists():
             console.print(Panel(report.read_text(), title=str(REPORT_PATH)))
         console.print(f"task {status} in {time.monotonic() - began:.1f}s; stopping the stack")
-        return 0 if status == "completed" else 1
+        return 0 if status == SessionStatus.COMPLETED else 1
     finally:
         await provider.aclose()
         if server is not None:

@@ -5,15 +5,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from storage.item_kinds import ItemKind
 from storage.models import ItemRow, SessionRow
 
-_ICONS = {
-    "user_message": "user",
-    "assistant_message": "model",
-    "tool_call": "call",
-    "tool_result": "result",
-    "approval": "approval",
-    "error": "error",
+_ICONS: dict[str, str] = {
+    ItemKind.USER_MESSAGE: "user",
+    ItemKind.ASSISTANT_MESSAGE: "model",
+    ItemKind.TOOL_CALL: "call",
+    ItemKind.TOOL_RESULT: "result",
+    ItemKind.APPROVAL: "approval",
+    ItemKind.ERROR: "error",
 }
 
 
@@ -25,7 +26,7 @@ def _one_line(text: str, width: int) -> str:
 def item_line(item: ItemRow, width: int = 60) -> str:
     kind = _ICONS.get(item.kind, item.kind)
     label = f"#{item.ordinal:<3} {kind:<8}"
-    if item.kind == "tool_call":
+    if item.kind == ItemKind.TOOL_CALL:
         args = item.data.get("arguments", {})
         arg_text = ", ".join(f"{k}={_one_line(str(v), 40)!s}" for k, v in args.items())
         return f"{label} {item.tool_name}({arg_text})  [{item.tool_call_id}]"
@@ -33,7 +34,7 @@ def item_line(item: ItemRow, width: int = 60) -> str:
     artifact = item.data.get("artifact")
     if artifact:
         text += f"  [artifact {artifact['sha256'][:12]} {artifact['size_bytes']} B]"
-    if item.kind == "tool_result":
+    if item.kind == ItemKind.TOOL_RESULT:
         return f"{label} {item.tool_name or ''} [{item.tool_call_id}] {text}"
     return f"{label} {text}"
 

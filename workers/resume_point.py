@@ -24,6 +24,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from storage.items import ItemRepository
+from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from workers.task_options import TaskOptions
 from workflows.agent import AgentWorkflow
@@ -38,7 +39,7 @@ _STOPPED = (
     WorkflowExecutionStatus.TERMINATED,
     WorkflowExecutionStatus.TIMED_OUT,
 )
-_RESUMABLE_SESSIONS = ("failed", "cancelled")
+_RESUMABLE_SESSIONS = (SessionStatus.FAILED, SessionStatus.CANCELLED)
 
 
 class TaskNotResumable(ValueError):
@@ -81,7 +82,7 @@ def check_resumable(
     if workflow == WorkflowExecutionStatus.RUNNING:
         raise TaskNotResumable(f"task {session_id} is running; only a stopped task resumes")
     if workflow in _STOPPED or session_status in _RESUMABLE_SESSIONS:
-        if session_status == "archived":
+        if session_status == SessionStatus.ARCHIVED:
             raise TaskNotResumable(f"task {session_id} is archived; restore it first")
         return
     raise TaskNotResumable(

@@ -16,6 +16,7 @@ from storage.archive import rehydrate_for_read
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.compactions import CompactionRepository
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import (
     ArtifactRow,
@@ -25,6 +26,7 @@ from storage.models import (
     SessionRow,
     TurnRow,
 )
+from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 from workers.render import timeline_table
@@ -56,7 +58,7 @@ async def load_view(
     async with sessions() as db:
         repo = SessionRepository(db, tenant_id)
         row = await repo.get(session_id)
-        if row.status == "archived":
+        if row.status == SessionStatus.ARCHIVED:
             await rehydrate_for_read(sessions, store, tenant_id, session_id)
             await db.refresh(row)
         tree = await repo.tree(row.root_id or row.id)
@@ -173,7 +175,7 @@ def _window_line(items: list[ItemRow]) -> str | None:
     simply the configured budget (activities/context_windows.py records it)."""
     for item in reversed(items):
         window = (item.data.get("context") or {}).get("window") if item.data else None
-        if item.kind != "assistant_message" or not window:
+        if item.kind != ItemKind.ASSISTANT_MESSAGE or not window:
             continue
         if window.get("source") == "setting" and not window.get("overflow_retries"):
             return None

@@ -94,4 +94,5 @@ class TaskOptions:
         over by name, so a setting added to both is never left behind here."""
         shared = {f.name for f in fields(AgentInput)} & {f.name for f in fields(self)}
         values = {name: copy.deepcopy(getattr(self, name)) for name in shared}
-        return AgentInput(session_id=session_id, **{**values, **overrides})
+        # The workflow hears approval overrides as policies.
+        return AgentInput(session_id=session_id, **{**values, **overrides}).with_overrides_folded()

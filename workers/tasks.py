@@ -25,8 +25,10 @@ from activities.user_messages import stage_user_text, user_message_item
 from storage.archive import rehydrate_for_read
 from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.devices import DeviceRepository
+from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow, SessionRow
+from storage.session_status import TERMINAL_STATUSES, SessionStatus
 from storage.sessions import SessionRepository
 from storage.workspaces import validate_project
 from workers.resume_point import TaskNotResumable as TaskNotResumable
@@ -44,8 +46,6 @@ from workflows.contracts import (
     SendMessageInput,
 )
 from workflows.policies import workflow_id_for
-
-TERMINAL = ("completed", "failed", "cancelled", "no_answer")
 
 
 class TaskNotRunning(Exception):
@@ -210,7 +210,7 @@ async def _commit_decision(
         row, _ = await ItemRepository(db, tenant_id).append(
             NewItem(
                 session_id=session_uuid(session_id),
-                kind="approval",
+                kind=ItemKind.APPROVAL,
                 role="user",
                 idempotency_key=f"{workflow_id_for(session_id)}:{decision}:{uuid.uuid4()}",
                 text=f"{by} asks to {decision}"
@@ -346,7 +346,7 @@ async def read_session(
     async with sessions() as db:
         sid = session_uuid(session_id)
         row = await SessionRepository(db, tenant_id).get(sid)
-        if row.status == "archived":
+        if row.status == SessionStatus.ARCHIVED:
             await rehydrate_for_read(sessions, store, tenant_id, sid)
             await db.refresh(row)
         items = await ItemRepository(db, tenant_id).page(sid, after_ordinal=after, limit=limit)
@@ -379,6 +379,6 @@ async def watch_items(
         for item in items:
             cursor = item.ordinal
             yield item
-        if row.status in TERMINAL and not items:
+        if row.status in TERMINAL_STATUSES and not items:
             return
         await asyncio.sleep(poll_seconds)

@@ -11,13 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from storage.models import SessionRow
+from storage.session_status import SessionStatus
 
-WAITING_MODEL = "waiting_model"
+WAITING_MODEL = SessionStatus.WAITING_MODEL
 
 
 def effective_status(workflow_status: str, session: SessionRow) -> str:
     """The workflow's status, or waiting_model while AgentState says the model is awaited."""
-    if workflow_status == "running" and session.status == WAITING_MODEL:
+    if workflow_status == SessionStatus.RUNNING and session.status == WAITING_MODEL:
         return WAITING_MODEL
     return workflow_status
 

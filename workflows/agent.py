@@ -39,11 +39,13 @@ from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
 from workflows.tool_calls import run_tool_call
 
 with workflow.unsafe.imports_passed_through():
+    # No I/O, enum values only: shared with the host, not re-imported per workflow.
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
     from activities.compaction import CompactionActivities
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
+    from storage.session_status import SessionStatus
 
 MAX_REASON_CHARS = 500
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
@@ -68,9 +70,14 @@ class _Waiting:
 class AgentWorkflow:
     @workflow.init
     def __init__(self, inp: AgentInput) -> None:
-        self._inp = inp
+        # Overrides in an input started before they were policies become policies here, so
+        # every model call from now on decides approvals with them.
+        self._inp = inp.with_overrides_folded()
+        # Steps whose model call was recorded before that decided without them: they still
+        # apply to those (and agree with the folded policies on every later step).
+        self._recorded_overrides = dict(inp.approval_overrides)
         self._step = inp.step
-        self._status = "running"
+        self._status: str = SessionStatus.RUNNING
         self._waiting: dict[str, _Waiting] = {}
         self._decided: set[str] = set()
         self._received = inp.received_messages
@@ -93,16 +100,16 @@ class AgentWorkflow:
         except asyncio.CancelledError:
             if not self._cancel_requested:
                 raise
-            return AgentResult(inp.session_id, "cancelled", self._step)
+            return AgentResult(inp.session_id, SessionStatus.CANCELLED, self._step)
 
     async def _run(self) -> AgentResult:
         try:
-            await self._set_status("running")
+            await self._set_status(SessionStatus.RUNNING)
             return await self._loop()
         except asyncio.CancelledError:
-            self._status = "cancelled"
+            self._status = SessionStatus.CANCELLED
             # Cancellation was delivered; activities started from here still run.
-            await self._set_status("cancelled", "cancelled by request", "cancelled")
+            await self._set_status(SessionStatus.CANCELLED, "cancelled by request", "cancelled")
             raise
 
     async def _loop(self) -> AgentResult:
@@ -138,15 +145,21 @@ class AgentWorkflow:
                 await nudge(inp, step, self._key(step, "nudge"))
                 continue
             break
-        self._status = "completed"
-        await self._set_status("completed")
-        return AgentResult(inp.session_id, "completed", self._step, final_item_id=final_item)
+        self._status = SessionStatus.COMPLETED
+        await self._set_status(SessionStatus.COMPLETED)
+        return AgentResult(
+            inp.session_id, SessionStatus.COMPLETED, self._step, final_item_id=final_item
+        )
 
     async def _no_answer(self, final_item: str | None) -> AgentResult:
-        self._status, self._last_error = "no_answer", NO_ANSWER
-        await self._set_status("no_answer", NO_ANSWER, "no_answer")
+        self._status, self._last_error = SessionStatus.NO_ANSWER, NO_ANSWER
+        await self._set_status(SessionStatus.NO_ANSWER, NO_ANSWER, "no_answer")
         return AgentResult(
-            self._inp.session_id, "no_answer", self._step, final_item, last_error=NO_ANSWER
+            self._inp.session_id,
+            SessionStatus.NO_ANSWER,
+            self._step,
+            final_item,
+            last_error=NO_ANSWER,
         )
 
     def _should_continue_as_new(self) -> bool:
@@ -197,7 +210,7 @@ class AgentWorkflow:
 
     async def _handle_call(self, step: int, call: ToolCallRef) -> None:
         key = self._key(step, call.tool_call_id)
-        needs = self._inp.approval_overrides.get(call.name, call.needs_approval)
+        needs = self._recorded_overrides.get(call.name, call.needs_approval)
         if needs and call.known and call.decision is not None:
             # A resumed run re-reads a step decided before: the decision stands, the person
             # is not asked twice (a rejection's result is committed already).
@@ -236,12 +249,13 @@ class AgentWorkflow:
     async def _device_away(self) -> None:
         self._devices_away += 1
         if self._devices_away == 1 and not self._waiting:
-            await self._set_status("waiting_device")
+            await self._set_status(SessionStatus.WAITING_DEVICE)
 
     async def _device_back(self) -> None:
         self._devices_away -= 1
-        if self._devices_away == 0 and not self._waiting and self._status == "running":
-            await self._set_status("running")
+        running = self._status == SessionStatus.RUNNING
+        if self._devices_away == 0 and not self._waiting and running:
+            await self._set_status(SessionStatus.RUNNING)
 
     async def _approved(self, step: int, call: ToolCallRef, key: str, rerun: int = 0) -> bool:
         waiting = _Waiting(call.name, step, rerun=rerun)
@@ -249,7 +263,7 @@ class AgentWorkflow:
         self._decided.discard(call.tool_call_id)
         self._waiting[call.tool_call_id] = waiting
         if len(self._waiting) == 1:
-            await self._set_status("waiting_approval")
+            await self._set_status(SessionStatus.WAITING_APPROVAL)
         try:
             await workflow.wait_condition(
                 lambda: waiting.approved is not None,
@@ -278,8 +292,8 @@ class AgentWorkflow:
                 rerun=rerun,
             ),
         )
-        if not self._waiting and self._status == "running":
-            await self._set_status("running")
+        if not self._waiting and self._status == SessionStatus.RUNNING:
+            await self._set_status(SessionStatus.RUNNING)
         return bool(waiting.approved)
 
     # -- handlers ---------------------------------------------------------------------------
@@ -360,10 +374,10 @@ class AgentWorkflow:
     def status(self) -> AgentStatus:
         return AgentStatus(
             session_id=self._inp.session_id,
-            status="waiting_approval"
+            status=SessionStatus.WAITING_APPROVAL
             if self._waiting
-            else "waiting_device"
-            if self._devices_away and self._status == "running"
+            else SessionStatus.WAITING_DEVICE
+            if self._devices_away and self._status == SessionStatus.RUNNING
             else self._status,
             step=self._step,
             pending_approvals=[
@@ -402,6 +416,6 @@ class AgentWorkflow:
 
     async def _fail(self, message: str, error_type: str) -> ApplicationError:
         """Record the failure in AgentState; the caller raises what this returns."""
-        self._status, self._last_error = "failed", message
-        await self._set_status("failed", message, error_type)
+        self._status, self._last_error = SessionStatus.FAILED, message
+        await self._set_status(SessionStatus.FAILED, message, error_type)
         return ApplicationError(message, type=error_type, non_retryable=True)

@@ -10,19 +10,10 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, replace
 
-PREVIEW_CHARS = 500
-
-
-@dataclass(frozen=True)
-class ArtifactRef:
-    """A verified object in the artifact store: content-addressed, so sha256 names it."""
-
-    tenant_id: str
-    sha256: str
-    key: str
-    size_bytes: int
-    content_type: str
-    artifact_id: str | None = None
+# Re-exported from storage, which owns them (modules without I/O, imported in the workflow
+# sandbox like this one): payload types and old histories keep their shape.
+from storage.artifact_ref import ArtifactRef as ArtifactRef
+from storage.previews import PREVIEW_CHARS as PREVIEW_CHARS
 
 
 @dataclass
@@ -44,7 +35,9 @@ class AgentInput:
     device_id: str | None = None
     # Tools that run on the device's own task queue when device_id is set.
     device_tools: list[str] = field(default_factory=list)
-    # Per-task approval overrides: tool name -> needs approval.
+    # Tool name -> needs approval, as tasks started before these became policies carry it:
+    # the workflow folds it into approval_policies (with_overrides_folded). New inputs
+    # leave it empty.
     approval_overrides: dict[str, bool] = field(default_factory=dict)
     # Per-task approval policies: tool name -> "never" | "always" | "outside:DIR" | "match:A:RE".
     approval_policies: dict[str, str] = field(default_factory=dict)
@@ -84,6 +77,20 @@ class AgentInput:
             seen_messages=seen_messages,
             received_messages=received_messages,
             compaction=compaction,
+        )
+
+    def with_overrides_folded(self) -> AgentInput:
+        """This input with each approval override as a policy ("always" for True, "never"
+        for False), which beats a policy given for the same tool, as an override did."""
+        if not self.approval_overrides:
+            return self
+        folded = {
+            tool: "always" if ask else "never" for tool, ask in self.approval_overrides.items()
+        }
+        return replace(
+            copy.deepcopy(self),
+            approval_policies={**self.approval_policies, **folded},
+            approval_overrides={},
         )
 
     def for_child(self, session_id: str) -> AgentInput:
@@ -140,8 +147,8 @@ class ModelCallResult:
     item_id: str
     ordinal: int
     tool_calls: list[ToolCallRef] = field(default_factory=list)
-    finished: bool = False
-    finish_reason: str = "stop"
+    # (`finished` and `finish_reason` were read by nobody and are gone; histories that
+    # carry them still decode: the converter ignores keys a dataclass does not have.)
     # Tokens of the assembled input; past the turn's threshold the loop compacts.
     context_tokens: int = 0
     compaction_due: bool = False
@@ -182,7 +189,7 @@ class ToolOutcome:
     item_id: str
     ordinal: int
     ref: ArtifactRef | None = None
-    is_error: bool = False
+    # Set when the result is an error.
     error_type: str | None = None
     # An effectful call an interrupted attempt may or may not have run: the loop asks a
     # person whether to run it again (the effects contract, DESIGN invariant 8).

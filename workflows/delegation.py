@@ -22,6 +22,7 @@ from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT, workflow_
 with workflow.unsafe.imports_passed_through():
     from activities.delegation import DelegationActivities
     from activities.session_state import SessionStateActivities
+    from storage.session_status import SessionStatus
 
 DELEGATE_TOOL = "delegate"
 MAX_DEPTH = 2
@@ -43,7 +44,8 @@ async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -
     except ActivityError as err:  # bad arguments from the model: tell it, carry on
         await _tool_error(parent, step, call, key, "InvalidArguments", str(err.cause or err))
         return
-    status, error = "completed", None
+    status: str = SessionStatus.COMPLETED
+    error: str | None = None
     try:
         result: AgentResult = await workflow.execute_child_workflow(
             "AgentWorkflow",
@@ -53,7 +55,7 @@ async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -
         )
         status = result.status
     except ChildWorkflowError as err:
-        status, error = "failed", str(err.cause or err)[:300]
+        status, error = SessionStatus.FAILED, str(err.cause or err)[:300]
     await workflow.execute_activity_method(
         DelegationActivities.record_delegation,
         DelegationResultInput(

@@ -1,4 +1,4 @@
-"""Build the configured ModelProvider from ModelSettings.
+"""Build the configured ModelProvider from the model settings.
 
 Providers are imported lazily: a worker pays only for the SDK it uses, and the offline and
 scripted providers are only loaded when asked for by name.
@@ -6,13 +6,42 @@ scripted providers are only loaded when asked for by name.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import SecretStr
+
 from activities.providers.base import ModelProvider
-from workers.settings import ModelSettings
+
+if TYPE_CHECKING:  # the OpenAI SDK loads only when that provider is chosen
+    from activities.providers.openai_compat import AssistantToolContent, MaxTokensField
 
 _CHOICES = "openai|anthropic|offline|scripted"
 
 
-def build_provider(settings: ModelSettings) -> ModelProvider:
+class ProviderSettings(Protocol):
+    """What build_provider reads: workers.settings.ModelSettings has this shape (activities
+    never import the workers' settings; the worker passes its own in)."""
+
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def api_key(self) -> SecretStr | None: ...
+    @property
+    def timeout_seconds(self) -> float: ...
+    @property
+    def script_path(self) -> Path | None: ...
+    @property
+    def max_tokens_field(self) -> MaxTokensField: ...
+    @property
+    def assistant_tool_content(self) -> AssistantToolContent: ...
+
+
+def build_provider(settings: ProviderSettings) -> ModelProvider:
     """Return the provider named by ``settings.provider`` (MODEL_PROVIDER).
 
     Raises ValueError when no provider is configured, or when the chosen one lacks what it

@@ -21,12 +21,13 @@ import temporalio.worker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from activities.trajectory.metrics import TrajectoryMetrics
+from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 
 logger = logging.getLogger(__name__)
 
 SET_SESSION_STATUS = "set_session_status"
-WAITING = "waiting_approval"
+WAITING = SessionStatus.WAITING_APPROVAL
 
 
 class ApprovalsWaitingInterceptor(temporalio.worker.Interceptor):

@@ -1,0 +1,33 @@
+"""Where a session is in its life. The database stores the values (the check constraint
+ck_sessions_status holds the same strings); no I/O here, so workflow code may import it
+inside the sandbox."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class SessionStatus(StrEnum):
+    CREATED = "created"
+    RUNNING = "running"
+    WAITING_APPROVAL = "waiting_approval"
+    WAITING_DEVICE = "waiting_device"
+    WAITING_MODEL = "waiting_model"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    # Its rows moved to a snapshot in the cold tier; reading it rehydrates the status it had.
+    ARCHIVED = "archived"
+    # Ended without an answer: the model's replies stayed empty (see workflows/agent.py).
+    NO_ANSWER = "no_answer"
+
+
+# The loop has ended: nothing changes the session until someone resumes it, a watcher may
+# stop, and the cold tier may archive it. ARCHIVED is not here: it is where an ended
+# session's rows went, and reading it gives back the status it ended with.
+TERMINAL_STATUSES = (
+    SessionStatus.COMPLETED,
+    SessionStatus.FAILED,
+    SessionStatus.CANCELLED,
+    SessionStatus.NO_ANSWER,
+)

@@ -1,0 +1,165 @@
+"""A tool result is one concept: every writer of a tool_result item (run_tool, a delegation's
+report, a call that produced nothing, a rejected call) commits it the same way, with the
+tool's name and a real token count; and "the tool_call item of this call" is one lookup."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.delegation import DelegationActivities
+from activities.providers.base import ToolSpec
+from activities.session_state import SessionStateActivities
+from activities.tokens import count_tokens
+from activities.tool_run import ToolActivities
+from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from storage.items import ItemRepository, NewItem
+from storage.models import ItemRow
+from storage.previews import PREVIEW_CHARS
+from storage.sessions import SessionRepository
+from storage.tool_results import ToolResult
+from workers.resources import Resources
+from workflows.contracts import (
+    ApprovalRecordInput,
+    ChildSessionInput,
+    DelegationResultInput,
+    ToolErrorInput,
+    ToolRunInput,
+)
+
+
+async def _echo(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(f"echo of {args.get('text', '')}".encode())
+
+
+ECHO_ARGS = {"type": "object", "properties": {"text": {"type": "string"}}}
+ECHO = Tool(ToolSpec("echo", "Echo the text.", ECHO_ARGS), _echo)
+
+
+async def session_with_calls(res: Resources, tenant: str, calls: dict[str, Any]) -> uuid.UUID:
+    """A session whose model asked for `calls` (call id -> (tool name, arguments))."""
+    sid = uuid.uuid4()
+    async with res.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        items = ItemRepository(db, tenant)
+        for call_id, (name, arguments) in calls.items():
+            await items.append(
+                NewItem(
+                    sid,
+                    "tool_call",
+                    "assistant",
+                    f"{sid}:0:call:{call_id}",
+                    text=name,
+                    tool_call_id=call_id,
+                    tool_name=name,
+                    data={"arguments": arguments, "step": 0},
+                )
+            )
+    return sid
+
+
+async def result_of(res: Resources, tenant: str, key: str) -> ItemRow:
+    async with res.sessions() as db:
+        row = await ItemRepository(db, tenant).by_key(key)
+    assert row is not None and row.kind == "tool_result"
+    return row
+
+
+# Each writer's call and the tool it asked for.
+CALLS = {"ran": "echo", "lost": "echo", "rejected": "write_file", "delegated": "delegate"}
+
+
+def shape_of(row: ItemRow) -> tuple[str | None, str | None, str, int, str]:
+    tokens = "counted" if row.tokens == count_tokens(row.text) else f"estimated {row.tokens}"
+    return row.tool_name, row.tool_call_id, row.role, row.data["step"], tokens
+
+
+async def test_every_writer_commits_a_tool_result_with_its_tool_name_and_counted_tokens(
+    resources: Resources, tenant: str, tmp_path: Path
+) -> None:
+    # Words whose token count is far from the 4-characters-a-token estimate the repository
+    # falls back to when a writer does not count.
+    words = " ".join("abcdefghijklmnopqrstuvwxyz")
+    sid = await session_with_calls(
+        resources,
+        tenant,
+        {
+            "ran": ("echo", {"text": words}),
+            "lost": ("echo", {"text": words}),
+            "rejected": ("write_file", {"path": "a", "content": words}),
+            "delegated": ("delegate", {"task": words}),
+        },
+    )
+    env, s = ActivityEnvironment(), str(sid)
+    tools = ToolActivities(
+        resources.sessions, resources.store, ToolRegistry.of([ECHO]), workspace=tmp_path
+    )
+    await env.run(tools.run_tool, ToolRunInput(s, tenant, 0, "ran", "echo", f"{s}:ran"))
+    state = SessionStateActivities(resources.sessions)
+    await env.run(
+        state.record_tool_error,
+        ToolErrorInput(s, tenant, 0, "lost", "echo", "DeviceOffline", words, f"{s}:lost"),
+    )
+    await env.run(
+        state.record_approval,
+        ApprovalRecordInput(s, tenant, 0, "rejected", False, "timeout", words, f"{s}:rejected"),
+    )
+    delegation = DelegationActivities(resources.sessions, resources.store)
+    child = await env.run(
+        delegation.open_child_session,
+        ChildSessionInput(s, tenant, 0, "delegated", f"{s}:delegated"),
+    )
+    await env.run(
+        delegation.record_delegation,
+        DelegationResultInput(
+            s, tenant, 0, "delegated", child.session_id, "completed", f"{s}:delegated"
+        ),
+    )
+
+    rows = {call: await result_of(resources, tenant, f"{s}:{call}") for call in CALLS}
+    # One comparison over all four writers: a failure shows every writer that disagrees.
+    assert {call: shape_of(row) for call, row in rows.items()} == {
+        call: (name, call, "tool", 0, "counted") for call, name in CALLS.items()
+    }
+    assert rows["ran"].text == f"echo of {words}" and rows["ran"].artifact_id is not None
+    assert rows["lost"].data["error_type"] == "DeviceOffline"
+    assert rows["lost"].artifact_id is None
+    assert rows["rejected"].data["error_type"] == "Rejected"
+    assert rows["rejected"].text.startswith("error (Rejected): the call was rejected by timeout")
+    assert rows["delegated"].data["child_session_id"] == child.session_id
+    assert rows["delegated"].data["artifact"]["content_type"] == "application/json"
+
+
+async def test_the_tool_call_lookup_finds_the_calls_own_item_within_its_tenant(
+    resources: Resources, tenant: str
+) -> None:
+    sid = await session_with_calls(resources, tenant, {"c1": ("echo", {"text": "x"})})
+    async with resources.sessions() as db, db.begin():
+        items = ItemRepository(db, tenant)
+        # Items of the same call after it: a decision, then the result.
+        for kind, role in (("approval", "user"), ("tool_result", "tool")):
+            await items.append(NewItem(sid, kind, role, f"{sid}:{kind}", tool_call_id="c1"))
+    async with resources.sessions() as db:
+        items = ItemRepository(db, tenant)
+        call = await items.tool_call(sid, "c1")
+        thread = await items.call_thread(sid, "c1")
+        assert call is not None and call.kind == "tool_call" and call.tool_name == "echo"
+        assert thread is not None and thread.call.id == call.id
+        assert [r.kind for r in thread.others] == ["approval", "tool_result"]
+        assert await items.tool_call(sid, "c2") is None
+        assert await items.call_thread(sid, "c2") is None
+        other = ItemRepository(db, f"{tenant}-b")
+        assert await other.tool_call(sid, "c1") is None
+        assert await other.call_thread(sid, "c1") is None
+
+
+def test_a_tool_result_is_an_artifact_or_an_error() -> None:
+    with pytest.raises(ValueError, match="an artifact or an error type"):
+        ToolResult(uuid.uuid4(), "c1", "echo", 0, "k")
+    failed = ToolResult(uuid.uuid4(), "c1", "echo", 0, "k", error_type="Boom", error="x" * 900)
+    assert failed.preview().startswith("error (Boom): xxx")
+    assert len(failed.preview()) == PREVIEW_CHARS
