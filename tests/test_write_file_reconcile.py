@@ -39,7 +39,7 @@ async def test_retry_after_the_write_landed_is_already_applied_and_rewrites_noth
     outcome = await run(acts(resources, tmp_path), inp)
     after = target.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "rewritten"
-    assert not outcome.in_doubt and not outcome.is_error
+    assert not outcome.in_doubt and outcome.error_type is None
     result = await result_of(resources, inp)
     assert result["effect"] == "reconciled"
     assert json.loads(result["text"])["already_applied"] is True
