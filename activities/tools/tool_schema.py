@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import types
+import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -41,15 +43,26 @@ class Arguments:
     model: type[BaseModel]
     fields: dict[str, str]  # parameter name -> field name in `model`
     takes_context: bool
+    # Parameters with a default that cannot be None: a null for one means "the default",
+    # as models send null for arguments they mean to leave out.
+    null_is_default: frozenset[str] = frozenset()
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments for the function; ToolError("InvalidArguments") if invalid."""
+        given = {k: v for k, v in args.items() if v is not None or k not in self.null_is_default}
         try:
-            text = json.dumps(args)
+            text = json.dumps(given)
         except (TypeError, ValueError):
             raise ToolError("InvalidArguments", "the tool arguments must be JSON values") from None
         try:
-            parsed = self.model.model_validate_json(text, strict=True)
+            try:
+                parsed = self.model.model_validate_json(text, strict=True)
+            except ValidationError as err:
+                if not any(e["type"] == "json_invalid" for e in err.errors()):
+                    raise
+                # Only a lone surrogate in a string makes our own JSON unreadable: the strings
+                # go in as they are (strict Python mode), for the tool to say what is wrong.
+                parsed = self.model.model_validate(given, strict=True)
         except ValidationError as err:
             raise ToolError("InvalidArguments", describe_errors(err)) from None
         return {param: getattr(parsed, name) for param, name in self.fields.items()}
@@ -63,6 +76,7 @@ def arguments_of(fn: Any, tool_name: str, hints: dict[str, Any]) -> Arguments:
         params = params[1:]
     definitions: dict[str, Any] = {}
     fields: dict[str, str] = {}
+    null_is_default: set[str] = set()
     for i, param in enumerate(params):
         where = f"parameter {param.name!r} of tool {tool_name!r}"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -74,6 +88,8 @@ def arguments_of(fn: Any, tool_name: str, hints: dict[str, Any]) -> Arguments:
         if hints[param.name] is ToolContext:
             raise ToolDefinitionError(f"{where}: the ToolContext must be the first parameter")
         default = ... if param.default is param.empty else param.default
+        if default is not ... and not _admits_none(hints[param.name]):
+            null_is_default.add(param.name)
         name = f"arg{i}"
         definitions[name] = (Annotated[hints[param.name], Field(alias=param.name)], default)
         fields[param.name] = name
@@ -85,7 +101,17 @@ def arguments_of(fn: Any, tool_name: str, hints: dict[str, Any]) -> Arguments:
         )
     except Exception as err:  # pydantic's own words for a type it cannot take
         raise ToolDefinitionError(f"tool {tool_name!r}: {err}") from err
-    return Arguments(model, fields, takes_context)
+    return Arguments(model, fields, takes_context, frozenset(null_is_default))
+
+
+def _admits_none(hint: Any) -> bool:
+    if typing.get_origin(hint) is Annotated:
+        hint = typing.get_args(hint)[0]
+    if hint is None or hint is type(None) or hint is Any:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_admits_none(h) for h in typing.get_args(hint))
+    return False
 
 
 def parameters_schema(arguments: Arguments, tool_name: str, docs: dict[str, str]) -> dict[str, Any]:
