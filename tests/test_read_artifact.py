@@ -166,7 +166,7 @@ async def test_grep_returns_matching_lines_with_numbers_and_offsets(
     lines = [f"row {i}: {'ERROR disk full' if i % 97 == 5 else 'fine'}" for i in range(1000)]
     lines[600] = "x" * (MAX_LINE_BYTES * 2) + " error at the far end of a long line"
     data = ("\n".join(lines) + "\n").encode()
-    artifact_id, sha = await held(resources, tenant, sid, data)
+    _, sha = await held(resources, tenant, sid, data)
 
     text = await call(ctx(resources, tenant, sid), artifact=sha[:12], pattern=r"(?i)error\b")
 
@@ -218,7 +218,7 @@ async def test_the_whole_session_tree_is_readable(resources: Resources, tenant: 
     child = await new_session(resources, tenant, parent=root)
     grandchild = await new_session(resources, tenant, parent=child)
     from_child, _ = await held(resources, tenant, grandchild, b"made by a sub-agent\n")
-    from_root, root_sha = await held(resources, tenant, root, b"made by the root\n")
+    _, root_sha = await held(resources, tenant, root, b"made by the root\n")
     for reader in (root, child, grandchild):
         c = ctx(resources, tenant, reader)
         assert "sub-agent" in await call(c, artifact=from_child)
