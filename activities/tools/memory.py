@@ -18,7 +18,6 @@ from storage.errors import MemoryNotFound
 from storage.memories import MAX_CONTENT_CHARS, MemoryRepository
 from storage.models import MemoryRow
 
-SCOPES = ("agent", "user", "project")
 DEFAULT_RECALL_LIMIT = 10
 MAX_TOOL_RECALL_LIMIT = 50
 
