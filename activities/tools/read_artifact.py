@@ -196,10 +196,8 @@ async def _grep(access: ArtifactAccess, info: ArtifactInfo, pattern: str) -> str
     effect="read_only",
     name="read_artifact",
     description=(
-        "Read a stored result (a tool result, message or delegation report of this task) "
-        "beyond the excerpt you were shown: a page of it (offset and length in bytes), or, "
-        "with a pattern, the lines matching it with their line numbers and byte offsets. "
-        "Text only."
+        "Page through (offset, length in bytes) or grep (pattern; lines with their numbers) "
+        "a stored result of this task, such as one shown truncated. Text only."
     ),
 )
 async def read_artifact_tool(
@@ -212,11 +210,10 @@ async def read_artifact_tool(
     """Page through or grep an artifact of this tenant and session tree.
 
     Args:
-        artifact: The artifact id, or at least 8 hex characters of its sha256.
-        offset: Byte offset to start the page at; each page says where the next starts.
-        length: Bytes in the page.
-        pattern: An RE2 regular expression (no backreferences or lookaround; (?i) for
-            any case): instead of a page, the matching lines, at most 50.
+        artifact: Artifact id, or 8+ hex characters of its sha256.
+        offset: Byte offset; each page tells the next one.
+        length: Bytes per page.
+        pattern: RE2 regex ((?i) ignores case; no lookaround): matching lines, not a page.
     """
     if ctx.artifacts is None:
         raise ToolError("ArtifactsUnavailable", "stored artifacts are not available here")
