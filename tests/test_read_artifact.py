@@ -100,13 +100,18 @@ async def test_pages_cover_the_text_by_byte_offsets_without_splitting_characters
     pieces: list[str] = []
     offset: int | None = 0
     while offset is not None:
-        # 7 bytes cut through a 2-, 3- or 4-byte character on most pages.
+        # 11 bytes cut through a 2-, 3- or 4-byte character on most pages.
         start, end, offset, body = page_of(
-            await call(c, artifact=artifact_id, offset=offset, length=7)
+            await call(c, artifact=artifact_id, offset=offset, length=11)
         )
         assert body.encode() == data[start:end]
         pieces.append(body)
     assert "".join(pieces) == data.decode()
+
+    # A page too short for the character at its start still moves on, by that character.
+    emoji = data.index("😀".encode())
+    start, end, _, body = page_of(await call(c, artifact=artifact_id, offset=emoji, length=1))
+    assert (start, end, body) == (emoji, emoji + 4, "😀")
 
     # An offset inside a character starts the page at the next whole one.
     inside = data.index("😀".encode()) + 1

@@ -82,6 +82,11 @@ async def _page(access: ArtifactAccess, info: ArtifactInfo, offset: int, length:
         )
     raw = await access.read(info.artifact_id, offset, length)
     page = _text_page(raw, offset, offset + len(raw) >= info.size_bytes)
+    if page is not None and page[2] == offset and offset + len(raw) < info.size_bytes:
+        # Shorter than the character it starts at, the page would never move on: it grows
+        # to hold that one character (at most 4 bytes in UTF-8).
+        raw = await access.read(info.artifact_id, offset, 4)
+        page = _text_page(raw, offset, offset + len(raw) >= info.size_bytes)
     if page is None:
         raise _binary(info)
     text, start, end = page
