@@ -15,21 +15,18 @@ import mimetypes
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from activities.tools import effects_ledger
-from activities.tools.args import (
-    check_args,
-    json_output,
-    optional_positive_int,
-    require_str,
-)
 from activities.tools.atomic_write import write_at
-from activities.tools.base import ToolContext, ToolError, ToolFn, ToolOutput
+from activities.tools.base import Tool, ToolContext, ToolError, ToolFn, ToolOutput
 from activities.tools.effects_ledger import EFFECTS_DIR
 from activities.tools.fd_walk import held_dir, held_root
 from activities.tools.fs_errors import classified
-from activities.tools.listing import MAX_LIST_DEPTH, MAX_LIST_ENTRIES, list_dir
+from activities.tools.listing import MAX_LIST_DEPTH, MAX_LIST_ENTRIES, list_dir, list_dir_tool
+from activities.tools.typed import tool
 from activities.tools.workspace import WorkspacePath, parse_relative
 
 __all__ = [
@@ -38,9 +35,12 @@ __all__ = [
     "MAX_LIST_DEPTH",
     "MAX_LIST_ENTRIES",
     "list_dir",
-    "make_read_file",
+    "list_dir_tool",
+    "make_read_file_tool",
     "read_file",
+    "read_file_tool",
     "write_file",
+    "write_file_tool",
 ]
 
 # Generous: results go to object storage by reference, not into the conversation.
@@ -141,26 +141,33 @@ def _read_sync(workspace: Path, raw_path: str, max_bytes: int | None, cap: int) 
     if truncated and max_bytes is None:
         raise ToolError("FileTooLarge", f"{path.shown} grew past the {cap} byte limit")
     data = data[:limit]
-    summary = f"read {len(data)} bytes from {path.shown}"
-    if truncated:
-        summary += f" (truncated at max_bytes={limit}; the file is larger)"
-    return ToolOutput(content=data, content_type=_content_type(path.name, data), summary=summary)
+    return ToolOutput(content=data, content_type=_content_type(path.name, data))
 
 
-def make_read_file(cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> ToolFn:
-    """Build a read_file tool whose reads never exceed ``cap_bytes``."""
+def make_read_file_tool(cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> Tool:
+    """The read_file tool, whose reads never exceed ``cap_bytes``."""
 
-    async def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-        """Return a workspace file's bytes; ``max_bytes`` reads only the beginning."""
-        check_args(args)
-        raw_path = require_str(args, "path")
-        max_bytes = optional_positive_int(args, "max_bytes")
-        return await asyncio.to_thread(_read_sync, ctx.workspace, raw_path, max_bytes, cap_bytes)
+    @tool(effect="read_only")
+    async def read_file(
+        ctx: ToolContext,
+        path: str,
+        max_bytes: Annotated[int, Field(ge=1)] | None = None,
+    ) -> ToolOutput:
+        """Read a file from the workspace and return its bytes. Large files are fine;
+        pass max_bytes to read only the beginning.
+
+        Args:
+            path: Path relative to the workspace root, e.g. 'src/app.py'.
+            max_bytes: Read at most this many bytes from the start of the file.
+        """
+        return await asyncio.to_thread(_read_sync, ctx.workspace, path, max_bytes, cap_bytes)
 
     return read_file
 
 
-read_file = make_read_file()
+read_file_tool = make_read_file_tool()
+# The tools' functions (arguments as JSON), for callers that run them directly.
+read_file: ToolFn = read_file_tool.fn
 
 
 # --- write_file ----------------------------------------------------------------------
@@ -181,7 +188,7 @@ def _refuse_non_file(dir_fd: int, path: WorkspacePath) -> None:
         )
 
 
-def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput:
+def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any]:
     path = _file_path(raw_path)
     digest = hashlib.sha256(data).hexdigest()
     with classified("write", path.shown), held_root(ctx.workspace) as root:
@@ -194,30 +201,34 @@ def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput:
                     f"this call's idempotency key already wrote {entry['path']!r} with "
                     "other content",
                 )
-            result = {**entry, "already_applied": True}
-            summary = f"already wrote {entry['bytes']} bytes to {path.shown}; not redone"
-            return json_output(result, summary)
+            return {**entry, "already_applied": True}
         with held_dir(root, path.parent, create=True) as dir_fd:
             _refuse_non_file(dir_fd, path)
             write_at(dir_fd, path.name, data)
         entry = {"path": path.rel, "sha256": digest, "bytes": len(data)}
         effects_ledger.record(root, ctx.idempotency_key, entry)
-    return json_output(
-        {**entry, "already_applied": False}, f"wrote {len(data)} bytes to {path.shown}"
-    )
+    return {**entry, "already_applied": False}
 
 
-async def write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    """Atomically write text to a workspace file, at most once per idempotency key.
+# Effectful, asking first: it changes the workspace. A retry under the same key finds its
+# entry in the effects ledger and changes nothing (see effects_ledger).
+@tool(effect="effectful", needs_approval=True, name="write_file")
+async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str, Any]:
+    """Create or replace a UTF-8 text file in the workspace (parent directories are
+    created). Returns JSON with path, bytes, sha256 and already_applied.
 
-    Returns JSON ``{path, bytes, sha256, already_applied}``; a retry of an applied call
-    returns the recorded result with ``already_applied: true`` and touches nothing.
+    A retry of an applied call returns the recorded result with ``already_applied: true``
+    and touches nothing.
+
+    Args:
+        path: Path relative to the workspace root, e.g. 'src/app.py'.
+        content: The complete new file content.
     """
-    check_args(args)
-    raw_path = require_str(args, "path")
-    content = require_str(args, "content")
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError("InvalidArguments", "argument 'content' is not encodable as UTF-8") from exc
-    return await asyncio.to_thread(_write_sync, ctx, raw_path, data)
+    return await asyncio.to_thread(_write_sync, ctx, path, data)
+
+
+write_file: ToolFn = write_file_tool.fn
