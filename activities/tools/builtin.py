@@ -36,12 +36,13 @@ async def delegate_tool(ctx: ToolContext, task: str, agent: str | None = None) -
 DELEGATE_SPEC = delegate_tool.spec
 
 
-def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
-    """Return the built-in tools, each with its effect and approval policy.
+def builtin_tools(*names: str, read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
+    """Return the built-in tools (only those `names` names, when given), each with its
+    effect and approval policy: `Agent(tools=[*builtin_tools("read_file"), my_tool])`.
 
     Only write_file changes the workspace, so only it needs approval.
     """
-    return [
+    every = [
         make_read_file_tool(read_cap_bytes),
         write_file_tool,
         list_dir_tool,
@@ -50,6 +51,13 @@ def builtin_tools(read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> list[Tool]:
         read_artifact_tool,
         delegate_tool,
     ]
+    if not names:
+        return every
+    by_name = {t.spec.name: t for t in every}
+    unknown = sorted(set(names) - by_name.keys())
+    if unknown:
+        raise ValueError(f"no built-in tool {unknown}; they are: {', '.join(by_name)}")
+    return [by_name[n] for n in dict.fromkeys(names)]
 
 
 def default_registry() -> ToolRegistry:
