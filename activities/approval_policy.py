@@ -18,43 +18,21 @@ argument itself is bounded by the tool-argument limit (AGENT_MAX_TOOL_ARGUMENT_B
 from __future__ import annotations
 
 import posixpath
-from functools import lru_cache
 from typing import Any
 
-import re2
-
-# Long enough for any sensible policy; a pattern of megabytes would only cost compile memory.
-MAX_PATTERN_CHARS = 512
-# RE2's own memory budget for one compiled pattern (its default is 8 MiB too); a pattern
-# that needs more, e.g. nested counted repetitions, fails to compile and is refused.
-_MAX_PATTERN_MEMORY = 8 << 20
+from activities.linear_regex import RegexRefused, compile_linear
 
 
 class PolicyError(ValueError):
     pass
 
 
-def _options() -> re2.Options:
-    options = re2.Options()
-    options.max_mem = _MAX_PATTERN_MEMORY
-    options.log_errors = False  # the reason goes into PolicyError, not to stderr
-    return options
-
-
-@lru_cache(maxsize=256)
 def _compiled(pattern: str) -> Any:
     """The compiled pattern; raises PolicyError saying why RE2 cannot take it."""
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise PolicyError(f"regex of {len(pattern)} characters is longer than {MAX_PATTERN_CHARS}")
     try:
-        return re2.compile(pattern, _options())
-    except re2.error as err:
-        reason = err.args[0] if err.args else err
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise PolicyError(
-            f"bad regex: {reason} (RE2 syntax: no backreferences or lookaround)"
-        ) from None
+        return compile_linear(pattern)
+    except RegexRefused as err:
+        raise PolicyError(str(err)) from None
 
 
 def validate(policy: str) -> str:

@@ -21,6 +21,7 @@ from activities.heartbeat import heartbeating
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tool_effects import EffectLedger
 from activities.tools.args import check_allowed
+from activities.tools.artifact_access import SqlArtifactAccess
 from activities.tools.base import (
     ToolContext,
     ToolError,
@@ -201,6 +202,9 @@ class ToolActivities:
             fetch=self._fetch,
             agent_name=agent_name,
             memory=SqlMemoryAccess(self._sessions, inp.tenant_id),
+            artifacts=SqlArtifactAccess(
+                self._sessions, self._store, inp.tenant_id, uuid.UUID(inp.session_id)
+            ),
         )
         try:
             check_allowed(args, tool.spec.parameters)

@@ -9,13 +9,13 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from sqlalchemy import select, text, update
+from sqlalchemy import String, cast, exists, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.artifact_ref import ArtifactRef
 from storage.errors import ArtifactNotFound
-from storage.models import OWNER_TYPES, ArtifactRefRow, ArtifactRow
+from storage.models import OWNER_TYPES, ArtifactRefRow, ArtifactRow, SessionRow
 
 SCHEMA_VERSION = 1
 
@@ -147,6 +147,37 @@ class ArtifactRepository:
         if len(rows) > 1:
             raise ArtifactNotFound(f"sha256 prefix {prefix} is ambiguous; give more characters")
         return rows[0]
+
+    async def in_tree(
+        self,
+        root_id: uuid.UUID,
+        *,
+        artifact_id: uuid.UUID | None = None,
+        sha256_prefix: str | None = None,
+        limit: int = 2,
+    ) -> list[ArtifactRow]:
+        """Artifacts named by id or sha256 prefix that a session of the tree under `root_id`
+        holds (a checkpoint ref: its tool results, messages, delegations), at most `limit`.
+
+        Nothing outside the tree is ever returned or counted, so a caller cannot learn
+        whether another tree (or tenant) has such an artifact.
+        """
+        tree = select(cast(SessionRow.id, String)).where(
+            SessionRow.tenant_id == self._tenant,
+            or_(SessionRow.root_id == root_id, SessionRow.id == root_id),
+        )
+        held = exists().where(
+            ArtifactRefRow.tenant_id == self._tenant,
+            ArtifactRefRow.artifact_id == ArtifactRow.artifact_id,
+            ArtifactRefRow.owner_type == "checkpoint",
+            ArtifactRefRow.owner_id.in_(tree),
+        )
+        stmt = select(ArtifactRow).where(ArtifactRow.tenant_id == self._tenant, held)
+        if artifact_id is not None:
+            stmt = stmt.where(ArtifactRow.artifact_id == artifact_id)
+        if sha256_prefix is not None:
+            stmt = stmt.where(ArtifactRow.sha256.startswith(sha256_prefix, autoescape=True))
+        return list(await self._db.scalars(stmt.order_by(ArtifactRow.sha256).limit(limit)))
 
     async def get_many(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, ArtifactRow]:
         wanted = set(ids)

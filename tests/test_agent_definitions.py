@@ -262,8 +262,11 @@ def test_task_options_for_an_agent_take_its_limits_and_device_tools_unless_given
 async def test_a_sub_agent_runs_its_parent_s_agent_definition(
     agent_worker: AgentRunner, client: Client, resources: Resources, workspace: Path, tenant: str
 ) -> None:
-    delegate = next(t for t in builtin_tools() if t.spec.name == "delegate")
-    agent = Agent(name="planner", instructions="Plan.", tools=[delegate, _tool("forecast", "hail")])
+    agent = Agent(
+        name="planner",
+        instructions="Plan.",
+        tools=[*builtin_tools("delegate"), _tool("forecast", "hail")],
+    )
     provider = ScriptedProvider.from_data(
         [{"tool_calls": [{"name": "delegate", "arguments": {"task": "SUB: forecast Oslo"}}]}],
         by_task={

@@ -155,7 +155,8 @@ async def test_an_overflow_that_outlasts_the_retries_of_one_attempt_is_retried(
     """A window far below the budget, and no numbers to learn it from: one attempt's retries
     do not shrink the request enough, so the activity fails retryably and its next attempt
     starts from what the worker learned, instead of failing the task."""
-    windowed.n_ctx, windowed.shape = 1_500, "llama.cpp-old"
+    # Room for the fixed part (system prompt, task, tool schemas) and little more.
+    windowed.n_ctx, windowed.shape = 1_800, "llama.cpp-old"
     status, items, _ = await run_survey(
         windowed, provider, agent_worker, client, resources, workspace, tenant
     )

@@ -7,32 +7,21 @@ import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from activities.providers.base import ToolSpec
 from storage.sessions import SessionRepository
 from tests.support.helpers import agentctl
 from workers.agent_loading import AgentLoadError, load_agents
-from workers.api import Agent, Tool, ToolContext, ToolOutput, connect, serve
+from workers.api import Agent, ToolContext, connect, serve, tool
 from workers.resources import Resources
 from workers.settings import get_settings
 
 
-async def _forecast(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(f"sunny in {args['place']}".encode())
-
-
-FORECAST = Tool(
-    ToolSpec(
-        "forecast",
-        "Tomorrow's weather.",
-        {"type": "object", "properties": {"place": {"type": "string"}}, "required": ["place"]},
-    ),
-    _forecast,
-    effect="read_only",
-)
+@tool(effect="read_only")
+async def forecast(ctx: ToolContext, place: str) -> str:
+    """Tomorrow's weather."""
+    return f"sunny in {place}"
 
 
 @pytest.fixture
@@ -47,11 +36,11 @@ def api_env(cli_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> I
 
 
 async def test_start_await_the_answer_and_approve_through_the_api(api_env: None) -> None:
-    plain = Agent(name="weather", instructions="Forecast.", tools=[FORECAST])
+    plain = Agent(name="weather", instructions="Forecast.", tools=[forecast])
     careful = Agent(
         name="careful",
         instructions="Ask first.",
-        tools=[FORECAST],
+        tools=[forecast],
         approvals={"forecast": "always"},
     )
     async with serve([plain, careful]), connect() as client:

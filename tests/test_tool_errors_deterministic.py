@@ -79,7 +79,6 @@ async def test_deep_tree_is_listed_to_the_depth_cap_without_recursion(tmp_path: 
     assert listing["truncated"] is True
     assert listing["max_depth"] == MAX_LIST_DEPTH
     assert len(listing["entries"]) == MAX_LIST_DEPTH
-    assert out.summary is not None and "depth" in out.summary
 
 
 @pytest.mark.parametrize(

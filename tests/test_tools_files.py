@@ -17,7 +17,7 @@ from activities.tools.builtin import builtin_tools, default_registry
 from activities.tools.files import (
     MAX_LIST_ENTRIES,
     list_dir,
-    make_read_file,
+    make_read_file_tool,
     read_file,
     write_file,
 )
@@ -237,15 +237,14 @@ async def test_read_text_and_types(ws: Path) -> None:
     assert (await read_file(ctx(ws), {"path": "page.html"})).content_type == (
         "text/html; charset=utf-8"
     )
-    assert notes.summary is not None and "✓" not in notes.summary  # no contents in summary
 
 
 async def test_read_max_bytes_and_cap(ws: Path) -> None:
     (ws / "f.txt").write_bytes(b"0123456789")
     head = await read_file(ctx(ws), {"path": "f.txt", "max_bytes": 4})
     assert head.content == b"0123"
-    assert head.summary is not None and "truncated" in head.summary
-    small_cap = make_read_file(cap_bytes=5)
+    assert head.content_type == "text/plain; charset=utf-8"
+    small_cap = make_read_file_tool(cap_bytes=5).fn
     with pytest.raises(ToolError) as err:
         await small_cap(ctx(ws), {"path": "f.txt"})
     assert err.value.error_type == "FileTooLarge"
@@ -327,15 +326,15 @@ def test_builtin_policy() -> None:
         "remember",
         "recall",
         "forget",
+        "read_artifact",
         "delegate",
     }
-    assert tools["write_file"].needs_approval and tools["write_file"].side_effects
-    for name in ("read_file", "list_dir", "fetch_url", "recall"):
+    assert tools["write_file"].needs_approval and tools["write_file"].effect == "effectful"
+    for name in ("read_file", "list_dir", "fetch_url", "recall", "read_artifact"):
         assert not tools[name].needs_approval
-        assert not tools[name].side_effects
+        assert tools[name].effect == "read_only"
     for name in ("remember", "forget"):
-        assert not tools[name].needs_approval and tools[name].side_effects
-    assert all(t.default_location == "cloud" for t in tools.values())
+        assert not tools[name].needs_approval and tools[name].effect == "idempotent"
     assert tools["write_file"].spec.parameters["required"] == ["path", "content"]
     registry = default_registry()
     assert registry.get("fetch_url") is not None

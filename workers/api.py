@@ -31,6 +31,7 @@ from temporalio.client import Client, WorkflowFailureError
 from activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
 from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from activities.tools.builtin import builtin_tools
+from activities.tools.typed import tool
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.session_status import TERMINAL_STATUSES, SessionStatus
@@ -62,6 +63,7 @@ __all__ = [
     "builtin_tools",
     "connect",
     "serve",
+    "tool",
 ]
 
 # How often Task.wait_for_approval and Task.result look at a task that has not ended.

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from activities.providers.base import ToolSpec
 from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
-
-Location = Literal["cloud", "device"]
 
 # The effects contract (DESIGN: tools): what running a call twice under one key would do.
 # read_only: nothing outside the result; idempotent: the second run under the same
@@ -75,6 +73,35 @@ class MemoryAccess(Protocol):
 
 
 @dataclass(frozen=True)
+class ArtifactInfo:
+    """A stored artifact as a tool sees it."""
+
+    artifact_id: str
+    sha256: str
+    size_bytes: int
+    content_type: str
+
+
+class ArtifactAccess(Protocol):
+    """Stored artifacts of the call's tenant and session tree (the session, its root and
+    every session under that root), named by artifact id or a sha256 prefix of >= 8 hex
+    characters. Anything else, another tenant's or another tree's included, is
+    ToolError("ArtifactNotFound"), worded the same whether or not it exists."""
+
+    async def find(self, artifact: str) -> ArtifactInfo:
+        """The artifact's metadata; ToolError("AmbiguousArtifact") for a prefix naming several."""
+        ...
+
+    async def read(self, artifact: str, offset: int = 0, length: int | None = None) -> bytes:
+        """`length` bytes (default: to the end, bounded) from `offset`, by a ranged read."""
+        ...
+
+    def chunks(self, artifact: str) -> AsyncGenerator[bytes, None]:
+        """The whole artifact streamed in pieces, its sha256 checked after the last."""
+        ...
+
+
+@dataclass(frozen=True)
 class ToolContext:
     """Per-call context. The idempotency key is stable across retries of the same call."""
 
@@ -85,13 +112,13 @@ class ToolContext:
     fetch: FetchPolicy = PUBLIC_ONLY
     agent_name: str = "agent"
     memory: MemoryAccess | None = None
+    artifacts: ArtifactAccess | None = None
 
 
 @dataclass(frozen=True)
 class ToolOutput:
     content: bytes
     content_type: str = "text/plain; charset=utf-8"
-    summary: str | None = None
 
 
 ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
@@ -108,8 +135,6 @@ class Tool:
     needs_approval: bool = False
     effect: Effect = "effectful"
     reconcile: ReconcileFn | None = None
-    default_location: Location = "cloud"
-    side_effects: bool = False
 
 
 @dataclass

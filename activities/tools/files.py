@@ -16,19 +16,16 @@ import mimetypes
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from activities.tools.args import (
-    check_args,
-    json_output,
-    optional_positive_int,
-    require_str,
-)
+from pydantic import Field
+
 from activities.tools.atomic_write import write_at
-from activities.tools.base import EffectInDoubt, ToolContext, ToolError, ToolFn, ToolOutput
+from activities.tools.base import EffectInDoubt, Tool, ToolContext, ToolError, ToolFn, ToolOutput
 from activities.tools.fd_walk import held_dir, held_root
 from activities.tools.fs_errors import classified
-from activities.tools.listing import MAX_LIST_DEPTH, MAX_LIST_ENTRIES, list_dir
+from activities.tools.listing import MAX_LIST_DEPTH, MAX_LIST_ENTRIES, list_dir, list_dir_tool
+from activities.tools.typed import output_of, tool
 from activities.tools.workspace import WorkspacePath, parse_relative
 
 __all__ = [
@@ -36,10 +33,13 @@ __all__ = [
     "MAX_LIST_DEPTH",
     "MAX_LIST_ENTRIES",
     "list_dir",
-    "make_read_file",
+    "list_dir_tool",
+    "make_read_file_tool",
     "read_file",
+    "read_file_tool",
     "reconcile_write_file",
     "write_file",
+    "write_file_tool",
 ]
 
 # Generous: results go to object storage by reference, not into the conversation.
@@ -140,26 +140,33 @@ def _read_sync(workspace: Path, raw_path: str, max_bytes: int | None, cap: int) 
     if truncated and max_bytes is None:
         raise ToolError("FileTooLarge", f"{path.shown} grew past the {cap} byte limit")
     data = data[:limit]
-    summary = f"read {len(data)} bytes from {path.shown}"
-    if truncated:
-        summary += f" (truncated at max_bytes={limit}; the file is larger)"
-    return ToolOutput(content=data, content_type=_content_type(path.name, data), summary=summary)
+    return ToolOutput(content=data, content_type=_content_type(path.name, data))
 
 
-def make_read_file(cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> ToolFn:
-    """Build a read_file tool whose reads never exceed ``cap_bytes``."""
+def make_read_file_tool(cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> Tool:
+    """The read_file tool, whose reads never exceed ``cap_bytes``."""
 
-    async def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-        """Return a workspace file's bytes; ``max_bytes`` reads only the beginning."""
-        check_args(args)
-        raw_path = require_str(args, "path")
-        max_bytes = optional_positive_int(args, "max_bytes")
-        return await asyncio.to_thread(_read_sync, ctx.workspace, raw_path, max_bytes, cap_bytes)
+    @tool(effect="read_only")
+    async def read_file(
+        ctx: ToolContext,
+        path: str,
+        max_bytes: Annotated[int, Field(ge=1)] | None = None,
+    ) -> ToolOutput:
+        """Read a file from the workspace and return its bytes. Large files are fine;
+        pass max_bytes to read only the beginning.
+
+        Args:
+            path: Path relative to the workspace root, e.g. 'src/app.py'.
+            max_bytes: Read at most this many bytes from the start of the file.
+        """
+        return await asyncio.to_thread(_read_sync, ctx.workspace, path, max_bytes, cap_bytes)
 
     return read_file
 
 
-read_file = make_read_file()
+read_file_tool = make_read_file_tool()
+# The tools' functions (arguments as JSON), for callers that run them directly.
+read_file: ToolFn = read_file_tool.fn
 
 
 # --- write_file ----------------------------------------------------------------------
@@ -180,17 +187,13 @@ def _refuse_non_file(dir_fd: int, path: WorkspacePath) -> None:
         )
 
 
-def _written(path: WorkspacePath, data: bytes, already_applied: bool) -> ToolOutput:
-    entry = {"path": path.rel, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-    summary = (
-        f"already wrote {len(data)} bytes to {path.shown}; not redone"
-        if already_applied
-        else f"wrote {len(data)} bytes to {path.shown}"
-    )
-    return json_output({**entry, "already_applied": already_applied}, summary)
+def _written(path: WorkspacePath, data: bytes, already_applied: bool) -> dict[str, Any]:
+    digest = hashlib.sha256(data).hexdigest()
+    entry = {"path": path.rel, "sha256": digest, "bytes": len(data)}
+    return {**entry, "already_applied": already_applied}
 
 
-def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput:
+def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any]:
     path = _file_path(raw_path)
     with (
         classified("write", path.shown),
@@ -218,7 +221,7 @@ def _current_bytes(root: int, path: WorkspacePath, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def _reconcile_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput | None:
+def _reconcile_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any] | None:
     path = _file_path(raw_path)
     with classified("read", path.shown), held_root(ctx.workspace) as root:
         current = _current_bytes(root, path, len(data))
@@ -233,24 +236,11 @@ def _reconcile_sync(ctx: ToolContext, raw_path: str, data: bytes) -> ToolOutput 
     )
 
 
-def _content_bytes(args: dict[str, Any]) -> tuple[str, bytes]:
-    check_args(args)
-    raw_path = require_str(args, "path")
-    content = require_str(args, "content")
+def _utf8(content: str) -> bytes:
     try:
-        return raw_path, content.encode("utf-8")
+        return content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError("InvalidArguments", "argument 'content' is not encodable as UTF-8") from exc
-
-
-async def write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    """Atomically write text to a workspace file.
-
-    Returns JSON ``{path, bytes, sha256, already_applied}``. Effectful: run_tool ledgers
-    the call, and an interrupted call is settled by `reconcile_write_file`, not rewritten.
-    """
-    raw_path, data = _content_bytes(args)
-    return await asyncio.to_thread(_write_sync, ctx, raw_path, data)
 
 
 async def reconcile_write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput | None:
@@ -260,5 +250,28 @@ async def reconcile_write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOu
     nothing rewritten). No file: safe to write. Other bytes: in doubt (EffectInDoubt), as
     rewriting could clobber an edit made since.
     """
-    raw_path, data = _content_bytes(args)
-    return await asyncio.to_thread(_reconcile_sync, ctx, raw_path, data)
+    path, content = args.get("path"), args.get("content")
+    if not isinstance(path, str) or not isinstance(content, str):
+        raise ToolError("InvalidArguments", "write_file takes a string path and content")
+    done = await asyncio.to_thread(_reconcile_sync, ctx, path, _utf8(content))
+    return None if done is None else output_of("write_file", done)
+
+
+# Effectful, asking first: it changes the workspace. run_tool ledgers each call; an
+# interrupted one is settled by reconcile_write_file from the workspace, never rewritten.
+@tool(effect="effectful", needs_approval=True, reconcile=reconcile_write_file, name="write_file")
+async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str, Any]:
+    """Create or replace a UTF-8 text file in the workspace (parent directories are
+    created). Returns JSON with path, bytes, sha256 and already_applied.
+
+    A call interrupted after its write is not written again: its result then says
+    ``already_applied: true``.
+
+    Args:
+        path: Path relative to the workspace root, e.g. 'src/app.py'.
+        content: The complete new file content.
+    """
+    return await asyncio.to_thread(_write_sync, ctx, path, _utf8(content))
+
+
+write_file: ToolFn = write_file_tool.fn

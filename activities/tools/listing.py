@@ -8,10 +8,10 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from activities.tools.args import check_args, json_output, optional_bool, optional_str
-from activities.tools.base import ToolContext, ToolOutput
+from activities.tools.base import ToolContext, ToolFn
 from activities.tools.fd_walk import DIR_FLAGS, held_root, open_dir
 from activities.tools.fs_errors import classified
+from activities.tools.typed import tool
 from activities.tools.workspace import RESERVED_DIR, parse_relative
 
 MAX_LIST_ENTRIES = 2000
@@ -118,7 +118,7 @@ def _walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[A
     return entries, truncated, depth_capped
 
 
-def _list_sync(workspace: Path, raw_path: str, recursive: bool) -> ToolOutput:
+def _list_sync(workspace: Path, raw_path: str, recursive: bool) -> dict[str, Any]:
     path = parse_relative(raw_path)
     with classified("list", path.shown), held_root(workspace) as root:
         top = open_dir(root, path)
@@ -128,24 +128,35 @@ def _list_sync(workspace: Path, raw_path: str, recursive: bool) -> ToolOutput:
             os.close(top)
     entries.sort(key=lambda e: str(e["path"]).split("/"))
     payload: dict[str, Any] = {"path": path.rel, "entries": entries, "truncated": truncated}
-    summary = f"{len(entries)} entries in {path.rel!r}"
-    if truncated:
-        summary += f" (truncated at {MAX_LIST_ENTRIES} entries)"
     if depth_capped:
         payload["truncated"] = True
         payload["max_depth"] = MAX_LIST_DEPTH
-        summary += f" (not descended below depth {MAX_LIST_DEPTH})"
-    return json_output(payload, summary)
+    return payload
 
 
-async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+@tool(
+    effect="read_only",
+    name="list_dir",
+    description=(
+        "List a workspace directory as JSON entries {path, type: file|dir, size}, sorted; "
+        "recursive=true lists every file below it at once. "
+        f"At most {MAX_LIST_ENTRIES} entries; 'truncated' tells whether more exist."
+    ),
+)
+async def list_dir_tool(
+    ctx: ToolContext, path: str = ".", recursive: bool = False
+) -> dict[str, Any]:
     """List a workspace directory as JSON ``{path, entries: [{path, type, size}], truncated}``.
 
     Entries are sorted, relative to the workspace root, exclude ``.agent/`` and are capped
     at MAX_LIST_ENTRIES entries and MAX_LIST_DEPTH levels (``truncated`` says so).
     Symlinks whose target stays inside the workspace are listed as ``type: symlink``.
+
+    Args:
+        path: Directory relative to the workspace root.
+        recursive: Also list everything below subdirectories.
     """
-    check_args(args)
-    raw_path = optional_str(args, "path", ".")
-    recursive = optional_bool(args, "recursive", False)
-    return await asyncio.to_thread(_list_sync, ctx.workspace, raw_path, recursive)
+    return await asyncio.to_thread(_list_sync, ctx.workspace, path, recursive)
+
+
+list_dir: ToolFn = list_dir_tool.fn

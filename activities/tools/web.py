@@ -17,10 +17,11 @@ from typing import Any
 
 import httpx
 
-from activities.tools.base import ToolContext, ToolError, ToolOutput, TransientToolError
+from activities.tools.base import ToolContext, ToolError, ToolFn, ToolOutput, TransientToolError
 from activities.tools.fetch_address import checked_address
 from activities.tools.fetch_policy import FetchPolicy
 from activities.tools.internal_addresses import IPAddress, ip_literal
+from activities.tools.typed import tool
 
 MAX_REDIRECTS = 5
 USER_AGENT = "durable-agents/0.1 (+fetch_url tool)"
@@ -49,14 +50,9 @@ def _checked_url(url: httpx.URL, what: str) -> httpx.URL:
     return url
 
 
-def _parse_url(args: dict[str, Any]) -> httpx.URL:
-    if "_raw" in args:
-        raise ToolError(
-            "InvalidArguments", "the tool arguments were not valid JSON; send a JSON object"
-        )
-    raw = args.get("url")
-    if not isinstance(raw, str) or not raw.strip():
-        raise ToolError("InvalidArguments", "argument 'url' is required and must be a string")
+def _parse_url(raw: str) -> httpx.URL:
+    if not raw.strip():
+        raise ToolError("InvalidArguments", "argument 'url' must not be empty")
     try:
         url = httpx.URL(raw.strip())
     except httpx.InvalidURL as exc:
@@ -134,8 +130,7 @@ async def _read(response: httpx.Response, url: httpx.URL, limit: int) -> ToolOut
         if len(body) > limit:
             raise _too_large(url, limit)
     content_type = response.headers.get("content-type", "application/octet-stream")
-    summary = f"GET {_shown(url)}: HTTP {response.status_code}, {len(body)} bytes, {content_type}"
-    return ToolOutput(content=bytes(body), content_type=content_type, summary=summary)
+    return ToolOutput(content=bytes(body), content_type=content_type)
 
 
 def _pinned_request(
@@ -186,7 +181,15 @@ async def _follow(start: httpx.URL, policy: FetchPolicy, progress: _Progress) ->
     )
 
 
-async def fetch_url(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+@tool(
+    effect="read_only",
+    name="fetch_url",
+    description=(
+        f"HTTP GET an http(s) URL (following up to {MAX_REDIRECTS} redirects) and return "
+        "the response body with its content type. Large responses are rejected."
+    ),
+)
+async def fetch_url_tool(ctx: ToolContext, url: str) -> ToolOutput:
     """GET an http(s) URL on the public internet, following up to MAX_REDIRECTS redirects.
 
     Internal addresses are refused (ToolError "AddressDenied") unless `ctx.fetch.allow`
@@ -194,8 +197,17 @@ async def fetch_url(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     and the whole fetch, redirects included, at `ctx.fetch.timeout_seconds` (ToolError
     "FetchTooSlow" once connected). 4xx raise ToolError("HttpError"); 5xx, 408/429,
     connection failures and timeouts before connecting raise TransientToolError.
+
+    Args:
+        url: Absolute http:// or https:// URL.
     """
-    url = _parse_url(args)
+    return await _fetch(ctx, _parse_url(url))
+
+
+fetch_url: ToolFn = fetch_url_tool.fn
+
+
+async def _fetch(ctx: ToolContext, url: httpx.URL) -> ToolOutput:
     policy = ctx.fetch
     progress = _Progress()
     try:
