@@ -9,7 +9,7 @@ from dataclasses import asdict, replace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.approval_policy import needs_approval
+from activities.approval_policy import needs_approval, policy_for
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
 from activities.context_windows import ContextWindows, Fitted, call_within_window
@@ -245,7 +245,8 @@ class ModelActivities:
                 call_row = next(i for i in call_items if i.kind == "tool_call")
                 decision = decision_of(call_items)
             default = "always" if tool and tool.needs_approval else "never"
-            policy = inp.approval_policies.get(call["name"], default)
+            aliases = tool.policy_names if tool is not None else ()
+            policy = policy_for(inp.approval_policies, call["name"], aliases, default)
             calls.append(
                 ToolCallRef(
                     tool_call_id=call["id"],
