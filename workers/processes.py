@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from activities.providers.factory import build_provider
 from activities.tool_run import ToolActivities
+from activities.tools.base import ToolRegistry
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
+from activities.tools.mcp_servers import McpServer
+from activities.tools.mcp_toolset import McpToolsets
 from storage.devices import DeviceRepository, validate_device_id
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.device import build_device_worker
@@ -36,16 +40,37 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
-async def run_cloud_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Serve workflows and cloud activities until SIGINT/SIGTERM (or `stop` is set)."""
+def with_mcp(registry: ToolRegistry, toolsets: McpToolsets) -> ToolRegistry:
+    """`registry` plus the toolsets' tools; a name both have is refused, not shadowed."""
+    mcp = toolsets.tools()
+    clash = sorted({t.spec.name for t in mcp} & set(registry.tools))
+    if clash:
+        raise ValueError(f"MCP tool {clash[0]!r} has the name of another tool")
+    return ToolRegistry.of([*registry.tools.values(), *mcp])
+
+
+async def run_cloud_worker(
+    settings: Settings,
+    stop: asyncio.Event | None = None,
+    *,
+    mcp_servers: Sequence[McpServer] = (),
+) -> None:
+    """Serve workflows and cloud activities until SIGINT/SIGTERM (or `stop` is set).
+
+    `mcp_servers`: their tools join the built-in ones (device-local ones excepted); the
+    servers are connected and listed before the worker polls, and closed after it stops."""
     provider = build_provider(settings.model)
     try:
-        async with open_resources(settings.database, settings.s3) as res:
+        async with (
+            open_resources(settings.database, settings.s3) as res,
+            McpToolsets(mcp_servers) as toolsets,
+        ):
             await res.store.ensure_bucket()
             # Oversized payloads go to the artifact store instead of failing the workflow.
             client = await connect_client(data_converter=data_converter_with_offload(res.store))
             recorder, tracer_provider = recorder_for(settings.telemetry, res)
-            acts = cloud_activities(settings, res, provider, default_registry(), recorder=recorder)
+            registry = with_mcp(default_registry(), toolsets)
+            acts = cloud_activities(settings, res, provider, registry, recorder=recorder)
             worker = build_cloud_worker(
                 client,
                 acts,

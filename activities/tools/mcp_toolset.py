@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 from mcp import ClientSession, McpError, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 
 from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput, TransientToolError
 from activities.tools.mcp_servers import McpServer, McpStdio, check_unique
@@ -118,13 +118,24 @@ class _Connection:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-def _transport(server: McpServer) -> Any:
+@asynccontextmanager
+async def _transport(server: McpServer) -> AsyncIterator[tuple[Any, Any]]:
+    """The read and write streams of a new connection to `server`."""
     if isinstance(server, McpStdio):
         params = StdioServerParameters(
             command=server.command, args=list(server.args), env=dict(server.env), cwd=server.cwd
         )
-        return stdio_client(params)
-    return streamablehttp_client(server.url, headers=dict(server.headers) or None)
+        async with stdio_client(params) as (read, write):
+            yield read, write
+        return
+    # Our own client, so that the declaration's headers go with every request; the SDK's
+    # transport follows redirects only within the server's origin.
+    timeout = httpx.Timeout(CONNECT_TIMEOUT_SECONDS, read=server.call_timeout_seconds)
+    async with (
+        httpx.AsyncClient(headers=dict(server.headers), timeout=timeout) as http,
+        streamable_http_client(server.url, http_client=http) as (read, write, _),
+    ):
+        yield read, write
 
 
 def _transport_failure(exc: BaseException) -> bool:
