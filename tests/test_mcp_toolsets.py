@@ -23,6 +23,7 @@ from tests.support.helpers import items_of, s3_sha256, start, wait_for_pending
 from tests.support.mcp import recorded, toolbox_http, toolbox_stdio
 from workers import tasks
 from workers.resources import Resources
+from workflows.policies import TOOL_RETRY
 
 
 @asynccontextmanager
@@ -134,3 +135,36 @@ async def test_an_mcp_is_error_result_reaches_the_model_as_an_error_and_the_run_
     assert len(recorded(record, "refuse")) == 1
     seen = "\n".join(m.content for m in provider.requests[-1].messages if m.role == "tool")
     assert "refused: no budget" in seen
+
+
+async def test_a_server_that_dies_mid_call_is_retried_on_a_new_one_then_an_error_result(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tmp_path: Path,
+    tenant: str,
+) -> None:
+    """Every attempt's server exits mid-call: each retry spawns a new one (same key), the
+    call ends as an error result in our words, and the next call works again."""
+    record = tmp_path / "record.jsonl"
+    script = [_call("box__crash"), _call("box__echo", text="after"), {"text": "done"}]
+    servers: list[McpServer] = [toolbox_stdio("box", record)]
+    async with _mcp_worker(agent_worker, servers, script, workspace) as (queue, _):
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        await handle.result()
+        history = await handle.fetch_history()
+    results = _results(await items_of(resources, tenant, session_id))
+    crash = results["box__crash"]
+    assert crash.data["error_type"] == "ToolFailed"
+    crashes = recorded(record, "crash")
+    assert len(crashes) == TOOL_RETRY.maximum_attempts
+    assert {c["key"] for c in crashes} == {crash.idempotency_key}
+    assert "error_type" not in results["box__echo"].data
+    # What history says of the failures is our fixed words.
+    failures = [
+        e.activity_task_failed_event_attributes.failure.message
+        for e in history.events
+        if e.HasField("activity_task_failed_event_attributes")
+    ]
+    assert set(failures) == {"MCP server box unreachable (McpError)"}
