@@ -60,7 +60,7 @@ async def test_stdio_and_http_mcp_results_commit_verified_with_the_key_in_meta(
         {"text": "done"},
     ]
     with toolbox_http("web", record, tmp_path / "http.log") as web:
-        servers = [toolbox_stdio("box", record), web]
+        servers: list[McpServer] = [toolbox_stdio("box", record), web]
         async with _mcp_worker(agent_worker, servers, script, workspace) as (queue, _):
             session_id, handle = await start(client, resources, queue, tenant=tenant)
             await handle.result()
