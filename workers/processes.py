@@ -7,6 +7,7 @@ import logging
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -94,22 +95,34 @@ async def run_cloud_worker(
         await provider.aclose()
 
 
-async def run_device_worker(settings: Settings, device_id: str, workspace: Path) -> None:
+async def run_device_worker(
+    settings: Settings,
+    device_id: str,
+    workspace: Path,
+    *,
+    mcp_servers: Sequence[McpServer] = (),
+) -> None:
     """Serve this device's tools on its own task queue until SIGINT/SIGTERM.
 
     `workspace` must be an absolute path: device tools are confined to it. The device is
     registered (tenant AGENT_TENANT_ID) before it serves and heartbeats while it runs, so
     `agentctl devices` and the device_online activity can tell whether it is there.
+    `mcp_servers`: the device-local ones among them are spawned here; their tools are
+    served too, and their specs registered for the cloud to offer (mcp_device.py).
     """
     validate_device_id(device_id)  # before any connection: the id names a task queue
-    registry = default_registry()
-    served = sorted(name for name in registry.tools if name not in WORKFLOW_TOOLS)
     tenant = settings.agent.tenant_id
-    async with open_resources(settings.database, settings.s3) as res:
+    async with (
+        McpToolsets(mcp_servers, device=True) as toolsets,
+        open_resources(settings.database, settings.s3) as res,
+    ):
+        registry = with_mcp(default_registry(), toolsets)
+        served = sorted(name for name in registry.tools if name not in WORKFLOW_TOOLS)
+        specs = [info.record() for info in toolsets.infos()] or None
         client = await connect_client(data_converter=data_converter_with_offload(res.store))
         # Not best-effort: a device that cannot reach AgentState cannot run a tool either.
         async with res.sessions() as db, db.begin():
-            await DeviceRepository(db, tenant).register(device_id, served)
+            await DeviceRepository(db, tenant).register(device_id, served, specs)
         tools = ToolActivities(
             res.sessions,
             res.store,
@@ -118,7 +131,8 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
             max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
             fetch=settings.agent.fetch_policy(),
         )
-        presence = asyncio.create_task(_heartbeat(res.sessions, tenant, device_id, served))
+        beat = _heartbeat(res.sessions, tenant, device_id, served, specs)
+        presence = asyncio.create_task(beat)
         try:
             async with running(build_device_worker(client, tenant, device_id, tools)):
                 logger.info("device worker for %s serving %s", device_id, workspace)
@@ -129,7 +143,11 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
 
 
 async def _heartbeat(
-    sessions: async_sessionmaker[AsyncSession], tenant: str, device_id: str, tools: list[str]
+    sessions: async_sessionmaker[AsyncSession],
+    tenant: str,
+    device_id: str,
+    tools: list[str],
+    specs: list[dict[str, Any]] | None,
 ) -> None:
     """Bump last_seen_at every DEVICE_HEARTBEAT_SECONDS until cancelled.
 
@@ -144,6 +162,6 @@ async def _heartbeat(
                 async with sessions() as db, db.begin():
                     repo = DeviceRepository(db, tenant)
                     if not await repo.heartbeat(device_id):
-                        await repo.register(device_id, tools)
+                        await repo.register(device_id, tools, specs)
         except Exception:  # any failure of one beat is survivable; the next may succeed
             logger.warning("device %s heartbeat failed; retrying", device_id, exc_info=True)

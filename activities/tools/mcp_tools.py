@@ -55,6 +55,16 @@ class McpToolInfo:
         """Approval-policy keys that apply to this tool, most specific first."""
         return (f"{self.server}.{self.mcp_name}", f"{self.server}.*")
 
+    def record(self) -> dict[str, Any]:
+        """What a device registers of this tool in AgentState (devices.tool_specs)."""
+        return {
+            "server": self.server,
+            "mcp_name": self.mcp_name,
+            "description": self.spec.description,
+            "parameters": self.spec.parameters,
+            "effect": self.effect,
+        }
+
 
 def model_name(server: str, tool: str) -> str:
     """`server__tool`, with characters a model API refuses replaced by '_'; a name over 64
