@@ -147,7 +147,7 @@ async def _heartbeat(
     tenant: str,
     device_id: str,
     tools: list[str],
-    specs: list[dict[str, Any]] | None,
+    specs: list[dict[str, Any]] | None = None,
 ) -> None:
     """Bump last_seen_at every DEVICE_HEARTBEAT_SECONDS until cancelled.
 
