@@ -3,7 +3,7 @@
     python -m tests.mcp_servers.toolbox stdio
     python -m tests.mcp_servers.toolbox http PORT
 
-Every call appends {"tool", "key", "args"} to the JSON-lines file named by $MCP_RECORD,
+Every call appends {"tool", "key", "args", "pid"} to the JSON-lines file $MCP_RECORD,
 `key` being the idempotency key the client sent in the request's `_meta`, so a test sees
 what the server received (and how often) from outside the worker.
 """
@@ -42,7 +42,8 @@ def _record(tool: str, ctx: Context[Any, Any, Any], args: dict[str, Any]) -> int
             entry = json.loads(line)
             before += entry["tool"] == tool and entry["args"] == args
     with path.open("a") as out:
-        out.write(json.dumps({"tool": tool, "key": key, "args": args}) + "\n")
+        entry = {"tool": tool, "key": key, "args": args, "pid": os.getpid()}
+        out.write(json.dumps(entry) + "\n")
     return before
 
 

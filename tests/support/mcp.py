@@ -26,7 +26,7 @@ def toolbox_stdio(name: str, record: Path, **decl: Any) -> McpStdio:
     return McpStdio(name, sys.executable, ("-m", SERVER_MODULE), env=env, **decl)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -34,10 +34,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def toolbox_http(name: str, record: Path, log: Path) -> Iterator[McpHttp]:
-    """The toolbox as a streamable-HTTP server in a process of its own on a loopback port,
-    for as long as the block runs."""
-    port = _free_port()
+def toolbox_http(name: str, record: Path, log: Path, port: int | None = None) -> Iterator[McpHttp]:
+    """The toolbox as a streamable-HTTP server in a process of its own on a loopback port
+    (`port`, or a free one), for as long as the block runs."""
+    port = port or free_port()
     env = {**os.environ, "MCP_RECORD": str(record), "PYTHONPATH": str(REPO)}
     with log.open("ab") as out:
         proc = subprocess.Popen(
