@@ -83,3 +83,17 @@ async def test_a_server_that_cannot_be_reached_at_start_fails_it_naming_the_serv
     toolsets = McpToolsets([McpHttp("nowhere", f"http://127.0.0.1:{free_port()}/mcp")])
     with pytest.raises(McpListingError, match="'nowhere': could not list its tools"):
         await toolsets.start()
+
+
+async def test_a_call_past_its_timeout_is_transient_and_the_session_serves_on(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "record.jsonl"
+    server = toolbox_stdio("box", record, call_timeout_seconds=1)
+    async with McpToolsets([server]) as toolsets:
+        tools = _by_name(toolsets)
+        with pytest.raises(TransientToolError, match=r"^MCP server box timed out"):
+            await tools["box__block"].fn(_ctx("k1"), {"token": "slow"})
+        await tools["box__echo"].fn(_ctx("k2"), {"text": "still here"})
+    # One server process: a slow call does not cost the other calls their session.
+    assert len({c["pid"] for c in recorded(record)}) == 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from activities.tools.base import EFFECTS, Effect
@@ -109,10 +108,3 @@ def check_unique(servers: tuple[McpServer, ...] | list[McpServer]) -> None:
         if server.name in seen:
             raise ValueError(f"two MCP servers are named {server.name!r}")
         seen.add(server.name)
-
-
-def describe(server: McpServer) -> dict[str, Any]:
-    """What a log line or listing may show of a server: never env values or headers."""
-    if isinstance(server, McpStdio):
-        return {"name": server.name, "transport": "stdio", "command": server.command}
-    return {"name": server.name, "transport": "http", "host": urlsplit(server.url).hostname}

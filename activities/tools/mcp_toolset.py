@@ -44,8 +44,11 @@ _MAX_LIST_PAGES = 16
 # How long closing one server may take (stdio: stdin closed, then SIGTERM, then SIGKILL).
 _CLOSE_TIMEOUT_SECONDS = 10.0
 # JSON-RPC error codes that mean the session, not the call, is gone: closed connection,
-# an HTTP server that forgot our session (restarted), a request timeout.
-_SESSION_GONE = {types.CONNECTION_CLOSED, 32600, 408}
+# an HTTP server that forgot our session (restarted).
+_SESSION_GONE = {types.CONNECTION_CLOSED, 32600}
+# The SDK's code for a call that outlived its read timeout: worth retrying, but the session
+# may be serving other calls, so it is kept.
+_TIMED_OUT = 408
 
 
 class _Connection:
@@ -141,7 +144,7 @@ async def _transport(server: McpServer) -> AsyncIterator[tuple[Any, Any]]:
 def _transport_failure(exc: BaseException) -> bool:
     """Whether `exc` says the connection is broken (retry on a new one), not the call."""
     if isinstance(exc, McpError):
-        return exc.error.code in _SESSION_GONE
+        return exc.error.code in _SESSION_GONE or exc.error.code == _TIMED_OUT
     transport = (ConnectionError, OSError, TimeoutError, httpx.HTTPError, EOFError)
     if isinstance(exc, transport):
         return True
@@ -188,12 +191,14 @@ class _Server:
         except Exception as exc:
             if not _transport_failure(exc):
                 raise _call_error(self.decl.name, exc) from None
-            if conn is not None:
+            timed_out = isinstance(exc, McpError) and exc.error.code == _TIMED_OUT
+            if conn is not None and not timed_out:
                 await conn.close()  # the next attempt connects afresh
             logger.warning("MCP server %s: call failed (%s)", self.decl.name, type(exc).__name__)
             # Fixed words: this message is recorded in workflow history.
+            what = "timed out" if timed_out else "unreachable"
             raise TransientToolError(
-                f"MCP server {self.decl.name} unreachable ({type(exc).__name__})"
+                f"MCP server {self.decl.name} {what} ({type(exc).__name__})"
             ) from None
         return output_of(self.decl.name, result)
 
