@@ -10,11 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from activities.context import ContextBudget
+from activities.model_context import config_of
 from activities.tools.base import Tool, ToolContext, TransientToolError
 from activities.tools.mcp_servers import McpHttp
 from activities.tools.mcp_tools import McpListingError
 from activities.tools.mcp_toolset import McpToolsets
+from storage.context_configs import ContextConfigRepository
 from tests.support.mcp import free_port, recorded, toolbox_http, toolbox_stdio
+from workers.resources import Resources
 
 
 def _ctx(key: str) -> ToolContext:
@@ -97,3 +101,19 @@ async def test_a_call_past_its_timeout_is_transient_and_the_session_serves_on(
         await tools["box__echo"].fn(_ctx("k2"), {"text": "still here"})
     # One server process: a slow call does not cost the other calls their session.
     assert len({c["pid"] for c in recorded(record)}) == 1
+
+
+async def test_a_server_deployed_with_other_tools_changes_the_recorded_turn_config(
+    resources: Resources, tmp_path: Path, tenant: str
+) -> None:
+    """Tools are listed when a worker starts; their specs join the context config a turn
+    records, so a worker started against a changed server records a new config."""
+    ids = []
+    for doc in ("Echo, v1.", "Echo, v2.", "Echo, v1."):
+        server = toolbox_stdio("box", tmp_path / "r.jsonl", env={"TOOLBOX_ECHO_DOC": doc})
+        async with McpToolsets([server]) as toolsets:
+            specs = [t.spec for t in toolsets.tools()]
+        config = config_of("scripted", "m", "You help.", specs, ContextBudget())
+        async with resources.sessions() as db, db.begin():
+            ids.append(await ContextConfigRepository(db, tenant).record(config))
+    assert ids[0] == ids[2] != ids[1]

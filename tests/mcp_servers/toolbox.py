@@ -47,7 +47,11 @@ def _record(tool: str, ctx: Context[Any, Any, Any], args: dict[str, Any]) -> int
     return before
 
 
-@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+# A deploy that changes a tool: $TOOLBOX_ECHO_DOC replaces echo's description.
+@mcp.tool(
+    description=os.environ.get("TOOLBOX_ECHO_DOC") or None,
+    annotations=ToolAnnotations(readOnlyHint=True),
+)
 def echo(text: str, ctx: Context[Any, Any, Any]) -> str:
     """Return the text unchanged."""
     _record("echo", ctx, {"text": text})

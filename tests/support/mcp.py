@@ -20,9 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 SERVER_MODULE = "tests.mcp_servers.toolbox"
 
 
-def toolbox_stdio(name: str, record: Path, **decl: Any) -> McpStdio:
+def toolbox_stdio(
+    name: str, record: Path, env: dict[str, str] | None = None, **decl: Any
+) -> McpStdio:
     """The toolbox as a stdio server the worker spawns, recording into `record`."""
-    env = {"MCP_RECORD": str(record), "PYTHONPATH": str(REPO)}
+    env = {"MCP_RECORD": str(record), "PYTHONPATH": str(REPO), **(env or {})}
     return McpStdio(name, sys.executable, ("-m", SERVER_MODULE), env=env, **decl)
 
 
