@@ -59,6 +59,8 @@ class _Connection:
         self._server = server
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        # A failed connect nobody asked for again is not worth an asyncio warning.
+        self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{server.name}")
 
     @property
