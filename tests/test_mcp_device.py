@@ -14,7 +14,7 @@ from temporalio.client import Client
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.base import ToolRegistry
 from activities.tools.builtin import default_registry
-from activities.tools.mcp_device import device_mcp_tools
+from activities.tools.mcp_device import registered_device_tools
 from storage.devices import DeviceRepository
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, s3_sha256, start
@@ -46,7 +46,7 @@ async def test_device_local_mcp_tool_runs_on_the_device_from_specs_it_registered
         assert row is not None and "dev__echo" in row.tools
         assert "cloudbox__echo" not in row.tools  # not device-local: not the device's
         # The cloud's registry: built-ins plus stand-ins from what the device registered.
-        stand_ins = device_mcp_tools(row.tool_specs)
+        stand_ins = await registered_device_tools(resources.sessions, tenant, device_id)
         assert {t.spec.name for t in stand_ins} >= {"dev__echo", "dev__make_report"}
         registry = ToolRegistry.of([*default_registry().tools.values(), *stand_ins])
         script = [
@@ -64,6 +64,9 @@ async def test_device_local_mcp_tool_runs_on_the_device_from_specs_it_registered
                 device_tools=["dev__echo"],
             )
             await handle.result()
+            # A task not started on the device: the cloud never runs the server itself.
+            elsewhere, handle = await start(client, resources, queue, tenant=tenant)
+            await handle.result()
     finally:
         device.stop()
     (result,) = [
@@ -74,3 +77,7 @@ async def test_device_local_mcp_tool_runs_on_the_device_from_specs_it_registered
     assert await s3_sha256(resources, result.data["artifact"]["key"]) == sha
     # The server the device spawned ran it, under the call's key.
     assert [(c["tool"], c["key"]) for c in recorded(record)] == [("echo", result.idempotency_key)]
+    (refused,) = [
+        i for i in await items_of(resources, tenant, elsewhere) if i.kind == "tool_result"
+    ]
+    assert refused.data["error_type"] == "DeviceOnly"

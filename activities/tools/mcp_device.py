@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from mcp import types
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from activities.tools.mcp_servers import McpStdio
 from activities.tools.mcp_tools import McpListingError, McpToolInfo, tool_infos
+from storage.devices import DeviceRepository
 
 
 def _infos(records: list[dict[str, Any]]) -> list[McpToolInfo]:
@@ -50,6 +52,15 @@ def _infos(records: list[dict[str, Any]]) -> list[McpToolInfo]:
 def device_mcp_tools(records: list[dict[str, Any]] | None) -> list[Tool]:
     """Cloud stand-ins for the MCP tools a device registered (DeviceRow.tool_specs)."""
     return [_stand_in(info) for info in _infos(list(records or []))]
+
+
+async def registered_device_tools(
+    sessions: async_sessionmaker[AsyncSession], tenant_id: str, device_id: str
+) -> list[Tool]:
+    """Stand-ins for the MCP tools the tenant's device serves; none if it never registered."""
+    async with sessions() as db:
+        row = await DeviceRepository(db, tenant_id).get(device_id)
+    return device_mcp_tools(row.tool_specs if row is not None else None)
 
 
 def _stand_in(info: McpToolInfo) -> Tool:

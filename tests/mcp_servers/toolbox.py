@@ -79,7 +79,9 @@ def picture(ctx: Context[Any, Any, Any]) -> Image:
     return Image(data=PNG, format="png")
 
 
-@mcp.tool()
+# Idempotent under its key (both below): a retry of an interrupted call may run it again,
+# which is what the crash and SIGKILL tests watch for; an effectful tool is not re-run.
+@mcp.tool(annotations=ToolAnnotations(idempotentHint=True))
 def crash(ctx: Context[Any, Any, Any]) -> str:
     """The server process dies mid-call, every time."""
     _record("crash", ctx, {})
@@ -87,7 +89,7 @@ def crash(ctx: Context[Any, Any, Any]) -> str:
     os._exit(3)
 
 
-@mcp.tool()
+@mcp.tool(annotations=ToolAnnotations(idempotentHint=True))
 async def block(token: str, ctx: Context[Any, Any, Any]) -> str:
     """The first call of a token blocks (until its client is killed); later ones return."""
     if _record("block", ctx, {"token": token}) == 0:
