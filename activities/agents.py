@@ -13,11 +13,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from activities.approval_policy import PolicyError
 from activities.approval_policy import validate as validate_policy
 from activities.tools.base import Tool
+from activities.tools.mcp_servers import McpServer, identity_of
 
 # The agent the worker's settings describe (AGENT_SYSTEM_PROMPT, the built-in tools): what a
 # task runs when it names none, and what every session recorded before agents runs.
@@ -29,17 +30,6 @@ ProviderName = Literal["openai", "anthropic", "offline", "scripted"]
 
 class AgentDefinitionError(ValueError):
     """An agent definition that cannot be served, with the reason."""
-
-
-class Toolset(Protocol):
-    """A declared source of tools (an MCP server): named, with an identity to fingerprint."""
-
-    @property
-    def name(self) -> str: ...
-
-    def identity(self) -> dict[str, Any]:
-        """What tells two declarations apart, without secrets (no env values, no headers)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +75,7 @@ class Agent:
     name: str
     instructions: str
     tools: Sequence[Tool] = ()
-    toolsets: Sequence[Toolset] = ()
+    toolsets: Sequence[McpServer] = ()
     model: ModelChoice = field(default_factory=ModelChoice)
     approvals: Mapping[str, str] = field(default_factory=dict)
     device_tools: Sequence[str] = ()
@@ -120,7 +110,7 @@ class Agent:
             "instructions": self.instructions,
             "model": asdict(self.model),
             "tools": [_tool_identity(t) for t in self.tools],
-            "toolsets": [{"name": s.name, **s.identity()} for s in self.toolsets],
+            "toolsets": [identity_of(s) for s in self.toolsets],
             "toolset_tools": list(tool_specs),
             "approvals": dict(sorted(self.approvals.items())),
             "device_tools": sorted(self.device_tools),

@@ -18,6 +18,7 @@ argument itself is bounded by the tool-argument limit (AGENT_MAX_TOOL_ARGUMENT_B
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from activities.linear_regex import RegexRefused, compile_linear
@@ -54,6 +55,18 @@ def validate(policy: str) -> str:
         f"unknown approval policy {policy[:80]!r}; use never, always, outside:DIR or "
         "match:ARG:REGEX"
     )
+
+
+def policy_for(
+    policies: Mapping[str, str], name: str, aliases: Sequence[str] = (), default: str = "never"
+) -> str:
+    """The policy a call of tool `name` runs under: the one keyed by its model-facing name,
+    else by the first of `aliases` the task names (an MCP tool's `server.tool`, then
+    `server.*`), else `default`."""
+    for key in (name, *aliases):
+        if key in policies:
+            return policies[key]
+    return default
 
 
 def _inside(path: object, directory: str) -> bool:

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
-from activities.approval_policy import needs_approval
+from activities.approval_policy import needs_approval, policy_for
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget
 from activities.context_windows import ContextWindows, Fitted, call_within_window
@@ -264,7 +264,8 @@ class ModelActivities:
                     raise non_retryable("ToolCallNotFound", f"no tool call {call['id']} in session")
                 call_row, decision = thread.call, decision_of(thread.others)
             default = "always" if tool and tool.needs_approval else "never"
-            policy = policies.get(call["name"], default)
+            aliases = tool.policy_names if tool is not None else ()
+            policy = policy_for(policies, call["name"], aliases, default)
             calls.append(
                 ToolCallRef(
                     tool_call_id=call["id"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -38,19 +39,26 @@ class DeviceRepository:
         self._db = db
         self._tenant = tenant_id
 
-    async def register(self, device_id: str, tools: list[str]) -> DeviceRow:
-        """Create the device or replace its tool list; either way it is seen now.
+    async def register(
+        self, device_id: str, tools: list[str], tool_specs: list[dict[str, Any]] | None = None
+    ) -> DeviceRow:
+        """Create the device or replace its tool list (and the specs of its MCP tools);
+        either way it is seen now.
 
         registered_at keeps the first registration, so a restart does not look like a
         new device.
         """
         validate_device_id(device_id)
         values = insert(DeviceRow).values(
-            tenant_id=self._tenant, device_id=device_id, tools=list(tools)
+            tenant_id=self._tenant, device_id=device_id, tools=list(tools), tool_specs=tool_specs
         )
         stmt = values.on_conflict_do_update(
             index_elements=[DeviceRow.tenant_id, DeviceRow.device_id],
-            set_={"tools": values.excluded.tools, "last_seen_at": func.now()},
+            set_={
+                "tools": values.excluded.tools,
+                "tool_specs": values.excluded.tool_specs,
+                "last_seen_at": func.now(),
+            },
         ).returning(DeviceRow)
         # populate_existing: a row already loaded in this unit of work must show the update.
         result = await self._db.scalars(stmt, execution_options={"populate_existing": True})

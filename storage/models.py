@@ -289,6 +289,8 @@ class DeviceRow(Base):
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     device_id: Mapped[str] = mapped_column(Text, primary_key=True)
     tools: Mapped[list[str]] = mapped_column(JSONB)
+    # Specs of the MCP tools its device-local servers list (activities/tools/mcp_device.py).
+    tool_specs: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB, nullable=True)
     registered_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )

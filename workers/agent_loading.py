@@ -18,6 +18,7 @@ from activities.agents import (
 )
 from activities.providers.base import ModelProvider
 from activities.providers.factory import build_provider
+from activities.tools.mcp_servers import McpServer
 from workers.settings import ModelSettings
 from workers.task_options import TaskOptions
 
@@ -84,6 +85,17 @@ class Providers:
     async def aclose(self) -> None:
         for provider in self._others.values():
             await provider.aclose()
+
+
+def servers_of(agents: Sequence[Agent], extra: Sequence[McpServer] = ()) -> list[McpServer]:
+    """Every MCP server `agents` and `extra` declare, once each: a worker connects to a
+    server once however many agents list it. One name must mean one declaration."""
+    by_name: dict[str, McpServer] = {}
+    for server in [*extra, *(s for a in agents for s in a.toolsets)]:
+        known = by_name.setdefault(server.name, server)
+        if known != server:
+            raise AgentLoadError(f"two different MCP servers are named {server.name!r}")
+    return list(by_name.values())
 
 
 def agents_from(spec: str | None, extra: Sequence[Agent] = ()) -> list[Agent]:

@@ -39,11 +39,18 @@ def device(
         Path,
         typer.Option(exists=True, file_okay=False, help="Folder the device tools may touch."),
     ] = Path("."),
+    mcp_servers: Annotated[
+        str | None, typer.Option(help="MODULE:ATTR of MCP servers; device-local ones run here.")
+    ] = None,
 ) -> None:
     """Run this device's worker: device-local tools for tasks started with --device."""
+    from workers.mcp_declarations import load_servers
     from workers.processes import run_device_worker
 
     validate_device_id(device_id)
+    servers = load_servers(mcp_servers) if mcp_servers else []
 
     logging.getLogger().setLevel(logging.INFO)
-    run_async(run_device_worker(get_settings(), device_id, workspace.resolve()))
+    run_async(
+        run_device_worker(get_settings(), device_id, workspace.resolve(), mcp_servers=servers)
+    )

@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from activities.agents import DEFAULT_AGENT, Agent
 from activities.providers.factory import build_provider
 from activities.tool_run import ToolActivities
-from activities.tools.base import ToolRegistry
+from activities.tools.base import Tool, ToolRegistry
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
+from activities.tools.mcp_servers import McpServer
+from activities.tools.mcp_toolset import McpToolsets
 from storage.devices import DeviceRepository, validate_device_id
-from workers.agent_loading import Providers, agents_from
+from workers.agent_loading import Providers, agents_from, servers_of
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.device import build_device_worker
 from workers.payload_offload import data_converter_with_offload
@@ -40,33 +43,56 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
+def with_mcp(registry: ToolRegistry, mcp: Sequence[Tool]) -> ToolRegistry:
+    """`registry` plus MCP tools; a name both have is refused, not shadowed."""
+    clash = sorted({t.spec.name for t in mcp} & set(registry.tools))
+    if clash:
+        raise ValueError(f"MCP tool {clash[0]!r} has the name of another tool")
+    return ToolRegistry.of([*registry.tools.values(), *mcp])
+
+
+def _tools_of(servers: Sequence[McpServer], by_server: Mapping[str, list[Tool]]) -> list[Tool]:
+    return [t for s in servers for t in by_server.get(s.name, [])]
+
+
 async def run_cloud_worker(
     settings: Settings,
     stop: asyncio.Event | None = None,
     agents: Sequence[Agent] = (),
     *,
     ready: asyncio.Event | None = None,
+    mcp_servers: Sequence[McpServer] = (),
 ) -> None:
     """Serve workflows and cloud activities until SIGINT/SIGTERM (or `stop` is set), for
     the default agent, the agents AGENT_DEFINITIONS names and `agents`. `ready` is set
-    once the worker polls its task queue."""
+    once the worker polls its task queue.
+
+    MCP servers, the agents' toolsets and `mcp_servers` (whose tools join the default
+    agent's), are connected and listed once before the worker polls, and closed after it
+    stops; device-local ones are left to their device worker."""
     served = agents_from(settings.agent.definitions, agents)  # refused before connecting
+    servers = servers_of(served, mcp_servers)
     provider = build_provider(settings.model)
     providers = Providers(settings.model, provider)
     try:
-        async with open_resources(settings.database, settings.s3) as res:
+        async with (
+            open_resources(settings.database, settings.s3) as res,
+            McpToolsets(servers) as toolsets,
+        ):
             await res.store.ensure_bucket()
             # Oversized payloads go to the artifact store instead of failing the workflow.
             client = await connect_client(data_converter=data_converter_with_offload(res.store))
             recorder, tracer_provider = recorder_for(settings.telemetry, res)
+            by_server = toolsets.by_server()
             acts = cloud_activities(
                 settings,
                 res,
                 provider,
-                default_registry(),
+                with_mcp(default_registry(), _tools_of(mcp_servers, by_server)),
                 recorder=recorder,
                 agents=served,
                 provider_for=providers.for_choice,
+                toolset_tools=by_server,
             )
             worker = build_cloud_worker(
                 client,
@@ -95,27 +121,43 @@ async def run_cloud_worker(
         await provider.aclose()
 
 
-async def run_device_worker(settings: Settings, device_id: str, workspace: Path) -> None:
+async def run_device_worker(
+    settings: Settings,
+    device_id: str,
+    workspace: Path,
+    *,
+    mcp_servers: Sequence[McpServer] = (),
+) -> None:
     """Serve this device's tools on its own task queue until SIGINT/SIGTERM.
 
     `workspace` must be an absolute path: device tools are confined to it. The device is
     registered (tenant AGENT_TENANT_ID) before it serves and heartbeats while it runs, so
     `agentctl devices` and the device_online activity can tell whether it is there.
+    `mcp_servers`: the device-local ones among them are spawned here; their tools are
+    served too, and their specs registered for the cloud to offer (mcp_device.py).
     """
     validate_device_id(device_id)  # before any connection: the id names a task queue
-    registry = default_registry()
-    # The agents' own tools too: a task of agent X routes X's device tools here.
-    registries = {DEFAULT_AGENT: registry}
-    for agent in agents_from(settings.agent.definitions):
-        registries[agent.name] = ToolRegistry.of(agent.tools)
-    names = {name for r in registries.values() for name in r.tools}
-    served = sorted(names - WORKFLOW_TOOLS)
+    agents = agents_from(settings.agent.definitions)
+    servers = servers_of(agents, mcp_servers)
     tenant = settings.agent.tenant_id
-    async with open_resources(settings.database, settings.s3) as res:
+    async with (
+        McpToolsets(servers, device=True) as toolsets,
+        open_resources(settings.database, settings.s3) as res,
+    ):
+        by_server = toolsets.by_server()
+        registry = with_mcp(default_registry(), _tools_of(mcp_servers, by_server))
+        # The agents' own tools too: a task of agent X routes X's device tools here.
+        registries = {DEFAULT_AGENT: registry}
+        for agent in agents:
+            own = [*agent.tools, *_tools_of(agent.toolsets, by_server)]
+            registries[agent.name] = ToolRegistry.of(own)
+        names = {name for r in registries.values() for name in r.tools}
+        served = sorted(names - WORKFLOW_TOOLS)
+        specs = [info.record() for info in toolsets.infos()] or None
         client = await connect_client(data_converter=data_converter_with_offload(res.store))
         # Not best-effort: a device that cannot reach AgentState cannot run a tool either.
         async with res.sessions() as db, db.begin():
-            await DeviceRepository(db, tenant).register(device_id, served)
+            await DeviceRepository(db, tenant).register(device_id, served, specs)
         tools = ToolActivities(
             res.sessions,
             res.store,
@@ -125,7 +167,8 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
             fetch=settings.agent.fetch_policy(),
             agents=registries,
         )
-        presence = asyncio.create_task(_heartbeat(res.sessions, tenant, device_id, served))
+        beat = _heartbeat(res.sessions, tenant, device_id, served, specs)
+        presence = asyncio.create_task(beat)
         try:
             async with running(build_device_worker(client, tenant, device_id, tools)):
                 logger.info("device worker for %s serving %s", device_id, workspace)
@@ -136,7 +179,11 @@ async def run_device_worker(settings: Settings, device_id: str, workspace: Path)
 
 
 async def _heartbeat(
-    sessions: async_sessionmaker[AsyncSession], tenant: str, device_id: str, tools: list[str]
+    sessions: async_sessionmaker[AsyncSession],
+    tenant: str,
+    device_id: str,
+    tools: list[str],
+    specs: list[dict[str, Any]] | None = None,
 ) -> None:
     """Bump last_seen_at every DEVICE_HEARTBEAT_SECONDS until cancelled.
 
@@ -151,6 +198,6 @@ async def _heartbeat(
                 async with sessions() as db, db.begin():
                     repo = DeviceRepository(db, tenant)
                     if not await repo.heartbeat(device_id):
-                        await repo.register(device_id, tools)
+                        await repo.register(device_id, tools, specs)
         except Exception:  # any failure of one beat is survivable; the next may succeed
             logger.warning("device %s heartbeat failed; retrying", device_id, exc_info=True)

@@ -135,6 +135,9 @@ class Tool:
     needs_approval: bool = False
     effect: Effect = "effectful"
     reconcile: ReconcileFn | None = None
+    # Other keys an approval policy may name this tool by, most specific first (an MCP
+    # tool's `server.tool` and `server.*`); its model-facing name always applies first.
+    policy_names: tuple[str, ...] = ()
 
 
 @dataclass

@@ -1,0 +1,83 @@
+"""A device-local MCP server: the device worker spawns it and serves its tools on the
+device's queue; the cloud offers them from the specs the device registered, never
+running the server itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.base import ToolRegistry
+from activities.tools.builtin import default_registry
+from activities.tools.mcp_device import registered_device_tools
+from storage.devices import DeviceRepository
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, s3_sha256, start
+from tests.support.mcp import REPO, recorded
+from tests.support.processes import DeviceProcess
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+
+
+async def test_device_local_mcp_tool_runs_on_the_device_from_specs_it_registered(
+    client: Client,
+    resources: Resources,
+    migrated: StackEndpoints,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tmp_path: Path,
+    tenant: str,
+) -> None:
+    record = tmp_path / "record.jsonl"
+    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    device = DeviceProcess(migrated, tenant, device_id, workspace, tmp_path / "device.log")
+    device.args += ["--mcp-servers", "tests.support.mcp_device_servers:SERVERS"]
+    device.env.update(MCP_RECORD=str(record), PYTHONPATH=str(REPO))
+    device.start()
+    try:
+        await device.wait_serving(resources)
+        async with resources.sessions() as db:
+            row = await DeviceRepository(db, tenant).get(device_id)
+        assert row is not None and "dev__echo" in row.tools
+        assert "cloudbox__echo" not in row.tools  # not device-local: not the device's
+        # The cloud's registry: built-ins plus stand-ins from what the device registered.
+        stand_ins = await registered_device_tools(resources.sessions, tenant, device_id)
+        assert {t.spec.name for t in stand_ins} >= {"dev__echo", "dev__make_report"}
+        registry = ToolRegistry.of([*default_registry().tools.values(), *stand_ins])
+        script = [
+            {"tool_calls": [{"name": "dev__echo", "arguments": {"text": "on the laptop"}}]},
+            {"text": "done"},
+        ]
+        provider = ScriptedProvider.from_data(script)
+        async with agent_worker(provider, workspace, registry=registry) as queue:
+            session_id, handle = await start(
+                client,
+                resources,
+                queue,
+                tenant=tenant,
+                device_id=device_id,
+                device_tools=["dev__echo"],
+            )
+            await handle.result()
+            # A task not started on the device: the cloud never runs the server itself.
+            elsewhere, handle = await start(client, resources, queue, tenant=tenant)
+            await handle.result()
+    finally:
+        device.stop()
+    (result,) = [
+        i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"
+    ]
+    sha = hashlib.sha256(json.dumps({"result": "echo: on the laptop"}).encode()).hexdigest()
+    assert result.data["artifact"]["sha256"] == sha
+    assert await s3_sha256(resources, result.data["artifact"]["key"]) == sha
+    # The server the device spawned ran it, under the call's key.
+    assert [(c["tool"], c["key"]) for c in recorded(record)] == [("echo", result.idempotency_key)]
+    (refused,) = [
+        i for i in await items_of(resources, tenant, elsewhere) if i.kind == "tool_result"
+    ]
+    assert refused.data["error_type"] == "DeviceOnly"
