@@ -3,15 +3,15 @@
 Replaces write_file's per-workspace `.agent/effects` files; a row is committed as started
 before an effectful call runs and settled with its result.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
