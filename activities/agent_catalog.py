@@ -28,10 +28,25 @@ class AgentRuntime:
     registry: ToolRegistry
     # What a new turn of this agent records (the turn keeps it through a deploy).
     config: ContextConfig
+    # Its device-local MCP servers: their tools come from what the task's device registered.
+    device_servers: frozenset[str] = frozenset()
+    # The tools that run on the task's device (with_device_tools adds them).
+    on_device: frozenset[str] = frozenset()
 
-    @property
-    def approvals(self) -> dict[str, str]:
-        return dict(self.config.agent.get("approvals", {}))
+    def with_device_tools(self, tools: Sequence[Tool]) -> AgentRuntime:
+        """This agent for a task on a device that serves `tools` (its device-local MCP
+        servers' tools, as the device registered them)."""
+        if not tools:
+            return self
+        registry = ToolRegistry.of([*self.registry.tools.values(), *tools])
+        if len(registry.tools) != len(self.registry.tools) + len(tools):
+            raise non_retryable(
+                "DeviceToolClash", f"a device tool of agent {self.name!r} has another tool's name"
+            )
+        schemas = [asdict(t.spec) for t in registry.tools.values()]
+        config = replace(self.config, tool_schemas=schemas)
+        names = frozenset(t.spec.name for t in tools)
+        return replace(self, registry=registry, config=config, on_device=names)
 
 
 def default_runtime(
@@ -73,7 +88,10 @@ def resolve(
     )
     fingerprint = agent.fingerprint([asdict(t.spec) for t in listed])
     identity = {"name": agent.name, "sha256": fingerprint, "approvals": dict(agent.approvals)}
-    return AgentRuntime(agent.name, provider, registry, replace(config, agent=identity))
+    device_servers = frozenset(s.name for s in agent.toolsets if s.device_local)
+    return AgentRuntime(
+        agent.name, provider, registry, replace(config, agent=identity), device_servers
+    )
 
 
 class AgentCatalog:

@@ -29,6 +29,8 @@ from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
+from activities.tools.mcp_device import registered_device_tools
+from activities.tools.mcp_tools import McpListingError
 from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
@@ -97,7 +99,7 @@ class ModelActivities:
         async with outage, storage_errors_are_final(), heartbeating():
             async with self._sessions() as db, db.begin():
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
-                agent = self._agents.get(session.agent_definition)
+                agent = await self._agent_for(inp, session.agent_definition)
                 config_id, config = await turn_config(
                     db, inp.tenant_id, session_id, agent.config, self._configs
                 )
@@ -153,6 +155,22 @@ class ModelActivities:
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
                     return await self._result_of(db, inp, row, agent, config, call_rows)
+
+    async def _agent_for(self, inp: ModelCallInput, name: str) -> AgentRuntime:
+        """The session's agent, with its device-local tools when the task has a device."""
+        agent = self._agents.get(name)
+        if inp.device_id is None or not agent.device_servers:
+            return agent
+        try:
+            served = await registered_device_tools(
+                self._sessions, inp.tenant_id, inp.device_id, agent.device_servers
+            )
+        except McpListingError:
+            # What a device registers is untrusted; our words only (this reaches history).
+            raise non_retryable(
+                "DeviceToolsInvalid", "the device registered MCP tool specs that are refused"
+            ) from None
+        return agent.with_device_tools(served)
 
     def _event(self, inp: ModelCallInput, provider: str, model: str) -> ModelCallEvent:
         return ModelCallEvent(
@@ -276,6 +294,7 @@ class ModelActivities:
                     needs_approval=needs_approval(policy, call_row.data.get("arguments", {})),
                     known=tool is not None,
                     decision=decision,
+                    on_device=call["name"] in agent.on_device,
                 )
             )
         stats = row.data.get("context", {})

@@ -36,6 +36,15 @@ def test_structured_content_is_the_json_result() -> None:
     assert out.content_type == "application/json"
 
 
+def test_a_string_fastmcp_wrapped_as_result_is_stored_as_its_text() -> None:
+    out = output_of("s", _result(_text("ship it"), structuredContent={"result": "ship it"}))
+    assert (out.content, out.content_type) == (b"ship it", "text/plain; charset=utf-8")
+    # Anything more than that wrapper stays the structured JSON.
+    for structured, text in (({"result": "a", "b": 1}, "a"), ({"result": "a"}, "other")):
+        out = output_of("s", _result(_text(text), structuredContent=structured))
+        assert out.content_type == "application/json" and json.loads(out.content) == structured
+
+
 def test_a_lone_image_or_blob_is_stored_as_its_bytes_with_its_mime_type() -> None:
     image = types.ImageContent(type="image", data=PNG64, mimeType="image/png")
     out = output_of("s", _result(image))

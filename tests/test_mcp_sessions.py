@@ -77,7 +77,7 @@ async def test_an_http_server_gone_is_a_transient_failure_and_a_new_session_foll
         assert str(port) not in str(gone.value)
         with toolbox_http("web", record, tmp_path / "b.log", port):
             out = await echo.fn(_ctx("k2"), {"text": "back"})
-        assert json.loads(out.content) == {"result": "echo: back"}
+        assert out.content == b"echo: back"
     finally:
         await toolsets.aclose()
     assert [c["key"] for c in recorded(record)] == ["k2"]
@@ -117,3 +117,16 @@ async def test_a_server_deployed_with_other_tools_changes_the_recorded_turn_conf
         async with resources.sessions() as db, db.begin():
             ids.append(await ContextConfigRepository(db, tenant).record(config))
     assert ids[0] == ids[2] != ids[1]
+
+
+async def test_a_stdio_server_never_gets_the_worker_s_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secrets = ("DATABASE_URL", "S3_SECRET_ACCESS_KEY", "MODEL_API_KEY", "TEMPORAL_API_KEY")
+    for name in secrets:
+        monkeypatch.setenv(name, "secret")
+    async with McpToolsets([toolbox_stdio("box", tmp_path / "r.jsonl")]) as toolsets:
+        out = await _by_name(toolsets)["box__environment_names"].fn(_ctx("k"), {})
+    names = set(json.loads(out.content)["result"])  # FastMCP wraps a list as {"result": ...}
+    assert "MCP_RECORD" in names  # what the declaration gives it does arrive
+    assert not names & set(secrets)

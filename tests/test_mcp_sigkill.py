@@ -87,7 +87,7 @@ async def test_worker_sigkilled_during_an_mcp_call_the_next_finishes_with_the_sa
     results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
     assert len(results) == 1  # committed once
     row = results[0]
-    body = json.dumps({"result": "unblocked t1"}).encode()
+    body = b"unblocked t1"  # a string result is stored as its text
     assert row.data["artifact"]["sha256"] == hashlib.sha256(body).hexdigest()
     assert (
         await s3_sha256(resources, row.data["artifact"]["key"]) == hashlib.sha256(body).hexdigest()

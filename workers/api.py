@@ -31,6 +31,7 @@ from temporalio.client import Client, WorkflowFailureError
 from activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
 from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from activities.tools.builtin import builtin_tools
+from activities.tools.mcp_servers import McpHttp, McpStdio
 from activities.tools.typed import tool
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
@@ -51,6 +52,8 @@ __all__ = [
     "AgentClient",
     "AgentStatus",
     "Limits",
+    "McpHttp",
+    "McpStdio",
     "ModelChoice",
     "PendingApproval",
     "Task",

@@ -191,6 +191,7 @@ class AgentWorkflow:
                 step=step,
                 idempotency_key=self._key(step, "model"),
                 approval_policies=dict(self._inp.approval_policies),
+                device_id=self._inp.device_id,
             ),
             **model_call_options(self._inp),
         )

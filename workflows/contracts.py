@@ -125,6 +125,9 @@ class ModelCallInput:
     step: int
     idempotency_key: str
     approval_policies: dict[str, str] = field(default_factory=dict)
+    # The task's device: the tools of its agent's device-local MCP servers are offered
+    # from what that device registered.
+    device_id: str | None = None
 
 
 @dataclass
@@ -140,6 +143,8 @@ class ToolCallRef:
     # A decision AgentState already holds for this call (a resumed run re-reads a step whose
     # approvals were decided): True approved, False rejected, None never decided.
     decision: bool | None = None
+    # A tool of a device-local MCP server: it runs on the task's device.
+    on_device: bool = False
 
 
 @dataclass

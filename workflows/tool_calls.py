@@ -55,7 +55,8 @@ async def run_tool_call(
     rerun: int = 0,
 ) -> CallEnd:
     """Run `call` under `key` (`rerun`: the n-th approved run after it was in doubt)."""
-    device = inp.device_id if call.name in inp.device_tools else None
+    on_device = call.name in inp.device_tools or call.on_device
+    device = inp.device_id if on_device else None
     away = device is not None and not await _online(inp.tenant_id, device)
     if away:
         await device_away()  # the session shows waiting_device while the call waits

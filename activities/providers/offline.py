@@ -55,7 +55,8 @@ def _named_calls(task: str, tools: list[ToolSpec]) -> list[tuple[str, dict[str, 
         words = shlex.split(task)
     except ValueError:  # an unbalanced quote: take the words as they are
         words = task.split()
-    pairs = dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("="))
+    # "city=Oslo, then ...": the punctuation after a value is the sentence's, not the value's.
+    pairs = dict(w.rstrip(",;.").split("=", 1) for w in words if "=" in w and w[0] != "=")
     named = []
     for spec in tools:
         if spec.name in _SURVEY_TOOLS:

@@ -9,6 +9,7 @@ device's queue (the task names the device and lists the tools among its device t
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from mcp import types
@@ -55,12 +56,19 @@ def device_mcp_tools(records: list[dict[str, Any]] | None) -> list[Tool]:
 
 
 async def registered_device_tools(
-    sessions: async_sessionmaker[AsyncSession], tenant_id: str, device_id: str
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    device_id: str,
+    servers: Collection[str] | None = None,
 ) -> list[Tool]:
-    """Stand-ins for the MCP tools the tenant's device serves; none if it never registered."""
+    """Stand-ins for the MCP tools the tenant's device serves (of `servers` only, when
+    given); none if it never registered."""
     async with sessions() as db:
         row = await DeviceRepository(db, tenant_id).get(device_id)
-    return device_mcp_tools(row.tool_specs if row is not None else None)
+    records = list(row.tool_specs or []) if row is not None else []
+    if servers is not None:
+        records = [r for r in records if isinstance(r, dict) and r.get("server") in servers]
+    return device_mcp_tools(records)
 
 
 def _stand_in(info: McpToolInfo) -> Tool:

@@ -200,11 +200,31 @@ def _text_of(block: types.ContentBlock) -> str:
     return f"[{getattr(block, 'type', 'unknown')} content]"
 
 
+def _wrapped_text(result: types.CallToolResult) -> str | None:
+    """The text of a result that is one string wrapped as {"result": text}, else None."""
+    structured = result.structuredContent
+    if not isinstance(structured, dict) or set(structured) != {"result"}:
+        return None
+    value = structured["result"]
+    blocks = result.content
+    if (
+        not isinstance(value, str)
+        or len(blocks) != 1
+        or not isinstance(blocks[0], types.TextContent)
+    ):
+        return None
+    return value if blocks[0].text == value else None
+
+
 def output_of(server: str, result: types.CallToolResult) -> ToolOutput:
     """A tools/call result as a ToolOutput; an isError result raises ToolError."""
     if result.isError:
         text = "\n".join(_text_of(b) for b in result.content).strip()
         raise ToolError("McpToolError", _bounded(text) or "the tool reported an error")
+    if _wrapped_text(result) is not None:
+        # FastMCP wraps a function's non-object return value as {"result": value} and
+        # repeats it as text: the text is the result, the wrapper an artefact of the SDK.
+        return ToolOutput(str(_wrapped_text(result)).encode(), _TEXT)
     if result.structuredContent is not None:
         # The spec asks servers to repeat structured content as text for old clients:
         # the JSON is the whole result, the text a copy.

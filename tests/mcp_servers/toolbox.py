@@ -47,6 +47,12 @@ def _record(tool: str, ctx: Context[Any, Any, Any], args: dict[str, Any]) -> int
     return before
 
 
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def environment_names() -> list[str]:
+    """The names of the environment variables this server was started with."""
+    return sorted(os.environ)
+
+
 # A deploy that changes a tool: $TOOLBOX_ECHO_DOC replaces echo's description.
 @mcp.tool(
     description=os.environ.get("TOOLBOX_ECHO_DOC") or None,
