@@ -115,7 +115,7 @@ class SessionStateActivities:
                         error_type=EFFECT_IN_DOUBT if inp.rerun else "Rejected",
                         error=not_rerun_text(declined) if inp.rerun else f"the call was {declined}",
                         extra=(
-                            {"effect": EffectState.IN_DOUBT, "rerun": inp.rerun}
+                            {"effect": EffectState.IN_DOUBT, "rerun": inp.rerun, "declined": True}
                             if inp.rerun
                             else {}
                         ),

@@ -25,6 +25,9 @@ from activities.tools.base import (
     ToolOutput,
     TransientToolError,
 )
+from storage.item_kinds import ItemKind
+from storage.items import ItemRepository
+from storage.models import ItemRow
 from storage.tool_effects import SETTLED, EffectState, ToolEffectRepository
 
 EFFECT_IN_DOUBT = "EffectInDoubt"
@@ -54,6 +57,21 @@ RERUN_NOTE = (
     "[An earlier attempt of this call was interrupted and may or may not have taken "
     "effect; a person approved running it again, and this is that run's result.]\n"
 )
+
+
+def awaits_decision(result: ItemRow) -> bool:
+    """A result reported in doubt whose re-run nobody has decided yet."""
+    return result.data.get("effect") == EffectState.IN_DOUBT and not result.data.get("declined")
+
+
+async def latest_settlement(items: ItemRepository, result: ItemRow) -> ItemRow:
+    """For a result in doubt, the call's newest result: a re-run decided since (a resumed
+    run re-reads the step, and the decision stands). Any other result is final as it is."""
+    if result.data.get("effect") != EffectState.IN_DOUBT or result.tool_call_id is None:
+        return result
+    rows = await items.for_tool_call(result.session_id, result.tool_call_id)
+    newest = [r for r in rows if r.kind == ItemKind.TOOL_RESULT and r.ordinal >= result.ordinal]
+    return newest[-1] if newest else result
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from activities.agent_catalog import unknown_agent
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
-from activities.tool_effects import EffectLedger
+from activities.tool_effects import EffectLedger, awaits_decision, latest_settlement
 from activities.tools.args import check_allowed
 from activities.tools.artifact_access import SqlArtifactAccess
 from activities.tools.base import (
@@ -102,7 +102,8 @@ class ToolActivities:
                 items = ItemRepository(db, inp.tenant_id)
                 done = await items.by_key(inp.idempotency_key)
                 if done is not None:
-                    return _outcome_of(done, inp.tenant_id)
+                    latest = await latest_settlement(items, done)
+                    return _outcome_of(latest, inp.tenant_id)
                 args, asked_for = await self._arguments(items, session_id, inp.tool_call_id)
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
@@ -307,5 +308,6 @@ def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
         ordinal=row.ordinal,
         ref=ref,
         error_type=row.data.get("error_type"),
-        in_doubt=row.data.get("effect") == EffectState.IN_DOUBT,
+        in_doubt=awaits_decision(row),
+        rerun=int(row.data.get("rerun", 0)),
     )

@@ -132,3 +132,53 @@ async def test_in_doubt_call_not_approved_keeps_the_in_doubt_result(
     assert "may or may not have taken effect" in message and words in message
     results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
     assert [r.data.get("effect") for r in results] == ["in_doubt", "in_doubt"]
+
+
+async def test_a_resumed_task_keeps_a_re_run_decision_and_asks_nobody_again(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tmp_path: Path,
+    tenant: str,
+) -> None:
+    count = tmp_path / "count"
+    registry = ToolRegistry.of([*builtin_tools(), bump_tool(count)])
+    calls = [
+        {"name": "bump", "arguments": {"label": "once"}},
+        {"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}},
+    ]
+    provider = ScriptedProvider.from_data([{"tool_calls": calls}])
+    sid = uuid.uuid4()
+    await interrupted(resources, tenant, sid)
+    decide = {"sessions": resources.sessions, "tenant_id": tenant}
+    async with agent_worker(provider, workspace, registry=registry) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
+        async with asyncio.timeout(20):
+            while True:  # both calls wait: bump's re-run and write_file's first run
+                if len((await tasks.live_status(client, session_id)).pending_approvals) == 2:
+                    break
+                await asyncio.sleep(0.05)
+        await tasks.reject(client, session_id, "call_0_0", "not twice", "ops", **decide)
+        # Stopped while write_file still waits: the re-run of bump was decided, it was not.
+        await tasks.cancel(client, resources.sessions, tenant, session_id)
+        assert (await asyncio.wait_for(handle.result(), 30)).status == "cancelled"
+
+        resumed = await tasks.resume(client, resources.sessions, tenant, session_id)
+        pending = await wait_for_pending(client, session_id)
+        await asyncio.sleep(1)  # a question about bump would show by now as well
+        live = await tasks.live_status(client, session_id)
+        assert pending == ["call_0_1"]
+        assert [(p.tool_call_id, p.rerun) for p in live.pending_approvals] == [("call_0_1", False)]
+        await tasks.approve(client, session_id, "call_0_1", "ops", **decide)
+        result = await asyncio.wait_for(resumed.result(), 30)
+
+    assert result.status == "completed"
+    assert executions(count) == {}
+    items = await items_of(resources, tenant, session_id)
+    bumps = [i for i in items if i.kind == "tool_result" and i.tool_call_id == "call_0_0"]
+    assert [(r.data.get("effect"), r.data.get("declined")) for r in bumps] == [
+        ("in_doubt", None),
+        ("in_doubt", True),
+    ]
+    assert any("rejected by ops" in m for m in told(provider))

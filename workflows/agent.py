@@ -229,7 +229,7 @@ class AgentWorkflow:
         # In doubt (an interrupted attempt may or may not have acted): run it again only
         # when a person approves, each time under a new key. Only a new outcome field
         # leads here, so recorded histories replay unchanged.
-        rerun = 0
+        rerun = end.rerun  # a resumed run goes on after the re-runs decided before
         while end.in_doubt:
             rerun += 1
             again = f"{key}:rerun{rerun}"

@@ -199,6 +199,9 @@ class ToolOutcome:
     # An effectful call an interrupted attempt may or may not have run: the loop asks a
     # person whether to run it again (the effects contract, DESIGN invariant 8).
     in_doubt: bool = False
+    # The re-run this result comes from (0: the call's first run). A resumed run re-reading
+    # a call in doubt gets the newest result, and goes on from there.
+    rerun: int = 0
 
 
 @dataclass

@@ -42,6 +42,8 @@ class CallEnd:
 
     error: str | None = None
     in_doubt: bool = False
+    # The re-run the result came from (a resumed run continues after it).
+    rerun: int = 0
 
 
 async def run_tool_call(
@@ -78,7 +80,7 @@ async def run_tool_call(
             else None,
             retry_policy=TOOL_RETRY,
         )
-        return CallEnd(in_doubt=outcome.in_doubt)
+        return CallEnd(in_doubt=outcome.in_doubt, rerun=outcome.rerun)
     except ActivityError as err:
         offline = device is not None and isinstance(err.cause, TemporalTimeout)
         message = cause_of(err)
