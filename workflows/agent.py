@@ -7,18 +7,17 @@ lives in AgentState and is assembled inside the call_model activity.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.approval_waits import Waiting
 from workflows.contracts import (
     AgentInput,
     AgentResult,
     AgentStatus,
-    ApprovalRecordInput,
     ApproveInput,
     CancelInput,
     CancelResult,
@@ -53,19 +52,6 @@ MAX_REASON_CHARS = 500
 TENANT_CHECKED_SIGNALS = "tenant-checked-signals"
 
 
-@dataclass
-class _Waiting:
-    name: str
-    step: int
-    approved: bool | None = None
-    decided_by: str = ""
-    reason: str = ""
-    device_id: str | None = None
-    edited_arguments_item_id: str | None = None
-    decision_item_id: str | None = None
-    rerun: int = 0
-
-
 @workflow.defn(name="AgentWorkflow")
 class AgentWorkflow:
     @workflow.init
@@ -78,7 +64,7 @@ class AgentWorkflow:
         self._recorded_overrides = dict(inp.approval_overrides)
         self._step = inp.step
         self._status: str = SessionStatus.RUNNING
-        self._waiting: dict[str, _Waiting] = {}
+        self._waiting: dict[str, Waiting] = {}
         self._decided: set[str] = set()
         self._received = inp.received_messages
         self._seen = inp.seen_messages
@@ -259,7 +245,7 @@ class AgentWorkflow:
             await self._set_status(SessionStatus.RUNNING)
 
     async def _approved(self, step: int, call: ToolCallRef, key: str, rerun: int = 0) -> bool:
-        waiting = _Waiting(call.name, step, rerun=rerun)
+        waiting = Waiting(call.name, step, rerun=rerun)
         # A re-run is decided by the call's id again, even if its first run was approved.
         self._decided.discard(call.tool_call_id)
         self._waiting[call.tool_call_id] = waiting
@@ -276,23 +262,8 @@ class AgentWorkflow:
         finally:
             del self._waiting[call.tool_call_id]
             self._decided.add(call.tool_call_id)
-        await self._state(
-            SessionStateActivities.record_approval,
-            ApprovalRecordInput(
-                session_id=self._inp.session_id,
-                tenant_id=self._inp.tenant_id,
-                step=step,
-                tool_call_id=call.tool_call_id,
-                approved=bool(waiting.approved),
-                decided_by=waiting.decided_by,
-                reason=waiting.reason,
-                idempotency_key=key,
-                device_id=waiting.device_id,
-                edited_arguments_item_id=waiting.edited_arguments_item_id,
-                decision_item_id=waiting.decision_item_id,
-                rerun=rerun,
-            ),
-        )
+        record = waiting.record(self._inp, call.tool_call_id, key)
+        await self._state(SessionStateActivities.record_approval, record)
         if not self._waiting and self._status == SessionStatus.RUNNING:
             await self._set_status(SessionStatus.RUNNING)
         return bool(waiting.approved)
