@@ -35,7 +35,9 @@ def api_env(cli_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> I
     get_settings.cache_clear()
 
 
-async def test_start_await_the_answer_and_approve_through_the_api(api_env: None) -> None:
+async def test_start_await_the_answer_and_approve_through_the_api(
+    api_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     plain = Agent(name="weather", instructions="Forecast.", tools=[forecast])
     careful = Agent(
         name="careful",
@@ -67,6 +69,10 @@ async def test_start_await_the_answer_and_approve_through_the_api(api_env: None)
         # Any device reads the same task by its id.
         again = await client.task(task.session_id).result()
         assert again.answer == done.answer
+    # agentctl shows which agent the session runs and the definition its turn recorded.
+    code, out, _ = await agentctl(capsys, "show", task.session_id)
+    assert code == 0 and "agent weather" in out
+    assert f"weather {plain.fingerprint()[:12]}" in out
 
 
 async def test_a_failed_task_s_result_says_why(api_env: None) -> None:

@@ -106,6 +106,13 @@ def _tree(view: SessionView) -> Tree:
     return top
 
 
+def _agent_of(c: ContextConfigRow | None) -> str:
+    """The agent a turn's config was recorded for: its name and fingerprint prefix."""
+    if c is None or not c.agent:
+        return "-"
+    return f"{c.agent.get('name', '?')} {str(c.agent.get('sha256', ''))[:12]}"
+
+
 def agent_label(s: SessionRow) -> str:
     """The agent definition a session runs, and a sub-agent's own name after a slash."""
     if s.agent_name in ("agent", s.agent_definition):
@@ -126,7 +133,8 @@ def render_view(view: SessionView) -> RenderableType:
     if len(view.tree) > 1:
         parts.append(_tree(view))
     turns = Table(title="turns")
-    for col in ("turn", "from #", "provider", "model", "prompt", "tools", "context tokens"):
+    columns = ("turn", "from #", "agent", "provider", "model", "prompt", "tools", "context tokens")
+    for col in columns:
         turns.add_column(col, no_wrap=True)
     for t in view.turns:
         c: ContextConfigRow | None = (
@@ -135,6 +143,7 @@ def render_view(view: SessionView) -> RenderableType:
         turns.add_row(
             str(t.turn_no),
             str(t.first_ordinal),
+            _agent_of(c),
             c.provider if c else "-",
             c.model if c else "-",
             c.system_prompt_sha256[:12] if c else "-",
