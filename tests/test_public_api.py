@@ -145,3 +145,15 @@ async def test_agentctl_start_refuses_an_agent_the_definitions_lack_before_commi
         assert await SessionRepository(db, tenant).recent() == []  # nothing committed
     code, _, err = await agentctl(capsys, "worker", "--agents", "nocolon")
     assert code == 1 and "expected module:ATTR" in err
+
+
+async def test_a_worker_serves_the_agents_agent_definitions_names(
+    api_env: None, agents_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_DEFINITIONS", f"{agents_module}:AGENTS")
+    get_settings.cache_clear()
+    async with serve(), connect() as client:
+        served = await (await client.start("two", "hello")).result()
+        missing = await (await client.start("three", "hello")).result()
+    assert served.status == "completed"
+    assert missing.status == "failed" and "it serves: default, one, two" in (missing.error or "")
