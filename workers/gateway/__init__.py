@@ -1,0 +1,1 @@
+"""The gateway: the authenticated front door (REST, Server-Sent Events) to tasks."""

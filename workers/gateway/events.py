@@ -1,0 +1,113 @@
+"""A session's live events for Server-Sent Events: each committed item in ordinal order as it
+commits (its ordinal is the event id, so `Last-Event-ID` resumes with nothing lost and
+nothing repeated), each change of status, and the end.
+
+Woken by storage.session_events (LISTEN/NOTIFY), never a poll per client: a follower
+reads AgentState after its cursor when woken, and once every `recheck_seconds` besides, so a
+missed notification (a lost LISTEN connection) only delays an event, never drops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from storage.artifacts import ArtifactStore
+from storage.models import ItemRow, SessionRow
+from storage.session_events import EventHub
+from storage.session_status import TERMINAL_STATUSES
+from workers import tasks
+from workers.wait_status import wait_line
+
+# Items read per query while catching up.
+PAGE = 200
+RECHECK_SECONDS = 15.0
+
+
+def item_data(row: ItemRow) -> dict[str, Any]:
+    """What a client is told of a committed item: the AgentState text (a tool result's is
+    its ≤500-character preview; the full result is its artifact) and refs, no raw data."""
+    artifact = row.data.get("artifact") or {}
+    return {
+        "id": str(row.id),
+        "ordinal": row.ordinal,
+        "kind": row.kind,
+        "role": row.role,
+        "text": row.text,
+        "tool_name": row.tool_name,
+        "tool_call_id": row.tool_call_id,
+        "error_type": row.data.get("error_type"),
+        "artifact": {
+            "artifact_id": str(row.artifact_id),
+            "sha256": artifact.get("sha256"),
+            "size_bytes": artifact.get("size_bytes"),
+            "content_type": artifact.get("content_type"),
+        }
+        if row.artifact_id is not None
+        else None,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+    }
+
+
+def status_data(session: SessionRow) -> dict[str, Any]:
+    return {"status": session.status, "detail": wait_line(session)}
+
+
+def cursor_of(last_event_id: str | None, after: int) -> int:
+    """Where a stream starts: after `Last-Event-ID` when the client reconnects, else `after`."""
+    if last_event_id is None or not last_event_id.strip():
+        return after
+    try:
+        cursor = int(last_event_id)
+    except ValueError:
+        raise ValueError(f"Last-Event-ID {last_event_id[:40]!r} is not an item ordinal") from None
+    if cursor < 0:
+        raise ValueError("Last-Event-ID must not be negative")
+    return cursor
+
+
+async def session_events(
+    hub: EventHub,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    after: int = 0,
+    *,
+    store: ArtifactStore | None = None,
+    recheck_seconds: float = RECHECK_SECONDS,
+) -> AsyncIterator[dict[str, Any]]:
+    """SSE events (dicts for sse-starlette) for one session until it ends. The session must
+    belong to `tenant_id` (SessionNotFound otherwise, before anything is sent); `store`
+    brings an archived session back to read it."""
+    # Exists and is this tenant's: checked before the first event.
+    await tasks.read_session(sessions, tenant_id, session_id, limit=0, store=store)
+    cursor, shown = after, None
+    with hub.follow(tenant_id, session_id) as woken:
+        while True:
+            session, items = await tasks.read_session(
+                sessions, tenant_id, session_id, after=cursor, limit=PAGE, store=store
+            )
+            for item in items:
+                cursor = item.ordinal
+                yield {"id": str(item.ordinal), "event": "item", "data": _json(item_data(item))}
+            status = status_data(session)
+            if status != shown:
+                shown = status
+                yield {"event": "status", "data": _json(status)}
+            if len(items) == PAGE:
+                continue  # catching up
+            if session.status in TERMINAL_STATUSES:
+                yield {"event": "end", "data": _json({"status": session.status})}
+                return
+            # Read again after a while anyway: a lost notification costs a delay, not an event.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.get(), recheck_seconds)
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
