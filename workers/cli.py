@@ -17,7 +17,6 @@ from activities.agents import DEFAULT_AGENT
 from storage.db import migrate
 from storage.devices import validate_device_id
 from storage.item_kinds import ItemKind
-from storage.models import SessionRow
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
@@ -25,6 +24,7 @@ from workers.agent_loading import task_options_for
 from workers.cli_archive import archive_app
 from workers.cli_artifacts import artifacts_app
 from workers.cli_common import (
+    After,
     Tenant,
     console,
     run_async,
@@ -40,8 +40,8 @@ from workers.cli_errors import report
 from workers.cli_gc import gc_app
 from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
+from workers.cli_watch import watch_cmd
 from workers.cli_workers import device, worker
-from workers.render import print_item
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
@@ -62,11 +62,10 @@ app.command("devices")(devices)
 app.command("resume")(resume)
 app.command("worker")(worker)
 app.command("device")(device)
+app.command("watch")(watch_cmd)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
-MAX_ORDINAL = 2**63 - 1
 MAX_PAGE = 1000
-After = Annotated[int, typer.Option(min=0, max=MAX_ORDINAL, help="Start after this item ordinal.")]
 
 
 @app.command()
@@ -271,31 +270,6 @@ def status(session: str, tenant: Tenant = None) -> None:
             console.print(f"  waiting for {what}: {p.tool_call_id} {p.name}({shown})")
         if live.last_error:
             console.print(f"  last error: {live.last_error}")
-
-    run_async(with_resources(go))
-
-
-@app.command("watch")
-def watch_cmd(session: str, tenant: Tenant = None, after: After = 0) -> None:
-    """Print each item as it is committed, until the task ends."""
-    session, t = session_id(session), tenant_or_default(tenant)
-
-    async def go(res: Resources) -> None:
-        seen: list[str] = []
-
-        def status_changed(row: SessionRow) -> None:
-            # A model wait is news whenever it shows; the status a watch starts in is not.
-            line = wait_line(row) or (f"status: {row.status}" if seen else None)
-            seen.append(row.status)
-            if line:
-                console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-        async for item in tasks.watch_items(
-            res.sessions, t, session, after=after, store=res.store, on_status=status_changed
-        ):
-            print_item(console, item)
-        row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
-        console.print(f"task ended: {row.status}")
 
     run_async(with_resources(go))
 

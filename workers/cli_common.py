@@ -27,6 +27,10 @@ console = Console(width=None if sys.stdout.isatty() else 120)
 err_console = Console(stderr=True)
 T = TypeVar("T")
 
+# Item ordinals are BIGINT: past this a cursor is a typo.
+MAX_ORDINAL = 2**63 - 1
+After = Annotated[int, typer.Option(min=0, max=MAX_ORDINAL, help="Start after this item ordinal.")]
+
 Tenant = Annotated[
     str | None, typer.Option("--tenant", help="Tenant id (default: AGENT_TENANT_ID).")
 ]

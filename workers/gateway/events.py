@@ -9,8 +9,6 @@ missed notification (a lost LISTEN connection) only delays an event, never drops
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,12 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from storage.artifacts import ArtifactStore
 from storage.models import ItemRow, SessionRow
 from storage.session_events import EventHub
-from storage.session_status import TERMINAL_STATUSES
 from workers import tasks
 from workers.wait_status import wait_line
 
-# Items read per query while catching up.
-PAGE = 200
 RECHECK_SECONDS = 15.0
 
 
@@ -84,29 +79,22 @@ async def session_events(
     """SSE events (dicts for sse-starlette) for one session until it ends. The session must
     belong to `tenant_id` (SessionNotFound otherwise, before anything is sent); `store`
     brings an archived session back to read it."""
-    # Exists and is this tenant's: checked before the first event.
-    await tasks.read_session(sessions, tenant_id, session_id, limit=0, store=store)
-    cursor, shown = after, None
-    with hub.follow(tenant_id, session_id) as woken:
-        while True:
-            session, items = await tasks.read_session(
-                sessions, tenant_id, session_id, after=cursor, limit=PAGE, store=store
-            )
-            for item in items:
-                cursor = item.ordinal
-                yield {"id": str(item.ordinal), "event": "item", "data": _json(item_data(item))}
-            status = status_data(session)
-            if status != shown:
-                shown = status
-                yield {"event": "status", "data": _json(status)}
-            if len(items) == PAGE:
-                continue  # catching up
-            if session.status in TERMINAL_STATUSES:
-                yield {"event": "end", "data": _json({"status": session.status})}
-                return
-            # Read again after a while anyway: a lost notification costs a delay, not an event.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.get(), recheck_seconds)
+    status = ""
+    async for change in tasks.watch_changes(
+        sessions,
+        tenant_id,
+        session_id,
+        after=after,
+        poll_seconds=recheck_seconds,
+        store=store,
+        hub=hub,
+    ):
+        if isinstance(change, ItemRow):
+            yield {"id": str(change.ordinal), "event": "item", "data": _json(item_data(change))}
+        else:
+            status = change.status
+            yield {"event": "status", "data": _json(status_data(change))}
+    yield {"event": "end", "data": _json({"status": status})}
 
 
 def _json(data: dict[str, Any]) -> str:
