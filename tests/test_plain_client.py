@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from tests.support.helpers import (
     wait_for_pending,
 )
 from workers.resources import Resources
+from workers.resume_point import resumed_input
 from workers.stack import StackEndpoints
 from workers.stack._process import find_executable
 from workflows.contracts import AgentInput, AgentResult, ApproveInput, DecisionResult
@@ -103,6 +105,10 @@ async def test_plain_python_client_start_commits_the_text_once_and_runs_to_compl
         (1, text, f"agent-{sid}:task")
     ]
     history = await handle.fetch_history()
+    if os.environ.get("RECORD_HISTORIES"):  # replayed by tests/test_replay.py
+        (Path(__file__).parent / "histories" / "plain_client_start.json").write_text(
+            history.to_json()
+        )
     # The start event holds the text; no other event (activity inputs and results, the
     # update, the completion) repeats it.
     assert events_holding(list(history.events), text.rsplit(" ", 1)[1]) == [
@@ -342,3 +348,8 @@ async def test_the_temporal_cli_starts_a_task_and_approves_its_calls(
     assert [(d.tool_call_id, d.data["approved"], d.data["decided_by"]) for d in decisions] == [
         (c, True, "ops") for c in approved
     ]
+
+
+def test_a_resumed_run_does_not_carry_the_task_text_again() -> None:
+    first = AgentInput(session_id=str(uuid.uuid4()), tenant_id="t", task_text="Survey.")
+    assert resumed_input(first, step=2, max_steps=None).task_text is None
