@@ -310,6 +310,10 @@ async def test_the_temporal_cli_starts_a_task_and_approves_its_calls(
             except TimeoutError:
                 break  # no call waits any more: the task is finishing
             call_id = pending[0]
+            code, out = await temporal_cli(
+                migrated, "workflow", "query", "--workflow-id", wid, "--name", "status"
+            )
+            assert code == 0 and call_id in out, out
             # The tenant check holds for the CLI too: no tenant, or another one, is refused.
             for refused in ({"tool_call_id": call_id}, {"tool_call_id": call_id, "tenant_id": "x"}):
                 code, out = await temporal_cli(
