@@ -182,7 +182,7 @@ async def failure_of(handle: WorkflowHandle[Any, Any]) -> ApplicationError:
 @pytest.mark.parametrize(
     ("session_id", "text", "message"),
     [
-        ("not-a-uuid", "Survey the workspace.", "badly formed hexadecimal UUID string"),
+        (f"not-a-uuid-{uuid.uuid4().hex}", "Survey.", "badly formed hexadecimal UUID string"),
         (None, "   \n", "the task text is empty"),
         (None, "x" * (MAX_INLINE_TASK_BYTES + 1), "over the inline limit of 32768 bytes"),
     ],
