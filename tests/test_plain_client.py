@@ -259,6 +259,28 @@ async def test_another_tenants_session_id_is_refused_and_left_untouched(
     }
 
 
+async def test_a_session_with_another_task_is_refused_and_left_untouched(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    sid = uuid.uuid4()
+    copy_demo_workspace(session_root(workspace, tenant, sid))
+    async with agent_worker(OfflineProvider(), workspace) as queue:
+        _, first = await start(client, resources, queue, tenant=tenant, session_id=sid)
+        await wait_for_pending(client, str(sid))
+        await first.terminate()
+        before = await committed_rows(resources, tenant)
+        # Same tenant, same workflow id, another text: not a retry of the same start.
+        again = await plain_start(client, queue, str(sid), tenant, "Delete the report.")
+        cause = await failure_of(again)
+    assert cause.type == "SessionIdTaken"
+    assert "already has another task" in cause.message
+    assert await committed_rows(resources, tenant) == before
+
+
 async def temporal_cli(stack: StackEndpoints, *args: str) -> tuple[int, str]:
     """Run the `temporal` CLI the dev stack uses against the test server (exit code, output)."""
     proc = await asyncio.create_subprocess_exec(
