@@ -20,6 +20,8 @@ from workflows.contracts import AgentInput, CompactionRef
 from workflows.policies import workflow_id_for
 
 CURSORS = {"step", "seen_messages", "received_messages", "compaction"}
+# Only a plain client's first run carries its task text: every derived input drops it.
+FIRST_RUN_ONLY = {"task_text"}
 
 
 def every_setting_changed() -> AgentInput:
@@ -43,6 +45,8 @@ def every_setting_changed() -> AgentInput:
         compaction=CompactionRef("c", 1, 9),
         depth=1,
         continue_as_new_every=4,
+        task_text="Survey the workspace.",
+        agent="researcher",
     )
 
 
@@ -60,8 +64,9 @@ def test_continue_as_new_keeps_every_setting_and_moves_the_cursors() -> None:
     ref = CompactionRef("d", 2, 20)
     nxt = inp.continued(step=9, seen_messages=5, received_messages=4, compaction=ref)
     for f in fields(AgentInput):
-        if f.name not in CURSORS:
+        if f.name not in CURSORS | FIRST_RUN_ONLY:
             assert getattr(nxt, f.name) == getattr(inp, f.name), f.name
+    assert nxt.task_text is None
     assert (nxt.step, nxt.seen_messages, nxt.received_messages, nxt.compaction) == (9, 5, 4, ref)
     nxt.device_tools.append("x")
     assert inp.device_tools == ["run_shell"]  # a copy, not shared
@@ -72,7 +77,7 @@ def test_a_child_gets_its_parents_settings_fresh_cursors_and_no_device() -> None
     child = parent.for_child("child")
     fresh = AgentInput(session_id="child")
     for f in fields(AgentInput):
-        if f.name in CURSORS | {"device_id", "device_tools"}:
+        if f.name in CURSORS | FIRST_RUN_ONLY | {"device_id", "device_tools"}:
             assert getattr(child, f.name) == getattr(fresh, f.name), f.name
         elif f.name not in {"session_id", "depth"}:
             assert getattr(child, f.name) == getattr(parent, f.name), f.name
@@ -81,7 +86,8 @@ def test_a_child_gets_its_parents_settings_fresh_cursors_and_no_device() -> None
 
 def test_task_options_carry_every_setting_to_the_start_input() -> None:
     inp = every_setting_changed()
-    settings = {f.name for f in fields(AgentInput)} - CURSORS - {"session_id", "depth"}
+    settings = {f.name for f in fields(AgentInput)} - CURSORS - FIRST_RUN_ONLY
+    settings -= {"session_id", "depth"}
     values: dict[str, Any] = {name: getattr(inp, name) for name in settings}
     started = TaskOptions(**values).agent_input("s")
     # Approval overrides arrive as policies (tests/test_approval_overrides.py).

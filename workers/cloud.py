@@ -20,6 +20,7 @@ from activities.device_presence import DevicePresenceActivities
 from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
+from activities.session_open import SessionOpenActivities
 from activities.session_state import SessionStateActivities
 from activities.tool_run import ToolActivities
 from activities.tools.base import Tool, ToolRegistry
@@ -108,7 +109,13 @@ def cloud_activities(
     gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)
     presence = DevicePresenceActivities(resources.sessions)
+    opener = SessionOpenActivities(
+        resources.sessions,
+        resources.store,
+        inline_message_bytes=settings.agent.text_limits().inline_message_bytes,
+    )
     return [
+        opener.open_session,
         presence.device_online,
         gc.collect_garbage,
         delegation.open_child_session,

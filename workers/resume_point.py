@@ -20,9 +20,9 @@ from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
+from activities.session_open import run_start_input
 from storage.items import ItemRepository
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
@@ -92,15 +92,10 @@ def check_resumable(
 
 async def last_run_input(client: Client, workflow_id: str, run_id: str | None) -> AgentInput:
     """The input the given run of the task started with (its first history event)."""
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
-    async for event in handle.fetch_history_events(page_size=1):
-        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            break
-        payloads = event.workflow_execution_started_event_attributes.input.payloads
-        (inp,) = await client.data_converter.decode(payloads, [AgentInput])
-        if isinstance(inp, AgentInput):
-            return inp
-    raise TaskNotResumable(f"task {workflow_id} has no start input to resume from")
+    inp = await run_start_input(client, workflow_id, run_id)
+    if inp is None:
+        raise TaskNotResumable(f"task {workflow_id} has no start input to resume from")
+    return inp
 
 
 def resumed_input(last: AgentInput, step: int | None, max_steps: int | None) -> AgentInput:
@@ -112,6 +107,12 @@ def resumed_input(last: AgentInput, step: int | None, max_steps: int | None) -> 
             f"the task has used {step + 1} of its {last.max_steps} steps; "
             f"resume with more (--max-steps above {step + 1})"
         )
+    # The task text a plain client started with is committed already: not sent again.
     return replace(
-        copy.deepcopy(last), step=at, max_steps=limit, seen_messages=0, received_messages=0
+        copy.deepcopy(last),
+        step=at,
+        max_steps=limit,
+        seen_messages=0,
+        received_messages=0,
+        task_text=None,
     )

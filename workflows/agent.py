@@ -35,6 +35,7 @@ from workflows.delegation import DELEGATE_TOOL, delegate
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.model_calls import model_call_options, model_failure
 from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+from workflows.session_open import open_session
 from workflows.tool_calls import run_tool_call
 
 with workflow.unsafe.imports_passed_through():
@@ -90,6 +91,8 @@ class AgentWorkflow:
 
     async def _run(self) -> AgentResult:
         try:
+            if self._inp.task_text is not None:  # a plain client's start: no command otherwise
+                await open_session(self._inp)
             await self._set_status(SessionStatus.RUNNING)
             return await self._loop()
         except asyncio.CancelledError:

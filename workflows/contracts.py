@@ -58,6 +58,11 @@ class AgentInput:
     depth: int = 0
     # Forces continue-as-new after this many steps in one run (0 = only when suggested).
     continue_as_new_every: int = 0
+    # A start from a plain Temporal client (trusted backends): the task text inline
+    # (bounded) and the agent; the first activity commits both (workflows/session_open.py).
+    # Only a first run carries the text: every input derived from this one drops it.
+    task_text: str | None = None
+    agent: str | None = None
 
     # Copies go through replace() on a deep copy, never field by field: a field left out of
     # a hand-written copy would silently reset to its default at continue-as-new.
@@ -77,6 +82,7 @@ class AgentInput:
             seen_messages=seen_messages,
             received_messages=received_messages,
             compaction=compaction,
+            task_text=None,
         )
 
     def with_overrides_folded(self) -> AgentInput:
@@ -106,6 +112,7 @@ class AgentInput:
             received_messages=0,
             compaction=None,
             depth=self.depth + 1,
+            task_text=None,
         )
 
 
@@ -202,6 +209,17 @@ class ToolOutcome:
     # The re-run this result comes from (0: the call's first run). A resumed run re-reading
     # a call in doubt gets the newest result, and goes on from there.
     rerun: int = 0
+
+
+@dataclass
+class OpenSessionInput:
+    """Open a plain client's session; the text is read from the run's start event, so
+    history holds it once."""
+
+    session_id: str
+    tenant_id: str
+    agent: str
+    idempotency_key: str
 
 
 @dataclass

@@ -57,6 +57,10 @@ STATE_WRITE_RETRY = RetryPolicy(
     non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
 )
 
+# A task text a plain Temporal client puts in the start input: the start event holds it
+# once; a longer task goes through start_task, which stores it as an artifact.
+MAX_INLINE_TASK_BYTES = 32 * 1024
+
 
 def device_task_queue(tenant_id: str, device_id: str) -> str:
     """A device's own queue. Its identity is (tenant, device id): neither id may contain

@@ -1,0 +1,138 @@
+"""open_session: the first activity of a task a plain Temporal client started.
+
+The client put the task text inline in the workflow's start input (workflows/session_open.py).
+This activity reads it back from that run's start event, so neither its input nor its
+result repeats the text in history, then creates the session and commits the text as the
+task item in one unit of work, once per idempotency key (derived from the workflow id): a
+retried attempt or a replayed workflow finds what the first one committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
+from activities.agents import check_agent_name
+from activities.errors import non_retryable, storage_errors_are_final
+from activities.text_limits import utf8_size
+from activities.user_messages import stage_user_text, user_message_item
+from storage.artifacts import ArtifactStore, check_user_tenant
+from storage.errors import InvalidTenant, SessionNotFound
+from storage.items import ItemRepository
+from storage.sessions import SessionRepository
+from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
+from workflows.policies import MAX_INLINE_TASK_BYTES
+
+TITLE_CHARS = 200
+
+
+def check_task_text(text: str, max_bytes: int) -> str:
+    """`text` if it can be a task: not blank, at most `max_bytes` of UTF-8 (ValueError)."""
+    if not text.strip():
+        raise ValueError("the task text is empty")
+    size = utf8_size(text)
+    if size > max_bytes:
+        raise ValueError(
+            f"the task text is {size} bytes, over the inline limit of {max_bytes} bytes; "
+            "commit a longer task to AgentState first (workers.api / agentctl start)"
+        )
+    return text
+
+
+async def run_start_input(
+    client: Client, workflow_id: str, run_id: str | None
+) -> AgentInput | None:
+    """The input a run of AgentWorkflow started with (its first history event), if any."""
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    async for event in handle.fetch_history_events(page_size=1):
+        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            return None
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        (inp,) = await client.data_converter.decode(payloads, [AgentInput])
+        return inp if isinstance(inp, AgentInput) else None
+    return None
+
+
+class SessionOpenActivities:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        store: ArtifactStore | None,
+        *,
+        inline_message_bytes: int,
+    ) -> None:
+        self._sessions = sessions
+        self._store = store
+        self._inline_bytes = inline_message_bytes
+
+    @activity.defn(name="open_session")
+    async def open_session(self, inp: OpenSessionInput) -> CommittedItem:
+        """Create the session (tenant and agent from the start input) and commit its task.
+
+        Refused, non-retryable and before anything is committed: a tenant a user may not
+        act as, a bad agent name or text, and a session id that another tenant's session
+        (or this session with another task) already holds: no writing into it."""
+        try:
+            check_user_tenant(inp.tenant_id)
+            check_agent_name(inp.agent)
+            session_id = uuid.UUID(inp.session_id)
+        except (InvalidTenant, ValueError) as err:
+            raise non_retryable("InvalidTaskInput", str(err)) from None
+        text = await self._start_text()
+        staged = await stage_user_text(self._store, inp.tenant_id, text, self._inline_bytes)
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            info = activity.info()
+            try:
+                # Does nothing when the id exists; reading it back under our tenant then
+                # fails for another tenant's session.
+                await SessionRepository(db, inp.tenant_id).create(
+                    session_id,
+                    title=text[:TITLE_CHARS],
+                    model_config={},
+                    workflow_id=info.workflow_id,
+                    agent_definition=inp.agent,
+                )
+            except SessionNotFound:
+                raise non_retryable(
+                    "SessionIdTaken",
+                    f"session id {session_id} is taken; start the task with a new session id",
+                ) from None
+            item = await user_message_item(
+                db,
+                self._store,
+                staged,
+                tenant_id=inp.tenant_id,
+                session_id=session_id,
+                idempotency_key=inp.idempotency_key,
+            )
+            row, created = await ItemRepository(db, inp.tenant_id).append(item)
+            if not created and (row.text, row.data.get("artifact")) != (
+                item.text,
+                item.data.get("artifact"),
+            ):
+                # The leaving transaction rolls back: the session keeps what it had.
+                raise non_retryable(
+                    "SessionIdTaken",
+                    f"session {session_id} already has another task; send a follow-up "
+                    "message to it, or start the task with a new session id",
+                )
+            return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+
+    async def _start_text(self) -> str:
+        info = activity.info()
+        start = None
+        if info.workflow_id is not None:
+            start = await run_start_input(activity.client(), info.workflow_id, info.workflow_run_id)
+        if start is None or start.task_text is None:
+            raise non_retryable(
+                "InvalidTaskInput", f"run {info.workflow_run_id} started without a task text"
+            )
+        try:
+            return check_task_text(start.task_text, MAX_INLINE_TASK_BYTES)
+        except ValueError as err:
+            raise non_retryable("InvalidTaskInput", str(err)) from None

@@ -1,0 +1,60 @@
+"""A task started by a plain Temporal client: the text comes inline, the workflow commits it.
+
+A trusted backend may run `client.start_workflow("AgentWorkflow", AgentInput(session_id=...,
+tenant_id=..., task_text=...))` (or `temporal workflow start`) without committing anything to
+AgentState first. The start event then holds the text; the `open_session` activity reads it
+from there (its own input holds ids only), creates the session and commits the text as the
+task item, so no later event repeats it. Deterministic code only.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
+from workflows.policies import MAX_INLINE_TASK_BYTES, STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+
+with workflow.unsafe.imports_passed_through():
+    # Passed through: the class only names the method we schedule; its module (SQLAlchemy,
+    # aioboto3) must not be re-imported in every workflow sandbox.
+    from activities.session_open import DEFAULT_AGENT, SessionOpenActivities, check_task_text
+
+
+def _refused(message: str, error_type: str) -> ApplicationError:
+    return ApplicationError(message, type=error_type, non_retryable=True)
+
+
+async def open_session(inp: AgentInput) -> CommittedItem:
+    """Create the session and commit `inp.task_text` as its task; a bad input fails the
+    workflow at once (non-retryable), before anything is committed."""
+    text = inp.task_text or ""
+    try:
+        uuid.UUID(inp.session_id)
+        check_task_text(text, MAX_INLINE_TASK_BYTES)
+    except ValueError as err:
+        raise _refused(f"cannot start the task: {err}", "InvalidTaskInput") from None
+    workflow_id = workflow.info().workflow_id
+    try:
+        item: CommittedItem = await workflow.execute_activity_method(
+            SessionOpenActivities.open_session,
+            OpenSessionInput(
+                session_id=inp.session_id,
+                tenant_id=inp.tenant_id,
+                agent=inp.agent or DEFAULT_AGENT,
+                idempotency_key=f"{workflow_id}:task",
+            ),
+            start_to_close_timeout=STATE_WRITE_TIMEOUT,
+            retry_policy=STATE_WRITE_RETRY,
+        )
+    except ActivityError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            # The activity's own words (ids, limits, error types): no content.
+            raise _refused(f"cannot start the task: {cause.message}", cause.type or "") from err
+        raise _refused(
+            "cannot start the task: opening its session failed", "OpenSessionFailed"
+        ) from err
+    return item
