@@ -17,6 +17,7 @@ from workers.cli_common import (
 from workers.gateway.events import RECHECK_SECONDS
 from workers.render import print_item
 from workers.resources import Resources
+from workers.session_watch import watch_items
 from workers.settings import get_settings
 from workers.wait_status import wait_line
 
@@ -39,7 +40,7 @@ def watch_cmd(session: str, tenant: Tenant = None, after: After = 0) -> None:
         hub = EventHub(listen_dsn(get_settings().database.url.get_secret_value()))
         await hub.start()
         try:
-            async for item in tasks.watch_items(
+            async for item in watch_items(
                 res.sessions,
                 t,
                 session,

@@ -35,6 +35,7 @@ from workers.local_model import model_named
 from workers.payload_offload import data_converter_with_offload
 from workers.render import print_item, timeline_table
 from workers.resources import Resources, open_resources
+from workers.session_watch import watch_items
 from workers.stack import DevStack
 from workers.stack.llama import LlamaServer
 from workers.temporal_client import connect_client
@@ -90,7 +91,7 @@ async def _decide_approvals(
 
 
 async def _follow(console: Console, res: Resources, session_id: str, done: asyncio.Event) -> None:
-    async for item in tasks.watch_items(res.sessions, TENANT, session_id, poll_seconds=0.1):
+    async for item in watch_items(res.sessions, TENANT, session_id, poll_seconds=0.1):
         print_item(console, item)
     done.set()
 

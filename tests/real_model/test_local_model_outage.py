@@ -21,6 +21,7 @@ from tests.real_model.test_local_model_tasks import (
 from tests.support.helpers import items_of, run_approving
 from workers import tasks
 from workers.resources import Resources
+from workers.session_watch import watch_items
 from workers.stack.llama import LlamaServer
 from workers.wait_status import wait_line
 
@@ -43,7 +44,7 @@ async def test_the_task_outlasts_a_three_minute_model_outage(
         # Mid-task: after the first model step is committed, before the answer.
         first_call = None
         async with asyncio.timeout(TASK_SECONDS):
-            async for item in tasks.watch_items(resources.sessions, tenant, sid):
+            async for item in watch_items(resources.sessions, tenant, sid):
                 if item.kind == "tool_call":
                     first_call = item
                     break

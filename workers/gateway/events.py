@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from storage.artifacts import ArtifactStore
 from storage.models import ItemRow, SessionRow
 from storage.session_events import EventHub
-from workers import tasks
+from workers.session_watch import watch_changes
 from workers.wait_status import wait_line
 
 RECHECK_SECONDS = 15.0
@@ -80,7 +80,7 @@ async def session_events(
     belong to `tenant_id` (SessionNotFound otherwise, before anything is sent); `store`
     brings an archived session back to read it."""
     status = ""
-    async for change in tasks.watch_changes(
+    async for change in watch_changes(
         sessions,
         tenant_id,
         session_id,

@@ -1,0 +1,83 @@
+"""What clients send the agent loop and read from it: its updates (approve, reject,
+cancel), its signal (send_message) and its status query. Durable contracts like
+workflows/contracts.py (which re-exports them): new fields optional, no content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ApproveInput:
+    tool_call_id: str
+    # Kept for histories written before decision items; new clients leave it empty.
+    decided_by: str = ""
+    # The caller's tenant: a decision without one, or from another tenant, is refused.
+    tenant_id: str | None = None
+    device_id: str | None = None
+    # An approval item the client committed with edited arguments to run instead.
+    edited_arguments_item_id: str | None = None
+    # The decision item the client committed first: who decides (free text stays there).
+    decision_item_id: str | None = None
+
+
+@dataclass
+class RejectInput:
+    tool_call_id: str
+    # Kept for histories written before decision items; new clients leave both empty and
+    # commit who rejected and why as the decision item.
+    reason: str = ""
+    decided_by: str = ""
+    tenant_id: str | None = None
+    device_id: str | None = None
+    decision_item_id: str | None = None
+
+
+@dataclass
+class DecisionResult:
+    tool_call_id: str
+    approved: bool
+
+
+@dataclass
+class SendMessageInput:
+    """Announces a user message the client already committed to AgentState."""
+
+    item_id: str
+    ordinal: int
+    # The sender's tenant: a signal without one, or from another tenant, is ignored.
+    tenant_id: str | None = None
+
+
+@dataclass
+class CancelInput:
+    """Asks the loop to stop; refused unless it comes from the task's own tenant."""
+
+    tenant_id: str | None = None
+
+
+@dataclass
+class CancelResult:
+    session_id: str
+    # False when the task had already ended.
+    cancelled: bool
+
+
+@dataclass
+class PendingApproval:
+    tool_call_id: str
+    name: str
+    step: int
+    # True: the call was reported in doubt and this asks whether to run it again (approve
+    # or reject it by the same tool_call_id).
+    rerun: bool = False
+
+
+@dataclass
+class AgentStatus:
+    session_id: str
+    status: str
+    step: int
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
+    last_error: str | None = None
