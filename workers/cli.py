@@ -38,6 +38,7 @@ from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
 from workers.cli_gc import gc_app
+from workers.cli_keys import keys_app
 from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
 from workers.cli_workers import device, worker
@@ -55,6 +56,7 @@ app = typer.Typer(
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
+app.add_typer(keys_app, name="keys")
 app.add_typer(archive_app, name="archive")
 app.add_typer(local_model_app, name="local-model")
 app.command()(demo)
