@@ -37,6 +37,7 @@ from workers.cli_demo import demo
 from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
+from workers.cli_gateway import gateway
 from workers.cli_gc import gc_app
 from workers.cli_keys import keys_app
 from workers.cli_local_model import local_model_app
@@ -63,6 +64,7 @@ app.command()(demo)
 app.command("devices")(devices)
 app.command("resume")(resume)
 app.command("worker")(worker)
+app.command("gateway")(gateway)
 app.command("device")(device)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.

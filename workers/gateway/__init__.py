@@ -1,0 +1,6 @@
+"""The gateway: an authenticated HTTP front door to tasks (`agentctl gateway`)."""
+
+from workers.gateway.app import create_app
+from workers.gateway.auth import require
+
+__all__ = ["create_app", "require"]

@@ -1,0 +1,30 @@
+"""What every gateway route works with: the process's resources, Temporal client,
+settings and rate limiter (one per app)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from temporalio.client import Client
+
+from workers.gateway.rate_limit import RateLimiter
+from workers.resources import Resources
+from workers.settings import Settings
+
+
+@dataclass(frozen=True)
+class Gateway:
+    resources: Resources
+    client: Client
+    settings: Settings
+    limiter: RateLimiter
+
+
+def gateway_of(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(gateway_of)]
