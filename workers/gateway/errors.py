@@ -84,7 +84,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def rpc(_: Request, err: Exception) -> JSONResponse:
         assert isinstance(err, RPCError)
         if err.status == RPCStatusCode.NOT_FOUND:
-            return error_response(404, "not_found", "the task's workflow was not found")
+            # Routes check the session is the tenant's first: here its workflow has ended
+            # (or ended between our look and our request).
+            return error_response(409, "conflict", "the task is not running")
         log.warning("Temporal RPC failed: %s", err.status)
         return error_response(503, "unavailable", "the task service is unavailable; try again")
 
