@@ -8,6 +8,7 @@ one. A body naming a tenant is refused. Past its rate a key gets 429 with Retry-
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -173,3 +174,28 @@ async def test_a_key_over_its_rate_gets_429_with_retry_after(
     assert limited.status_code == 429 and limited.json()["error"]["type"] == "rate_limited"
     assert 1 <= int(limited.headers["Retry-After"]) <= 5
     assert fresh.status_code == 200  # the limit is per key
+
+
+async def test_bodies_over_the_cap_are_refused_whether_announced_or_streamed(
+    migrated: StackEndpoints, resources: Resources, client: Client, tenant: str
+) -> None:
+    key = await make_key(resources, tenant, "start", "read")
+    limits = GatewaySettings(rate_per_second=1000, burst=1000, max_body_bytes=4096)
+    big = b'{"text": "' + b"x" * 8000 + b'"}'
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(big), 1000):
+            yield big[start : start + 1000]
+
+    async with gateway_http(migrated, resources, client, gateway=limits) as http:
+        announced = await http.post("/v1/sessions", content=big, headers=bearer(key))
+        streamed = await http.post("/v1/sessions", content=chunks(), headers=bearer(key))
+        listed = await http.get("/v1/sessions", headers=bearer(key))
+    assert "content-length" not in streamed.request.headers  # it really was chunked
+    for answer in (announced, streamed):
+        assert answer.status_code == 413, answer.text
+        assert answer.json()["error"] == {
+            "type": "too_large",
+            "message": "request bodies are limited to 4096 bytes",
+        }
+    assert listed.json()["sessions"] == []

@@ -181,6 +181,9 @@ class GatewaySettings(BaseSettings):
     burst: int = Field(default=40, ge=1)
     # Lifetime of an artifact download link (a bearer credential: keep it short).
     presign_seconds: int = Field(default=60, ge=1, le=3600)
+    # Far above any text a task takes inline (AGENT_MAX_*_BYTES apply after); a cap here
+    # keeps one request from making the process buffer an unbounded body.
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
 
 
 class Settings(BaseSettings):

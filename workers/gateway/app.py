@@ -8,21 +8,16 @@ workers.gateway.auth.require for their scopes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from temporalio.client import Client
 
 from workers.gateway import routes_sessions, routes_tasks
+from workers.gateway.body_limit import BodyLimit
 from workers.gateway.context import Gateway
-from workers.gateway.errors import error_response, install_error_handlers
+from workers.gateway.errors import install_error_handlers
 from workers.gateway.rate_limit import RateLimiter
 from workers.resources import Resources
 from workers.settings import Settings
-
-# Far above any text a task accepts inline (AGENT_MAX_TASK_BYTES and friends apply after);
-# refusing larger bodies up front keeps one request from making the process buffer them.
-MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
@@ -39,14 +34,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     )
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def refuse_large_bodies(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return error_response(413, "too_large", f"bodies are limited to {MAX_BODY_BYTES} bytes")
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

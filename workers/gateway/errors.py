@@ -51,7 +51,13 @@ def _validation_message(err: RequestValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}{more}"
 
 
-_HTTP_TYPES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+_HTTP_TYPES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+}
 
 
 def install_error_handlers(app: FastAPI) -> None:
