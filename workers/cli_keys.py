@@ -10,7 +10,7 @@ from rich.table import Table
 
 from storage.api_keys import SCOPES, ApiKeyRepository, NewKey, check_scopes
 from storage.models import ApiKeyRow
-from workers.cli_common import Tenant, console, run_async, with_resources
+from workers.cli_common import console, run_async, with_resources
 from workers.cli_gc import parse_duration
 from workers.resources import Resources
 
@@ -51,7 +51,11 @@ def keys_create(
 
 
 @keys_app.command("list")
-def keys_list(tenant: Tenant = None) -> None:
+def keys_list(
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="Only this tenant's keys (default: all).")
+    ] = None,
+) -> None:
     """Keys (all tenants', or --tenant's); never their secrets."""
 
     async def go(res: Resources) -> list[ApiKeyRow]:
