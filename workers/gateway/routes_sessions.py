@@ -38,6 +38,7 @@ router = APIRouter(prefix="/v1", tags=["read"])
 MAX_PAGE = 1000  # as agentctl's pages
 MAX_ORDINAL = 2**63 - 1  # ordinals are BIGINT
 MAX_INBOX = 100
+INBOX_QUERY_SECONDS = 5.0
 
 
 @router.get("/me", response_model=Me)
@@ -107,10 +108,15 @@ async def inbox(
 
 async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> InboxEntry | None:
     try:
-        live = await tasks.live_status(gateway.client, str(row.id))
+        # A query needs a worker to answer: with none up it would wait; the inbox should not.
+        async with asyncio.timeout(INBOX_QUERY_SECONDS):
+            live = await tasks.live_status(gateway.client, str(row.id))
     except RPCError as err:
         # The workflow is gone or unreachable: the session's row is not a decision to offer.
         log.info("inbox: no live status for a waiting session (%s)", err.status)
+        return None
+    except TimeoutError:
+        log.info("inbox: a waiting session's workflow did not answer in time")
         return None
     pending = []
     async with gateway.resources.sessions() as db:
