@@ -19,6 +19,7 @@ from storage.api_keys import ApiKeyRepository
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import items_of, tenant_root
+from workers.gateway.rate_limit import RateLimiter
 from workers.resources import Resources
 from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
@@ -199,3 +200,15 @@ async def test_bodies_over_the_cap_are_refused_whether_announced_or_streamed(
             "message": "request bodies are limited to 4096 bytes",
         }
     assert listed.json()["sessions"] == []
+
+
+def test_the_token_bucket_refills_at_its_rate_up_to_its_burst() -> None:
+    now = [100.0]
+    limiter = RateLimiter(rate_per_second=2, burst=2, clock=lambda: now[0])
+    assert [limiter.take("k") for _ in range(2)] == [0.0, 0.0]
+    assert limiter.take("k") == 0.5  # one token takes half a second at 2/s
+    now[0] += 0.5
+    assert limiter.take("k") == 0.0
+    now[0] += 60  # idle time refills only up to the burst
+    assert [limiter.take("k") for _ in range(3)] == [0.0, 0.0, 0.5]
+    assert limiter.take("other") == 0.0
