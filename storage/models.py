@@ -321,3 +321,21 @@ class ToolEffectRow(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ApiKeyRow(Base):
+    """A gateway API key: its tenant, user and scopes; only the sha256 of its secret."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_tenant", "tenant_id"),)
+
+    key_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text)
+    user_id: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(Text, server_default="")
+    # storage.api_keys.SCOPES, as a JSON list.
+    scopes: Mapped[list[str]] = mapped_column(JSONB)
+    secret_sha256: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

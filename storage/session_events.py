@@ -1,6 +1,6 @@
 """Changes to sessions as they commit, from PostgreSQL's LISTEN/NOTIFY.
 
-Triggers (migration 0012) NOTIFY channel `agent_events` with ids only when an item commits
+Triggers (migration 0013) NOTIFY channel `agent_events` with ids only when an item commits
 or a session's status changes; NOTIFY is delivered at commit, so a listener never hears of
 a row it cannot read yet. One EventHub per process holds one LISTEN connection and wakes
 whoever follows the session that changed: a wake-up says "read again after your cursor",
@@ -65,7 +65,15 @@ class EventHub:
         self._conn: Any = None
         self._closed = False
         self._reconnect: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
         self.notifications = 0
+
+    async def ensure_started(self) -> None:
+        """Open the LISTEN connection on first use (a process that never streams never
+        holds one)."""
+        async with self._starting:
+            if self._conn is None and not self._closed:
+                await self.start()
 
     async def start(self) -> None:
         self._conn = await asyncpg.connect(self._dsn)

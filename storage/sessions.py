@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -88,6 +88,22 @@ class SessionRepository:
             .limit(limit)
         )
         return list(rows)
+
+    async def listing(
+        self, *, limit: int, before: uuid.UUID | None = None, status: str | None = None
+    ) -> list[SessionRow]:
+        """A page of the tenant's sessions, newest first, starting after session `before`
+        (keyset paging: stable while new sessions arrive); optionally of one status."""
+        stmt = select(SessionRow).where(SessionRow.tenant_id == self._tenant)
+        if status is not None:
+            stmt = stmt.where(SessionRow.status == status)
+        if before is not None:
+            anchor = await self.get(before)
+            stmt = stmt.where(
+                tuple_(SessionRow.created_at, SessionRow.id) < (anchor.created_at, anchor.id)
+            )
+        stmt = stmt.order_by(SessionRow.created_at.desc(), SessionRow.id.desc()).limit(limit)
+        return list(await self._db.scalars(stmt))
 
     async def tree(self, root_id: uuid.UUID) -> list[SessionRow]:
         """Every session under `root_id` (itself included), oldest first."""

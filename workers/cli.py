@@ -37,7 +37,9 @@ from workers.cli_demo import demo
 from workers.cli_dev import dev_app
 from workers.cli_devices import devices
 from workers.cli_errors import report
+from workers.cli_gateway import gateway
 from workers.cli_gc import gc_app
+from workers.cli_keys import keys_app
 from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
 from workers.cli_watch import watch_cmd
@@ -55,12 +57,14 @@ app = typer.Typer(
 app.add_typer(dev_app, name="dev")
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
+app.add_typer(keys_app, name="keys")
 app.add_typer(archive_app, name="archive")
 app.add_typer(local_model_app, name="local-model")
 app.command()(demo)
 app.command("devices")(devices)
 app.command("resume")(resume)
 app.command("worker")(worker)
+app.command("gateway")(gateway)
 app.command("device")(device)
 app.command("watch")(watch_cmd)
 

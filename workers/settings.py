@@ -173,6 +173,19 @@ class TelemetrySettings(BaseSettings):
     service_name: str = "durable-agents-worker"
 
 
+class GatewaySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
+
+    # Per API key, in-process token bucket: sustained requests per second and burst size.
+    rate_per_second: float = Field(default=10.0, gt=0)
+    burst: int = Field(default=40, ge=1)
+    # Lifetime of an artifact download link (a bearer credential: keep it short).
+    presign_seconds: int = Field(default=60, ge=1, le=3600)
+    # Far above any text a task takes inline (AGENT_MAX_*_BYTES apply after); a cap here
+    # keeps one request from making the process buffer an unbounded body.
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore")
 
@@ -181,6 +194,7 @@ class Settings(BaseSettings):
     model: ModelSettings = Field(default_factory=ModelSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
 
 @lru_cache(maxsize=1)

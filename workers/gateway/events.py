@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from storage.artifacts import ArtifactStore
 from storage.models import ItemRow, SessionRow
 from storage.session_events import EventHub
+from workers.gateway.models import Item
 from workers.session_watch import watch_changes
 from workers.wait_status import wait_line
 
@@ -25,28 +26,8 @@ RECHECK_SECONDS = 15.0
 
 
 def item_data(row: ItemRow) -> dict[str, Any]:
-    """What a client is told of a committed item: the AgentState text (a tool result's is
-    its ≤500-character preview; the full result is its artifact) and refs, no raw data."""
-    artifact = row.data.get("artifact") or {}
-    return {
-        "id": str(row.id),
-        "ordinal": row.ordinal,
-        "kind": row.kind,
-        "role": row.role,
-        "text": row.text,
-        "tool_name": row.tool_name,
-        "tool_call_id": row.tool_call_id,
-        "error_type": row.data.get("error_type"),
-        "artifact": {
-            "artifact_id": str(row.artifact_id),
-            "sha256": artifact.get("sha256"),
-            "size_bytes": artifact.get("size_bytes"),
-            "content_type": artifact.get("content_type"),
-        }
-        if row.artifact_id is not None
-        else None,
-        "created_at": row.created_at.isoformat() if row.created_at else None,
-    }
+    """An item as the REST API reads it (workers/gateway/models.Item), as JSON values."""
+    return Item.of(row).model_dump(mode="json")
 
 
 def status_data(session: SessionRow) -> dict[str, Any]:

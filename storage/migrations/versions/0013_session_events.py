@@ -3,14 +3,14 @@ session's status (or model-wait detail) changes, so a gateway streams changes as
 with one LISTEN connection instead of a poll per client. The payload holds ids only:
 {"t": tenant, "s": session, "o": ordinal} or {"t", "s", "status"}.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 """
 
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,62 @@
+"""The gateway app for tests: built by create_app on the real stack, spoken to over
+httpx's ASGI transport (the real app, its middleware and error handlers), and API keys
+created through the real repository."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+
+from storage.api_keys import ApiKeyRepository
+from workers.gateway import create_app
+from workers.resources import Resources
+from workers.settings import GatewaySettings
+from workers.stack import StackEndpoints
+
+
+async def make_key(res: Resources, tenant: str, *scopes: str, user: str = "ann", **kw: Any) -> str:
+    """A new API key's full text (`da_<id>_<secret>`)."""
+    async with res.sessions() as db, db.begin():
+        return (await ApiKeyRepository(db).create(tenant, user, scopes, **kw)).key
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@asynccontextmanager
+async def gateway_http(
+    stack: StackEndpoints,
+    res: Resources,
+    client: Client,
+    *,
+    queue: str = "unused",
+    workspace: Path = Path("unused"),
+    gateway: GatewaySettings | None = None,
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client to a fresh gateway app whose tasks go to `queue`."""
+    settings = stack.settings(workspace=workspace, task_queue=queue, provider="scripted")
+    settings.gateway = gateway or GatewaySettings(rate_per_second=1000, burst=1000)
+    app = create_app(res, client, settings)
+    # raise_app_exceptions=False: a 500 is answered as the app answers it, not re-raised.
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        yield http
+
+
+async def poll(
+    fetch: Callable[[], Any], until: Callable[[Any], bool], within_seconds: float = 30
+) -> Any:
+    """Call `fetch` until `until(result)`; the last result."""
+    async with asyncio.timeout(within_seconds):
+        while True:
+            result = await fetch()
+            if until(result):
+                return result
+            await asyncio.sleep(0.1)

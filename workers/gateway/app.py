@@ -1,0 +1,58 @@
+"""The gateway's FastAPI app: REST under /v1, OpenAPI at /docs and /openapi.json.
+
+`create_app` takes what the process already opened (resources, a Temporal client,
+settings), so tests and `agentctl gateway` build it the same way. Routers: tasks, sessions
+and the event stream (Server-Sent Events, one LISTEN connection per process, opened by the
+first stream); each route states its scope with workers.gateway.auth.require.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from storage.session_events import EventHub, listen_dsn
+from workers.gateway import routes_events, routes_sessions, routes_tasks
+from workers.gateway.body_limit import BodyLimit
+from workers.gateway.context import Gateway
+from workers.gateway.errors import install_error_handlers
+from workers.gateway.rate_limit import RateLimiter
+from workers.resources import Resources
+from workers.settings import Settings
+
+
+def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
+    """The gateway app, serving with these resources as the tenants of its API keys."""
+    hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await hub.aclose()  # the LISTEN connection, if a stream opened it
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="durable-agents gateway",
+        version="1",
+        description="Start, steer and read durable agent tasks. Authenticate with "
+        "`Authorization: Bearer <key>` (`agentctl keys create`).",
+    )
+    limits = settings.gateway
+    app.state.gateway = Gateway(
+        resources, client, settings, RateLimiter(limits.rate_per_second, limits.burst), hub
+    )
+    install_error_handlers(app)
+
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.include_router(routes_tasks.router)
+    app.include_router(routes_sessions.router)
+    app.include_router(routes_events.router)
+    return app

@@ -1,0 +1,66 @@
+"""Authentication and scopes: `Authorization: Bearer da_<id>_<secret>`.
+
+`require(scope)` is the dependency every route (and any router added later, e.g. the event
+stream) uses: it answers 401 for a missing, malformed, unknown, wrong, revoked or expired
+key with one and the same body (no oracle), 429 when the key is over its rate, and 403 when
+the key lacks the scope. The Principal it returns is where a route takes the tenant from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from storage.api_keys import SCOPES, ApiKeyRepository, Principal
+from workers.gateway.context import gateway_of
+from workers.gateway.errors import ApiError
+
+# auto_error=False: a missing header gets our 401 body, not FastAPI's 403.
+_bearer = HTTPBearer(auto_error=False, description="An API key from `agentctl keys create`.")
+UNAUTHORIZED_MESSAGE = "a valid API key is required (Authorization: Bearer <key>)"
+
+
+def _unauthorized() -> ApiError:
+    return ApiError(
+        401, "unauthorized", UNAUTHORIZED_MESSAGE, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def require(scope: str) -> Callable[..., Awaitable[Principal]]:
+    """A dependency yielding the request's Principal once its key has `scope`."""
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r}")
+
+    async def principal(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> Principal:
+        if credentials is None:
+            raise _unauthorized()
+        gateway = gateway_of(request)
+        async with gateway.resources.sessions() as db:
+            found = await ApiKeyRepository(db).authenticate(credentials.credentials)
+        if found is None:
+            raise _unauthorized()
+        wait = gateway.limiter.take(found.key_id)
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                "too many requests for this key; retry later",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+            )
+        if not found.allows(scope):
+            raise ApiError(403, "forbidden", f"this key lacks the {scope!r} scope")
+        return found
+
+    return principal
+
+
+Reader = Annotated[Principal, Depends(require("read"))]
+Starter = Annotated[Principal, Depends(require("start"))]
+Approver = Annotated[Principal, Depends(require("approve"))]

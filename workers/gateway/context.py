@@ -1,0 +1,33 @@
+"""What every gateway route works with: the process's resources, Temporal client,
+settings and rate limiter (one per app)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from temporalio.client import Client
+
+from storage.session_events import EventHub
+from workers.gateway.rate_limit import RateLimiter
+from workers.resources import Resources
+from workers.settings import Settings
+
+
+@dataclass(frozen=True)
+class Gateway:
+    resources: Resources
+    client: Client
+    settings: Settings
+    limiter: RateLimiter
+    # Session events (LISTEN/NOTIFY), shared by every stream this process serves.
+    hub: EventHub
+
+
+def gateway_of(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(gateway_of)]

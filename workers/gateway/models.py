@@ -1,0 +1,160 @@
+"""The gateway's request and response bodies. Requests forbid unknown fields: a body that
+names a tenant (or anything else we do not read) is refused, not silently ignored."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.agents import DEFAULT_AGENT
+from storage.models import ItemRow, SessionRow
+from workers.task_options import MAX_STEPS
+from workers.tasks import MAX_REASON_CHARS
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartTask(Request):
+    text: str = Field(min_length=1, description="What the agent should do.")
+    agent: str = Field(DEFAULT_AGENT, description="The agent definition to run.")
+    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+    approval_policies: dict[str, str] = Field(
+        default_factory=dict, description="TOOL -> never|always|outside:DIR|match:ARG:REGEX"
+    )
+    project: str | None = None
+
+
+class FollowUp(Request):
+    text: str = Field(min_length=1)
+
+
+class Approve(Request):
+    arguments: dict[str, Any] | None = Field(
+        None, description="Run the call with these arguments instead of the model's."
+    )
+
+
+class Reject(Request):
+    reason: str = Field("", max_length=MAX_REASON_CHARS, description="Told to the model.")
+
+
+class Resume(Request):
+    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+
+
+class Session(BaseModel):
+    id: uuid.UUID
+    status: str
+    title: str
+    agent: str
+    parent_id: uuid.UUID | None
+    root_id: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
+    wait_detail: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, row: SessionRow) -> Session:
+        return cls(
+            id=row.id,
+            status=row.status,
+            title=row.title,
+            agent=row.agent_definition,
+            parent_id=row.parent_id,
+            root_id=row.root_id,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            wait_detail=row.wait_detail,
+        )
+
+
+class Item(BaseModel):
+    id: uuid.UUID
+    ordinal: int
+    kind: str
+    role: str
+    text: str
+    tool_call_id: str | None
+    tool_name: str | None
+    data: dict[str, Any]
+    artifact_id: uuid.UUID | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: ItemRow) -> Item:
+        return cls(
+            id=row.id,
+            ordinal=row.ordinal,
+            kind=row.kind,
+            role=row.role,
+            text=row.text,
+            tool_call_id=row.tool_call_id,
+            tool_name=row.tool_name,
+            data=row.data,
+            artifact_id=row.artifact_id,
+            created_at=row.created_at,
+        )
+
+
+class SessionList(BaseModel):
+    sessions: list[Session]
+    next_before: uuid.UUID | None = Field(
+        None, description="Pass as `before` for the next (older) page; null on the last."
+    )
+
+
+class SessionPage(BaseModel):
+    session: Session
+    items: list[Item]
+    next_after: int | None = Field(
+        None, description="Pass as `after` for the next page; null when this page is the end."
+    )
+
+
+class Started(BaseModel):
+    session_id: uuid.UUID
+
+
+class MessageSent(BaseModel):
+    item_id: uuid.UUID
+    ordinal: int
+
+
+class Decided(BaseModel):
+    tool_call_id: str
+    approved: bool
+    decided_by: str
+
+
+class Cancelled(BaseModel):
+    session_id: uuid.UUID
+    cancelled: bool
+
+
+class PendingCall(BaseModel):
+    tool_call_id: str
+    name: str
+    step: int
+    rerun: bool
+    arguments: dict[str, Any] | None
+
+
+class InboxEntry(BaseModel):
+    session: Session
+    pending: list[PendingCall]
+
+
+class Inbox(BaseModel):
+    entries: list[InboxEntry]
+
+
+class Me(BaseModel):
+    key_id: str
+    tenant_id: str
+    user_id: str
+    scopes: list[str]

@@ -1,0 +1,62 @@
+"""GET /v1/sessions/{id}/events: a session's live events as Server-Sent Events.
+
+Each committed item in ordinal order as it commits (`id:` is its ordinal, so a client that
+reconnects with `Last-Event-ID` gets what came after: nothing lost, nothing repeated),
+status changes (waiting_approval, waiting_device, waiting_model, completed, ...), a final
+`end`, and a comment heartbeat every 15 s. Woken by LISTEN/NOTIFY through the process's
+one EventHub (workers/gateway/events.py), never a poll per client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from sse_starlette.sse import EventSourceResponse
+
+from storage.errors import SessionNotFound
+from workers.gateway.auth import Reader
+from workers.gateway.context import GatewayDep
+from workers.gateway.errors import ApiError
+from workers.gateway.events import cursor_of, session_events
+from workers.gateway.routes_sessions import MAX_ORDINAL
+
+router = APIRouter(prefix="/v1", tags=["read"])
+# A comment line this often keeps proxies from closing a quiet stream.
+HEARTBEAT_SECONDS = 15
+
+
+@router.get("/sessions/{session_id}/events", response_class=EventSourceResponse)
+async def events(
+    session_id: str,
+    principal: Reader,
+    gateway: GatewayDep,
+    after: Annotated[int, Query(ge=0, le=MAX_ORDINAL)] = 0,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Server-Sent Events of one session of the key's tenant, until it ends."""
+    try:
+        cursor = cursor_of(last_event_id, after)
+    except ValueError as err:
+        raise ApiError(400, "bad_request", str(err)) from None
+    await gateway.hub.ensure_started()
+    stream = session_events(
+        gateway.hub,
+        gateway.resources.sessions,
+        principal.tenant_id,
+        session_id,
+        cursor,
+        store=gateway.resources.store,
+    )
+    try:  # another tenant's or a missing session: 404 before the stream starts
+        first = await anext(stream)
+    except SessionNotFound:
+        raise ApiError(404, "not_found", "no such session") from None
+
+    async def all_events() -> AsyncIterator[dict[str, Any]]:
+        yield first
+        async for event in stream:
+            yield event
+
+    return EventSourceResponse(all_events(), ping=HEARTBEAT_SECONDS)
