@@ -17,6 +17,9 @@ from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 
+# Ordinals are BIGINT: a cursor past this is not an ordinal.
+MAX_ORDINAL = 2**63 - 1
+
 
 @dataclass(frozen=True)
 class NewItem:

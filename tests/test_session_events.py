@@ -120,7 +120,7 @@ async def test_another_tenant_s_session_is_not_found_before_any_event(
 
 def test_cursors_and_payloads_are_checked() -> None:
     assert cursor_of(None, 3) == 3 and cursor_of("7", 0) == 7 and cursor_of(" ", 2) == 2
-    for bad in ("x", "-1"):
+    for bad in ("x", "-1", str(2**63), "9" * 5000):
         with pytest.raises(ValueError):
             cursor_of(bad, 0)
     assert parse('{"t": "a", "s": "b", "o": 3}') is not None

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
 from storage.artifacts import check_user_tenant
+from storage.items import MAX_ORDINAL
 from workers.cli_errors import ServiceUnavailable
 from workers.resources import Resources, open_resources
 from workers.settings import get_settings
@@ -27,8 +28,6 @@ console = Console(width=None if sys.stdout.isatty() else 120)
 err_console = Console(stderr=True)
 T = TypeVar("T")
 
-# Item ordinals are BIGINT: past this a cursor is a typo.
-MAX_ORDINAL = 2**63 - 1
 After = Annotated[int, typer.Option(min=0, max=MAX_ORDINAL, help="Start after this item ordinal.")]
 
 Tenant = Annotated[

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from storage.artifacts import ArtifactStore
+from storage.items import MAX_ORDINAL
 from storage.models import ItemRow, SessionRow
 from storage.session_events import EventHub
 from workers.gateway.models import Item
@@ -42,8 +43,8 @@ def cursor_of(last_event_id: str | None, after: int) -> int:
         cursor = int(last_event_id)
     except ValueError:
         raise ValueError(f"Last-Event-ID {last_event_id[:40]!r} is not an item ordinal") from None
-    if cursor < 0:
-        raise ValueError("Last-Event-ID must not be negative")
+    if not 0 <= cursor <= MAX_ORDINAL:  # ordinals are BIGINT
+        raise ValueError("Last-Event-ID is not an item ordinal")
     return cursor
 
 

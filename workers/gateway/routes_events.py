@@ -16,11 +16,11 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette.sse import EventSourceResponse
 
 from storage.errors import SessionNotFound
+from storage.items import MAX_ORDINAL
 from workers.gateway.auth import Reader
 from workers.gateway.context import GatewayDep
 from workers.gateway.errors import ApiError
 from workers.gateway.events import cursor_of, session_events
-from workers.gateway.routes_sessions import MAX_ORDINAL
 
 router = APIRouter(prefix="/v1", tags=["read"])
 # A comment line this often keeps proxies from closing a quiet stream.

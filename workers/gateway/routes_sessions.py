@@ -14,7 +14,7 @@ from temporalio.service import RPCError
 
 from storage.api_keys import Principal
 from storage.artifact_records import ArtifactRepository
-from storage.items import ItemRepository
+from storage.items import MAX_ORDINAL, ItemRepository
 from storage.models import SessionRow
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["read"])
 
 MAX_PAGE = 1000  # as agentctl's pages
-MAX_ORDINAL = 2**63 - 1  # ordinals are BIGINT
 MAX_INBOX = 100
 INBOX_QUERY_SECONDS = 5.0
 
