@@ -4,7 +4,6 @@ agent's tools under its own instructions, and a turn keeps the definition it beg
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,8 +24,9 @@ from storage.sessions import SessionRepository
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
-    completion,
+    calls,
     fake_openai_server,  # noqa: F401 (the `server` fixture)
+    says,
 )
 from tests.support.helpers import items_of, start, wait_for_pending
 from workers import tasks
@@ -59,19 +59,6 @@ NOTES = Agent(
 )
 
 
-def _calls(name: str, **arguments: Any) -> dict[str, Any]:
-    call = {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(arguments)},
-    }
-    return completion({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
-
-
-def _says(text: str) -> dict[str, Any]:
-    return completion({"role": "assistant", "content": text}, "stop")
-
-
 @pytest.fixture
 async def provider(server: FakeOpenAI) -> AsyncIterator[OpenAICompatibleProvider]:
     p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="small", timeout=5)
@@ -96,7 +83,7 @@ async def test_two_agents_on_one_worker_each_see_only_their_own_tools_and_instru
     workspace: Path,
     tenant: str,
 ) -> None:
-    server.reply = _says("done")
+    server.reply = says("done")
     async with agent_worker(provider, workspace, agents=(WEATHER, NOTES)) as queue:
         results = []
         for agent in ("weather", "notes", "default"):
@@ -120,8 +107,11 @@ async def test_a_tool_of_another_agent_is_unknown_and_the_agent_s_own_runs(
     tenant: str,
 ) -> None:
     # The weather agent's model asks for the notes agent's tool, then for its own.
-    server.queued = [_calls("lookup_note", place="x"), _calls("forecast", place="Oslo")]
-    server.reply = _says("done")
+    server.queued = [
+        calls({"name": "lookup_note", "arguments": {"place": "x"}}),
+        calls({"name": "forecast", "arguments": {"place": "Oslo"}}),
+    ]
+    server.reply = says("done")
     async with agent_worker(provider, workspace, agents=(WEATHER, NOTES)) as queue:
         sid, handle = await start(client, resources, queue, "hi", tenant=tenant, agent="weather")
         assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
@@ -140,8 +130,8 @@ async def test_an_agent_s_approval_policy_makes_its_call_wait(
     workspace: Path,
     tenant: str,
 ) -> None:
-    server.queued = [_calls("lookup_note", place="home")]
-    server.reply = _says("done")
+    server.queued = [calls({"name": "lookup_note", "arguments": {"place": "home"}})]
+    server.reply = says("done")
     async with agent_worker(provider, workspace, agents=(WEATHER, NOTES)) as queue:
         sid, handle = await start(client, resources, queue, "hi", tenant=tenant, agent="notes")
         (call,) = await wait_for_pending(client, sid)
@@ -158,8 +148,8 @@ async def test_a_turn_keeps_the_definition_it_began_with_across_a_deploy(
     workspace: Path,
     tenant: str,
 ) -> None:
-    server.queued = [_calls("lookup_note", place="home")]
-    server.reply = _says("done")
+    server.queued = [calls({"name": "lookup_note", "arguments": {"place": "home"}})]
+    server.reply = says("done")
     async with agent_worker(provider, workspace, agents=(NOTES,)) as queue:
         sid, handle = await start(client, resources, queue, "hi", tenant=tenant, agent="notes")
         (call,) = await wait_for_pending(client, sid)

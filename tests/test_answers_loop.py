@@ -18,8 +18,9 @@ from activities.session_state import EMPTY_REPLY_NUDGE
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
-    completion,
+    calls,
     fake_openai_server,  # noqa: F401 (the `server` fixture)
+    says,
 )
 from tests.support.helpers import items_of, session_root, start
 from workers.resources import Resources
@@ -27,23 +28,6 @@ from workflows.contracts import AgentResult
 
 ANSWER = "The file says: contents of A."
 READ_A = {"name": "read_file", "arguments": {"path": "a.txt"}}
-
-
-def says(text: str) -> dict[str, Any]:
-    return completion({"role": "assistant", "content": text}, "stop")
-
-
-def calls(*called: dict[str, Any]) -> dict[str, Any]:
-    """A native tool-call reply: each as {"name": ..., "arguments": {...}}."""
-    native = [
-        {
-            "id": f"call_{n}",
-            "type": "function",
-            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
-        }
-        for n, c in enumerate(called)
-    ]
-    return completion({"role": "assistant", "content": None, "tool_calls": native}, "tool_calls")
 
 
 @pytest.fixture

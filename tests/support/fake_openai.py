@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,24 @@ def tool_call_reply(arguments: str, *more: str, ids: tuple[str | None, ...] = ()
             call["id"] = call_id
         calls.append(call)
     return completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls")
+
+
+def says(text: str) -> dict[str, Any]:
+    """A reply that answers with `text`."""
+    return completion({"role": "assistant", "content": text}, "stop")
+
+
+def calls(*called: dict[str, Any]) -> dict[str, Any]:
+    """A native tool-call reply: each as {"name": ..., "arguments": {...}}."""
+    native = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+        }
+        for n, c in enumerate(called)
+    ]
+    return completion({"role": "assistant", "content": None, "tool_calls": native}, "tool_calls")
 
 
 @pytest.fixture(name="server")
