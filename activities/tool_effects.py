@@ -112,7 +112,7 @@ class EffectLedger:
                 claim.found,
                 claim.attempt,
             )
-            settled = await _reconcile(tool, ctx, args)
+            settled = await reconcile_interrupted(tool, ctx, args)
             if settled is not None:
                 return settled
         try:
@@ -128,7 +128,9 @@ class EffectLedger:
             raise
 
 
-async def _reconcile(tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> EffectRun | None:
+async def reconcile_interrupted(
+    tool: Tool, ctx: ToolContext, args: dict[str, Any]
+) -> EffectRun | None:
     """The interrupted call's settlement, or None when it did not act (safe to run)."""
     if tool.reconcile is None:
         return EffectRun(EffectState.IN_DOUBT, None, EFFECT_IN_DOUBT, in_doubt_text())

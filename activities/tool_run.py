@@ -103,8 +103,8 @@ class ToolActivities:
                 done = await items.by_key(inp.idempotency_key)
                 if done is not None:
                     latest = await latest_settlement(items, done)
-                    return _outcome_of(latest, inp.tenant_id)
-                args, asked_for = await self._arguments(items, session_id, inp.tool_call_id)
+                    return outcome_of(latest, inp.tenant_id)
+                args, asked_for = await call_arguments(items, session_id, inp.tool_call_id)
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
@@ -123,7 +123,7 @@ class ToolActivities:
                     # Audit mode: the event commits with the tool_result item.
                     await trace.committed(db, ref, row.artifact_id)
                 self._warm(inp.tenant_id, row, ref, result)
-                return _outcome_of(row, inp.tenant_id)
+                return outcome_of(row, inp.tenant_id)
 
     def _registry_of(self, session: SessionRow) -> ToolRegistry:
         """The tools of the session's agent."""
@@ -159,18 +159,6 @@ class ToolActivities:
         self._read_cache.keep(
             tenant_id, row.artifact_id, result.output.content, ref.content_type, complete=True
         )
-
-    async def _arguments(
-        self, items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
-    ) -> tuple[dict[str, Any], str]:
-        """The call's arguments (an approver's edit wins) and the tool name the model used."""
-        thread = await items.call_thread(session_id, tool_call_id)
-        if thread is None:
-            raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
-        call, others = thread.call, thread.others
-        edits = [r for r in others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")]
-        args = dict(edits[-1].data["arguments"] if edits else call.data.get("arguments", {}))
-        return args, call.tool_name or ""
 
     async def _execute(
         self,
@@ -264,6 +252,19 @@ class ToolActivities:
         )
 
 
+async def call_arguments(
+    items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
+) -> tuple[dict[str, Any], str]:
+    """The call's arguments (an approver's edit wins) and the tool name the model used."""
+    thread = await items.call_thread(session_id, tool_call_id)
+    if thread is None:
+        raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
+    call, others = thread.call, thread.others
+    edits = [r for r in others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")]
+    args = dict(edits[-1].data["arguments"] if edits else call.data.get("arguments", {}))
+    return args, call.tool_name or ""
+
+
 def _tool_names(registry: ToolRegistry) -> str:
     names = sorted(registry.tools)
     if not names:
@@ -290,7 +291,8 @@ def _event(inp: ToolRunInput) -> ToolCallEvent:
     )
 
 
-def _outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
+def outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
+    """What the loop learns of a committed tool_result item (ids and ref, no content)."""
     info = row.data.get("artifact")
     ref = None
     if info and row.artifact_id is not None:

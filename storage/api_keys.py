@@ -21,9 +21,12 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.artifacts import check_user_tenant
+from storage.devices import validate_device_id
 from storage.models import ApiKeyRow
 
 SCOPES = ("read", "start", "approve", "admin")
+# What a device key holds instead of SCOPES: the device routes only, never a tenant route.
+DEVICE_SCOPE = "device"
 KEY_PREFIX = "da"
 SECRET_BYTES = 32
 MAX_USER_CHARS = 100  # workers.tasks.MAX_DECIDER_CHARS: the user is who decides
@@ -42,9 +45,13 @@ class Principal:
     tenant_id: str
     user_id: str
     scopes: frozenset[str]
+    # A device key's device: such a key grants no tenant scope, whatever its row says.
+    device_id: str | None = None
 
     def allows(self, scope: str) -> bool:
-        """admin grants every scope."""
+        """admin grants every tenant scope; a device key grants none."""
+        if self.device_id is not None:
+            return False
         return scope in self.scopes or "admin" in self.scopes
 
 
@@ -107,6 +114,30 @@ class ApiKeyRepository:
         """A new key for `user_id` in `tenant_id`; its secret exists only in the result."""
         check_user_tenant(tenant_id)
         check_user(user_id)
+        return await self._insert(tenant_id, user_id, check_scopes(scopes), None, name, expires_at)
+
+    async def create_device_key(
+        self,
+        tenant_id: str,
+        device_id: str,
+        *,
+        name: str = "",
+        expires_at: datetime | None = None,
+    ) -> NewKey:
+        """A new device key for (tenant, device): usable on the device routes only."""
+        validate_device_id(device_id)
+        return await self._insert(tenant_id, device_id, [DEVICE_SCOPE], device_id, name, expires_at)
+
+    async def _insert(
+        self,
+        tenant_id: str,
+        user_id: str,
+        scopes: list[str],
+        device_id: str | None,
+        name: str,
+        expires_at: datetime | None,
+    ) -> NewKey:
+        check_user_tenant(tenant_id)
         if len(name) > MAX_NAME_CHARS:
             raise ValueError(f"the key name is longer than {MAX_NAME_CHARS} characters")
         if expires_at is not None and expires_at.tzinfo is None:
@@ -118,9 +149,10 @@ class ApiKeyRepository:
             tenant_id=tenant_id,
             user_id=user_id,
             name=name,
-            scopes=check_scopes(scopes),
+            scopes=scopes,
             secret_sha256=_hash(secret),
             expires_at=expires_at,
+            device_id=device_id,
         )
         self._db.add(row)
         await self._db.flush()
@@ -156,4 +188,6 @@ class ApiKeyRepository:
             return None
         if row.expires_at is not None and row.expires_at <= (now or datetime.now(UTC)):
             return None
-        return Principal(row.key_id, row.tenant_id, row.user_id, frozenset(row.scopes))
+        return Principal(
+            row.key_id, row.tenant_id, row.user_id, frozenset(row.scopes), row.device_id
+        )

@@ -10,10 +10,12 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     DateTime,
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -339,3 +341,36 @@ class ApiKeyRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Set on a device key: it speaks for this device of the tenant, on the device routes only.
+    device_id: Mapped[str | None] = mapped_column(Text)
+
+
+class DeviceCallRow(Base):
+    """A device tool call handed to the gateway: the newest attempt's Temporal task token
+    (completed asynchronously once the device's result is verified and committed) and the
+    device's lease on it (storage/device_calls.py)."""
+
+    __tablename__ = "device_calls"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_device_calls_key"),
+        CheckConstraint("state IN ('pending', 'leased', 'done')", name="ck_device_calls_state"),
+        Index("ix_device_calls_device", "tenant_id", "device_id", "state"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text)
+    device_id: Mapped[str] = mapped_column(Text)
+    idempotency_key: Mapped[str] = mapped_column(String(512))
+    session_id: Mapped[uuid.UUID] = mapped_column()
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    tool_name: Mapped[str] = mapped_column(String(128))
+    step: Mapped[int] = mapped_column(Integer)
+    rerun: Mapped[int] = mapped_column(Integer, server_default="0")
+    task_token: Mapped[bytes] = mapped_column(LargeBinary)
+    attempt: Mapped[int] = mapped_column(Integer, server_default="1")
+    state: Mapped[str] = mapped_column(String(16))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # How many times a device was handed the call: more than one means one went away mid-call.
+    offers: Mapped[int] = mapped_column(Integer, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

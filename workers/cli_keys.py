@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from storage.api_keys import SCOPES, ApiKeyRepository, NewKey, check_scopes
+from storage.api_keys import DEVICE_SCOPE, SCOPES, ApiKeyRepository, NewKey, check_scopes
+from storage.devices import validate_device_id
 from storage.models import ApiKeyRow
 from workers.cli_common import console, run_async, with_resources
 from workers.cli_gc import parse_duration
@@ -20,30 +21,53 @@ keys_app = typer.Typer(no_args_is_help=True, help="API keys for the gateway (sto
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option("--tenant", help="The tenant the key acts as.")],
-    user: Annotated[str, typer.Option("--user", help="Who the key's decisions are from.")],
-    scope: Annotated[list[str], typer.Option("--scope", help=f"Repeatable: {', '.join(SCOPES)}.")],
+    user: Annotated[
+        str | None, typer.Option("--user", help="Who the key's decisions are from.")
+    ] = None,
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help=f"Repeatable: {', '.join(SCOPES)}.")
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="A device key for this device id instead: the device routes only, "
+            "no --user or --scope.",
+        ),
+    ] = None,
     name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
     expires_in: Annotated[
         str | None, typer.Option(help="Expire after e.g. 12h, 30d (default: never).")
     ] = None,
 ) -> None:
     """Create a key and print it once: only its hash is stored."""
-    scopes = check_scopes(scope)
+    if device is not None:
+        if user is not None or scope:
+            raise ValueError("a device key takes no --user or --scope: it is the device's")
+        validate_device_id(device)
+    elif user is None:
+        raise ValueError("give --user (and --scope), or --device for a device key")
+    scopes = check_scopes(scope or []) if device is None else [DEVICE_SCOPE]
     expires_at = None
     if expires_in is not None:
         expires_at = datetime.now(UTC) + parse_duration(expires_in, minimum=timedelta(seconds=1))
 
     async def go(res: Resources) -> NewKey:
         async with res.sessions() as db, db.begin():
-            return await ApiKeyRepository(db).create(
-                tenant, user, scopes, name=name, expires_at=expires_at
-            )
+            keys = ApiKeyRepository(db)
+            if device is not None:
+                return await keys.create_device_key(
+                    tenant, device, name=name, expires_at=expires_at
+                )
+            assert user is not None  # checked above
+            return await keys.create(tenant, user, scopes, name=name, expires_at=expires_at)
 
     new = run_async(with_resources(go))
     # Plain print: the key must come out whole, never wrapped or highlighted.
     print(new.key)
+    who = f"device {device}" if device is not None else user
     console.print(
-        f"key {new.row.key_id} for {user} in tenant {tenant} ({', '.join(scopes)}); "
+        f"key {new.row.key_id} for {who} in tenant {tenant} ({', '.join(scopes)}); "
         "store it now, it is not shown again",
         markup=False,
         highlight=False,
@@ -63,7 +87,9 @@ def keys_list(
             return await ApiKeyRepository(db).list(tenant)
 
     rows = run_async(with_resources(go))
-    table = Table("key id", "tenant", "user", "name", "scopes", "created", "expires", "state")
+    table = Table(
+        "key id", "tenant", "user", "device", "name", "scopes", "created", "expires", "state"
+    )
     now = datetime.now(UTC)
     for row in rows:
         state = "active"
@@ -75,6 +101,7 @@ def keys_list(
             row.key_id,
             row.tenant_id,
             row.user_id,
+            row.device_id or "",
             row.name,
             ",".join(row.scopes),
             f"{row.created_at:%Y-%m-%d %H:%M}",

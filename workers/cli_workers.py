@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +35,13 @@ def worker(
 
 
 def device(
-    device_id: Annotated[str, typer.Option(help="This device's id (task queue device-<id>).")],
+    device_id: Annotated[
+        str | None,
+        typer.Option(
+            help="Trusted-operator mode only: this device's id (task queue device:TENANT:ID). "
+            "With AGENT_GATEWAY_URL set, the device key names the device instead."
+        ),
+    ] = None,
     workspace: Annotated[
         Path,
         typer.Option(exists=True, file_okay=False, help="Folder the device tools may touch."),
@@ -43,14 +50,39 @@ def device(
         str | None, typer.Option(help="MODULE:ATTR of MCP servers; device-local ones run here.")
     ] = None,
 ) -> None:
-    """Run this device's worker: device-local tools for tasks started with --device."""
+    """Serve this device's tools (device-local tools for tasks started with --device).
+
+    Normal mode: set AGENT_GATEWAY_URL and AGENT_DEVICE_KEY (from `agentctl keys create
+    --device ID`); the device reaches the cloud only through the gateway and holds no
+    database, S3 or Temporal credential.
+
+    Trusted-operator mode (no AGENT_GATEWAY_URL, --device-id given): the old direct device
+    worker, which holds DATABASE_URL, the S3 identity and Temporal access itself. Use it
+    only on a machine you would trust with every tenant's data.
+    """
     from workers.mcp_declarations import load_servers
+
+    servers = load_servers(mcp_servers) if mcp_servers else []
+    logging.getLogger().setLevel(logging.INFO)
+    if os.environ.get("AGENT_GATEWAY_URL"):
+        from workers.device_link import DeviceLinkSettings
+        from workers.processes import run_device_via_gateway
+
+        if not os.environ.get("AGENT_DEVICE_KEY"):
+            raise ValueError("AGENT_GATEWAY_URL is set but AGENT_DEVICE_KEY is not")
+        link = DeviceLinkSettings()  # both from the environment
+        run_async(
+            run_device_via_gateway(get_settings(), link, workspace.resolve(), mcp_servers=servers)
+        )
+        return
     from workers.processes import run_device_worker
 
+    if device_id is None:
+        raise ValueError(
+            "set AGENT_GATEWAY_URL and AGENT_DEVICE_KEY (normal mode), or give --device-id "
+            "for the trusted-operator mode"
+        )
     validate_device_id(device_id)
-    servers = load_servers(mcp_servers) if mcp_servers else []
-
-    logging.getLogger().setLevel(logging.INFO)
     run_async(
         run_device_worker(get_settings(), device_id, workspace.resolve(), mcp_servers=servers)
     )

@@ -22,6 +22,8 @@ from storage.devices import DeviceRepository, validate_device_id
 from workers.agent_loading import Providers, agents_from, servers_of
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.device import build_device_worker
+from workers.device_calls_local import LocalTools
+from workers.device_link import DeviceLinkSettings, run_device_link
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
@@ -144,16 +146,7 @@ async def run_device_worker(
         McpToolsets(servers, device=True) as toolsets,
         open_resources(settings.database, settings.s3) as res,
     ):
-        by_server = toolsets.by_server()
-        registry = with_mcp(default_registry(), _tools_of(mcp_servers, by_server))
-        # The agents' own tools too: a task of agent X routes X's device tools here.
-        registries = {DEFAULT_AGENT: registry}
-        for agent in agents:
-            own = [*agent.tools, *_tools_of(agent.toolsets, by_server)]
-            registries[agent.name] = ToolRegistry.of(own)
-        names = {name for r in registries.values() for name in r.tools}
-        served = sorted(names - WORKFLOW_TOOLS)
-        specs = [info.record() for info in toolsets.infos()] or None
+        registry, registries, served, specs = _device_tools(agents, mcp_servers, toolsets)
         client = await connect_client(data_converter=data_converter_with_offload(res.store))
         # Not best-effort: a device that cannot reach AgentState cannot run a tool either.
         async with res.sessions() as db, db.begin():
@@ -176,6 +169,51 @@ async def run_device_worker(
         finally:
             presence.cancel()
             await asyncio.gather(presence, return_exceptions=True)
+
+
+def _device_tools(
+    agents: Sequence[Agent], mcp_servers: Sequence[McpServer], toolsets: McpToolsets
+) -> tuple[ToolRegistry, dict[str, ToolRegistry], list[str], list[dict[str, Any]] | None]:
+    """The default registry, one per agent, the names served and the MCP tool specs."""
+    by_server = toolsets.by_server()
+    registry = with_mcp(default_registry(), _tools_of(mcp_servers, by_server))
+    # The agents' own tools too: a task of agent X routes X's device tools here.
+    registries = {DEFAULT_AGENT: registry}
+    for agent in agents:
+        own = [*agent.tools, *_tools_of(agent.toolsets, by_server)]
+        registries[agent.name] = ToolRegistry.of(own)
+    names = {name for r in registries.values() for name in r.tools}
+    served = sorted(names - WORKFLOW_TOOLS)
+    specs = [info.record() for info in toolsets.infos()] or None
+    return registry, registries, served, specs
+
+
+async def run_device_via_gateway(
+    settings: Settings,
+    link: DeviceLinkSettings,
+    workspace: Path,
+    *,
+    mcp_servers: Sequence[McpServer] = (),
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve this device's tools through the gateway with a device key only, until
+    SIGINT/SIGTERM (or `stop`). Reads no database, S3 or Temporal setting."""
+    agents = agents_from(settings.agent.definitions)
+    servers = servers_of(agents, mcp_servers)
+    async with McpToolsets(servers, device=True) as toolsets:
+        _, registries, served, specs = _device_tools(agents, mcp_servers, toolsets)
+        tools = LocalTools(
+            registries,
+            workspace,
+            settings.agent.fetch_policy(),
+            settings.agent.max_tool_argument_bytes,
+        )
+        if stop is None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+        await run_device_link(link, tools, served, specs, stop)
 
 
 async def _heartbeat(

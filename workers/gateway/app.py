@@ -15,9 +15,10 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from storage.session_events import EventHub, listen_dsn
-from workers.gateway import routes_events, routes_sessions, routes_tasks
+from workers.gateway import routes_devices, routes_events, routes_sessions, routes_tasks
 from workers.gateway.body_limit import BodyLimit
 from workers.gateway.context import Gateway
+from workers.gateway.device_relays import DeviceRelays
 from workers.gateway.errors import install_error_handlers
 from workers.gateway.rate_limit import RateLimiter
 from workers.resources import Resources
@@ -27,11 +28,13 @@ from workers.settings import Settings
 def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
     """The gateway app, serving with these resources as the tenants of its API keys."""
     hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
+    relays = DeviceRelays(client, resources.sessions)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await hub.aclose()  # the LISTEN connection, if a stream opened it
+        await relays.aclose()  # the device queues this process served
 
     app = FastAPI(
         lifespan=lifespan,
@@ -44,6 +47,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     app.state.gateway = Gateway(
         resources, client, settings, RateLimiter(limits.rate_per_second, limits.burst), hub
     )
+    app.state.device_relays = relays
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
@@ -55,4 +59,5 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_events.router)
+    app.include_router(routes_devices.router)
     return app

@@ -30,8 +30,31 @@ def _unauthorized() -> ApiError:
     )
 
 
+async def _authenticated(
+    request: Request, credentials: HTTPAuthorizationCredentials | None
+) -> Principal:
+    """The key's Principal, within its rate; 401 or 429 otherwise."""
+    if credentials is None:
+        raise _unauthorized()
+    gateway = gateway_of(request)
+    async with gateway.resources.sessions() as db:
+        found = await ApiKeyRepository(db).authenticate(credentials.credentials)
+    if found is None:
+        raise _unauthorized()
+    wait = gateway.limiter.take(found.key_id)
+    if wait > 0:
+        raise ApiError(
+            429,
+            "rate_limited",
+            "too many requests for this key; retry later",
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+    return found
+
+
 def require(scope: str) -> Callable[..., Awaitable[Principal]]:
-    """A dependency yielding the request's Principal once its key has `scope`."""
+    """A dependency yielding the request's Principal once its key has `scope` (a device
+    key has none: it is refused here with 403)."""
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
 
@@ -39,21 +62,7 @@ def require(scope: str) -> Callable[..., Awaitable[Principal]]:
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> Principal:
-        if credentials is None:
-            raise _unauthorized()
-        gateway = gateway_of(request)
-        async with gateway.resources.sessions() as db:
-            found = await ApiKeyRepository(db).authenticate(credentials.credentials)
-        if found is None:
-            raise _unauthorized()
-        wait = gateway.limiter.take(found.key_id)
-        if wait > 0:
-            raise ApiError(
-                429,
-                "rate_limited",
-                "too many requests for this key; retry later",
-                headers={"Retry-After": str(max(1, math.ceil(wait)))},
-            )
+        found = await _authenticated(request, credentials)
         if not found.allows(scope):
             raise ApiError(403, "forbidden", f"this key lacks the {scope!r} scope")
         return found
@@ -61,6 +70,19 @@ def require(scope: str) -> Callable[..., Awaitable[Principal]]:
     return principal
 
 
+async def device_principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """The Principal of a device key; any other key (admin too) is refused with 403: the
+    device routes hand out tool calls and accept results, which only a device may."""
+    found = await _authenticated(request, credentials)
+    if found.device_id is None:
+        raise ApiError(403, "forbidden", "the device routes need a device key")
+    return found
+
+
 Reader = Annotated[Principal, Depends(require("read"))]
 Starter = Annotated[Principal, Depends(require("start"))]
 Approver = Annotated[Principal, Depends(require("approve"))]
+DeviceKey = Annotated[Principal, Depends(device_principal)]

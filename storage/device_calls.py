@@ -1,0 +1,166 @@
+"""Device calls: tool calls waiting for, or leased by, a device that reaches the cloud only
+through the gateway.
+
+All SQL on `device_calls`, scoped to one tenant AND one device: a device key's repository
+cannot see another device's calls, of its tenant or any other. Never commits. Leases use
+the database clock, so a skewed device clock cannot keep or steal a call.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.devices import validate_device_id
+from storage.models import DeviceCallRow
+
+PENDING, LEASED, DONE = "pending", "leased", "done"
+
+
+class DeviceCallRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str, device_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+        self._device = validate_device_id(device_id)
+
+    def _mine(self) -> ColumnElement[bool]:
+        return and_(
+            DeviceCallRow.tenant_id == self._tenant, DeviceCallRow.device_id == self._device
+        )
+
+    async def offer(
+        self,
+        *,
+        idempotency_key: str,
+        session_id: uuid.UUID,
+        tool_call_id: str,
+        tool_name: str,
+        step: int,
+        rerun: int,
+        task_token: bytes,
+        attempt: int,
+    ) -> DeviceCallRow:
+        """Hand the call (this activity attempt of it) to the device: a new call is pending;
+        a call handed over before gets the newer attempt's task token and is pending again
+        (the earlier attempt timed out, so whoever held its lease is gone)."""
+        values = insert(DeviceCallRow).values(
+            id=uuid.uuid4(),
+            tenant_id=self._tenant,
+            device_id=self._device,
+            idempotency_key=idempotency_key,
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            step=step,
+            rerun=rerun,
+            task_token=task_token,
+            attempt=attempt,
+            state=PENDING,
+        )
+        stmt = values.on_conflict_do_update(
+            constraint="uq_device_calls_key",
+            set_={
+                "task_token": values.excluded.task_token,
+                "attempt": values.excluded.attempt,
+                "state": PENDING,
+                "lease_expires_at": None,
+                "updated_at": func.now(),
+            },
+            # A done call stays done; an older attempt never replaces a newer one's token.
+            where=and_(
+                DeviceCallRow.state != DONE, DeviceCallRow.attempt <= values.excluded.attempt
+            ),
+        ).returning(DeviceCallRow)
+        row = await self._db.scalar(stmt, execution_options={"populate_existing": True})
+        if row is None:  # done already, or a newer attempt holds it: return what is there
+            found = await self._db.scalar(
+                select(DeviceCallRow).where(
+                    DeviceCallRow.tenant_id == self._tenant,
+                    DeviceCallRow.idempotency_key == idempotency_key,
+                )
+            )
+            if found is None:
+                raise LookupError("device call vanished while being offered")
+            return found
+        return row
+
+    async def claim(self, lease: timedelta) -> DeviceCallRow | None:
+        """Lease the oldest call that is pending, or whose lease ran out (its device went
+        away mid-call), for `lease`; None if there is none. SKIP LOCKED: two polls of the
+        same device never get the same call."""
+        free = select(DeviceCallRow.id).where(
+            self._mine(),
+            or_(
+                DeviceCallRow.state == PENDING,
+                and_(DeviceCallRow.state == LEASED, DeviceCallRow.lease_expires_at < func.now()),
+            ),
+        )
+        candidate = (
+            free.order_by(DeviceCallRow.created_at).limit(1).with_for_update(skip_locked=True)
+        )
+        found = await self._db.scalar(candidate)
+        if found is None:
+            return None
+        row: DeviceCallRow | None = await self._db.scalar(
+            update(DeviceCallRow)
+            .where(DeviceCallRow.id == found)
+            .values(
+                state=LEASED,
+                lease_expires_at=func.now() + lease,
+                offers=DeviceCallRow.offers + 1,
+                updated_at=func.now(),
+            )
+            .returning(DeviceCallRow),
+            execution_options={"populate_existing": True},
+        )
+        return row
+
+    async def get(self, call_id: uuid.UUID, *, lock: bool = False) -> DeviceCallRow | None:
+        """This device's call; None for a missing one and another device's alike."""
+        query = select(DeviceCallRow).where(self._mine(), DeviceCallRow.id == call_id)
+        if lock:
+            query = query.with_for_update()
+        row: DeviceCallRow | None = await self._db.scalar(
+            query, execution_options={"populate_existing": True}
+        )
+        return row
+
+    async def extend(self, call_id: uuid.UUID, lease: timedelta) -> DeviceCallRow | None:
+        """Renew the lease of a call this device holds; None if it holds no such call."""
+        row: DeviceCallRow | None = await self._db.scalar(
+            update(DeviceCallRow)
+            .where(self._mine(), DeviceCallRow.id == call_id, DeviceCallRow.state == LEASED)
+            .values(lease_expires_at=func.now() + lease, updated_at=func.now())
+            .returning(DeviceCallRow),
+            execution_options={"populate_existing": True},
+        )
+        return row
+
+    async def release(self, call_id: uuid.UUID) -> None:
+        """Offer the call again (its completion was refused)."""
+        await self._db.execute(
+            update(DeviceCallRow)
+            .where(self._mine(), DeviceCallRow.id == call_id, DeviceCallRow.state == LEASED)
+            .values(state=PENDING, lease_expires_at=None, updated_at=func.now())
+        )
+
+    async def finish(self, call_id: uuid.UUID) -> None:
+        """The call's result is committed: never offered again."""
+        await self._db.execute(
+            update(DeviceCallRow)
+            .where(self._mine(), DeviceCallRow.id == call_id)
+            .values(state=DONE, lease_expires_at=None, updated_at=func.now())
+        )
+
+    async def waiting(self) -> list[DeviceCallRow]:
+        """Calls not done yet (pending or leased), oldest first."""
+        rows = await self._db.scalars(
+            select(DeviceCallRow)
+            .where(self._mine(), DeviceCallRow.state != DONE)
+            .order_by(DeviceCallRow.created_at)
+        )
+        return list(rows)

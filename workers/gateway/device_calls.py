@@ -1,0 +1,254 @@
+"""Device calls through the gateway: hand a device its next call, renew its lease, and
+accept its result only once the uploaded object was read back and matched.
+
+Upload -> verify -> commit holds as on the cloud: the device PUTs its result bytes to a
+presigned URL bound to this call's staging key; on completion the gateway reads that object,
+checks its size and sha256 against what the device claims, stores it content-addressed
+(ArtifactStore.put verifies again), commits the tool_result under the call's idempotency key
+(commit_tool_result, once per key) and only then completes the Temporal activity with the
+task token it kept. A mismatch commits nothing and offers the call again. The device never
+holds a database, S3 or Temporal credential.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.tool_effects import EFFECT_IN_DOUBT
+from activities.tool_run import call_arguments, outcome_of
+from storage.api_keys import Principal
+from storage.artifact_streams import status as s3_status
+from storage.device_calls import DONE, DeviceCallRepository
+from storage.devices import DeviceRepository
+from storage.items import ItemRepository
+from storage.models import DeviceCallRow, ItemRow
+from storage.sessions import SessionRepository
+from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
+from workers.gateway.context import Gateway
+from workers.gateway.device_models import Completion, OfferedCall, UploadTarget
+from workers.gateway.device_relays import DeviceRelays
+from workers.gateway.errors import ApiError
+
+logger = logging.getLogger(__name__)
+
+# A device renews its lease well within this; a device gone this long is taken as gone
+# (the call's Temporal heartbeat timeout is 30 s too).
+LEASE = timedelta(seconds=30)
+UPLOAD_EXPIRES_SECONDS = 900
+# What the gateway reads back to verify, in memory: a larger result is refused.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+# How often a waiting poll looks at the table anyway (a call handed over by another
+# gateway process, or a lease that ran out, wakes no event here).
+_RECHECK_SECONDS = 1.0
+
+
+def staging_key(prefix: str, call: DeviceCallRow) -> str:
+    """Where the device uploads this call's result: one key per call, under its tenant."""
+    return f"{prefix}/{call.tenant_id}/device-uploads/{call.id}"
+
+
+def _call_id(raw: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise _no_such_call() from None
+
+
+def _no_such_call() -> ApiError:
+    # Another device's call and a missing one look the same.
+    return ApiError(404, "not_found", "no such call for this device")
+
+
+def _device(principal: Principal) -> str:
+    if principal.device_id is None:  # device_principal let only device keys through
+        raise ApiError(403, "forbidden", "the device routes need a device key")
+    return principal.device_id
+
+
+async def next_call(
+    gateway: Gateway, relays: DeviceRelays, principal: Principal, wait_seconds: float
+) -> OfferedCall | None:
+    """Lease this device's next call, waiting up to `wait_seconds` for one."""
+    tenant, device = principal.tenant_id, _device(principal)
+    offered = relays.polled(tenant, device)
+    async with gateway.resources.sessions() as db, db.begin():
+        if not await DeviceRepository(db, tenant).heartbeat(device):
+            raise ApiError(409, "not_registered", "register the device first (POST /v1/device)")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    while True:
+        offered.clear()
+        found = await _claim(gateway, tenant, device)
+        if found is not None:
+            return found
+        left = deadline - loop.time()
+        if left <= 0:
+            return None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(offered.wait(), timeout=min(left, _RECHECK_SECONDS))
+        relays.polled(tenant, device)
+
+
+async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | None:
+    store = gateway.resources.store
+    async with gateway.resources.sessions() as db, db.begin():
+        call = await DeviceCallRepository(db, tenant, device).claim(LEASE)
+        if call is None:
+            return None
+        items = ItemRepository(db, tenant)
+        args, asked_for = await call_arguments(items, call.session_id, call.tool_call_id)
+        session = await SessionRepository(db, tenant).get(call.session_id)
+    url: str = await store.client.generate_presigned_url(
+        "put_object",
+        Params={"Bucket": store.bucket, "Key": staging_key(store.prefix, call)},
+        ExpiresIn=UPLOAD_EXPIRES_SECONDS,
+        HttpMethod="PUT",
+    )
+    return OfferedCall(
+        call_id=str(call.id),
+        idempotency_key=call.idempotency_key,
+        tool=call.tool_name or asked_for[:128],
+        arguments=args,
+        agent=session.agent_definition,
+        step=call.step,
+        offered_before=call.offers > 1,
+        lease_seconds=int(LEASE.total_seconds()),
+        upload=UploadTarget(url=url, expires_in=UPLOAD_EXPIRES_SECONDS),
+    )
+
+
+async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:
+    """The device is still at it: renew its lease and heartbeat the Temporal activity."""
+    tenant, device = principal.tenant_id, _device(principal)
+    async with gateway.resources.sessions() as db, db.begin():
+        call = await DeviceCallRepository(db, tenant, device).extend(_call_id(raw_id), LEASE)
+    if call is None:
+        raise ApiError(409, "not_leased", "this device holds no lease on that call")
+    try:
+        await gateway.client.get_async_activity_handle(task_token=call.task_token).heartbeat()
+    except RPCError as err:
+        # The attempt timed out already; a newer one hands the call over again.
+        logger.info("heartbeat of device call %s refused: %s", call.id, err.status.name)
+
+
+async def complete(
+    gateway: Gateway, principal: Principal, raw_id: str, body: Completion
+) -> tuple[str, bool]:
+    """Verify and commit the device's result; (call id, whether it was committed before)."""
+    tenant, device = principal.tenant_id, _device(principal)
+    call_id = _call_id(raw_id)
+    if (body.result is None) == (body.error is None):
+        raise ApiError(422, "invalid_request", "send exactly one of result and error")
+    async with gateway.resources.sessions() as db:
+        call = await DeviceCallRepository(db, tenant, device).get(call_id)
+    if call is None:
+        raise _no_such_call()
+    if call.state == DONE:
+        return str(call.id), True
+    artifact = await _verified_upload(gateway, call, body) if body.result is not None else None
+    async with gateway.resources.sessions() as db, db.begin():
+        repo = DeviceCallRepository(db, tenant, device)
+        locked = await repo.get(call_id, lock=True)  # the newest attempt's token, held
+        if locked is None:
+            raise _no_such_call()
+        already = locked.state == DONE
+        item = await commit_tool_result(
+            db, tenant, _tool_result(locked, body, artifact), store=gateway.resources.store
+        )
+        await repo.finish(call_id)
+    await _forget_upload(gateway, call)
+    if not already:
+        await _complete_activity(gateway, locked, item)
+    return str(call.id), already
+
+
+async def _verified_upload(
+    gateway: Gateway, call: DeviceCallRow, body: Completion
+) -> VerifiedArtifact:
+    """The uploaded bytes, stored content-addressed, if they are what the device says;
+    else the call is offered again and the device told why (422)."""
+    claimed = body.result
+    assert claimed is not None  # complete() checked it
+    store = gateway.resources.store
+    key = staging_key(store.prefix, call)
+    if claimed.size_bytes > MAX_RESULT_BYTES:
+        await _refuse(gateway, call, f"a result is at most {MAX_RESULT_BYTES} bytes")
+    try:
+        head = await store.client.head_object(Bucket=store.bucket, Key=key)
+        if head.get("ContentLength") != claimed.size_bytes:
+            await _refuse(gateway, call, "the uploaded object's size is not the size claimed")
+        obj = await store.client.get_object(Bucket=store.bucket, Key=key)
+        async with obj["Body"] as stream:
+            data: bytes = await stream.read(MAX_RESULT_BYTES + 1)
+    except ClientError as err:
+        if s3_status(err) != 404:
+            raise
+        await _refuse(gateway, call, "nothing was uploaded for this call")
+    if len(data) != claimed.size_bytes or hashlib.sha256(data).hexdigest() != claimed.sha256:
+        await _refuse(gateway, call, "the uploaded object does not match the sha256 and size")
+    # Verified in the store (content-addressed) before anything refers to it.
+    ref = await store.put(call.tenant_id, data, claimed.content_type)
+    return VerifiedArtifact(ref, data)
+
+
+async def _refuse(gateway: Gateway, call: DeviceCallRow, why: str) -> Any:
+    """Commit nothing; hand the call out again (to this device's next poll)."""
+    async with gateway.resources.sessions() as db, db.begin():
+        await DeviceCallRepository(db, call.tenant_id, call.device_id).release(call.id)
+    await _forget_upload(gateway, call)
+    raise ApiError(422, "result_refused", f"{why}; the call is offered again")
+
+
+def _tool_result(
+    call: DeviceCallRow, body: Completion, artifact: VerifiedArtifact | None
+) -> ToolResult:
+    extra: dict[str, Any] = {}
+    if body.effect is not None:
+        extra["effect"] = body.effect
+    if call.rerun:
+        extra["rerun"] = call.rerun
+    error_type, error = None, ""
+    if body.error is not None:
+        error_type, error = body.error.type, body.error.message
+        if body.effect == "in_doubt":
+            error_type = EFFECT_IN_DOUBT
+    return ToolResult(
+        session_id=call.session_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        step=call.step,
+        idempotency_key=call.idempotency_key,
+        artifact=artifact,
+        error_type=error_type,
+        error=error,
+        extra=extra,
+    )
+
+
+async def _forget_upload(gateway: Gateway, call: DeviceCallRow) -> None:
+    """The staging object is not needed once verified or refused (best-effort)."""
+    store = gateway.resources.store
+    try:
+        await store.client.delete_object(Bucket=store.bucket, Key=staging_key(store.prefix, call))
+    except ClientError:
+        logger.warning("staging object of device call %s not deleted", call.id)
+
+
+async def _complete_activity(gateway: Gateway, call: DeviceCallRow, item: ItemRow) -> None:
+    handle = gateway.client.get_async_activity_handle(task_token=call.task_token)
+    try:
+        await handle.complete(outcome_of(item, call.tenant_id))
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        # That attempt timed out; the retry finds the result committed under the key.
+        logger.info("device call %s: its attempt was gone; the retry reads the result", call.id)

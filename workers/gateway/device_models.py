@@ -1,0 +1,81 @@
+"""Bodies of the device routes. Everything a device sends is untrusted input: names,
+sizes, digests and content types are checked here before anything reads them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from workers.gateway.models import Request
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+# type/subtype with an optional parameter (charset=utf-8): what a preview may be told.
+CONTENT_TYPE_PATTERN = (
+    r"^[A-Za-z0-9.+-]{1,64}/[A-Za-z0-9.+-]{1,64}(; ?[A-Za-z0-9-]{1,32}=[A-Za-z0-9.-]{1,64})?$"
+)
+ERROR_TYPE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+MAX_TOOLS = 500
+MAX_ERROR_CHARS = 4000
+
+
+class DeviceRegistration(Request):
+    tools: list[str] = Field(max_length=MAX_TOOLS, description="Tools the device serves.")
+    tool_specs: list[dict[str, Any]] | None = Field(
+        None, max_length=MAX_TOOLS, description="Specs of its device-local MCP tools."
+    )
+
+
+class DeviceIdentity(BaseModel):
+    key_id: str
+    tenant_id: str
+    device_id: str
+
+
+class UploadTarget(BaseModel):
+    """A presigned PUT for exactly this call's result object."""
+
+    url: str
+    method: Literal["PUT"] = "PUT"
+    expires_in: int
+
+
+class OfferedCall(BaseModel):
+    call_id: str
+    # Stable across attempts: what an idempotent tool (an MCP server) dedupes on.
+    idempotency_key: str
+    tool: str
+    arguments: dict[str, Any]
+    agent: str
+    step: int
+    # True when a device was handed this call before (it went away mid-call): an
+    # effectful tool reconciles before it runs again.
+    offered_before: bool
+    lease_seconds: int
+    upload: UploadTarget
+
+
+class ResultInfo(Request):
+    size_bytes: int = Field(ge=0)
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    content_type: str = Field("application/octet-stream", pattern=CONTENT_TYPE_PATTERN)
+
+
+class ErrorInfo(Request):
+    type: str = Field(pattern=ERROR_TYPE_PATTERN)
+    message: str = Field("", max_length=MAX_ERROR_CHARS)
+
+
+class Completion(Request):
+    """Exactly one of `result` (uploaded to the call's target first) or `error`."""
+
+    result: ResultInfo | None = None
+    error: ErrorInfo | None = None
+    # For an effectful tool: whether it acted (the effects contract).
+    effect: Literal["completed", "failed", "reconciled", "in_doubt"] | None = None
+
+
+class CompletionAnswer(BaseModel):
+    call_id: str
+    status: Literal["committed", "already_committed"]

@@ -1,0 +1,104 @@
+"""Device routes: a device with a device key registers its tools, long-polls for its own
+calls, renews its lease while a tool runs, and completes each call after uploading the
+result to the call's presigned PUT. Only device keys pass (workers.gateway.auth.DeviceKey);
+the tenant and the device come from the key, never from a request field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response, status
+
+from activities.tools.mcp_device import device_mcp_tools
+from activities.tools.mcp_tools import McpListingError
+from storage.devices import DeviceRepository
+from workers.gateway import device_calls
+from workers.gateway.auth import DeviceKey
+from workers.gateway.context import GatewayDep
+from workers.gateway.device_models import (
+    TOOL_NAME_PATTERN,
+    Completion,
+    CompletionAnswer,
+    DeviceIdentity,
+    DeviceRegistration,
+    OfferedCall,
+)
+from workers.gateway.device_relays import DeviceRelays
+from workers.gateway.errors import ApiError
+
+router = APIRouter(prefix="/v1/device", tags=["device"])
+
+MAX_WAIT_SECONDS = 30.0
+
+
+def relays_of(request: Request) -> DeviceRelays:
+    relays: DeviceRelays = request.app.state.device_relays
+    return relays
+
+
+@router.get("", response_model=DeviceIdentity)
+async def me(principal: DeviceKey) -> DeviceIdentity:
+    """Which device this key speaks for."""
+    assert principal.device_id is not None  # DeviceKey admits device keys only
+    return DeviceIdentity(
+        key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=principal.device_id
+    )
+
+
+@router.post("", response_model=DeviceIdentity)
+async def register(
+    body: DeviceRegistration, principal: DeviceKey, gateway: GatewayDep
+) -> DeviceIdentity:
+    """Register (or re-register) the device's tools and the specs of its device-local MCP
+    tools; the cloud offers those to the model from what is stored here."""
+    assert principal.device_id is not None
+    bad = [t for t in body.tools if not re.fullmatch(TOOL_NAME_PATTERN, t)]
+    if bad:
+        raise ApiError(422, "invalid_request", f"invalid tool name {bad[0][:64]!r}")
+    try:
+        device_mcp_tools(body.tool_specs)  # checked as the cloud will read them
+    except McpListingError as err:
+        raise ApiError(422, "invalid_request", str(err)) from None
+    async with gateway.resources.sessions() as db, db.begin():
+        await DeviceRepository(db, principal.tenant_id).register(
+            principal.device_id, sorted(set(body.tools)), body.tool_specs or None
+        )
+    return DeviceIdentity(
+        key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=principal.device_id
+    )
+
+
+@router.post(
+    "/calls/next",
+    response_model=OfferedCall,
+    responses={204: {"description": "no call within the wait"}},
+)
+async def next_call(
+    request: Request,
+    principal: DeviceKey,
+    gateway: GatewayDep,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = 20.0,
+) -> OfferedCall | Response:
+    """Long-poll: this device's next call (leased to it), or 204 after `wait` seconds."""
+    found = await device_calls.next_call(gateway, relays_of(request), principal, wait)
+    if found is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return found
+
+
+@router.post("/calls/{call_id}/heartbeat", status_code=status.HTTP_204_NO_CONTENT)
+async def heartbeat(call_id: str, principal: DeviceKey, gateway: GatewayDep) -> None:
+    """Still running: renew the lease (else the call is offered again once it runs out)."""
+    await device_calls.renew(gateway, principal, call_id)
+
+
+@router.post("/calls/{call_id}/complete", response_model=CompletionAnswer)
+async def complete(
+    call_id: str, body: Completion, principal: DeviceKey, gateway: GatewayDep
+) -> CompletionAnswer:
+    """The call's result (uploaded to its target first) or its error. A result whose
+    uploaded object does not match size and sha256 is refused (422), nothing committed."""
+    done, already = await device_calls.complete(gateway, principal, call_id, body)
+    return CompletionAnswer(call_id=done, status="already_committed" if already else "committed")
