@@ -186,9 +186,15 @@ async def _verified_upload(
         head = await store.client.head_object(Bucket=store.bucket, Key=key)
         if head.get("ContentLength") != claimed.size_bytes:
             await _refuse(gateway, call, "the uploaded object's size is not the size claimed")
-        obj = await store.client.get_object(Bucket=store.bucket, Key=key)
-        async with obj["Body"] as stream:
-            data: bytes = await stream.read(MAX_RESULT_BYTES + 1)
+        data = b""
+        if claimed.size_bytes:
+            # One byte past the claim: an object replaced since the HEAD cannot make this
+            # read more than MAX_RESULT_BYTES + 1, and a longer one fails the size check.
+            obj = await store.client.get_object(
+                Bucket=store.bucket, Key=key, Range=f"bytes=0-{claimed.size_bytes}"
+            )
+            async with obj["Body"] as stream:
+                data = await stream.read()
     except ClientError as err:
         if s3_status(err) != 404:
             raise

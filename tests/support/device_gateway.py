@@ -1,0 +1,101 @@
+"""A real gateway over loopback HTTP (uvicorn, in the test's event loop) and a real
+`agentctl device` that reaches it with a device key and nothing else."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import uvicorn
+from temporalio.client import Client
+
+from storage.api_keys import ApiKeyRepository
+from tests.support.mcp import free_port
+from tests.support.processes import AGENTCTL, REPO
+from workers.gateway import create_app
+from workers.resources import Resources
+from workers.settings import GatewaySettings
+from workers.stack import StackEndpoints
+
+# What a device process may see of the machine: no DATABASE_*, S3_*, TEMPORAL_* at all.
+_PASSED = ("PATH", "HOME", "LANG", "TMPDIR")
+
+
+async def make_device_key(res: Resources, tenant: str, device_id: str) -> str:
+    """A new device key's full text."""
+    async with res.sessions() as db, db.begin():
+        return (await ApiKeyRepository(db).create_device_key(tenant, device_id)).key
+
+
+@asynccontextmanager
+async def gateway_server(
+    stack: StackEndpoints, res: Resources, client: Client
+) -> AsyncIterator[str]:
+    """The gateway app served on a free loopback port; yields its base URL."""
+    settings = stack.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
+    settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(res, client, settings), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(20):
+            while not server.started:
+                if task.done():
+                    await task  # raises what stopped it
+                await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+class GatewayDeviceProcess:
+    """`agentctl device` in gateway mode, in its own process (so a test can SIGKILL it),
+    with an environment holding the gateway URL and the device key only."""
+
+    def __init__(self, url: str, key: str, workspace: Path, log: Path) -> None:
+        self.env = {name: os.environ[name] for name in _PASSED if name in os.environ}
+        self.env.update(AGENT_GATEWAY_URL=url, AGENT_DEVICE_KEY=key, PYTHONPATH=str(REPO))
+        self.args = [str(AGENTCTL), "device", "--workspace", str(workspace)]
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO
+            )
+
+    async def wait_serving(self, within: float = 30) -> None:
+        """Until it registered through the gateway and polls."""
+        async with asyncio.timeout(within):
+            while "device link for" not in self.log.read_text(errors="replace"):
+                if self.proc is None or self.proc.poll() is not None:
+                    raise RuntimeError(f"device exited early:\n{self.log.read_text()[-3000:]}")
+                await asyncio.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL: no last completion, no lease renewal, like a laptop lid closing."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+            self.proc = None
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
