@@ -129,8 +129,12 @@ async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | No
 async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:
     """The device is still at it: renew its lease and heartbeat the Temporal activity."""
     tenant, device = principal.tenant_id, _device(principal)
+    call_id = _call_id(raw_id)
     async with gateway.resources.sessions() as db, db.begin():
-        call = await DeviceCallRepository(db, tenant, device).extend(_call_id(raw_id), LEASE)
+        repo = DeviceCallRepository(db, tenant, device)
+        call = await repo.extend(call_id, LEASE)
+        if call is None and await repo.get(call_id) is None:
+            raise _no_such_call()
     if call is None:
         raise ApiError(409, "not_leased", "this device holds no lease on that call")
     try:
