@@ -70,8 +70,14 @@ class GatewayDeviceProcess:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
+            # A session of its own: kill() takes its MCP servers down with it.
             self.proc = subprocess.Popen(
-                self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO
+                self.args,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                start_new_session=True,
             )
 
     async def wait_serving(self, within: float = 30) -> None:
@@ -85,7 +91,7 @@ class GatewayDeviceProcess:
     def kill(self) -> None:
         """SIGKILL: no last completion, no lease renewal, like a laptop lid closing."""
         if self.proc is not None:
-            self.proc.send_signal(signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
             self.proc = None
 
