@@ -65,16 +65,24 @@ async def test_a_device_key_gets_completes_and_renews_only_its_own_device_s_call
         session_id, handle = await start(
             client, resources, queue, tenant=tenant, device_id=device_id, device_tools=["read_file"]
         )
-        # Neither the same device id of another tenant nor another device of this one.
-        assert (await _next(http, same_id_elsewhere)).status_code == 204
-        assert (await _next(http, sibling)).status_code == 204
         offered = await _next(http, mine, wait=20)
         assert offered.status_code == 200, offered.text
         call = offered.json()
         assert call["tool"] == "read_file" and call["arguments"] == {"path": "notes.txt"}
         cid = call["call_id"]
+        # Completed before anything was uploaded: refused, so the call is pending again.
+        early = await http.post(
+            f"/v1/device/calls/{cid}/complete", json=_completion(b"x"), headers=bearer(mine)
+        )
+        assert early.status_code == 422, early.text
+        # A pending call: neither the same device id of another tenant nor another device
+        # of this tenant is handed it.
+        assert (await _next(http, same_id_elsewhere)).status_code == 204
+        assert (await _next(http, sibling)).status_code == 204
+        again = await _next(http, mine, wait=20)
+        assert again.status_code == 200 and again.json()["call_id"] == cid
         body = b"the device's answer"
-        put = await http.put(call["upload"]["url"], content=body)
+        put = await http.put(again.json()["upload"]["url"], content=body)
         assert put.status_code == 200, put.text
 
         for stranger in (same_id_elsewhere, sibling):
