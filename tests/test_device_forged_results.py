@@ -96,8 +96,21 @@ async def test_a_forged_completion_is_refused_never_committed_and_the_call_offer
         assert wrong_size.status_code == 422, wrong_size.text
         assert await results() == []
 
-        last = await offer()
-        assert (await http.put(last["upload"]["url"], content=REAL)).status_code == 200
+        await offer()
+        # A target bound to the sha256 as well: S3 itself refuses other bytes.
+        sha = hashlib.sha256(REAL).hexdigest()
+        bound = await http.post(
+            f"/v1/device/calls/{cid}/upload", json={"sha256": sha}, headers=auth
+        )
+        assert bound.status_code == 200, bound.text
+        target = bound.json()
+        forged_body = b"F" * len(REAL)
+        refused = await http.put(target["url"], content=forged_body, headers=target["headers"])
+        assert refused.status_code == 400 and "BadDigest" in refused.text
+        unsigned = await http.put(target["url"], content=REAL)  # the checksum header left out
+        assert unsigned.status_code == 403
+        put = await http.put(target["url"], content=REAL, headers=target["headers"])
+        assert put.status_code == 200
         done = await complete(cid, _claim(REAL))
         assert done.status_code == 200 and done.json()["status"] == "committed", done.text
         # Completing again changes nothing.

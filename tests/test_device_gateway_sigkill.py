@@ -25,7 +25,9 @@ from workers.stack import StackEndpoints
 
 async def _blocks_received(record: Path, count: int, within: float = 60) -> None:
     async with asyncio.timeout(within):
-        while len(recorded(record, "block")) < count:
+        while True:
+            if len(recorded(record, "block")) >= count:
+                return
             await asyncio.sleep(0.1)
 
 

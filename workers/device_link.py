@@ -148,15 +148,22 @@ async def _upload(
         body["error"] = {"type": result.error_type or "ToolFailed", "message": result.error[:4000]}
         return body
     content = result.output.content
-    target = call["upload"]
+    sha = hashlib.sha256(content).hexdigest()
+    # A target bound to these bytes too (S3 refuses others), for exactly this call.
+    bound = await http.post(f"/v1/device/calls/{call['call_id']}/upload", json={"sha256": sha})
+    if bound.status_code != 200:
+        raise GatewayRefused(f"no upload target: {_error_of(bound)}")
+    target = bound.json()
     # The presigned URL is the credential: no Authorization header of ours goes to S3.
     async with httpx.AsyncClient(timeout=httpx.Timeout(300.0)) as s3:
-        put = await s3.request(target["method"], target["url"], content=content)
+        put = await s3.request(
+            target["method"], target["url"], content=content, headers=target["headers"]
+        )
     if put.status_code >= 300:
         raise GatewayRefused(f"the upload target refused the result ({put.status_code})")
     body["result"] = {
         "size_bytes": len(content),
-        "sha256": hashlib.sha256(content).hexdigest(),
+        "sha256": sha,
         "content_type": result.output.content_type,
     }
     return body

@@ -13,6 +13,7 @@ holds a database, S3 or Temporal credential.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import logging
@@ -99,7 +100,6 @@ async def next_call(
 
 
 async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | None:
-    store = gateway.resources.store
     async with gateway.resources.sessions() as db, db.begin():
         call = await DeviceCallRepository(db, tenant, device).claim(LEASE)
         if call is None:
@@ -107,12 +107,6 @@ async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | No
         items = ItemRepository(db, tenant)
         args, asked_for = await call_arguments(items, call.session_id, call.tool_call_id)
         session = await SessionRepository(db, tenant).get(call.session_id)
-    url: str = await store.client.generate_presigned_url(
-        "put_object",
-        Params={"Bucket": store.bucket, "Key": staging_key(store.prefix, call)},
-        ExpiresIn=UPLOAD_EXPIRES_SECONDS,
-        HttpMethod="PUT",
-    )
     return OfferedCall(
         call_id=str(call.id),
         idempotency_key=call.idempotency_key,
@@ -122,8 +116,40 @@ async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | No
         step=call.step,
         offered_before=call.offers > 1,
         lease_seconds=int(LEASE.total_seconds()),
-        upload=UploadTarget(url=url, expires_in=UPLOAD_EXPIRES_SECONDS),
+        upload=await _upload_target(gateway, call),
     )
+
+
+async def _upload_target(
+    gateway: Gateway, call: DeviceCallRow, sha256: str | None = None
+) -> UploadTarget:
+    """A presigned PUT for the call's staging key; with `sha256`, bound to those bytes too
+    (SeaweedFS and S3 refuse a body whose sha256 differs: 400 BadDigest)."""
+    store = gateway.resources.store
+    params = {"Bucket": store.bucket, "Key": staging_key(store.prefix, call)}
+    headers: dict[str, str] = {}
+    if sha256 is not None:
+        checksum = base64.b64encode(bytes.fromhex(sha256)).decode()
+        params["ChecksumSHA256"] = checksum
+        headers["x-amz-checksum-sha256"] = checksum
+    url: str = await store.client.generate_presigned_url(
+        "put_object", Params=params, ExpiresIn=UPLOAD_EXPIRES_SECONDS, HttpMethod="PUT"
+    )
+    return UploadTarget(url=url, expires_in=UPLOAD_EXPIRES_SECONDS, headers=headers)
+
+
+async def bound_upload(
+    gateway: Gateway, principal: Principal, raw_id: str, sha256: str
+) -> UploadTarget:
+    """An upload target for this device's call bound to the bytes of `sha256`."""
+    tenant, device = principal.tenant_id, _device(principal)
+    async with gateway.resources.sessions() as db:
+        call = await DeviceCallRepository(db, tenant, device).get(_call_id(raw_id))
+    if call is None:
+        raise _no_such_call()
+    if call.state == DONE:
+        raise ApiError(409, "already_committed", "this call's result is committed already")
+    return await _upload_target(gateway, call, sha256)
 
 
 async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:

@@ -34,11 +34,19 @@ class DeviceIdentity(BaseModel):
 
 
 class UploadTarget(BaseModel):
-    """A presigned PUT for exactly this call's result object."""
+    """A presigned PUT for exactly this call's result object; send `headers` with it (a
+    checksum-bound target signs x-amz-checksum-sha256: other bytes are refused by S3)."""
 
     url: str
     method: Literal["PUT"] = "PUT"
     expires_in: int
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class UploadRequest(Request):
+    """What the device is about to upload: the target it gets is bound to this sha256."""
+
+    sha256: str = Field(pattern=SHA256_PATTERN)
 
 
 class OfferedCall(BaseModel):

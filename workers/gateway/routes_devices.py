@@ -24,6 +24,8 @@ from workers.gateway.device_models import (
     DeviceIdentity,
     DeviceRegistration,
     OfferedCall,
+    UploadRequest,
+    UploadTarget,
 )
 from workers.gateway.device_relays import DeviceRelays
 from workers.gateway.errors import ApiError
@@ -92,6 +94,14 @@ async def next_call(
 async def heartbeat(call_id: str, principal: DeviceKey, gateway: GatewayDep) -> None:
     """Still running: renew the lease (else the call is offered again once it runs out)."""
     await device_calls.renew(gateway, principal, call_id)
+
+
+@router.post("/calls/{call_id}/upload", response_model=UploadTarget)
+async def upload_target(
+    call_id: str, body: UploadRequest, principal: DeviceKey, gateway: GatewayDep
+) -> UploadTarget:
+    """A presigned PUT for this call's result bound to its sha256 as well as its key."""
+    return await device_calls.bound_upload(gateway, principal, call_id, body.sha256)
 
 
 @router.post("/calls/{call_id}/complete", response_model=CompletionAnswer)
