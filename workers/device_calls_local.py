@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from activities.agents import DEFAULT_AGENT
 from activities.text_limits import ARGUMENTS_TOO_LARGE, oversized_arguments
 from activities.tool_effects import EFFECT_IN_DOUBT, in_doubt_text, reconcile_interrupted
 from activities.tool_run import failure_words
@@ -58,7 +57,13 @@ class LocalTools:
         offered_before: bool,
     ) -> LocalResult:
         """Run the call once; a device that went away mid-call asks `reconcile` first."""
-        registry = self.registries.get(agent) or self.registries[DEFAULT_AGENT]
+        registry = self.registries.get(agent)
+        if registry is None:
+            # A task of an agent this device was not started with: never another's tools.
+            served = ", ".join(sorted(self.registries)[:20])
+            return LocalResult(
+                None, "UnknownAgent", f"this device serves agents {served}, not {agent[:100]!r}"
+            )
         tool = registry.get(tool_name)
         if tool is None:
             names = ", ".join(sorted(registry.tools)[:20]) or "none"

@@ -80,10 +80,10 @@ async def next_call(
 ) -> OfferedCall | None:
     """Lease this device's next call, waiting up to `wait_seconds` for one."""
     tenant, device = principal.tenant_id, _device(principal)
-    offered = relays.polled(tenant, device)
     async with gateway.resources.sessions() as db, db.begin():
         if not await DeviceRepository(db, tenant).heartbeat(device):
             raise ApiError(409, "not_registered", "register the device first (POST /v1/device)")
+    offered = relays.polled(tenant, device)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
     while True:
@@ -183,6 +183,8 @@ async def complete(
     if call is None:
         raise _no_such_call()
     if call.state == DONE:
+        # Committed before; the activity may not have heard (a failed completion): tell it.
+        await _complete_again(gateway, call)
         return str(call.id), True
     artifact = await _verified_upload(gateway, call, body) if body.result is not None else None
     async with gateway.resources.sessions() as db, db.begin():
@@ -279,6 +281,13 @@ async def _forget_upload(gateway: Gateway, call: DeviceCallRow) -> None:
         logger.warning("staging object of device call %s not deleted", call.id)
 
 
+async def _complete_again(gateway: Gateway, call: DeviceCallRow) -> None:
+    async with gateway.resources.sessions() as db:
+        item = await ItemRepository(db, call.tenant_id).by_key(call.idempotency_key)
+    if item is not None:
+        await _complete_activity(gateway, call, item)
+
+
 async def _complete_activity(gateway: Gateway, call: DeviceCallRow, item: ItemRow) -> None:
     handle = gateway.client.get_async_activity_handle(task_token=call.task_token)
     try:
@@ -286,5 +295,6 @@ async def _complete_activity(gateway: Gateway, call: DeviceCallRow, item: ItemRo
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        # That attempt timed out; the retry finds the result committed under the key.
+        # That attempt timed out, or was completed already; a retry finds the result
+        # committed under the key.
         logger.info("device call %s: its attempt was gone; the retry reads the result", call.id)
