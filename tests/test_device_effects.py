@@ -1,0 +1,81 @@
+"""The effects contract on the device path: a device that cannot tell whether an effectful
+call acted reports it in doubt, the loop asks a person before anything runs again, and the
+call's one result says so."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from tests.conftest import AgentRunner
+from tests.support.device_gateway import gateway_server, make_device_key
+from tests.support.gateway import bearer, poll
+from tests.support.helpers import items_of, start, wait_for_pending
+from workers import tasks
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+
+WRITE_ON_DEVICE = [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}]},
+    {"text": "done"},
+]
+
+
+async def test_a_device_s_in_doubt_call_is_not_run_again_without_a_person(
+    client: Client,
+    resources: Resources,
+    migrated: StackEndpoints,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    auth = bearer(await make_device_key(resources, tenant, device_id))
+    provider = ScriptedProvider.from_data(WRITE_ON_DEVICE)
+    async with (
+        agent_worker(provider, workspace) as queue,
+        gateway_server(migrated, resources, client) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        registered = await http.post("/v1/device", json={"tools": ["write_file"]}, headers=auth)
+        assert registered.status_code == 200
+        session_id, handle = await start(
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            device_id=device_id,
+            device_tools=["write_file"],
+        )
+        decide: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
+        (call_id,) = await wait_for_pending(client, session_id)
+        await tasks.approve(client, session_id, call_id, "ann", **decide)
+        got = await http.post("/v1/device/calls/next", params={"wait": 20}, headers=auth)
+        assert got.status_code == 200, got.text
+        doubt = {
+            "error": {"type": "EffectInDoubt", "message": "the device lost track of the write"},
+            "effect": "in_doubt",
+        }
+        done = await http.post(
+            f"/v1/device/calls/{got.json()['call_id']}/complete", json=doubt, headers=auth
+        )
+        assert done.status_code == 200, done.text
+        # A person is asked whether to run it again; nothing runs meanwhile.
+        live = await poll(
+            lambda: tasks.live_status(client, session_id), lambda s: bool(s.pending_approvals)
+        )
+        (again,) = live.pending_approvals
+        assert again.tool_call_id == call_id and again.rerun is True
+        quiet = await http.post("/v1/device/calls/next", params={"wait": 1}, headers=auth)
+        assert quiet.status_code == 204
+        await tasks.reject(client, session_id, call_id, "leave it", "ann", **decide)
+        result = await handle.result()
+    assert result.status == "completed"
+    results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
+    assert results[0].data["effect"] == "in_doubt"
+    assert results[0].data["error_type"] == "EffectInDoubt"
