@@ -5,6 +5,7 @@ commit upload -> verify -> commit like any other."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from pathlib import Path
@@ -93,3 +94,18 @@ async def test_device_with_only_a_device_key_completes_built_in_and_mcp_calls(
     assert [(c["tool"], c["key"]) for c in recorded(record)] == [("echo", echo.idempotency_key)]
     log = device.log.read_text()
     assert key.split("_", 2)[2] not in log  # the secret is never logged
+
+
+async def test_a_device_with_a_bad_key_stops_with_one_error_line(
+    client: Client, resources: Resources, migrated: StackEndpoints, tmp_path: Path
+) -> None:
+    async with gateway_server(migrated, resources, client) as url:
+        device = GatewayDeviceProcess(
+            url, "da_0123456789abcdef_" + "x" * 43, tmp_path, tmp_path / "d.log"
+        )
+        device.start()
+        assert device.proc is not None
+        code = await asyncio.to_thread(device.proc.wait, 60)
+    log = device.log.read_text()
+    assert code == 1, log
+    assert "error: registration refused: 401" in log and "Traceback" not in log

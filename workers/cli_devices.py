@@ -42,6 +42,9 @@ def devices(tenant: Tenant = None) -> None:
 
     rows, online = run_async(with_resources(go))
     if not rows:
-        console.print("no devices registered (start one with `agentctl device --device-id ...`)")
+        console.print(
+            "no devices registered (issue a key with `agentctl keys create --device ID`, then "
+            "run `agentctl device` with AGENT_GATEWAY_URL and AGENT_DEVICE_KEY)"
+        )
         return
     console.print(devices_table(rows, online))

@@ -35,8 +35,9 @@ class DeviceLinkSettings(BaseSettings):
     device_key: SecretStr
 
 
-class GatewayRefused(Exception):
-    """The gateway answered with an error the device cannot fix by retrying."""
+class GatewayRefused(ValueError):
+    """The gateway answered with an error the device cannot fix by retrying (a ValueError:
+    agentctl reports it as one `error: ...` line)."""
 
 
 async def run_device_link(
@@ -53,10 +54,7 @@ async def run_device_link(
     async with httpx.AsyncClient(
         base_url=link.gateway_url.rstrip("/"), headers=headers, timeout=timeout
     ) as http:
-        answer = await http.post("/v1/device", json={"tools": tool_names, "tool_specs": tool_specs})
-        if answer.status_code != 200:
-            raise GatewayRefused(f"registration refused: {_error_of(answer)}")
-        identity = answer.json()
+        identity = await _register(http, {"tools": tool_names, "tool_specs": tool_specs})
         tenant, device = identity["tenant_id"], identity["device_id"]
         logger.info(
             "device link for %s serving %s via %s", device, tools.workspace, link.gateway_url
@@ -99,6 +97,24 @@ async def run_device_link(
             for task in list(running):
                 task.cancel()
             await asyncio.gather(*running, stopping, return_exceptions=True)
+
+
+async def _register(http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
+    """Register the device's tools; a gateway not reachable yet (a laptop waking up
+    offline) is waited for, a refusal is final."""
+    backoff = 0.5
+    while True:
+        try:
+            answer = await http.post("/v1/device", json=body)
+        except httpx.TransportError as err:
+            logger.warning("gateway unreachable (%s); retrying", type(err).__name__)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _BACKOFF_MAX_SECONDS)
+            continue
+        if answer.status_code != 200:
+            raise GatewayRefused(f"registration refused: {_error_of(answer)}")
+        identity: dict[str, Any] = answer.json()
+        return identity
 
 
 async def _serve(
