@@ -1,7 +1,7 @@
 // Every string that comes from the API is untrusted (model replies, tool arguments and
-// results, titles): it only ever becomes a Text node, never markup. Nothing here touches
-// innerHTML; attributes are set as values (never parsed), and no URL-bearing attribute
-// (href, src) ever takes a value from the API.
+// results, titles): it only ever becomes a Text node, never markup. No HTML-parsing API
+// is used anywhere in the page; attributes are set as values (never parsed), and no
+// URL-bearing attribute (href, src) ever takes a value from the API.
 
 /** An element with attributes (`class`, `dataset`, `on<event>` handlers) and children;
  * string children are appended as text. */
