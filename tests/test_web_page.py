@@ -113,6 +113,7 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
         # A bad key is refused with a clear message; the right one signs in.
         await _sign_in(page, "da_nope_wrong")
         await expect(page.get_by_test_id("signin-error")).to_contain_text("not accepted")
+        await expect(page.locator("#app")).to_be_hidden()
         await shots.take(page, "sign-in-refused")
         await _sign_in(page, key)
         await expect(page.get_by_test_id("whoami")).to_have_text(f"ann @ {tenant}")
@@ -136,6 +137,11 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
         await _follow_up_and_reject(page, shots)
         await _no_markup_ran(page)
         partials = await page.evaluate("window.__partials")
+
+        await page.click("#signout")  # the key leaves the tab with the signed-in view
+        await expect(page.locator("#app")).to_be_hidden()
+        await expect(page.locator("#signin")).to_be_visible()
+        assert await page.evaluate("sessionStorage.length") == 0
         await context.close()
 
     assert (root / "out" / "report.md").read_text() == "edited in the browser"

@@ -83,6 +83,13 @@ export class Timeline {
       }
       return parts;
     }
+    const edited = data.arguments ?? data.proposed_arguments;
+    if (item.kind === "approval" && edited !== undefined) {
+      return [
+        el("div", { class: "text" }, item.text),
+        el("pre", { dataset: { testid: "edited-arguments" } }, pretty(edited)),
+      ];
+    }
     return el("div", { class: "text" }, item.text);
   }
 
