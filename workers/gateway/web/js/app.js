@@ -68,7 +68,13 @@ async function loadAgents() {
 
 async function refreshLists() {
   if (!keyStore.get()) return;
-  await Promise.allSettled([refreshSessions(), inbox.refresh()]);
+  const results = await Promise.allSettled([refreshSessions(), inbox.refresh()]);
+  const refused = results.find((r) => r.status === "rejected" && r.reason.status === 401);
+  if (refused) {
+    // Revoked or expired while signed in: back to the sign-in form, saying why.
+    signOut();
+    setText($("signin-error"), "Your key is no longer accepted: it was revoked or has expired.");
+  }
 }
 
 async function refreshSessions() {

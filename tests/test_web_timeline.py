@@ -1,5 +1,6 @@
-"""The page renders token deltas per the shared contract, in a real browser against the real
-gateway, with only the session's event stream answered by the test (no provider streams
+"""The page's session view in a real browser against the real gateway: the sub-agent tree,
+and token deltas rendered per the shared contract, with only the session's event stream
+answered by the test (no provider streams
 deltas on this branch yet; test_web_page.EXPECT_TOKEN_DELTAS turns on the end-to-end check
 once one does). Per step the partial text of the highest (attempt, send) is shown, a lower
 one's dropped when a higher one starts; the committed assistant item replaces it; the
@@ -15,6 +16,7 @@ from typing import Any
 from playwright.async_api import Request, Route, expect
 from temporalio.client import Client
 
+from storage.api_keys import ApiKeyRepository
 from storage.sessions import SessionRepository
 from tests.support.browser import chromium
 from tests.support.gateway import gateway_server, make_key
@@ -111,3 +113,60 @@ async def test_page_shows_the_partial_reply_of_the_latest_attempt_until_the_item
         await page.close()
     # The reconnect asked for what came after the last committed item, not after a delta.
     assert resumed_from == [None, "1"]
+
+
+async def test_page_shows_the_sub_agent_tree_and_opens_a_child_from_it(
+    migrated: StackEndpoints, resources: Resources, client: Client, tenant: str, tmp_path: Any
+) -> None:
+    root, child, grandchild = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    titles = {root: "the root task", child: "a sub-agent <i>x</i>", grandchild: "its own helper"}
+    for sid, parent in ((root, None), (child, root), (grandchild, child)):
+        async with resources.sessions() as db, db.begin():
+            await SessionRepository(db, tenant).create(
+                sid, title=titles[sid], model_config={}, parent_id=parent
+            )
+    key = await make_key(resources, tenant, "read", user="ann")
+    async with (
+        gateway_server(migrated, resources, client, queue="unused", workspace=tmp_path) as base,
+        chromium() as browser,
+    ):
+        page = await browser.new_page()
+        await page.goto(base)
+        await page.fill("#key", key)
+        await page.click("#signin-form button[type=submit]")
+        await page.locator(f'[data-testid="session-row"][data-session="{grandchild}"]').click()
+        tree = page.get_by_test_id("tree")
+        nodes = tree.locator('[data-testid="tree-node"]')
+        await expect(nodes).to_have_count(3)
+        # Nested as parent and children: the grandchild's node sits inside the child's.
+        child_node = tree.locator(f'[data-testid="tree-node"][data-session="{child}"]')
+        await expect(
+            child_node.locator(f'[data-testid="tree-node"][data-session="{grandchild}"]')
+        ).to_have_count(1)
+        await expect(child_node).to_contain_text("a sub-agent <i>x</i>")
+        assert await page.locator("main i").count() == 0
+        await tree.locator(f'[data-session="{root}"] > a').click()
+        await expect(page.get_by_test_id("session-title")).to_have_text("the root task")
+        await page.close()
+
+
+async def test_a_key_revoked_while_signed_in_returns_the_page_to_sign_in_saying_so(
+    migrated: StackEndpoints, resources: Resources, client: Client, tenant: str, tmp_path: Any
+) -> None:
+    key = await make_key(resources, tenant, "read", user="ann")
+    async with (
+        gateway_server(migrated, resources, client, queue="unused", workspace=tmp_path) as base,
+        chromium() as browser,
+    ):
+        page = await browser.new_page()
+        await page.goto(base)
+        await page.fill("#key", key)
+        await page.click("#signin-form button[type=submit]")
+        await expect(page.get_by_test_id("whoami")).to_have_text(f"ann @ {tenant}")
+        async with resources.sessions() as db, db.begin():
+            assert await ApiKeyRepository(db).revoke(key.split("_")[1])
+        # The next refresh (every few seconds) is refused: the page signs out, saying why.
+        await expect(page.get_by_test_id("signin-error")).to_contain_text("no longer accepted")
+        await expect(page.locator("#app")).to_be_hidden()
+        assert await page.evaluate("sessionStorage.length") == 0
+        await page.close()
