@@ -12,14 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import SchemaError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.context_configs import ContextConfigNotFound, ContextConfigRepository
 from storage.models import ItemRow
 from storage.turns import TurnRepository
 from workers.gateway.errors import ApiError
+from workers.gateway.schema_validator import LinearValidator, extra_properties
 
+_META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 # How much of a name the client chose (a property key) an error message shows.
 _MAX_SHOWN_NAME = 60
 
@@ -49,11 +50,11 @@ def check_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any]) ->
     if "properties" in schema and "additionalProperties" not in schema:
         # As activities.tools.args.check_allowed: declared properties are closed.
         schema = {**schema, "additionalProperties": False}
-    try:
-        validator = Draft202012Validator(schema)
-        errors = list(validator.iter_errors(arguments))
-    except SchemaError:
-        return  # a tool's own broken schema is not the approver's mistake
+    # A tool's own broken schema is not the approver's mistake: left to the tool. (Not
+    # check_schema: its format check compiles patterns with re, which refuses RE2 syntax.)
+    if not _META.is_valid(schema):
+        return
+    errors = list(LinearValidator(schema).iter_errors(arguments))
     if not errors:
         return
     first = min(errors, key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
@@ -74,8 +75,8 @@ def _describe(error: ValidationError) -> tuple[str, str]:
         missing = next((str(r) for r in expected if r not in instance), "?")
         return _join(path, missing), "is required"
     if rule == "additionalProperties":
-        known = error.schema.get("properties") or {} if isinstance(error.schema, dict) else {}
-        extra = next((k for k in instance if k not in known), "?")
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        extra = next(iter(extra_properties(instance, schema)), "?")
         return _join(path, _name(extra)), "is not an argument of this tool"
     where = path or "(the arguments)"
     if rule == "type":
