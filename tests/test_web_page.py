@@ -176,6 +176,8 @@ async def _approve_with_refused_and_edited_arguments(page: Page, shots: Shots) -
     write = _entry(page, "write_file")
     await expect(write).to_be_visible(timeout=WAIT_MS)
     await expect(write.get_by_test_id("pending-arguments")).to_contain_text("out/report.md")
+    # The report is one long JSON line: it wraps, the page does not grow sideways.
+    assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
     await write.get_by_test_id("edit").click()
     await write.get_by_test_id("edit-arguments").fill(
         '{"path": "out/report.md", "content": "edited in the browser"}'
