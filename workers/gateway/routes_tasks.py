@@ -95,7 +95,8 @@ async def send(
 async def approve(
     session_id: str, call_id: str, body: Approve, principal: Approver, gateway: GatewayDep
 ) -> Decided:
-    """Approve a call waiting for approval, optionally with edited arguments."""
+    """Approve a call waiting for approval, optionally with edited arguments; edits the
+    tool's schema (as the call's turn recorded it) refuses are a 422 naming the field."""
     sid = await owned_session(gateway, principal, session_id)
     if body.arguments is not None:
         async with gateway.resources.sessions() as db:
