@@ -88,6 +88,8 @@ def _typed(value: str, schema: dict[str, Any]) -> Any:
 
 def pieces_of(text: str, count: int = STREAM_PIECES) -> list[str]:
     """`text` cut at spaces into about `count` pieces that join back to it."""
+    if not text:
+        return []
     words = text.split(" ")
     size = max(1, -(-len(words) // count))
     groups = [words[i : i + size] for i in range(0, len(words), size)]

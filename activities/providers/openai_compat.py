@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 import openai
-from openai import AsyncOpenAI, omit
+from openai import AsyncOpenAI, Omit, omit
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionFunctionToolParam,
@@ -89,30 +89,38 @@ class OpenAICompatibleProvider:
         messages = [_to_openai_message(m, self.name, self._empty_content) for m in request.messages]
         tools = [_to_openai_tool(t) for t in request.tools]
         budget = request.max_output_tokens
-        streaming = request.on_text is not None
         offered = [t.name for t in request.tools]
+        # Some compatible servers reject an empty tools list, so it is left out; "auto" is
+        # the API's default, but some compatible servers only use tools when told.
+        chosen: Literal["auto"] | Omit = "auto" if tools else omit
+        max_completion = budget if "max_completion_tokens" in self._budget_fields else omit
+        max_tokens = budget if "max_tokens" in self._budget_fields else omit
+        headers = {"Idempotency-Key": request.idempotency_key}
         try:
-            answer = await self._client.chat.completions.create(
+            if request.on_text is None:
+                completion = await self._client.chat.completions.create(
+                    model=request.model or self._model,
+                    messages=messages,
+                    tools=tools or omit,
+                    tool_choice=chosen,
+                    max_completion_tokens=max_completion,
+                    max_tokens=max_tokens,
+                    extra_headers=headers,
+                )
+                return _from_completion(completion, self.name, offered)
+            stream = await self._client.chat.completions.create(
                 model=request.model or self._model,
                 messages=messages,
-                # Some compatible servers reject an empty tools list, so omit it entirely.
-                tools=tools if tools else omit,
-                # The API's default, but some compatible servers only use tools when told.
-                tool_choice="auto" if tools else omit,
-                max_completion_tokens=budget
-                if "max_completion_tokens" in self._budget_fields
-                else omit,
-                max_tokens=budget if "max_tokens" in self._budget_fields else omit,
-                extra_headers={"Idempotency-Key": request.idempotency_key},
-                stream=streaming,
+                tools=tools or omit,
+                tool_choice=chosen,
+                max_completion_tokens=max_completion,
+                max_tokens=max_tokens,
+                extra_headers=headers,
+                stream=True,
                 # Without it a stream carries no token counts.
-                stream_options={"include_usage": True} if streaming else omit,
+                stream_options={"include_usage": True},
             )
-            if isinstance(answer, ChatCompletion):
-                return _from_completion(answer, self.name, offered)
-            if request.on_text is None:
-                raise errors.bad_response(self.name, "a stream that was not asked for")
-            streamed = await read_stream(answer, request.on_text)
+            streamed = await read_stream(stream, request.on_text)
         except openai.APIStatusError as exc:
             raise errors.status_error(
                 self.name,
