@@ -58,7 +58,7 @@ def encode_deltas(first: Delta) -> list[str]:
     whole = _encode(first, first.text, first.seq)
     if len(whole.encode()) <= MAX_PAYLOAD_BYTES:
         return [whole] if first.text else []
-    head = _encode(first, "")
+    head = _encode(first, "", 10**15)  # room for seq's digits, however many pieces
     room = MAX_PAYLOAD_BYTES - len(head.encode())
     if room < 64:
         raise ValueError("tenant or session id too long for a delta")
