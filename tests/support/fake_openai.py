@@ -39,6 +39,8 @@ class FakeOpenAI:
     drop_after: dict[int, int] = field(default_factory=dict)
     # Pause between streamed chunks.
     chunk_delay: float = 0.0
+    # Set: each request waits for it before it is answered.
+    hold: asyncio.Event | None = None
 
     def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         self.status = status
@@ -51,6 +53,8 @@ class FakeOpenAI:
         self.requests.append(Recorded(body, dict(request.headers)))
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.hold is not None:
+            await self.hold.wait()
         reply = self.queued.pop(0) if self.queued else self.reply
         if self.status != 200:
             return web.json_response(reply, status=self.status, headers=self.headers)
