@@ -83,6 +83,12 @@ class DeltaStream:
             logger.warning("token deltas: publishing failed (%s)", type(err).__name__)
 
     async def _run(self) -> None:
+        try:
+            await self._send_buffered()
+        finally:
+            self._hurry.clear()  # a flush hurries what was buffered then, not what follows
+
+    async def _send_buffered(self) -> None:
         loop = asyncio.get_running_loop()
         while self._buffer and not self._broken:
             wait = self._next_at - loop.time()

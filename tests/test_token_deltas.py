@@ -20,7 +20,7 @@ from storage.session_deltas import (
     encode_deltas,
     parse_delta,
 )
-from storage.session_events import EventHub, listen_dsn
+from storage.session_events import DELTA_QUEUE, EventHub, listen_dsn
 from workers.stack import StackEndpoints
 
 # Every kind of character the JSON of a payload spends differently on: ASCII, escapes,
@@ -154,3 +154,40 @@ async def test_publishing_to_an_unreachable_database_never_fails_the_call(
     warnings = [r for r in caplog.records if r.name == "storage.session_deltas"]
     assert len(warnings) == 1  # once per process, not per call
     assert "secret" not in caplog.text and "reply" not in caplog.text
+
+
+async def test_flush_sends_what_is_buffered_without_waiting_for_the_interval(
+    hub: EventHub, publisher: DeltaPublisher
+) -> None:
+    sid, tenant = str(uuid.uuid4()), "tenant-flush"
+    with hub.follow_deltas(tenant, sid) as queue:
+        # An interval far longer than this test may take: only flush() can send the rest.
+        stream = _stream(publisher, tenant, sid, interval=600)
+        await stream("first")  # sent at once: nothing was sent before it
+        await _received(queue, "first")
+        for piece in (" second", " third"):
+            await stream(piece)
+        async with asyncio.timeout(10):
+            await stream.flush()
+            got = await _received(queue, " second third")
+    assert [(d.seq, d.text) for d in got] == [(1, " second third")]
+
+
+async def test_a_slow_follower_loses_deltas_not_its_place(
+    hub: EventHub, publisher: DeltaPublisher
+) -> None:
+    sid, tenant = str(uuid.uuid4()), "tenant-slow"
+    with hub.follow_deltas(tenant, sid) as slow, hub.follow_deltas(tenant, sid) as fast:
+        stream = _stream(publisher, tenant, sid, interval=0)
+        pieces = [f"p{n} " for n in range(DELTA_QUEUE + 50)]
+        got: list[Delta] = []
+        async with asyncio.timeout(20):
+            for piece in pieces:
+                await stream(piece)
+                await stream.flush()  # one NOTIFY per piece
+                got.append(await fast.get())  # the fast follower reads each as it comes
+        assert "".join(d.text for d in got) == "".join(pieces)
+        assert slow.qsize() == DELTA_QUEUE  # the slow one kept the oldest, dropped the rest
+        kept = [slow.get_nowait() for _ in range(DELTA_QUEUE)]
+    assert [d.seq for d in kept] == list(range(DELTA_QUEUE))
+    assert hub.dropped_deltas >= 50
