@@ -25,6 +25,14 @@ FLUSH_TIMEOUT_SECONDS = 2.0
 logger = logging.getLogger(__name__)
 # Publishing tasks left behind by a flush that timed out: kept referenced until they end.
 _stragglers: set[asyncio.Task[None]] = set()
+_warned: set[str] = set()
+
+
+def _warn_once(what: str) -> None:
+    """Log a publishing problem once per process (never the text)."""
+    if what not in _warned:
+        _warned.add(what)
+        logger.warning("token deltas: %s; model calls go on without them", what)
 
 
 class DeltaStream:
@@ -77,10 +85,10 @@ class DeltaStream:
             self._broken = True
             _stragglers.add(task)
             task.add_done_callback(_stragglers.discard)
-            logger.warning("token deltas: flush timed out; the reply commits without them")
+            _warn_once("a flush timed out")
         except Exception as err:  # a preview must never fail the model call it previews
             self._broken = True
-            logger.warning("token deltas: publishing failed (%s)", type(err).__name__)
+            _warn_once(f"publishing failed ({type(err).__name__})")
 
     async def _run(self) -> None:
         try:

@@ -23,6 +23,7 @@ DELTA_CHANNEL = "agent_deltas"
 # PostgreSQL refuses a NOTIFY payload of 8000 bytes or more; stay well under it.
 MAX_PAYLOAD_BYTES = 7000
 # A worker must not wait on a database that does not answer: deltas are only a preview.
+# Connecting, and each batch of NOTIFYs, gives up after this long.
 CONNECT_TIMEOUT_SECONDS = 2.0
 
 logger = logging.getLogger(__name__)
@@ -124,7 +125,10 @@ class DeltaPublisher:
                 if self._conn is None or self._conn.is_closed():
                     self._conn = await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_SECONDS)
                 await self._conn.executemany(
-                    "SELECT pg_notify($1, $2)", [(DELTA_CHANNEL, p) for p in payloads]
+                    "SELECT pg_notify($1, $2)",
+                    [(DELTA_CHANNEL, p) for p in payloads],
+                    # A stalled connection must not hold every later delta (and flush) up.
+                    timeout=CONNECT_TIMEOUT_SECONDS,
                 )
                 self.notifies += len(payloads)
             return True
