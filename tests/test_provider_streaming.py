@@ -5,7 +5,7 @@ interface (the real SDKs read the streams)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -26,6 +26,7 @@ READ_FILE = ToolSpec(
     parameters={"type": "object", "properties": {"path": {"type": "string"}}},
 )
 REPLY = "The answer is forty two, and here is why it matters."
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Pieces:
@@ -48,7 +49,7 @@ def request(sink: Pieces | None, tools: list[ToolSpec] | None = None) -> ModelRe
     )
 
 
-async def _running(handler: web.RequestHandler, path: str) -> tuple[web.AppRunner, str]:
+async def _running(handler: Handler, path: str) -> tuple[web.AppRunner, str]:
     app = web.Application()
     app.router.add_post(path, handler)
     runner = web.AppRunner(app)
