@@ -1,0 +1,73 @@
+"""A device that connected once and went away: its relay stops polling the device's queue
+once the device has not polled for a while, so the call meets its schedule-to-start
+timeout and the model is told the device is offline; the task does not hang."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from storage.device_calls import DeviceCallRepository
+from tests.conftest import AgentRunner
+from tests.support.device_gateway import gateway_server, make_device_key
+from tests.support.gateway import bearer
+from tests.support.helpers import items_of, start
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+from workflows.policies import TOOL_RETRY
+
+READ_ON_DEVICE = [
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+    {"text": "the device is away"},
+]
+
+
+async def test_a_device_gone_after_connecting_is_reported_offline_to_the_model(
+    client: Client,
+    resources: Resources,
+    migrated: StackEndpoints,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    auth = bearer(await make_device_key(resources, tenant, device_id))
+    provider = ScriptedProvider.from_data(READ_ON_DEVICE)
+    async with (
+        agent_worker(provider, workspace) as queue,
+        gateway_server(migrated, resources, client) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        assert (
+            await http.post("/v1/device", json={"tools": ["read_file"]}, headers=auth)
+        ).status_code == 200
+        once = await http.post("/v1/device/calls/next", params={"wait": 0}, headers=auth)
+        assert once.status_code == 204  # connected once (its relay started), then gone
+        began = time.monotonic()
+        session_id, handle = await start(
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            device_id=device_id,
+            device_tools=["read_file"],
+            tool_timeout_seconds=20,
+            device_schedule_to_start_seconds=3,
+        )
+        result = await asyncio.wait_for(handle.result(), 120)
+        took = time.monotonic() - began
+    print(f"model told the device is offline {took:.1f}s after the start")
+    assert result.status == "completed"
+    (told,) = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
+    assert told.data["error_type"] == "DeviceOffline", told.data
+    # Told because nobody polls the queue any more (the relay stopped), not because every
+    # attempt the relay took timed out: retries were left.
+    async with resources.sessions() as db:
+        (call,) = await DeviceCallRepository(db, tenant, device_id).waiting()
+    assert call.attempt < TOOL_RETRY.maximum_attempts, call.attempt
