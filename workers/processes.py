@@ -130,7 +130,8 @@ async def run_device_worker(
     *,
     mcp_servers: Sequence[McpServer] = (),
 ) -> None:
-    """Serve this device's tools on its own task queue until SIGINT/SIGTERM.
+    """Trusted-operator mode: serve this device's tools on its own task queue, holding the
+    cloud's credentials, until SIGINT/SIGTERM (run_device_via_gateway is the normal mode).
 
     `workspace` must be an absolute path: device tools are confined to it. The device is
     registered (tenant AGENT_TENANT_ID) before it serves and heartbeats while it runs, so
@@ -139,6 +140,10 @@ async def run_device_worker(
     served too, and their specs registered for the cloud to offer (mcp_device.py).
     """
     validate_device_id(device_id)  # before any connection: the id names a task queue
+    logger.warning(
+        "trusted-operator mode: this device worker holds database, S3 and Temporal "
+        "credentials; a device that should hold only a device key sets AGENT_GATEWAY_URL"
+    )
     agents = agents_from(settings.agent.definitions)
     servers = servers_of(agents, mcp_servers)
     tenant = settings.agent.tenant_id
