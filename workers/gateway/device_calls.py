@@ -69,7 +69,8 @@ def _no_such_call() -> ApiError:
     return ApiError(404, "not_found", "no such call for this device")
 
 
-def _device(principal: Principal) -> str:
+def device_of(principal: Principal) -> str:
+    """The device a device key speaks for."""
     if principal.device_id is None:  # device_principal let only device keys through
         raise ApiError(403, "forbidden", "the device routes need a device key")
     return principal.device_id
@@ -79,7 +80,7 @@ async def next_call(
     gateway: Gateway, relays: DeviceRelays, principal: Principal, wait_seconds: float
 ) -> OfferedCall | None:
     """Lease this device's next call, waiting up to `wait_seconds` for one."""
-    tenant, device = principal.tenant_id, _device(principal)
+    tenant, device = principal.tenant_id, device_of(principal)
     async with gateway.resources.sessions() as db, db.begin():
         if not await DeviceRepository(db, tenant).heartbeat(device):
             raise ApiError(409, "not_registered", "register the device first (POST /v1/device)")
@@ -142,7 +143,7 @@ async def bound_upload(
     gateway: Gateway, principal: Principal, raw_id: str, sha256: str
 ) -> UploadTarget:
     """An upload target for this device's call bound to the bytes of `sha256`."""
-    tenant, device = principal.tenant_id, _device(principal)
+    tenant, device = principal.tenant_id, device_of(principal)
     async with gateway.resources.sessions() as db:
         call = await DeviceCallRepository(db, tenant, device).get(_call_id(raw_id))
     if call is None:
@@ -154,7 +155,7 @@ async def bound_upload(
 
 async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:
     """The device is still at it: renew its lease and heartbeat the Temporal activity."""
-    tenant, device = principal.tenant_id, _device(principal)
+    tenant, device = principal.tenant_id, device_of(principal)
     call_id = _call_id(raw_id)
     async with gateway.resources.sessions() as db, db.begin():
         repo = DeviceCallRepository(db, tenant, device)
@@ -174,7 +175,7 @@ async def complete(
     gateway: Gateway, principal: Principal, raw_id: str, body: Completion
 ) -> tuple[str, bool]:
     """Verify and commit the device's result; (call id, whether it was committed before)."""
-    tenant, device = principal.tenant_id, _device(principal)
+    tenant, device = principal.tenant_id, device_of(principal)
     call_id = _call_id(raw_id)
     if (body.result is None) == (body.error is None):
         raise ApiError(422, "invalid_request", "send exactly one of result and error")

@@ -56,6 +56,13 @@ class DeviceRelays:
     def polled(self, tenant_id: str, device_id: str) -> asyncio.Event:
         """The device is polling: make sure its relay serves; the event its polls wait on."""
         relay = self._relays.get((tenant_id, device_id))
+        if relay is not None and relay.task.done():
+            # Its worker stopped on its own (Temporal was unreachable): start a new one.
+            logger.warning(
+                "relay for device %s of %s had stopped; restarting", device_id, tenant_id
+            )
+            self._relays.pop((tenant_id, device_id))
+            relay = None
         if relay is None:
             relay = self._start(tenant_id, device_id)
         relay.last_poll = time.monotonic()

@@ -43,9 +43,10 @@ def relays_of(request: Request) -> DeviceRelays:
 @router.get("", response_model=DeviceIdentity)
 async def me(principal: DeviceKey) -> DeviceIdentity:
     """Which device this key speaks for."""
-    assert principal.device_id is not None  # DeviceKey admits device keys only
     return DeviceIdentity(
-        key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=principal.device_id
+        key_id=principal.key_id,
+        tenant_id=principal.tenant_id,
+        device_id=device_calls.device_of(principal),
     )
 
 
@@ -55,7 +56,7 @@ async def register(
 ) -> DeviceIdentity:
     """Register (or re-register) the device's tools and the specs of its device-local MCP
     tools; the cloud offers those to the model from what is stored here."""
-    assert principal.device_id is not None
+    device_id = device_calls.device_of(principal)
     bad = [t for t in body.tools if not re.fullmatch(TOOL_NAME_PATTERN, t)]
     if bad:
         raise ApiError(422, "invalid_request", f"invalid tool name {bad[0][:64]!r}")
@@ -65,10 +66,10 @@ async def register(
         raise ApiError(422, "invalid_request", str(err)) from None
     async with gateway.resources.sessions() as db, db.begin():
         await DeviceRepository(db, principal.tenant_id).register(
-            principal.device_id, sorted(set(body.tools)), body.tool_specs or None
+            device_id, sorted(set(body.tools)), body.tool_specs or None
         )
     return DeviceIdentity(
-        key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=principal.device_id
+        key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=device_id
     )
 
 
