@@ -18,7 +18,7 @@ from temporalio import activity
 
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.tool_effects import latest_settlement
-from activities.tool_run import outcome_of
+from activities.tool_run import call_arguments, outcome_of
 from storage.device_calls import DONE, DeviceCallRepository
 from storage.items import ItemRepository
 from workflows.contracts import ToolOutcome, ToolRunInput
@@ -52,6 +52,8 @@ class DeviceRelayActivities:
             done = await items.by_key(inp.idempotency_key)
             if done is not None:
                 return outcome_of(await latest_settlement(items, done), inp.tenant_id)
+            # A call missing from AgentState fails here, typed, never in a device's poll.
+            await call_arguments(items, uuid.UUID(inp.session_id), inp.tool_call_id)
             row = await DeviceCallRepository(db, self._tenant, self._device).offer(
                 idempotency_key=inp.idempotency_key,
                 session_id=uuid.UUID(inp.session_id),
