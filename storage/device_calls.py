@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -45,8 +45,9 @@ class DeviceCallRepository:
         attempt: int,
     ) -> DeviceCallRow:
         """Hand the call (this activity attempt of it) to the device: a new call is pending;
-        a call handed over before gets the newer attempt's task token and is pending again
-        (the earlier attempt timed out, so whoever held its lease is gone)."""
+        a call handed over before gets the newer attempt's task token, and is pending again
+        unless a device holds a live lease on it (then that device's completion completes
+        the newer attempt, and the tool does not run a second time meanwhile)."""
         values = insert(DeviceCallRow).values(
             id=uuid.uuid4(),
             tenant_id=self._tenant,
@@ -61,13 +62,16 @@ class DeviceCallRepository:
             attempt=attempt,
             state=PENDING,
         )
+        # A device still holding a live lease keeps the call (it is at work on it and
+        # completes with the newest token); otherwise whoever held it is gone: pending.
+        held = and_(DeviceCallRow.state == LEASED, DeviceCallRow.lease_expires_at > func.now())
         stmt = values.on_conflict_do_update(
             constraint="uq_device_calls_key",
             set_={
                 "task_token": values.excluded.task_token,
                 "attempt": values.excluded.attempt,
-                "state": PENDING,
-                "lease_expires_at": None,
+                "state": case((held, LEASED), else_=PENDING),
+                "lease_expires_at": case((held, DeviceCallRow.lease_expires_at), else_=None),
                 "updated_at": func.now(),
             },
             # A done call stays done; an older attempt never replaces a newer one's token.
