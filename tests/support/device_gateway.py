@@ -1,4 +1,4 @@
-"""A real gateway over loopback HTTP (uvicorn, in the test's event loop) and a real
+"""A real gateway over loopback HTTP (tests.support.sse.serve, in the test's loop) and a real
 `agentctl device` that reaches it with a device key and nothing else."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import uvicorn
 from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
-from tests.support.mcp import free_port
 from tests.support.processes import AGENTCTL, REPO
+from tests.support.sse import serve
 from workers.gateway import create_app
 from workers.resources import Resources
 from workers.settings import GatewaySettings
@@ -36,22 +35,13 @@ async def make_device_key(res: Resources, tenant: str, device_id: str) -> str:
 async def gateway_server(
     stack: StackEndpoints, res: Resources, client: Client
 ) -> AsyncIterator[str]:
-    """The gateway app served on a free loopback port; yields its base URL."""
+    """The gateway app served on a loopback port (lifespan included, so its relays stop
+    with it); yields its base URL."""
     settings = stack.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
     settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(res, client, settings), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    server, task, url = await serve(create_app(res, client, settings))
     try:
-        async with asyncio.timeout(20):
-            while not server.started:
-                if task.done():
-                    await task  # raises what stopped it
-                await asyncio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 30)
