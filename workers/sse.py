@@ -1,6 +1,6 @@
 """Reading Server-Sent Events (text/event-stream) incrementally, as the WHATWG HTML
-standard's "event stream interpretation" does: lines end in CRLF, LF or CR (a CR at the
-end of one chunk may be the first half of a CRLF), `data:` lines join with newlines, lines
+standard's "event stream interpretation" does: lines end in CRLF, LF or CR (a CR ending one
+chunk may be the first half of a CRLF), `data:` lines join with newlines, lines
 starting with `:` are comments (heartbeats), a blank line dispatches, the last `id:` stays
 in force until another replaces it, and an event cut off by the end of the stream is
 dropped, never half-delivered.
@@ -45,19 +45,25 @@ class SseDecoder:
         self._size = 0
         self._event = ""
         self._first = True
+        self._after_cr = False
         self.last_id: str | None = None
 
     def feed(self, text: str) -> list[SseEvent]:
         """The events completed by `text` (the next piece of the stream)."""
-        if self._first and text:
+        if not text:
+            return []
+        if self._first:
             self._first = False
             text = text.removeprefix("\ufeff")  # one leading BOM is allowed, and ignored
+        if self._after_cr:
+            # The last chunk ended in a CR, taken as a line end at once (no waiting on a
+            # stream that may be quiet for a while); a LF starting this one completes a CRLF.
+            text = text.removeprefix("\n")
+        self._after_cr = text.endswith("\r")
         self._pending += text
         events: list[SseEvent] = []
         start = 0
         for match in _EOL.finditer(self._pending):
-            if match.group() == "\r" and match.end() == len(self._pending):
-                break  # a LF may follow in the next chunk: CRLF is one line end
             event = self._line(self._pending[start : match.start()])
             start = match.end()
             if event is not None:
