@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +26,7 @@ from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
-SCRIPT = [
+SCRIPT: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
     {"text": "done"},
