@@ -1,0 +1,136 @@
+"""Token deltas in `agentctl watch --gateway`, per the delta contract: shown as they arrive
+on a terminal (a retried attempt's partial text dropped, the committed item replacing it),
+never on a pipe; and the client's side of the stream across a reconnect. The gateway does
+not stream deltas yet, so a scripted event stream stands in for it."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import pty
+import struct
+import sys
+import termios
+from pathlib import Path
+from typing import Any
+
+from tests.support.sse_server import scripted_sse
+
+AGENTCTL = Path(sys.executable).parent / "agentctl"
+SESSION = "6f1e0bb4-53a4-4d2f-9d1a-6b7d8b3d7d11"
+
+
+def event(kind: str, data: dict[str, Any], id_: int | None = None, eol: str = "\n") -> str:
+    lines = ([f"id: {id_}"] if id_ is not None else []) + [f"event: {kind}"]
+    # JSON over several data lines: they join with newlines, whitespace between its tokens.
+    lines += [f"data: {part}" for part in json.dumps(data, indent=1).splitlines()]
+    return eol.join(lines) + eol + eol
+
+
+def item(ordinal: int, kind: str, text: str, **data: Any) -> dict[str, Any]:
+    return {
+        "id": f"00000000-0000-4000-8000-{ordinal:012d}",
+        "ordinal": ordinal,
+        "kind": kind,
+        "role": "assistant" if kind == "assistant_message" else "user",
+        "text": text,
+        "tool_call_id": None,
+        "tool_name": None,
+        "data": data,
+        "artifact_id": None,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+
+
+def delta(attempt: int, seq: int, text: str) -> dict[str, Any]:
+    return {"step": 1, "attempt": attempt, "send": 0, "seq": seq, "text": text}
+
+
+# Connection 1: a user item, attempt 1 streams, attempt 2 (a retry) starts, the connection
+# drops. Connection 2: attempt 2 goes on, its item commits, the end.
+SCRIPTS = [
+    [
+        ": hello\r\n\r\n",
+        event("status", {"status": "running", "detail": None}, eol="\r\n"),
+        event("item", item(1, "user_message", "Greet the world."), 1, eol="\r\n"),
+        event("delta", delta(1, 0, "Hello")),
+        event("delta", delta(1, 1, " wor")),
+        event("delta", delta(2, 0, "Bonjour")),
+        event("delta", delta(1, 2, "ld LATE")),  # the retried attempt's late delta: ignored
+        ": heartbeat\n\n",
+    ],
+    [
+        event("status", {"status": "running", "detail": None}, eol="\r"),
+        event("delta", delta(2, 1, " le")),
+        event("item", item(2, "assistant_message", "Bonjour le monde", step=1), 2, eol="\r"),
+        event("end", {"status": "completed"}, eol="\r"),
+    ],
+]
+ENV = {"AGENT_API_KEY": "da_test_secret", "TERM": "xterm"}
+
+
+async def _run_on_a_pipe(url: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(AGENTCTL),
+        "watch",
+        SESSION,
+        "--gateway",
+        url,
+        env=ENV,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def _run_on_a_terminal(url: str) -> tuple[int, str]:
+    main, tty = pty.openpty()
+    fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    pid = os.fork()
+    if pid == 0:  # the child: stdout is the terminal
+        os.dup2(tty, 1)
+        os.execve(str(AGENTCTL), [str(AGENTCTL), "watch", SESSION, "--gateway", url], ENV)
+    os.close(tty)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(main)
+    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+
+
+async def test_deltas_stream_on_a_terminal_and_the_committed_item_replaces_them() -> None:
+    async with scripted_sse([list(s) for s in SCRIPTS]) as (server, url):
+        code, screen = await asyncio.to_thread(_run_on_a_terminal, url)
+    assert code == 0, screen
+    assert "Hello wor" in screen  # attempt 1's partial text, as it arrived
+    assert "Bonjour" in screen and "Bonjour le" in screen  # attempt 2's, across the reconnect
+    assert "worBonjour" not in screen and "LATE" not in screen  # attempt 1's text was dropped
+    assert "#2   model    Bonjour le monde" in screen
+    assert screen.rstrip().endswith("task ended: completed")
+    assert server.requests[1]["last-event-id"] == "1"
+
+
+async def test_on_a_pipe_only_committed_items_print_each_once() -> None:
+    async with scripted_sse([list(s) for s in SCRIPTS]) as (server, url):
+        code, out, err = await _run_on_a_pipe(url)
+    assert code == 0, err
+    assert out.splitlines() == [
+        "#1   user     Greet the world.",
+        "#2   model    Bonjour le monde",
+        "task ended: completed",
+    ]
+    assert "reconnecting" in err
+    assert server.requests[0]["authorization"] == "Bearer da_test_secret"
+    assert "last-event-id" not in server.requests[0]
+    assert server.requests[1]["last-event-id"] == "1"
