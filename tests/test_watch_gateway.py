@@ -17,10 +17,11 @@ from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
-from tests.support.gateway import bearer, make_key, poll, serve_app
+from tests.support.gateway import bearer, make_key, poll
 from tests.support.helpers import items_of
 from tests.support.tcp_proxy import tcp_proxy
 from workers.gateway import create_app
+from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
@@ -46,7 +47,7 @@ async def gateway(
     async with agent_worker(ScriptedProvider.from_data(SCRIPT), workspace) as queue:
         settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
         settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
-        async with serve_app(create_app(resources, client, settings)) as url:
+        async with serving(create_app(resources, client, settings)) as url:
             yield url
 
 

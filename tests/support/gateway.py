@@ -5,14 +5,12 @@ created through the real repository."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
@@ -62,19 +60,3 @@ async def poll(
             if until(result):
                 return result
             await asyncio.sleep(0.1)
-
-
-@asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """The app under uvicorn on a loopback socket, listening before this yields its URL
-    (connections wait in its backlog until the server accepts them)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
