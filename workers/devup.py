@@ -61,15 +61,18 @@ async def dev_up(
         async with open_resources(settings.database, settings.s3) as res:
             client = await connect_client(data_converter=data_converter_with_offload(res.store))
             async with serving(create_app(res, client, settings), port=gateway_port) as url:
-                console.print(f"  gateway: {url} (API docs: {url}/docs)", highlight=False)
+                console.print(
+                    f"  gateway: {url} (API docs: {url}/docs)", highlight=False, soft_wrap=True
+                )
                 console.print(
                     f"    a key: agentctl keys create --tenant {settings.agent.tenant_id} "
                     "--user you --scope read --scope start --scope approve\n"
-                    f"    then, from anywhere: {URL_ENV}={url} {KEY_ENV}=<key> "
-                    "agentctl watch SESSION",
+                    f"    then: {URL_ENV}={url} {KEY_ENV}=<key> agentctl watch SESSION",
                     markup=False,
                     highlight=False,
+                    soft_wrap=True,  # whole commands, to copy
                 )
+                console.file.flush()  # read by whoever waits for the stack (a pipe too)
                 logging.getLogger().setLevel(logging.INFO)
                 await run_cloud_worker(settings)
     finally:
