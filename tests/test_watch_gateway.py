@@ -5,6 +5,7 @@ against the real gateway on the real stack."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -33,6 +34,7 @@ SCRIPT: list[dict[str, Any]] = [
     {"text": "done"},
 ]
 ITEM_LINE = re.compile(r"^#(\d+)\s")
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 @pytest.fixture
@@ -143,3 +145,56 @@ async def test_watch_names_an_unreachable_gateway_in_one_line() -> None:
         "error: cannot reach the gateway at http://127.0.0.1:9 (All connection attempts "
         "failed); is it up? Check AGENT_GATEWAY_URL or --gateway\n"
     )
+
+
+def readme_blocks() -> list[str]:
+    """The sh blocks of the README's "Watch from another machine"."""
+    section = README.read_text().split("### Watch from another machine", 1)[1]
+    return re.findall(r"```sh\n(.*?)```", section.split("\n## ", 1)[0], flags=re.DOTALL)
+
+
+async def bash(script: str, env: dict[str, str]) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-euc",
+        script,
+        cwd=README.parent,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate()
+    assert proc.returncode == 0, (script, out.decode(), err.decode())
+    return out.decode()
+
+
+async def test_the_readme_commands_to_watch_from_another_machine_run_as_written(
+    gateway: str, migrated: StackEndpoints, resources: Resources
+) -> None:
+    operator, other = readme_blocks()
+    starter = await make_key(resources, "default", "read", "start", "approve")
+    async with httpx.AsyncClient(base_url=gateway, headers=bearer(starter), timeout=30) as http:
+        sid = await start_session(http)
+
+        def waiting(r: httpx.Response) -> list[dict[str, Any]]:
+            return [e for e in r.json()["entries"] if e["session"]["id"] == sid]
+
+        inbox = await poll(lambda: http.get("/v1/approvals"), lambda r: bool(waiting(r)))
+        (entry,) = waiting(inbox)
+        call = entry["pending"][0]["tool_call_id"]
+        await http.post(f"/v1/sessions/{sid}/calls/{call}/approve", json={})
+        await poll(
+            lambda: http.get(f"/v1/sessions/{sid}"),
+            lambda r: r.json()["session"]["status"] == "completed",
+        )
+    # The operator's block, where the database settings are.
+    key = (await bash(operator + 'echo "$K"\n', {**os.environ, **migrated.env()})).strip()
+    assert key.startswith("da_")
+    # The other machine's: PATH, the key and the session id; the URL is the test gateway's.
+    assert "http://127.0.0.1:8000" in other
+    script = other.replace("http://127.0.0.1:8000", gateway)
+    out = await bash(script, {"PATH": os.environ["PATH"], "K": key, "S": sid})
+    printed = [int(m.group(1)) for line in out.splitlines() if (m := ITEM_LINE.match(line))]
+    committed = [i.ordinal for i in await items_of(resources, "default", sid)]
+    assert printed == committed and out.splitlines()[-1] == "task ended: completed"
