@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCAL_MODEL_STAMP := $(VENV)/.installed-local-model
 
-.PHONY: run test lint typecheck check clean local-model demo-local test-real-model
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test lint typecheck check clean local-model demo-local test-real-model chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/agentctl demo
 
 ## Lint, typecheck and run the whole test suite against real Temporal, PostgreSQL and S3.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -41,6 +43,17 @@ demo-local: $(LOCAL_MODEL_STAMP)
 ## The real-model tier: tasks end to end on the local model, and a 3-minute model outage.
 test-real-model: $(LOCAL_MODEL_STAMP)
 	$(BIN)/pytest -q -m real_model tests/real_model
+
+## Debian's chromium, which the web page's browser test drives (tests/test_web_page.py).
+## When it cannot be installed the rest of the suite still runs and that test fails, saying so.
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing Debian's chromium for the browser test"; \
+	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$sudo apt-get install -y -qq --no-install-recommends chromium; } || \
+	  echo "could not install chromium: tests/test_web_page.py will fail"; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

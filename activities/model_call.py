@@ -24,6 +24,7 @@ from activities.model_context import (
     tools_of,
     turn_config,
 )
+from activities.model_deltas import DeltaStream
 from activities.model_wait import outage_aware
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.text_limits import TextLimits, bounded_arguments
@@ -38,6 +39,7 @@ from storage.context_configs import ContextConfig
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
+from storage.session_deltas import DeltaPublisher
 from storage.sessions import SessionRepository
 from workflows.contracts import ModelCallInput, ModelCallResult, ToolCallRef
 
@@ -58,12 +60,15 @@ class ModelActivities:
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
         windows: ContextWindows | None = None,
         agents: AgentCatalog | None = None,
+        deltas: DeltaPublisher | None = None,
     ) -> None:
         """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
         agent; `agents`: every agent this worker serves (default: that one alone).
         `windows`: what the worker knows of its server's context window (shared with
-        compaction); by default learned from overflow errors only."""
+        compaction); by default learned from overflow errors only. `deltas`: where the
+        reply's text is published as it streams (None: providers do not stream)."""
         self._sessions = sessions
+        self._deltas = deltas
         self._windows = windows if windows is not None else ContextWindows()
         self._max_argument_bytes = max_tool_argument_bytes
         self._store = store
@@ -123,16 +128,23 @@ class ModelActivities:
                 # A smaller request is another request: vendors that dedupe by key may refuse
                 # one key with a second body. Still stable across retries and replay.
                 key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
-                # No transaction is held open across the provider call.
-                return await agent.provider.complete(
-                    ModelRequest(
-                        model=config.model,
-                        messages=context.messages,
-                        tools=tools_of(config),
-                        idempotency_key=key,
-                        max_output_tokens=budget.reply_tokens,
+                sink = self._delta_stream(inp, overflows)
+                try:
+                    # No transaction is held open across the provider call.
+                    return await agent.provider.complete(
+                        ModelRequest(
+                            model=config.model,
+                            messages=context.messages,
+                            tools=tools_of(config),
+                            idempotency_key=key,
+                            max_output_tokens=budget.reply_tokens,
+                            on_text=sink,
+                        )
                     )
-                )
+                finally:
+                    if sink is not None:
+                        # Before the reply commits: a listener hears every delta first.
+                        await sink.flush()
 
             event = self._event(inp, agent.provider.name, config.model)
             async with self._recorder.model_call(event) as trace:
@@ -155,6 +167,18 @@ class ModelActivities:
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
                     return await self._result_of(db, inp, row, agent, config, call_rows)
+
+    def _delta_stream(self, inp: ModelCallInput, send: int) -> DeltaStream | None:
+        if self._deltas is None:
+            return None
+        return DeltaStream(
+            self._deltas,
+            inp.tenant_id,
+            inp.session_id,
+            step=inp.step,
+            attempt=activity.info().attempt,
+            send=send,
+        )
 
     async def _agent_for(self, inp: ModelCallInput, name: str) -> AgentRuntime:
         """The session's agent, with its device-local tools when the task has a device."""

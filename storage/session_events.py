@@ -5,6 +5,8 @@ or a session's status changes; NOTIFY is delivered at commit, so a listener neve
 a row it cannot read yet. One EventHub per process holds one LISTEN connection and wakes
 whoever follows the session that changed: a wake-up says "read again after your cursor",
 so a listener that misses one (a full queue, a reconnect) loses nothing, it reads later.
+The same connection LISTENs to the token deltas of storage/session_deltas.py, handed to
+the session's delta followers as they come (ephemeral: a full queue drops them).
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
+
 CHANNEL = "agent_events"
 # How long a lost LISTEN connection waits before it is opened again.
 RECONNECT_SECONDS = 1.0
+# Deltas held for one follower that reads slower than the model writes; past that, newer
+# deltas are dropped (the gap in seq shows it) and the committed item still arrives.
+DELTA_QUEUE = 256
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +69,14 @@ class EventHub:
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._followers: dict[tuple[str, str], set[asyncio.Queue[Change]]] = {}
+        self._delta_followers: dict[tuple[str, str], set[asyncio.Queue[Delta]]] = {}
         self._conn: Any = None
         self._closed = False
         self._reconnect: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
         self.notifications = 0
+        self.deltas = 0
+        self.dropped_deltas = 0
 
     async def ensure_started(self) -> None:
         """Open the LISTEN connection on first use (a process that never streams never
@@ -79,6 +89,7 @@ class EventHub:
         self._conn = await asyncpg.connect(self._dsn)
         self._conn.add_termination_listener(self._lost)
         await self._conn.add_listener(CHANNEL, self._on_notify)
+        await self._conn.add_listener(DELTA_CHANNEL, self._on_delta)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -103,6 +114,21 @@ class EventHub:
             if not followers:
                 self._followers.pop(key, None)
 
+    @contextlib.contextmanager
+    def follow_deltas(self, tenant_id: str, session_id: str) -> Iterator[asyncio.Queue[Delta]]:
+        """A queue of the session's token deltas, in the order published, while the block
+        runs; bounded (DELTA_QUEUE): a follower that falls behind misses deltas."""
+        key = (tenant_id, session_id)
+        queue: asyncio.Queue[Delta] = asyncio.Queue(maxsize=DELTA_QUEUE)
+        self._delta_followers.setdefault(key, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            followers = self._delta_followers.get(key, set())
+            followers.discard(queue)
+            if not followers:
+                self._delta_followers.pop(key, None)
+
     def followers(self) -> int:
         return sum(len(f) for f in self._followers.values())
 
@@ -114,6 +140,17 @@ class EventHub:
         for queue in self._followers.get((change.tenant_id, change.session_id), ()):
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(change)
+
+    def _on_delta(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        delta = parse_delta(payload)
+        if delta is None:
+            return
+        self.deltas += 1
+        for queue in self._delta_followers.get((delta.tenant_id, delta.session_id), ()):
+            try:
+                queue.put_nowait(delta)
+            except asyncio.QueueFull:
+                self.dropped_deltas += 1
 
     def _lost(self, _conn: object) -> None:
         if self._closed:

@@ -33,6 +33,11 @@ class TurnRepository:
         await self._db.flush()
         return row
 
+    async def get(self, turn_id: uuid.UUID) -> TurnRow | None:
+        return await self._db.scalar(
+            select(TurnRow).where(TurnRow.id == turn_id, TurnRow.tenant_id == self._tenant)
+        )
+
     async def latest(self, session_id: uuid.UUID) -> TurnRow | None:
         return await self._db.scalar(
             select(TurnRow)

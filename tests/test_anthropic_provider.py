@@ -6,14 +6,11 @@ stack make the requests, so these tests see exactly what would go over the wire.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from aiohttp import web
 from pydantic import SecretStr
 from temporalio.exceptions import ApplicationError
 
@@ -21,82 +18,16 @@ from activities.providers import errors
 from activities.providers.anthropic_provider import AnthropicProvider
 from activities.providers.base import ChatMessage, ModelRequest, ProviderCall, ToolSpec
 from activities.providers.factory import build_provider
+from tests.support.fake_anthropic import (
+    FakeAnthropic,
+    fake_anthropic_server,  # noqa: F401 (the `server` fixture)
+    message,
+    tool_use_reply,
+)
 from workers.settings import ModelSettings
 
 API_KEY = "sk-ant-test-SECRET-0123456789abcdef"
 PROMPT_MARKER = "PROMPT-MARKER-do-not-leak"
-
-
-@dataclass
-class Recorded:
-    body: dict[str, Any]
-    headers: dict[str, str]
-
-
-@dataclass
-class FakeAnthropic:
-    """A tiny Messages endpoint: canned reply, programmable failures, a request log."""
-
-    requests: list[Recorded] = field(default_factory=list)
-    status: int = 200
-    reply: dict[str, Any] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    url: str = ""
-
-    def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self.status = status
-        self.reply = {"type": "error", "error": {"type": "fake_error", "message": message}}
-        self.headers = headers or {}
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.requests.append(Recorded(await request.json(), dict(request.headers)))
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        return web.json_response(self.reply, status=self.status, headers=self.headers)
-
-
-def message(content: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-fake",
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": 30,
-            "output_tokens": 9,
-            "cache_read_input_tokens": 10,
-            "cache_creation_input_tokens": 2,
-        },
-    }
-
-
-def tool_use_reply(tool_input: Any) -> dict[str, Any]:
-    return message(
-        [
-            {"type": "text", "text": "Reading it."},
-            {"type": "tool_use", "id": "toolu_2", "name": "read_file", "input": tool_input},
-        ],
-        "tool_use",
-    )
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeAnthropic]:
-    fake = FakeAnthropic(reply=message([{"type": "text", "text": "hello"}], "end_turn"))
-    app = web.Application()
-    app.router.add_post("/v1/messages", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    fake.url = f"http://127.0.0.1:{port}"
-    yield fake
-    await runner.cleanup()
 
 
 @pytest.fixture

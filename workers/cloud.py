@@ -90,6 +90,7 @@ def cloud_activities(
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
         windows=windows,
+        deltas=resources.deltas if m.stream else None,
     )
     tools = ToolActivities(
         resources.sessions,

@@ -12,6 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from storage.artifacts import ArtifactStore
 from storage.db import make_engine, make_session_factory
+from storage.session_deltas import DeltaPublisher
+from storage.session_events import listen_dsn
 from workers.settings import DatabaseSettings, S3Settings
 
 
@@ -20,6 +22,8 @@ class Resources:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     store: ArtifactStore
+    # Token deltas of model calls (one connection, opened by the first delta published).
+    deltas: DeltaPublisher | None = None
 
 
 @asynccontextmanager
@@ -50,8 +54,10 @@ async def open_store(s3: S3Settings) -> AsyncIterator[ArtifactStore]:
 @asynccontextmanager
 async def open_resources(db: DatabaseSettings, s3: S3Settings) -> AsyncIterator[Resources]:
     engine = make_engine(db.url.get_secret_value(), pool_size=db.pool_size, echo=db.echo)
+    deltas = DeltaPublisher(listen_dsn(db.url.get_secret_value()))
     try:
         async with open_store(s3) as store:
-            yield Resources(engine, make_session_factory(engine), store)
+            yield Resources(engine, make_session_factory(engine), store, deltas)
     finally:
+        await deltas.aclose()
         await engine.dispose()

@@ -83,6 +83,12 @@ class ModelSettings(BaseSettings):
     # both fields elsewhere), and whether a tool-calling assistant turn gets content "".
     max_tokens_field: Literal["auto", "max_completion_tokens", "max_tokens", "both"] = "auto"
     assistant_tool_content: Literal["empty", "omit"] = "empty"
+    # Stream replies, publishing their text as token deltas for live viewers (SSE); off for
+    # servers that cannot stream (each reply then arrives whole, with no deltas).
+    stream: bool = True
+    # The offline model streams its reply in a few pieces, this far apart (a demo or a
+    # browser test can watch tokens arrive).
+    offline_piece_seconds: float = Field(default=0.0, ge=0, le=5)
 
 
 class AgentSettings(BaseSettings):

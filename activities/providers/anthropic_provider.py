@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 import anthropic
+import httpx2
 from anthropic import AsyncAnthropic, OpenTelemetryOptions, omit
 from anthropic.types import (
     ContentBlockParam,
@@ -26,6 +27,7 @@ from activities.providers.base import (
     ModelReply,
     ModelRequest,
     ProviderCall,
+    TextSink,
     ToolSpec,
     Usage,
 )
@@ -82,15 +84,23 @@ class AnthropicProvider:
         system, messages = _to_anthropic_messages(request.messages, self.name)
         tools = [_to_anthropic_tool(t) for t in request.tools]
         try:
-            message = await self._client.messages.create(
-                model=request.model or self._model,
-                max_tokens=request.max_output_tokens,
-                system=system if system else omit,
-                messages=messages,
-                tools=tools if tools else omit,
-                extra_headers={"Idempotency-Key": request.idempotency_key},
-            )
+            if request.on_text is None:
+                message = await self._client.messages.create(
+                    model=request.model or self._model,
+                    max_tokens=request.max_output_tokens,
+                    system=system if system else omit,
+                    messages=messages,
+                    tools=tools if tools else omit,
+                    extra_headers={"Idempotency-Key": request.idempotency_key},
+                )
+            else:
+                message = await self._streamed(request, system, messages, tools, request.on_text)
         except anthropic.APIStatusError as exc:
+            if exc.status_code < 400:
+                # An error event in the middle of a stream (overloaded, most often): the HTTP
+                # status was already 200, so only its body says what went wrong.
+                summary = errors.summarize_error_body(exc.body, self._secrets)
+                raise errors.bad_response(self.name, f"error in stream: {summary}") from None
             raise errors.status_error(
                 self.name,
                 exc.status_code,
@@ -103,7 +113,47 @@ class AnthropicProvider:
         except anthropic.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else None
             raise errors.connection_error(self.name, timed_out=False, cause=cause) from None
+        except httpx2.TimeoutException:
+            # Mid-stream, the SDK lets its HTTP client's errors through unwrapped.
+            raise errors.connection_error(self.name, timed_out=True) from None
+        except httpx2.TransportError as exc:
+            raise errors.connection_error(
+                self.name, timed_out=False, cause=type(exc).__name__
+            ) from None
+        except (AttributeError, TypeError, ValueError, IndexError, RuntimeError, AssertionError):
+            # The SDK's stream accumulator refuses events out of order or tool input that is
+            # not JSON; the event's text is not repeated (untrusted).
+            raise errors.bad_response(self.name, "malformed stream event") from None
         return _from_message(message)
+
+    async def _streamed(
+        self,
+        request: ModelRequest,
+        system: str,
+        messages: list[MessageParam],
+        tools: list[ToolParam],
+        on_text: TextSink,
+    ) -> Message:
+        """The reply streamed through the SDK's helper, each text delta handed to `on_text`."""
+        finished = False
+        async with self._client.messages.stream(
+            model=request.model or self._model,
+            max_tokens=request.max_output_tokens,
+            system=system if system else omit,
+            messages=messages,
+            tools=tools if tools else omit,
+            extra_headers={"Idempotency-Key": request.idempotency_key},
+        ) as stream:
+            async for event in stream:
+                if event.type == "text":
+                    await on_text(event.text)
+                elif event.type == "message_stop":
+                    finished = True
+            message = await stream.get_final_message()
+        if not finished:
+            # The connection closed cleanly mid-reply: half a reply is not one.
+            raise errors.bad_response(self.name, "the stream ended before the reply finished")
+        return message
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connection pool."""

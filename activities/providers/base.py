@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
+# Hears each piece of the reply's text as it arrives (token deltas for live viewers).
+TextSink = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class ModelRequest:
     max_output_tokens: int = 2048
     # "chat" for a step of the loop, "compaction" when asked to summarise the conversation.
     purpose: str = "chat"
+    # Given: the provider streams the reply and awaits this with each piece of its text, in
+    # order, still returning the whole reply. The pieces are a preview only: the reply
+    # returned (text-tool-call parsing, echo stripping applied) is the record.
+    on_text: TextSink | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

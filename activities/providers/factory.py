@@ -39,6 +39,8 @@ class ProviderSettings(Protocol):
     def max_tokens_field(self) -> MaxTokensField: ...
     @property
     def assistant_tool_content(self) -> AssistantToolContent: ...
+    @property
+    def offline_piece_seconds(self) -> float: ...
 
 
 def build_provider(settings: ProviderSettings) -> ModelProvider:
@@ -84,7 +86,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
         case "offline":
             from activities.providers.offline import OfflineProvider
 
-            return OfflineProvider()
+            return OfflineProvider(settings.offline_piece_seconds)
         case "scripted":
             if settings.script_path is None:
                 raise ValueError("MODEL_PROVIDER=scripted needs MODEL_SCRIPT_PATH.")

@@ -11,6 +11,7 @@ assembly expanded from the artifact store: the demo shows the real data path.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shlex
@@ -32,6 +33,8 @@ REPORT_PATH = "out/report.md"
 _SURVEY_TOOLS = frozenset({"list_dir", "read_file", "write_file"})
 # How much of each result the answer quotes.
 _QUOTED_CHARS = 300
+# A reply streams in about this many pieces.
+STREAM_PIECES = 4
 
 
 def _last_assistant(messages: list[ChatMessage]) -> int | None:
@@ -83,10 +86,33 @@ def _typed(value: str, schema: dict[str, Any]) -> Any:
     return value
 
 
+def pieces_of(text: str, count: int = STREAM_PIECES) -> list[str]:
+    """`text` cut at spaces into about `count` pieces that join back to it."""
+    if not text:
+        return []
+    words = text.split(" ")
+    size = max(1, -(-len(words) // count))
+    groups = [words[i : i + size] for i in range(0, len(words), size)]
+    return [("" if i == 0 else " ") + " ".join(g) for i, g in enumerate(groups) if g]
+
+
 class OfflineProvider:
     name = "offline"
 
+    def __init__(self, piece_seconds: float = 0.0) -> None:
+        """`piece_seconds`: the pause between streamed pieces of a reply."""
+        self._piece_seconds = piece_seconds
+
     async def complete(self, request: ModelRequest) -> ModelReply:
+        reply = self._decide(request)
+        if request.on_text is not None:
+            for n, piece in enumerate(pieces_of(reply.text)):
+                if n and self._piece_seconds:
+                    await asyncio.sleep(self._piece_seconds)
+                await request.on_text(piece)
+        return reply
+
+    def _decide(self, request: ModelRequest) -> ModelReply:
         msgs = request.messages
         if request.purpose == "compaction":
             used = [c.name for m in msgs for c in m.tool_calls]

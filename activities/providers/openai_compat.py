@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 import openai
-from openai import AsyncOpenAI, omit
+from openai import AsyncOpenAI, Omit, omit
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionFunctionToolParam,
@@ -31,6 +31,7 @@ from activities.providers.base import (
     Usage,
 )
 from activities.providers.context_window import DiscoveredWindow, discover_window
+from activities.providers.openai_stream import StreamedReply, read_stream
 from activities.providers.text_tool_calls import parse_text_tool_calls, without_echoed_results
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -88,20 +89,38 @@ class OpenAICompatibleProvider:
         messages = [_to_openai_message(m, self.name, self._empty_content) for m in request.messages]
         tools = [_to_openai_tool(t) for t in request.tools]
         budget = request.max_output_tokens
+        offered = [t.name for t in request.tools]
+        # Some compatible servers reject an empty tools list, so it is left out; "auto" is
+        # the API's default, but some compatible servers only use tools when told.
+        chosen: Literal["auto"] | Omit = "auto" if tools else omit
+        max_completion = budget if "max_completion_tokens" in self._budget_fields else omit
+        max_tokens = budget if "max_tokens" in self._budget_fields else omit
+        headers = {"Idempotency-Key": request.idempotency_key}
         try:
-            completion = await self._client.chat.completions.create(
+            if request.on_text is None:
+                completion = await self._client.chat.completions.create(
+                    model=request.model or self._model,
+                    messages=messages,
+                    tools=tools or omit,
+                    tool_choice=chosen,
+                    max_completion_tokens=max_completion,
+                    max_tokens=max_tokens,
+                    extra_headers=headers,
+                )
+                return _from_completion(completion, self.name, offered)
+            stream = await self._client.chat.completions.create(
                 model=request.model or self._model,
                 messages=messages,
-                # Some compatible servers reject an empty tools list, so omit it entirely.
-                tools=tools if tools else omit,
-                # The API's default, but some compatible servers only use tools when told.
-                tool_choice="auto" if tools else omit,
-                max_completion_tokens=budget
-                if "max_completion_tokens" in self._budget_fields
-                else omit,
-                max_tokens=budget if "max_tokens" in self._budget_fields else omit,
-                extra_headers={"Idempotency-Key": request.idempotency_key},
+                tools=tools or omit,
+                tool_choice=chosen,
+                max_completion_tokens=max_completion,
+                max_tokens=max_tokens,
+                extra_headers=headers,
+                stream=True,
+                # Without it a stream carries no token counts.
+                stream_options={"include_usage": True},
             )
+            streamed = await read_stream(stream, request.on_text)
         except openai.APIStatusError as exc:
             raise errors.status_error(
                 self.name,
@@ -115,7 +134,14 @@ class OpenAICompatibleProvider:
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ else None
             raise errors.connection_error(self.name, timed_out=False, cause=cause) from None
-        return _from_completion(completion, self.name, [t.name for t in request.tools])
+        except openai.APIError as exc:
+            # An error event in the middle of a stream (the HTTP status was already 200).
+            summary = errors.summarize_error_body(exc.body, self._secrets)
+            raise errors.bad_response(self.name, f"error in stream: {summary}") from None
+        except (AttributeError, TypeError, ValueError):
+            # A chunk that is not JSON or not a chunk; its text is not repeated (untrusted).
+            raise errors.bad_response(self.name, "malformed stream chunk") from None
+        return _from_stream(streamed, self.name, offered)
 
     async def context_window(self) -> DiscoveredWindow | None:
         """The window a compatible server advertises; api.openai.com advertises none."""
@@ -190,8 +216,49 @@ def _from_completion(completion: ChatCompletion, provider: str, offered: list[st
         raise errors.bad_response(provider, "no choices")
     choice = completion.choices[0]
     message = choice.message
-    tool_calls = list(_from_tool_calls(message.tool_calls or ()))
-    text = message.content or message.refusal or ""
+    usage = completion.usage
+    return _reply(
+        message.content or message.refusal or "",
+        list(_from_tool_calls(message.tool_calls or ())),
+        choice.finish_reason,
+        Usage(
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        ),
+        completion.model or "",
+        offered,
+    )
+
+
+def _from_stream(streamed: StreamedReply, provider: str, offered: list[str]) -> ModelReply:
+    if streamed.chunks == 0:
+        raise errors.bad_response(provider, "an empty stream")
+    if streamed.finish_reason is None:
+        # The connection closed cleanly mid-reply (no [DONE] either): half a reply is not one.
+        raise errors.bad_response(provider, "the stream ended before the reply finished")
+    calls = [
+        ProviderCall(id=cid, name=name, arguments=errors.parse_tool_arguments(arguments))
+        for cid, name, arguments in streamed.calls
+    ]
+    return _reply(
+        streamed.text or streamed.refusal,
+        calls,
+        streamed.finish_reason,
+        streamed.usage or Usage(),
+        streamed.model,
+        offered,
+    )
+
+
+def _reply(
+    text: str,
+    tool_calls: list[ProviderCall],
+    finish_reason: str | None,
+    usage: Usage,
+    model: str,
+    offered: list[str],
+) -> ModelReply:
+    """Our reply from what the server sent, whole or streamed: the same reading of both."""
     if not tool_calls and text:
         # A server that did not parse the model's tool-call text returns it as the answer.
         written = parse_text_tool_calls(text, offered)
@@ -199,20 +266,12 @@ def _from_completion(completion: ChatCompletion, provider: str, offered: list[st
             tool_calls, text = written.calls, written.text
         text = without_echoed_results(text)
     # Compatible servers may not validate; fall back rather than fail on a missing field.
-    finish_reason: str = choice.finish_reason or "stop"
-    if tool_calls and finish_reason == "stop":
+    finish = finish_reason or "stop"
+    if tool_calls and finish == "stop":
         # Some compatible servers say "stop" even when they return tool calls.
-        finish_reason = "tool_calls"
-    usage = completion.usage
+        finish = "tool_calls"
     return ModelReply(
-        text=text,
-        tool_calls=tool_calls,
-        finish_reason=finish_reason,
-        usage=Usage(
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
-        ),
-        model=completion.model or "",
+        text=text, tool_calls=tool_calls, finish_reason=finish, usage=usage, model=model
     )
 
 

@@ -1,4 +1,8 @@
-"""A fake Chat Completions server on localhost: the remote LLM, faked at its HTTP interface."""
+"""A fake Chat Completions server on localhost: the remote LLM, faked at its HTTP interface.
+
+A request with ``"stream": true`` is answered with the same reply as Server-Sent Events
+chunks (``answer``), so a test works whether the provider streams or not.
+"""
 
 from __future__ import annotations
 
@@ -30,18 +34,107 @@ class FakeOpenAI:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     url: str = ""
+    # Streamed requests (0-based index into `requests`) whose connection drops after this
+    # many chunks: a server or network that fails in the middle of a reply.
+    drop_after: dict[int, int] = field(default_factory=dict)
+    # Pause between streamed chunks.
+    chunk_delay: float = 0.0
+    # Set: each request waits for it before it is answered.
+    hold: asyncio.Event | None = None
 
     def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         self.status = status
         self.reply = {"error": {"message": message, "type": "fake_error", "code": None}}
         self.headers = headers or {}
 
-    async def handle(self, request: web.Request) -> web.Response:
-        self.requests.append(Recorded(await request.json(), dict(request.headers)))
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        number = len(self.requests)
+        self.requests.append(Recorded(body, dict(request.headers)))
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.hold is not None:
+            await self.hold.wait()
         reply = self.queued.pop(0) if self.queued else self.reply
-        return web.json_response(reply, status=self.status, headers=self.headers)
+        if self.status != 200:
+            return web.json_response(reply, status=self.status, headers=self.headers)
+        drop = self.drop_after.get(number)
+        return await answer(request, body, reply, drop_after=drop, chunk_delay=self.chunk_delay)
+
+
+async def answer(
+    request: web.Request,
+    body: dict[str, Any],
+    reply: dict[str, Any],
+    *,
+    drop_after: int | None = None,
+    chunk_delay: float = 0.0,
+) -> web.StreamResponse:
+    """`reply` (a chat.completion) as JSON, or as SSE chunks when the request streams; with
+    `drop_after` the connection closes after that many chunks, mid-reply."""
+    if not body.get("stream"):
+        return web.json_response(reply)
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for n, chunk in enumerate(stream_chunks(reply, include_usage)):
+        if drop_after is not None and n >= drop_after:
+            assert request.transport is not None
+            request.transport.close()  # no final chunk, no [DONE]: a dropped connection
+            return response
+        if chunk_delay:
+            await asyncio.sleep(chunk_delay)
+        await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+def text_pieces(text: str) -> list[str]:
+    """How the fake server splits a reply's text into streamed pieces: a word (with the
+    space before it) per chunk."""
+    pieces: list[str] = []
+    for word in text.split(" "):
+        if pieces:
+            word = " " + word
+        if word:
+            pieces.append(word)
+    return pieces
+
+
+def stream_chunks(reply: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """The chat.completion.chunk objects a server streams for `reply`."""
+    choice = reply["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": reply.get("id", "chatcmpl-1"),
+            "object": "chat.completion.chunk",
+            "created": reply.get("created", 1700000000),
+            "model": reply.get("model", "gpt-fake"),
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in text_pieces(message.get("content") or "")]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        function = {"name": call["function"]["name"], "arguments": arguments[:half]}
+        first: dict[str, Any] = {"index": index, "type": "function", "function": function}
+        if "id" in call:
+            first["id"] = call["id"]
+        chunks.append(chunk({"tool_calls": [first]}))
+        rest = {"index": index, "function": {"arguments": arguments[half:]}}
+        chunks.append(chunk({"tool_calls": [rest]}))
+    chunks.append(chunk({}, choice.get("finish_reason") or "stop"))
+    if include_usage and reply.get("usage"):
+        usage = chunk({})
+        usage["choices"] = []
+        usage["usage"] = reply["usage"]
+        chunks.append(usage)
+    return chunks
 
 
 def completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:

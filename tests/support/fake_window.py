@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from activities.tokens import count_tokens
-from tests.support.fake_openai import completion
+from tests.support.fake_openai import answer, completion
 
 
 def _llama(prompt: int, reply: int, n_ctx: int) -> dict[str, Any]:
@@ -108,7 +108,7 @@ class WindowedServer:
     def accepted(self) -> list[Seen]:
         return [s for s in self.seen if s.accepted]
 
-    async def chat(self, request: web.Request) -> web.Response:
+    async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         prompt = self.prompt_tokens(body)
         reply = int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
@@ -117,7 +117,7 @@ class WindowedServer:
         self.seen.append(Seen(prompt, reply, fits, body, dict(request.headers)))
         if not fits:
             return web.json_response(refusal(prompt, reply, self.n_ctx), status=400)
-        return web.json_response(self.queued.pop(0) if self.queued else self.reply)
+        return await answer(request, body, self.queued.pop(0) if self.queued else self.reply)
 
     async def get_props(self, request: web.Request) -> web.Response:
         self.discovery_requests.append(request.path)

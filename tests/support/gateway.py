@@ -1,6 +1,7 @@
 """The gateway app for tests: built by create_app on the real stack, spoken to over
-httpx's ASGI transport (the real app, its middleware and error handlers), and API keys
-created through the real repository."""
+httpx's ASGI transport (the real app, its middleware and error handlers) or served by
+uvicorn on a loopback port (for a browser), and API keys created through the real
+repository."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
+from fastapi import FastAPI
 from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
+from tests.support.mcp import free_port
 from workers.gateway import create_app
 from workers.resources import Resources
 from workers.settings import GatewaySettings
@@ -41,13 +45,59 @@ async def gateway_http(
     gateway: GatewaySettings | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client to a fresh gateway app whose tasks go to `queue`."""
-    settings = stack.settings(workspace=workspace, task_queue=queue, provider="scripted")
-    settings.gateway = gateway or GatewaySettings(rate_per_second=1000, burst=1000)
-    app = create_app(res, client, settings)
+    app = _app(stack, res, client, queue, workspace, gateway)
     # raise_app_exceptions=False: a 500 is answered as the app answers it, not re-raised.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
         yield http
+
+
+def _app(
+    stack: StackEndpoints,
+    res: Resources,
+    client: Client,
+    queue: str,
+    workspace: Path,
+    gateway: GatewaySettings | None,
+) -> FastAPI:
+    settings = stack.settings(workspace=workspace, task_queue=queue, provider="scripted")
+    settings.gateway = gateway or GatewaySettings(rate_per_second=1000, burst=1000)
+    return create_app(res, client, settings)
+
+
+@asynccontextmanager
+async def gateway_server(
+    stack: StackEndpoints,
+    res: Resources,
+    client: Client,
+    *,
+    queue: str,
+    workspace: Path,
+    gateway: GatewaySettings | None = None,
+) -> AsyncIterator[str]:
+    """A fresh gateway app served over real HTTP on 127.0.0.1 (uvicorn, in this event
+    loop) for as long as the block runs; its base URL."""
+    app = _app(stack, res, client, queue, workspace, gateway)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=free_port(),
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if serving.done():
+                    serving.result()  # raises why it could not start
+                await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        await serving
 
 
 async def poll(

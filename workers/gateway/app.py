@@ -1,9 +1,10 @@
 """The gateway's FastAPI app: REST under /v1, OpenAPI at /docs and /openapi.json.
 
 `create_app` takes what the process already opened (resources, a Temporal client,
-settings), so tests and `agentctl gateway` build it the same way. Routers: tasks, sessions
-and the event stream (Server-Sent Events, one LISTEN connection per process, opened by the
-first stream); each route states its scope with workers.gateway.auth.require.
+settings), so tests and `agentctl gateway` build it the same way. Routers: tasks, sessions,
+the event stream (Server-Sent Events, one LISTEN connection per process, opened by the
+first stream) and the web page at `/` (workers/gateway/page.py); each API route states its
+scope with workers.gateway.auth.require.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from storage.session_events import EventHub, listen_dsn
-from workers.gateway import routes_events, routes_sessions, routes_tasks
+from workers.gateway import page, routes_events, routes_sessions, routes_tasks
 from workers.gateway.body_limit import BodyLimit
 from workers.gateway.context import Gateway
 from workers.gateway.errors import install_error_handlers
@@ -55,4 +56,6 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_events.router)
+    app.include_router(page.router)
+    app.mount("/web", page.static_files(), name="web")
     return app

@@ -1,6 +1,7 @@
 """A session's live events for Server-Sent Events: each committed item in ordinal order as it
 commits (its ordinal is the event id, so `Last-Event-ID` resumes with nothing lost and
-nothing repeated), each change of status, and the end.
+nothing repeated), each change of status, the token deltas of the model call in flight
+(`delta`, with no id: ephemeral, never replayed), and the end.
 
 Woken by storage.session_events (LISTEN/NOTIFY), never a poll per client: a follower
 reads AgentState after its cursor when woken, and once every `recheck_seconds` besides, so a
@@ -18,9 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from storage.artifacts import ArtifactStore
 from storage.items import MAX_ORDINAL
 from storage.models import ItemRow, SessionRow
+from storage.session_deltas import Delta
 from storage.session_events import EventHub
 from workers.gateway.models import Item
-from workers.session_watch import watch_changes
+from workers.session_watch import watch_live
 from workers.wait_status import wait_line
 
 RECHECK_SECONDS = 15.0
@@ -57,12 +59,13 @@ async def session_events(
     *,
     store: ArtifactStore | None = None,
     recheck_seconds: float = RECHECK_SECONDS,
+    deltas: bool = True,
 ) -> AsyncIterator[dict[str, Any]]:
     """SSE events (dicts for sse-starlette) for one session until it ends. The session must
     belong to `tenant_id` (SessionNotFound otherwise, before anything is sent); `store`
-    brings an archived session back to read it."""
+    brings an archived session back to read it; `deltas`: include token deltas."""
     status = ""
-    async for change in watch_changes(
+    async for change in watch_live(
         sessions,
         tenant_id,
         session_id,
@@ -70,8 +73,12 @@ async def session_events(
         poll_seconds=recheck_seconds,
         store=store,
         hub=hub,
+        deltas=deltas,
     ):
-        if isinstance(change, ItemRow):
+        if isinstance(change, Delta):
+            # No id: Last-Event-ID stays the last committed item's ordinal.
+            yield {"event": "delta", "data": _json(change.data())}
+        elif isinstance(change, ItemRow):
             yield {"id": str(change.ordinal), "event": "item", "data": _json(item_data(change))}
         else:
             status = change.status

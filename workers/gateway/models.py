@@ -142,6 +142,13 @@ class PendingCall(BaseModel):
     step: int
     rerun: bool
     arguments: dict[str, Any] | None
+    schema_: dict[str, Any] | None = Field(
+        None,
+        alias="schema",
+        description="The tool's JSON schema for its arguments, as the call's turn recorded it.",
+    )
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
 
 class InboxEntry(BaseModel):
@@ -158,3 +165,15 @@ class Me(BaseModel):
     tenant_id: str
     user_id: str
     scopes: list[str]
+
+
+class Agents(BaseModel):
+    agents: list[str]
+
+
+class ArtifactLink(BaseModel):
+    url: str = Field(description="A short-lived presigned GET URL of the bytes.")
+    sha256: str
+    size_bytes: int
+    content_type: str
+    expires_in: int = Field(description="Seconds the URL stays valid.")

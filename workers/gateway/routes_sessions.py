@@ -8,10 +8,11 @@ import logging
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import RedirectResponse
 from temporalio.service import RPCError
 
+from activities.agents import DEFAULT_AGENT
 from storage.api_keys import Principal
 from storage.artifact_records import ArtifactRepository
 from storage.items import MAX_ORDINAL, ItemRepository
@@ -19,9 +20,13 @@ from storage.models import SessionRow
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
+from workers.agent_loading import load_agents
 from workers.gateway.auth import Reader
+from workers.gateway.call_schemas import call_schema
 from workers.gateway.context import Gateway, GatewayDep
 from workers.gateway.models import (
+    Agents,
+    ArtifactLink,
     Inbox,
     InboxEntry,
     Item,
@@ -123,6 +128,7 @@ async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> Inb
         for p in live.pending_approvals:
             call = await items.tool_call(row.id, p.tool_call_id)
             arguments = call.data.get("arguments") if call is not None else None
+            schema = await call_schema(db, principal.tenant_id, call) if call else None
             pending.append(
                 PendingCall(
                     tool_call_id=p.tool_call_id,
@@ -130,9 +136,48 @@ async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> Inb
                     step=p.step,
                     rerun=p.rerun,
                     arguments=arguments if isinstance(arguments, dict) else None,
+                    schema=schema,
                 )
             )
     return InboxEntry(session=Session.of(row), pending=pending)
+
+
+@router.get("/sessions/{session_id}/tree", response_model=SessionList)
+async def session_tree(session_id: str, principal: Reader, gateway: GatewayDep) -> SessionList:
+    """Every session of this session's tree (its root, sub-agents and theirs), oldest first;
+    each names its parent_id."""
+    async with gateway.resources.sessions() as db:
+        repo = SessionRepository(db, principal.tenant_id)
+        row = await repo.get(tasks.session_uuid(session_id))
+        root = await repo.get(row.root_id) if row.root_id and row.root_id != row.id else row
+        under = [r for r in await repo.tree(root.id) if r.id != root.id]
+    return SessionList(sessions=[Session.of(r) for r in [root, *under]])
+
+
+@router.get("/agents", response_model=Agents)
+async def agents(_: Reader, gateway: GatewayDep) -> Agents:
+    """The agents a task can name: the default one and the deployment's definitions."""
+    definitions = gateway.settings.agent.definitions
+    named = [a.name for a in load_agents(definitions)] if definitions else []
+    return Agents(agents=[DEFAULT_AGENT, *(n for n in named if n != DEFAULT_AGENT)])
+
+
+async def _presigned(
+    artifact_id: uuid.UUID, principal: Principal, gateway: Gateway
+) -> ArtifactLink:
+    tenant, store = principal.tenant_id, gateway.resources.store
+    async with gateway.resources.sessions() as db:
+        row = await ArtifactRepository(db, tenant).get(artifact_id)
+    ref = store.ref_for(tenant, row.sha256, row.size_bytes, row.content_type)
+    seconds = gateway.settings.gateway.presign_seconds
+    url = await store.presigned_url(tenant, ref, expires_in=seconds)
+    return ArtifactLink(
+        url=url,
+        sha256=row.sha256,
+        size_bytes=row.size_bytes,
+        content_type=row.content_type,
+        expires_in=seconds,
+    )
 
 
 @router.get(
@@ -146,12 +191,18 @@ async def download_artifact(
 ) -> RedirectResponse:
     """Redirect to a short-lived URL of the artifact's bytes; X-Artifact-SHA256 names the
     digest a downloader should verify them against."""
-    tenant, store = principal.tenant_id, gateway.resources.store
-    async with gateway.resources.sessions() as db:
-        row = await ArtifactRepository(db, tenant).get(artifact_id)
-    ref = store.ref_for(tenant, row.sha256, row.size_bytes, row.content_type)
-    url = await store.presigned_url(
-        tenant, ref, expires_in=gateway.settings.gateway.presign_seconds
+    link = await _presigned(artifact_id, principal, gateway)
+    headers = {"Cache-Control": "no-store", "X-Artifact-SHA256": link.sha256}
+    return RedirectResponse(
+        link.url, status_code=status.HTTP_307_TEMPORARY_REDIRECT, headers=headers
     )
-    headers = {"Cache-Control": "no-store", "X-Artifact-SHA256": row.sha256}
-    return RedirectResponse(url, status_code=status.HTTP_307_TEMPORARY_REDIRECT, headers=headers)
+
+
+@router.get("/artifacts/{artifact_id}/link", response_model=ArtifactLink)
+async def artifact_link(
+    artifact_id: uuid.UUID, principal: Reader, gateway: GatewayDep, response: Response
+) -> ArtifactLink:
+    """The short-lived URL of the artifact's bytes as JSON, for a browser page: fetch()
+    cannot follow the redirect to the store's origin, but the page can open this URL."""
+    response.headers["Cache-Control"] = "no-store"
+    return await _presigned(artifact_id, principal, gateway)

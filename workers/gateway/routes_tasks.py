@@ -13,10 +13,12 @@ from typing import Any
 from fastapi import APIRouter, status
 
 from storage.api_keys import Principal
+from storage.items import ItemRepository
 from storage.sessions import SessionRepository
 from workers import tasks
 from workers.agent_loading import task_options_for
 from workers.gateway.auth import Approver, Starter
+from workers.gateway.call_schemas import call_schema, check_arguments
 from workers.gateway.context import Gateway, GatewayDep
 from workers.gateway.models import (
     Approve,
@@ -93,8 +95,14 @@ async def send(
 async def approve(
     session_id: str, call_id: str, body: Approve, principal: Approver, gateway: GatewayDep
 ) -> Decided:
-    """Approve a call waiting for approval, optionally with edited arguments."""
+    """Approve a call waiting for approval, optionally with edited arguments; edits the
+    tool's schema (as the call's turn recorded it) refuses are a 422 naming the field."""
     sid = await owned_session(gateway, principal, session_id)
+    if body.arguments is not None:
+        async with gateway.resources.sessions() as db:
+            call = await ItemRepository(db, principal.tenant_id).tool_call(uuid.UUID(sid), call_id)
+            if call is not None:  # an unknown call is the workflow's 409 to answer
+                check_arguments(await call_schema(db, principal.tenant_id, call), body.arguments)
     result = await tasks.approve(
         gateway.client,
         sid,

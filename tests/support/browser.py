@@ -1,0 +1,44 @@
+"""Debian's chromium driven by Playwright (no browser download: the machine's package).
+
+The browser test must never skip on a machine without it: `make test` installs it, and a
+run that still lacks it fails here with what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, async_playwright
+
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """A headless chromium for as long as the block runs."""
+    if not os.path.exists(CHROMIUM):  # noqa: ASYNC240 (one stat, before anything runs)
+        pytest.fail(
+            f"no chromium at {CHROMIUM}: the web page's browser test needs Debian's chromium "
+            "(`make test` installs it: apt-get install -y --no-install-recommends chromium)",
+            pytrace=False,
+        )
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()

@@ -1,0 +1,244 @@
+// The page: sign in with an API key, sessions with status, a session's live timeline, the
+// approvals inbox, start a task and send a follow-up. Everything goes through the gateway's
+// REST API and event stream with the key in the Authorization header.
+
+import { ApiError, api, enc, keyStore } from "./api.js";
+import { el, setText } from "./dom.js";
+import { Inbox } from "./inbox.js";
+import { follow } from "./sse.js";
+import { Timeline } from "./timeline.js";
+
+const $ = (id) => document.getElementById(id);
+const REFRESH_MS = 3000;
+
+let current = null; // {id, stream: AbortController}
+let refresher = null;
+
+const timeline = new Timeline($("timeline"), { onArtifact: openArtifact });
+const inbox = new Inbox($("inbox"), $("inbox-empty"), {
+  onDecided: () => refreshLists(),
+  onOpen: (id) => openSession(id),
+});
+
+async function signIn(key) {
+  keyStore.set(key);
+  try {
+    const me = await api("/v1/me");
+    setText($("whoami"), `${me.user_id} @ ${me.tenant_id}`);
+  } catch (err) {
+    keyStore.clear();
+    const message =
+      err instanceof ApiError && err.status === 401
+        ? "That key was not accepted: it is unknown, revoked or expired."
+        : err.message;
+    setText($("signin-error"), message);
+    return;
+  }
+  setText($("signin-error"), "");
+  $("key").value = "";
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  $("signout").hidden = false;
+  await Promise.all([loadAgents(), refreshLists()]);
+  refresher = setInterval(refreshLists, REFRESH_MS);
+}
+
+function signOut() {
+  keyStore.clear();
+  clearInterval(refresher);
+  closeSession();
+  $("app").hidden = true;
+  $("signout").hidden = true;
+  $("signin").hidden = false;
+  setText($("whoami"), "");
+  $("sessions").replaceChildren();
+  $("inbox").replaceChildren();
+  inbox.shown = "";
+}
+
+async function loadAgents() {
+  let names = ["default"];
+  try {
+    names = (await api("/v1/agents")).agents;
+  } catch {
+    /* the default agent still works */
+  }
+  $("start-agent").replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+}
+
+async function refreshLists() {
+  if (!keyStore.get()) return;
+  const results = await Promise.allSettled([refreshSessions(), inbox.refresh()]);
+  const refused = results.find((r) => r.status === "rejected" && r.reason.status === 401);
+  if (refused) {
+    // Revoked or expired while signed in: back to the sign-in form, saying why.
+    signOut();
+    setText($("signin-error"), "Your key is no longer accepted: it was revoked or has expired.");
+  }
+}
+
+async function refreshSessions() {
+  const page = await api("/v1/sessions?limit=50");
+  const rows = page.sessions.map((s) =>
+    el(
+      "li",
+      {
+        class: current && current.id === s.id ? "current" : "",
+        dataset: { testid: "session-row", session: s.id, status: s.status },
+        onclick: () => openSession(s.id),
+      },
+      el("span", { class: "title" }, s.parent_id ? `↳ ${s.title}` : s.title),
+      el("span", { class: `badge ${s.status}` }, s.status),
+    ),
+  );
+  $("sessions").replaceChildren(...rows);
+}
+
+function closeSession() {
+  if (current) current.stream.abort();
+  current = null;
+  $("session").hidden = true;
+}
+
+async function openSession(id) {
+  closeSession();
+  const stream = new AbortController();
+  current = { id, stream };
+  timeline.reset();
+  $("session").hidden = false;
+  setText($("followup-error"), "");
+  try {
+    const page = await api(`/v1/sessions/${enc(id)}?limit=1`);
+    setText($("session-title"), page.session.title || id);
+    showStatus(page.session.status, "");
+  } catch (err) {
+    setText($("session-title"), err.message);
+    return;
+  }
+  refreshTree(id);
+  startStream(id, stream);
+}
+
+function startStream(id, stream) {
+  follow(`/v1/sessions/${enc(id)}/events`, {
+    signal: stream.signal,
+    onState: (state, detail) => setText($("stream-state"), detail ? `${state}: ${detail}` : state),
+    onEvent: (ev) => {
+      if (!current || current.id !== id) return;
+      let data;
+      try {
+        data = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (ev.event === "item") timeline.addItem(data);
+      else if (ev.event === "delta") timeline.delta(data);
+      else if (ev.event === "status") {
+        showStatus(data.status, data.detail);
+        refreshLists();
+        refreshTree(id);
+      } else if (ev.event === "end") showStatus(data.status, "");
+    },
+  });
+}
+
+function showStatus(status, detail) {
+  const node = $("session-status");
+  setText(node, status);
+  node.className = `badge ${status}`;
+  node.dataset.status = status;
+  setText($("session-detail"), detail || "");
+}
+
+async function refreshTree(id) {
+  let sessions;
+  try {
+    sessions = (await api(`/v1/sessions/${enc(id)}/tree`)).sessions;
+  } catch {
+    return;
+  }
+  if (sessions.length < 2) {
+    $("tree").replaceChildren();
+    return;
+  }
+  const children = new Map();
+  for (const s of sessions) {
+    const parent = s.parent_id || "";
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent).push(s);
+  }
+  const branch = (s) =>
+    el(
+      "li",
+      { dataset: { testid: "tree-node", session: s.id } },
+      el(
+        "a",
+        { class: s.id === id ? "current" : "", onclick: () => openSession(s.id) },
+        `${s.title} (${s.agent}) `,
+      ),
+      el("span", { class: `badge ${s.status}` }, s.status),
+      (children.get(s.id) || []).length ? el("ul", {}, children.get(s.id).map(branch)) : null,
+    );
+  $("tree").replaceChildren(el("div", { class: "muted" }, "Sub-agents"), el("ul", {}, branch(sessions[0])));
+}
+
+async function openArtifact(artifactId) {
+  try {
+    const link = await api(`/v1/artifacts/${enc(artifactId)}/link`);
+    const url = new URL(link.url);
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error("not a download URL");
+    // A navigation to the store's origin, not a cross-origin fetch: no CORS needed.
+    window.open(url.href, "_blank", "noopener,noreferrer");
+  } catch (err) {
+    setText($("followup-error"), `The artifact cannot be opened: ${err.message}`);
+  }
+}
+
+$("signin-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const key = $("key").value.trim();
+  if (key) signIn(key);
+});
+$("signout").addEventListener("click", signOut);
+$("sessions-refresh").addEventListener("click", refreshLists);
+$("inbox-refresh").addEventListener("click", refreshLists);
+
+$("start-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  setText($("start-error"), "");
+  const policies = {};
+  for (const name of $("start-approve").value.split(",").map((n) => n.trim()).filter(Boolean)) {
+    policies[name] = "always";
+  }
+  try {
+    const started = await api("/v1/sessions", {
+      method: "POST",
+      body: { text: $("start-text").value, agent: $("start-agent").value, approval_policies: policies },
+    });
+    $("start-text").value = "";
+    await refreshLists();
+    openSession(started.session_id);
+  } catch (err) {
+    setText($("start-error"), err.message);
+  }
+});
+
+$("followup-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  if (!current) return;
+  setText($("followup-error"), "");
+  const { id } = current;
+  try {
+    await api(`/v1/sessions/${enc(id)}/messages`, {
+      method: "POST",
+      body: { text: $("followup-text").value },
+    });
+    $("followup-text").value = "";
+    openSession(id); // the stream may have ended with the previous answer
+  } catch (err) {
+    setText($("followup-error"), err.message);
+  }
+});
+
+const saved = keyStore.get();
+if (saved) signIn(saved);
