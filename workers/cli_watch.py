@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from storage.models import SessionRow
+from storage.models import ItemRow, SessionRow
 from storage.session_events import EventHub, listen_dsn
 from workers import tasks
 from workers.cli_common import (
@@ -29,7 +29,7 @@ from workers.gateway.events import RECHECK_SECONDS
 from workers.gateway_client import KEY_ENV, URL_ENV, Gateway
 from workers.gateway_watch import watch_via_gateway
 from workers.resources import Resources
-from workers.session_watch import watch_items
+from workers.session_watch import watch_live
 from workers.settings import get_settings
 from workers.wait_status import wait_line
 from workers.watch_printer import WatchPrinter
@@ -62,25 +62,27 @@ def watch_cmd(
 
     async def go(res: Resources) -> None:
         with WatchPrinter(console) as printer:
-
-            def status_changed(row: SessionRow) -> None:
-                printer.status(row.status, wait_line(row))
-
-            # Woken by LISTEN/NOTIFY as items commit (the gateway's event stream does the same).
+            # Woken by LISTEN/NOTIFY as items commit, which also brings the token deltas
+            # (the gateway's event stream does the same).
             hub = EventHub(listen_dsn(get_settings().database.url.get_secret_value()))
             await hub.start()
             try:
-                async for item in watch_items(
+                async for change in watch_live(
                     res.sessions,
                     t,
                     session,
                     after=after,
                     store=res.store,
-                    on_status=status_changed,
                     hub=hub,
                     poll_seconds=RECHECK_SECONDS,
+                    deltas=printer.show_deltas,
                 ):
-                    printer.item(item)
+                    if isinstance(change, ItemRow):
+                        printer.item(change)
+                    elif isinstance(change, SessionRow):
+                        printer.status(change.status, wait_line(change))
+                    else:
+                        printer.delta(change)
             finally:
                 await hub.aclose()
             row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)

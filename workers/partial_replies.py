@@ -12,14 +12,33 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Protocol
 
 # A partial reply past this is cut (the committed item has it whole); bounds a client's
 # memory against a runaway stream.
 MAX_PARTIAL_CHARS = 256 * 1024
 
 
+class DeltaLike(Protocol):
+    """A delta as the gateway's stream sends it (Delta) or as storage.session_deltas reads
+    it off NOTIFY (a watch reading AgentState directly)."""
+
+    @property
+    def step(self) -> int: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def send(self) -> int: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Delta:
+    """A `delta` event's data, as a client reads it off the wire."""
+
     step: int
     attempt: int
     send: int
@@ -55,7 +74,7 @@ class PartialReplies:
     def __init__(self) -> None:
         self._steps: dict[int, _Partial] = {}
 
-    def add(self, delta: Delta) -> bool:
+    def add(self, delta: DeltaLike) -> bool:
         """Take a delta; True when the shown text changed."""
         current = self._steps.get(delta.step)
         if current is not None and (delta.attempt, delta.send) < (current.attempt, current.send):

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.text import Text
 
 from storage.item_kinds import ItemKind
-from workers.partial_replies import Delta, PartialReplies
+from workers.partial_replies import DeltaLike, PartialReplies
 from workers.render import ItemView, item_line, partial_line, status_line
 
 
@@ -59,7 +59,7 @@ class WatchPrinter:
         if line:
             self._line(line)
 
-    def delta(self, delta: Delta) -> None:
+    def delta(self, delta: DeltaLike) -> None:
         """A piece of a model reply still streaming (shown on a terminal only)."""
         if self.show_deltas and self._partials.add(delta):
             self._redraw()
