@@ -1,7 +1,8 @@
 """Token deltas in `agentctl watch --gateway`, per the delta contract: shown as they arrive
 on a terminal (a retried attempt's partial text dropped, the committed item replacing it),
-never on a pipe; and the client's side of the stream across a reconnect. The gateway does
-not stream deltas yet, so a scripted event stream stands in for it."""
+never on a pipe; and the client's side of the stream across a reconnect. A scripted event
+stream gives the cases (a retried attempt, a late delta, a reconnect mid-reply); the real
+gateway and worker, with the offline model streaming, give the whole path."""
 
 from __future__ import annotations
 
@@ -10,13 +11,26 @@ import fcntl
 import json
 import os
 import pty
+import select
+import signal
 import struct
 import sys
 import termios
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+from temporalio.client import Client
+
+from activities.providers.offline import OfflineProvider
+from tests.conftest import AgentRunner
+from tests.support.gateway import bearer, make_key
 from tests.support.sse_server import scripted_sse
+from workers.gateway import create_app
+from workers.gateway.serving import serving
+from workers.resources import Resources
+from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 SESSION = "6f1e0bb4-53a4-4d2f-9d1a-6b7d8b3d7d11"
@@ -134,3 +148,63 @@ async def test_on_a_pipe_only_committed_items_print_each_once() -> None:
     assert server.requests[0]["authorization"] == "Bearer da_test_secret"
     assert "last-event-id" not in server.requests[0]
     assert server.requests[1]["last-event-id"] == "1"
+
+
+def _watch_on_a_terminal_until(env: dict[str, str], marker: str, within: float) -> str:
+    """`agentctl watch` on a terminal until `marker` is on screen (then it is stopped)."""
+    main, tty = pty.openpty()
+    fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    argv = [str(AGENTCTL), "watch", env.pop("SESSION")]
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(tty, 1)
+        os.execve(argv[0], argv, env)
+    os.close(tty)
+    seen = b""
+    deadline = time.monotonic() + within
+    try:
+        while marker.encode() not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.2)
+            if ready:
+                try:
+                    seen += os.read(main, 65536)
+                except OSError:
+                    break
+    finally:
+        os.kill(pid, signal.SIGTERM)  # the watch this test started
+        os.waitpid(pid, 0)
+        os.close(main)
+    return seen.decode(errors="replace")
+
+
+async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_watch(
+    migrated: StackEndpoints,
+    resources: Resources,
+    client: Client,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    key = await make_key(resources, tenant, "read", "start")
+    # The offline model streams its reply in pieces 1.5 s apart, slow enough that the watch
+    # (a new process) is following before the reply is done.
+    async with agent_worker(OfflineProvider(piece_seconds=1.5), workspace) as queue:
+        settings = migrated.settings(workspace=workspace, task_queue=queue, provider="offline")
+        async with (
+            serving(create_app(resources, client, settings)) as url,
+            httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=30) as http,
+        ):
+            started = await http.post("/v1/sessions", json={"text": "Survey the workspace."})
+            env = {
+                "AGENT_GATEWAY_URL": url,
+                "AGENT_API_KEY": key,
+                "TERM": "xterm",
+                "SESSION": started.json()["session_id"],
+            }
+            screen = await asyncio.to_thread(_watch_on_a_terminal_until, env, "#2   model", 60)
+    committed = "#2   model    Let me look at the workspace first."
+    assert committed in screen, screen
+    before = screen[: screen.index(committed)]
+    # The reply as it streamed, before its item committed (its first piece, sent before the
+    # watch was following, is not replayed: deltas are ephemeral).
+    assert "…    model    look at the workspace" in before, screen
