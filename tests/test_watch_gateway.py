@@ -198,3 +198,22 @@ async def test_the_readme_commands_to_watch_from_another_machine_run_as_written(
     printed = [int(m.group(1)) for line in out.splitlines() if (m := ITEM_LINE.match(line))]
     committed = [i.ordinal for i in await items_of(resources, "default", sid)]
     assert printed == committed and out.splitlines()[-1] == "task ended: completed"
+
+
+@pytest.mark.parametrize(
+    ("url", "key", "extra", "message"),
+    [
+        ("ftp://gw", "da_x_y", [], "AGENT_GATEWAY_URL must be an http(s):// URL of the gateway"),
+        ("http://127.0.0.1:9", "da_x y", [], "AGENT_API_KEY is not an API key"),
+        ("http://127.0.0.1:9", "da_x_y", ["--tenant", "t"], "--tenant does not apply"),
+    ],
+)
+async def test_watch_refuses_bad_gateway_settings_before_connecting(
+    url: str, key: str, extra: list[str], message: str
+) -> None:
+    proc = await watch(url, key, "6f1e0bb4-53a4-4d2f-9d1a-6b7d8b3d7d11", *extra)
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate()
+    assert proc.returncode == 1 and out == b""
+    assert err.decode().startswith("error: ") and message in err.decode()
+    assert "da_x" not in err.decode()  # the key is never echoed
