@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import signal
 import struct
@@ -186,9 +187,9 @@ async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_wat
     tenant: str,
 ) -> None:
     key = await make_key(resources, tenant, "read", "start")
-    # The offline model streams its reply in pieces 1.5 s apart, slow enough that the watch
-    # (a new process) is following before the reply is done.
-    async with agent_worker(OfflineProvider(piece_seconds=1.5), workspace) as queue:
+    # The offline model streams its reply in 4 pieces 2.5 s apart, slow enough that the
+    # watch (a new process, slow to start on a loaded machine) follows before the last.
+    async with agent_worker(OfflineProvider(piece_seconds=2.5), workspace) as queue:
         settings = migrated.settings(workspace=workspace, task_queue=queue, provider="offline")
         async with (
             serving(create_app(resources, client, settings)) as url,
@@ -205,6 +206,10 @@ async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_wat
     committed = "#2   model    Let me look at the workspace first."
     assert committed in screen, screen
     before = screen[: screen.index(committed)]
-    # The reply as it streamed, before its item committed (its first piece, sent before the
-    # watch was following, is not replayed: deltas are ephemeral).
-    assert "…    model    look at the workspace" in before, screen
+    # The reply as it streamed, before its item committed. Pieces sent before the watch was
+    # following are not replayed (deltas are ephemeral): the partial text grows from where
+    # the watch came in, to the reply's end.
+    reply = "Let me look at the workspace first."
+    partials = re.findall(r"…    model    ([^\x1b\r\n]+)", before)
+    assert partials and all(p in reply for p in partials), screen
+    assert reply.endswith(partials[-1]), partials

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
@@ -88,7 +88,7 @@ async def follow_session(
     after: int = 0,
     on_reconnect: Callable[[str], None] | None = None,
     give_up_seconds: float = GIVE_UP_SECONDS,
-) -> AsyncIterator[SseEvent]:
+) -> AsyncGenerator[SseEvent, None]:
     """Each event of the session's stream (`item`, `status`, `delta`, `end`, ...) until
     `end`, across dropped connections; `on_reconnect(why)` hears each reconnect."""
     path = f"/v1/sessions/{quote(session_id, safe='')}/events"
