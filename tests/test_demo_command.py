@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
-GATEWAY_LINE = re.compile(r"gateway on (http://127\.0\.0\.1:\d+) \(API docs")
+GATEWAY_LINE = re.compile(r"gateway on (http://127\.0\.0\.1:\d+) \(web page")
 
 
 async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -> None:

@@ -126,12 +126,16 @@ async def _demo_key(res: Resources) -> str:
 
 
 def _announce_gateway(console: Console, gateway: Gateway) -> None:
-    console.print(f"  gateway on {gateway.url} (API docs: {gateway.url}/docs)", highlight=False)
+    console.print(
+        f"  gateway on {gateway.url} (web page: {gateway.url}/, API docs: {gateway.url}/docs)",
+        highlight=False,
+        soft_wrap=True,
+    )
     if console.is_terminal:
         # Shown once, on the terminal only: never into a log or a CI transcript.
         console.print(
-            f"  demo API key (tenant {TENANT}; {', '.join(DEMO_KEY_SCOPES)}; expires in 1 h): "
-            f"{gateway.api_key}",
+            f"  demo API key, to sign in to the page (tenant {TENANT}; "
+            f"{', '.join(DEMO_KEY_SCOPES)}; expires in 1 h): {gateway.api_key}",
             markup=False,
             highlight=False,
             soft_wrap=True,
