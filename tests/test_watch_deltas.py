@@ -213,3 +213,14 @@ async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_wat
     partials = re.findall(r"…    model    ([^\x1b\r\n]+)", before)
     assert partials and all(p in reply for p in partials), screen
     assert reply.endswith(partials[-1]), partials
+
+
+async def test_a_redirect_is_not_followed_so_the_key_goes_nowhere_else() -> None:
+    async with scripted_sse([SCRIPTS[1]]) as (elsewhere, target):
+        moved = f"HTTP/1.1 307 Temporary Redirect\r\nlocation: {target}/steal\r\n"
+        head = (moved + "content-length: 0\r\nconnection: close\r\n\r\n").encode()
+        async with scripted_sse([[]], head=head) as (_, url):
+            code, out, err = await _run_on_a_pipe(url)
+    assert code == 1 and out == ""
+    assert err == "error: the gateway answered HTTP 307: Temporary Redirect\n"
+    assert elsewhere.requests == []  # the key was not carried to the redirect's target

@@ -17,8 +17,9 @@ HEAD = (
 
 
 class ScriptedSse:
-    def __init__(self, scripts: list[list[str]], pause: float = 0.05) -> None:
+    def __init__(self, scripts: list[list[str]], pause: float = 0.05, head: bytes = HEAD) -> None:
         self.scripts = list(scripts)
+        self.head = head
         self.pause = pause
         self.requests: list[dict[str, str]] = []  # each connection's request headers
 
@@ -32,7 +33,7 @@ class ScriptedSse:
                 for k, _, v in (line.partition(":") for line in lines[1:] if line)
             }
             self.requests.append(headers)
-            writer.write(HEAD)
+            writer.write(self.head)
             for chunk in self.scripts.pop(0) if self.scripts else []:
                 writer.write(chunk.encode())
                 await writer.drain()
@@ -41,9 +42,12 @@ class ScriptedSse:
 
 
 @asynccontextmanager
-async def scripted_sse(scripts: list[list[str]]) -> AsyncIterator[tuple[ScriptedSse, str]]:
-    """(server, its URL); connection n gets scripts[n]."""
-    sse = ScriptedSse(scripts)
+async def scripted_sse(
+    scripts: list[list[str]], head: bytes = HEAD
+) -> AsyncIterator[tuple[ScriptedSse, str]]:
+    """(server, its URL); connection n gets `head` (the status line and headers), then
+    scripts[n]."""
+    sse = ScriptedSse(scripts, head=head)
     server = await asyncio.start_server(sse._answer, "127.0.0.1", 0)
     try:
         yield sse, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
