@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from activities.providers.offline import OfflineProvider
@@ -30,6 +31,7 @@ from tests.support.gateway import bearer, make_key
 from tests.support.sse_server import scripted_sse
 from workers.gateway import create_app
 from workers.gateway.serving import serving
+from workers.gateway_client import Gateway, GatewayError, follow_session
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 
@@ -224,3 +226,24 @@ async def test_a_redirect_is_not_followed_so_the_key_goes_nowhere_else() -> None
     assert code == 1 and out == ""
     assert err == "error: the gateway answered HTTP 307: Temporary Redirect\n"
     assert elsewhere.requests == []  # the key was not carried to the redirect's target
+
+
+async def test_reconnects_back_off_and_give_up_when_the_gateway_stays_away() -> None:
+    first = [event("status", {"status": "running", "detail": None})]
+    first.append(event("item", item(1, "user_message", "Hi."), 1))
+    # Then every connection is answered and hung up at once, with no event.
+    async with scripted_sse([first]) as (server, url):
+        whys: list[str] = []
+        got: list[str] = []
+        events = follow_session(
+            Gateway(url, "da_k_s"), SESSION, give_up_seconds=1.5, on_reconnect=whys.append
+        )
+        with pytest.raises(GatewayError, match="could not reconnect within 2 s"):
+            async with asyncio.timeout(30):
+                async for e in events:
+                    got.append(e.event)
+    assert got == ["status", "item"]
+    # 0.2 + 0.4 + 0.8 + 1.6 s: a handful of tries, not one every 0.2 s.
+    assert 3 <= len(server.requests) <= 6, len(server.requests)
+    assert all(r["last-event-id"] == "1" for r in server.requests[1:])
+    assert whys and all(w == "the gateway closed the stream" for w in whys)

@@ -106,10 +106,13 @@ async def follow_session(
                     "GET", path, params={"after": after}, headers=headers
                 ) as response:
                     await _check(response, gateway, session_id)
-                    connected_once, backoff, lost_at = True, FIRST_BACKOFF_SECONDS, None
+                    connected_once = True
                     decoder = SseDecoder()
                     async for chunk in response.aiter_text():
                         for event in decoder.feed(chunk):
+                            # Back in only once events flow: a server that answers and
+                            # hangs up at once must not be retried without backoff.
+                            backoff, lost_at = FIRST_BACKOFF_SECONDS, None
                             if event.event == "item" and event.id:
                                 last_id = event.id  # only committed items carry an id
                             yield event
