@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 from temporalio.testing import ActivityEnvironment
+from temporalio.worker import Worker
 
 from activities.heartbeat import heartbeating
 
@@ -58,3 +65,47 @@ async def test_no_heartbeat_timeout_means_no_heartbeats() -> None:
 
     await env.run(activity_without_timeout)
     assert beats == []
+
+
+@activity.defn(name="silent_until_cancelled")
+async def silent_until_cancelled() -> None:
+    await asyncio.sleep(60)  # a worker that hangs or died before its first beat
+
+
+@workflow.defn(name="HeartbeatClockProbe", sandboxed=False)
+class HeartbeatClockProbe:
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.execute_activity(
+                silent_until_cancelled,
+                start_to_close_timeout=timedelta(seconds=60),
+                heartbeat_timeout=timedelta(seconds=1),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as err:
+            cause = err.cause
+            if isinstance(cause, TimeoutError):
+                return TimeoutType(cause.type).name
+            raise
+        return "completed"
+
+
+async def test_an_activity_that_never_heartbeats_times_out_on_the_heartbeat_clock(
+    client: Client,
+) -> None:
+    """What delaying the first beat relies on: the server's heartbeat clock runs from the
+    activity's start, so one that never beats is still noticed within the heartbeat timeout
+    (here 1 s), not only at its start-to-close timeout (60 s)."""
+    queue = f"heartbeat-clock-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        client, task_queue=queue, workflows=[HeartbeatClockProbe],
+        activities=[silent_until_cancelled],
+    ):  # fmt: skip
+        began = time.monotonic()
+        outcome = await client.execute_workflow(
+            HeartbeatClockProbe.run, id=queue, task_queue=queue,
+            execution_timeout=timedelta(seconds=50),
+        )  # fmt: skip
+    assert outcome == "HEARTBEAT"
+    assert time.monotonic() - began < 30, "noticed by the heartbeat clock, not start-to-close"
