@@ -15,10 +15,10 @@ worker in this process so one S3 client sees every request (bench/scale_meters.p
    completed, archive, and VACUUM FULL of the hot tables.
 
 Counts and bytes are deterministic for a given commit (the step profile fixes them);
-nothing here is a timing.
+nothing here is a timing. Results: docs/SCALE.md.
 
-    .venv/bin/python bench/scale_costs.py                       # ~3 min
-    .venv/bin/python bench/scale_costs.py --sizes 2000,20000,100000 --parked 100 --json out.json
+    cd bench && ../.venv/bin/python scale_costs.py                 # ~3-4 min, 2 shared cores
+    cd bench && ../.venv/bin/python scale_costs.py --sizes 2000,20000,100000 --json out.json
 """
 
 from __future__ import annotations
@@ -318,8 +318,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2000,20000", help="tool result bytes, comma-separated")
     parser.add_argument("--n1", type=int, default=10, help="steps of the shorter session")
-    parser.add_argument("--n2", type=int, default=50, help="steps of the longer session")
-    parser.add_argument("--parked", type=int, default=50, help="sessions parked on approval")
+    parser.add_argument("--n2", type=int, default=110, help="steps of the longer session")
+    parser.add_argument("--parked", type=int, default=100, help="sessions parked on approval")
     parser.add_argument("--json", help="also write every phase's numbers to this file")
     args = parser.parse_args()
     phases = asyncio.run(main(args))
