@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 from naive_temporal import seeded_text  # bench/ is on sys.path when run as a script
 from parked_worker import task_text, worker_provider
 from scale_meters import (
     S3Meter,
     bucket_totals,
     pg_state,
-    server_actions,
+    settled_actions,
     vacuum_full,
     workflow_cost,
 )
@@ -53,12 +54,14 @@ from throwaway_stack import bench_devstack
 
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
+from storage.api_keys import ApiKeyRepository
 from storage.archive import archive_session
 from storage.db import make_engine
 from storage.workspaces import TENANT_DIR
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import Resources
+from workers.settings import GatewaySettings
 from workers.stack import DevStack, StackEndpoints
 from workers.tasks import TaskOptions, approve, live_status, start_task
 from workers.temporal_client import connect_client
@@ -84,7 +87,7 @@ class Bench:
     async def reading(self) -> Reading:
         pg = await pg_state(self.owner, self.res.engine)
         bucket = await bucket_totals(self.res.store, self.meter)
-        actions = await asyncio.to_thread(server_actions, self.stack.temporal.metrics_port)
+        actions = await settled_actions(self.stack.temporal.metrics_port)
         values = flat_reading(pg, self.meter.snapshot(), bucket, dict(actions))
         values["temporal.queries"] = self.queries
         return Reading(values)
@@ -253,9 +256,17 @@ async def parked_profile(b: Bench, k: int) -> None:
         await until_status(b, tenant, "completed", k)
         return [f"agent-{s}" for s in sids]  # the whole history, start to end
 
+    async def inbox() -> list[str]:
+        b.queries += await inbox_reads(b, tenant, k)
+        return []
+
     async with running(worker):
         parked = await b.phase(f"parked x{k}: start -> all parked", k, "session", park)
         await b.phase(f"parked x{k}: one status query each", k, "session", query)
+        await b.phase(
+            f"parked x{k}: the web page's inbox, {INBOX_READS} refreshes (GET /v1/approvals)",
+            INBOX_READS, "refresh", inbox,
+        )  # fmt: skip
         done = await b.phase(
             f"parked x{k}: approve -> all completed (history: whole workflow)", k, "session", finish
         )
@@ -276,6 +287,34 @@ async def vacuum(b: Bench, units: int) -> None:
 
     await b.phase("VACUUM FULL of the hot tables (pages of archived rows freed)", units,
                   "session", work)  # fmt: skip
+
+
+INBOX_READS = 3
+
+
+async def inbox_reads(b: Bench, tenant: str, k: int) -> int:
+    """GET /v1/approvals on the real gateway app, as the web page's 3-second refresh sends it;
+    returns the Temporal queries it made (the route queries each waiting session)."""
+    from workers.gateway import create_app  # only this phase needs FastAPI
+
+    settings = b.ep.settings(workspace=b.state / "ws", task_queue="unused", provider="scripted")
+    settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
+    app = create_app(b.res, b.client, settings)
+    async with b.res.sessions() as db, db.begin():
+        key = (await ApiKeyRepository(db).create(tenant, "bench", ["read"])).key
+    transport = httpx.ASGITransport(app=app)
+    port = b.stack.temporal.metrics_port
+    before = (await settled_actions(port)).get("grpc_QueryWorkflow", 0)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        for _ in range(INBOX_READS):
+            page = await http.get(
+                "/v1/approvals", params={"limit": k}, headers={"Authorization": f"Bearer {key}"}
+            )
+            page.raise_for_status()
+            if len(page.json()["entries"]) != k:
+                raise RuntimeError(f"inbox shows {len(page.json()['entries'])} of {k}")
+    after = (await settled_actions(port)).get("grpc_QueryWorkflow", 0)
+    return after - before
 
 
 async def until_status(b: Bench, tenant: str, status: str, want: int, limit_s: float = 900) -> None:

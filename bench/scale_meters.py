@@ -237,6 +237,19 @@ def server_actions(metrics_port: int, namespace: str = "default") -> Counter[str
     return out
 
 
+async def settled_actions(metrics_port: int, namespace: str = "default") -> Counter[str]:
+    """server_actions once it stops moving: the server reports its counters with a delay
+    (about a second), so a reading taken right after the work would miss its last actions."""
+    last = await asyncio.to_thread(server_actions, metrics_port, namespace)
+    for _ in range(20):
+        await asyncio.sleep(1.5)
+        now = await asyncio.to_thread(server_actions, metrics_port, namespace)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 @dataclass
 class HistoryCost:
     runs: int = 0
