@@ -19,9 +19,12 @@ async def heartbeating(every_seconds: float = 2.0) -> AsyncIterator[None]:
     interval = min(every_seconds, info.heartbeat_timeout.total_seconds() / 3)
 
     async def beat() -> None:
+        # The server's heartbeat clock starts with the activity, so a beat at t=0 would notice
+        # nothing sooner; it would only cost a billable action (Temporal Cloud bills every
+        # heartbeat that reaches the server), two per agent step. First beat one interval in.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:

@@ -10,6 +10,10 @@ SeaweedFS) on free ports.
 
     .venv/bin/python bench/parked_approvals.py --sessions 20      # smoke run
     .venv/bin/python bench/parked_approvals.py                    # 1,000 sessions
+    .venv/bin/python bench/parked_approvals.py --workers 2        # two worker processes
+
+With --workers N, N worker processes poll the one task queue; worker RSS and CPU are then
+summed over all of them.
 
 Phases (all wall-clock, from this process):
   start     every start_task returned (session + first message committed, workflow started)
@@ -40,6 +44,7 @@ from typing import Any, TypeVar
 
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
 from parked_worker import (
+    WorkerGroup,
     WorkerProcess,
     task_text,
 )
@@ -118,7 +123,7 @@ async def wait_for_status(
     status: str,
     want: int,
     limit_s: float,
-    worker: WorkerProcess,
+    worker: WorkerGroup,
     poll: float,
 ) -> tuple[bool, dict[str, int]]:
     """Poll AgentState until `want` sessions of the tenant have `status`."""
@@ -132,7 +137,7 @@ async def wait_for_status(
         if not worker.alive():
             raise RuntimeError(f"worker died:\n{worker.tail()}")
         if time.monotonic() - last_print > 5:
-            rss, _ = proc_mem_kib(worker.pid)
+            rss, _ = worker.mem_kib()
             print(f"    ... {counts} (worker RSS {rss / 1024:.0f} MiB)", flush=True)
             last_print = time.monotonic()
         await asyncio.sleep(poll)
@@ -173,13 +178,18 @@ async def run(args: argparse.Namespace, report: Report) -> None:
         report.add("stack up", f"{time.perf_counter() - began_stack:.1f} s")
         workspace = state / "workspace"
         workspace.mkdir()
-        worker = WorkerProcess(
-            ep,
-            queue=queue,
-            workspace=workspace,
-            sessions=args.sessions,
-            max_cached=args.max_cached,
-            log=state / "worker.log",
+        worker = WorkerGroup(
+            [
+                WorkerProcess(
+                    ep,
+                    queue=queue,
+                    workspace=workspace,
+                    sessions=args.sessions,
+                    max_cached=args.max_cached,
+                    log=state / f"worker-{i}.log",
+                )
+                for i in range(args.workers)
+            ]
         )
         worker.start()
         try:
@@ -203,14 +213,14 @@ async def measure(
     report: Report,
     res: Resources,
     client: Client,
-    worker: WorkerProcess,
+    worker: WorkerGroup,
     workspace: Path,
     tenant: str,
     queue: str,
 ) -> None:
     n, conc = args.sessions, args.concurrency
     state = workspace.parent
-    idle_rss, _ = proc_mem_kib(worker.pid)
+    idle_rss, _ = worker.mem_kib()
     report.add("worker RSS idle (after start)", mib(idle_rss))
     options = TaskOptions(
         tenant_id=tenant,
@@ -221,7 +231,7 @@ async def measure(
 
     # 1. start N tasks
     t0 = time.perf_counter()
-    cpu0 = CpuSnapshot.take(worker.pid, state)
+    cpu0 = CpuSnapshot.take(worker.pids, state)
 
     async def start_one(i: int) -> str:
         handle = await start_task(client, res.sessions, task_text(i), options)
@@ -238,19 +248,19 @@ async def measure(
         res, tenant, "waiting_approval", len(ids), args.timeout, worker, args.poll
     )
     t_parked = time.perf_counter() - t0
-    cpu_parked = CpuSnapshot.take(worker.pid, state)
+    cpu_parked = CpuSnapshot.take(worker.pids, state)
     report.add(
         "all parked (waiting_approval) since first start",
         f"{t_parked:.2f} s" if ok else f"NOT REACHED in {args.timeout:g}s: {counts}",
     )
-    rss, hwm = proc_mem_kib(worker.pid)
+    rss, hwm = worker.mem_kib()
     report.add("worker RSS with all parked", mib(rss))
     report.add(
         "worker RSS per parked session (over idle)",
         f"{(rss - idle_rss) / max(1, len(ids)):.1f} KiB",
     )
     report.add("worker peak RSS (VmHWM) so far", mib(hwm))
-    pss = pss_by_group(worker.pid, state)
+    pss = pss_by_group(worker.pids, state)
     stack = {k: v for k, v in pss.items() if k not in ("worker", "client")}
     report.add(
         "stack PSS with all parked",
@@ -276,7 +286,7 @@ async def measure(
 
     # 3. approve all, then until all complete
     ta = time.perf_counter()
-    cpu_approve = CpuSnapshot.take(worker.pid, state)
+    cpu_approve = CpuSnapshot.take(worker.pids, state)
     decisions, errors = await bounded(
         conc,
         ids,
@@ -290,14 +300,14 @@ async def measure(
         res, tenant, "completed", len(ids), args.timeout, worker, args.poll
     )
     t_complete = time.perf_counter() - ta
-    cpu_done = CpuSnapshot.take(worker.pid, state)
+    cpu_done = CpuSnapshot.take(worker.pids, state)
     report.add(
         "all completed since first approval",
         f"{t_complete:.2f} s" if ok else f"NOT REACHED in {args.timeout:g}s: {counts}",
     )
     report.add("end to end (first start to last completion)", f"{time.perf_counter() - t0:.2f} s")
     report.add("CPU, first approval to all completed", cpu_between(cpu_approve, cpu_done))
-    rss, hwm = proc_mem_kib(worker.pid)
+    rss, hwm = worker.mem_kib()
     report.add("worker RSS at the end", mib(rss))
     report.add("worker peak RSS (VmHWM) over the run", mib(hwm))
 
@@ -314,7 +324,8 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
     print()
     print(
         f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
-        f"worker max_cached_workflows {args.max_cached or 'SDK default'}"
+        f"{args.workers} worker process(es), "
+        f"max_cached_workflows {args.max_cached or 'SDK default'} each"
     )
     width = max(len(name) for name, _ in report.rows)
     for name, value in report.rows:
@@ -330,6 +341,7 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
         payload = {
             "sessions": report.sessions,
             "concurrency": report.concurrency,
+            "workers": args.workers,
             "rows": dict(report.rows),
             "checks": {name: {"ok": ok, "detail": d} for name, ok, d in report.checks},
             "errors": report.errors,
@@ -352,6 +364,9 @@ def main() -> int:
         "--budget", type=float, default=1140.0, help="stop measuring after this many seconds"
     )
     parser.add_argument("--poll", type=float, default=0.5, help="AgentState poll interval, s")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes on the one task queue (1)"
+    )
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args()
     report = Report(args.sessions, args.concurrency)

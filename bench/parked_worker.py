@@ -19,6 +19,8 @@ import time
 import warnings
 from pathlib import Path
 
+from proc_stats import procs_mem_kib  # bench/ is on sys.path as a script
+
 from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
@@ -163,6 +165,37 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+class WorkerGroup:
+    """N worker processes on one task queue, measured together (RSS and CPU summed)."""
+
+    def __init__(self, workers: list[WorkerProcess]) -> None:
+        self.workers = workers
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.pid for w in self.workers]
+
+    def start(self) -> None:
+        for w in self.workers:
+            w.start()
+
+    def alive(self) -> bool:
+        return all(w.alive() for w in self.workers)
+
+    def tail(self, chars: int = 3000) -> str:
+        return "\n".join(w.tail(chars // len(self.workers)) for w in self.workers)
+
+    async def wait_ready(self, within: float = 60.0) -> None:
+        await asyncio.gather(*(w.wait_ready(within) for w in self.workers))
+
+    def mem_kib(self) -> tuple[int, int]:
+        return procs_mem_kib(self.pids)
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,12 @@ def proc_mem_kib(pid: int) -> tuple[int, int]:
     except OSError:
         pass
     return rss, hwm
+
+
+def procs_mem_kib(pids: Sequence[int]) -> tuple[int, int]:
+    """(VmRSS, VmHWM) summed over processes, in KiB."""
+    readings = [proc_mem_kib(pid) for pid in pids]
+    return sum(r for r, _ in readings), sum(h for _, h in readings)
 
 
 def proc_pss_kib(pid: int) -> int:
@@ -70,10 +77,10 @@ def postmaster_pid(state: Path) -> int | None:
 
 
 def process_groups(
-    table: dict[int, tuple[int, str, float]], worker_pid: int, state: Path
+    table: dict[int, tuple[int, str, float]], worker_pids: Sequence[int], state: Path
 ) -> dict[str, list[int]]:
-    """The bench's processes by role: worker, client (this process), and the stack's services
-    (temporal, weed, postgres) by command name."""
+    """The bench's processes by role: the workers, client (this process), and the stack's
+    services (temporal, weed, postgres) by command name."""
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -87,8 +94,9 @@ def process_groups(
                 todo.extend(children.get(pid, []))
         return out
 
-    groups: dict[str, list[int]] = {"worker": tree(worker_pid), "client": [os.getpid()]}
-    services = [p for p in children.get(os.getpid(), []) if p != worker_pid]
+    workers = [pid for root in worker_pids for pid in tree(root)]
+    groups: dict[str, list[int]] = {"worker": workers, "client": [os.getpid()]}
+    services = [p for p in children.get(os.getpid(), []) if p not in worker_pids]
     postmaster = postmaster_pid(state)
     if postmaster is not None:
         services.append(postmaster)
@@ -115,9 +123,9 @@ class CpuSnapshot:
     by_group: dict[str, float]
 
     @classmethod
-    def take(cls, worker_pid: int, state: Path) -> CpuSnapshot:
+    def take(cls, worker_pids: Sequence[int], state: Path) -> CpuSnapshot:
         table = _proc_table()
-        groups = process_groups(table, worker_pid, state)
+        groups = process_groups(table, worker_pids, state)
         by_group = {name: sum(table[p][2] for p in pids) for name, pids in groups.items()}
         return cls(time.perf_counter(), system_busy_seconds(), by_group)
 
@@ -132,10 +140,10 @@ def cpu_between(a: CpuSnapshot, b: CpuSnapshot) -> str:
     return f"{wall:.0f}s wall, machine {busy:.0%} busy: " + ", ".join(parts)
 
 
-def pss_by_group(worker_pid: int, state: Path) -> dict[str, int]:
+def pss_by_group(worker_pids: Sequence[int], state: Path) -> dict[str, int]:
     """Summed PSS (KiB) per process group. PSS, not RSS: summing RSS would count the pages
     PostgreSQL's backends share (shared buffers) once per backend."""
-    groups = process_groups(_proc_table(), worker_pid, state)
+    groups = process_groups(_proc_table(), worker_pids, state)
     return {name: sum(proc_pss_kib(p) for p in pids) for name, pids in groups.items()}
 
 

@@ -52,3 +52,20 @@ async def bench_stack() -> AsyncIterator[tuple[StackEndpoints, Resources, Path]]
     finally:
         await asyncio.to_thread(stack.stop)
         shutil.rmtree(state, ignore_errors=True)
+
+
+@asynccontextmanager
+async def bench_devstack() -> AsyncIterator[tuple[DevStack, StackEndpoints, Resources, Path]]:
+    """Like bench_stack, plus the DevStack itself (e.g. for the Temporal server's metrics)."""
+    state = await asyncio.to_thread(_state_dir)
+    stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    try:
+        ep = await asyncio.to_thread(stack.start)
+        await migrate(ep.database_migration_url)
+        settings = ep.settings(workspace=state, task_queue="bench", provider="offline")
+        async with open_resources(settings.database, settings.s3) as res:
+            await res.store.ensure_bucket()
+            yield stack, ep, res, state
+    finally:
+        await asyncio.to_thread(stack.stop)
+        shutil.rmtree(state, ignore_errors=True)

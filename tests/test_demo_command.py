@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 
+import httpx
+
 AGENTCTL = Path(sys.executable).parent / "agentctl"
+GATEWAY_LINE = re.compile(r"gateway on (http://127\.0\.0\.1:\d+) \(web page")
 
 
 async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -> None:
@@ -20,9 +24,21 @@ async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    out, _ = await asyncio.wait_for(proc.communicate(), 240)
-    text = out.decode()
+    assert proc.stdout is not None
+    lines: list[str] = []
+    healthz: int | None = None
+    async with asyncio.timeout(240):
+        while line := (await proc.stdout.readline()).decode():
+            lines.append(line)
+            if healthz is None and (found := GATEWAY_LINE.search(line)):
+                # While the demo runs: the URL it printed answers.
+                async with httpx.AsyncClient(timeout=10) as http:
+                    healthz = (await http.get(f"{found.group(1)}/healthz")).status_code
+        await proc.wait()
+    text = "".join(lines)
     assert proc.returncode == 0, text[-3000:]
+    assert healthz == 200, text[-3000:]
+    assert "demo API key: not shown off a terminal" in text and "da_" not in text
     assert "auto-approving" in text
     assert "6 artifacts verified" in text
     assert "| `data/readings.csv` | 7 | 7 |" in text

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gc
+import os
+import re
 import shutil
+import signal
 import socket
+import sys
 import tempfile
 import time
 import uuid
@@ -15,6 +20,7 @@ from typing import Any
 
 import asyncpg
 import boto3
+import httpx
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -31,6 +37,8 @@ from workers.stack import (
     free_port,
     reserve_ports,
 )
+
+AGENTCTL = Path(sys.executable).parent / "agentctl"
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +250,57 @@ def test_stack_stops_everything_after_failed_start(
     assert not (stack.postgres.data_dir / "postmaster.pid").exists()
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", stack.temporal.port)) != 0
+
+
+async def test_dev_up_serves_the_gateway_and_prints_its_url(state_root: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DATABASE_", "S3_", "MODEL_", "TEMPORAL_"))
+    }
+    proc = await asyncio.create_subprocess_exec(
+        str(AGENTCTL),
+        "dev",
+        "up",
+        "--state-dir",
+        str(state_root / "up"),
+        *("--temporal-port", "0", "--postgres-port", "0", "--s3-port", "0", "--no-ui"),
+        *("--model-provider", "offline", "--gateway-port", "0"),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(120):
+            while not (
+                found := re.search(
+                    r"gateway: (http://127\.0\.0\.1:\d+) ", lines[-1] if lines else ""
+                )
+            ):
+                line = (await proc.stdout.readline()).decode()
+                assert line, "".join(lines)
+                lines.append(line)
+            async with httpx.AsyncClient(base_url=found.group(1), timeout=10) as http:
+                assert (await http.get("/healthz")).status_code == 200
+                assert (await http.get("/v1/me")).status_code == 401  # keys, as in production
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C stops everything
+        async with asyncio.timeout(60):
+            rest, _ = await proc.communicate()
+    text = "".join(lines) + rest.decode()
+    assert "agentctl keys create --tenant default --user you --scope read --scope start" in text
+    assert "AGENT_GATEWAY_URL=http://127.0.0.1:" in text
+    assert not [p for p in _cmdlines() if str(state_root / "up") in p], "dev up left services"
+
+
+def _cmdlines() -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            found.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return found

@@ -25,8 +25,9 @@ from tests.support.fake_openai import (
 )
 from tests.support.gateway import bearer, make_key
 from tests.support.helpers import items_of
-from tests.support.sse import serve, sse_events
+from tests.support.sse import sse_events
 from workers.gateway import create_app
+from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
@@ -56,27 +57,25 @@ async def _session_events(
     answers only once the stream is followed, so no delta can come before it."""
     settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
     settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
-    uvicorn_server, task, url = await serve(create_app(resources, client, settings))
     key = await make_key(resources, tenant, "read", "start")
     events: list[dict[str, Any]] = []
-    try:
-        async with httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=60) as http:
-            started = await http.post("/v1/sessions", json={"text": "What is the answer?"})
-            assert started.status_code in (200, 201), started.text
-            sid = started.json()["session_id"]
-            async with (
-                asyncio.timeout(60),
-                http.stream("GET", f"/v1/sessions/{sid}/events") as response,
-            ):
-                async for event in sse_events(response):
-                    events.append(event)
-                    assert server.hold is not None
-                    server.hold.set()  # the first event: the stream follows the session
-                    if event["event"] == "end":
-                        break
-    finally:
-        uvicorn_server.should_exit = True
-        await task
+    async with (
+        serving(create_app(resources, client, settings)) as url,
+        httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=60) as http,
+    ):
+        started = await http.post("/v1/sessions", json={"text": "What is the answer?"})
+        assert started.status_code in (200, 201), started.text
+        sid = started.json()["session_id"]
+        async with (
+            asyncio.timeout(60),
+            http.stream("GET", f"/v1/sessions/{sid}/events") as response,
+        ):
+            async for event in sse_events(response):
+                events.append(event)
+                assert server.hold is not None
+                server.hold.set()  # the first event: the stream follows the session
+                if event["event"] == "end":
+                    break
     return sid, events
 
 

@@ -4,23 +4,21 @@ Last-Event-ID that loses and repeats nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, make_key
 from tests.support.helpers import items_of
+from tests.support.sse import sse_events
 from workers.gateway import create_app
+from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
@@ -30,30 +28,6 @@ SCRIPT = [
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
     {"text": "done"},
 ]
-
-
-async def _serve(app: Any) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    """The app under uvicorn on a loopback socket that is listening before this returns
-    (connections wait in its backlog until the server accepts them)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    return server, task, f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
-async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """Server-Sent Events as dicts {id?, event, data}; comments (heartbeats) skipped."""
-    event: dict[str, Any] = {}
-    async for line in response.aiter_lines():
-        if not line:
-            if event:
-                yield event
-            event = {}
-        elif not line.startswith(":"):
-            field, _, value = line.partition(":")
-            event[field] = value.removeprefix(" ")
 
 
 @pytest.fixture
@@ -68,12 +42,8 @@ async def gateway(
     async with agent_worker(ScriptedProvider.from_data(SCRIPT), workspace) as queue:
         settings = migrated.settings(workspace=workspace, task_queue=queue, provider="scripted")
         settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
-        server, task, url = await _serve(create_app(resources, client, settings))
-        try:
+        async with serving(create_app(resources, client, settings)) as url:
             yield url, queue
-        finally:
-            server.should_exit = True
-            await task
 
 
 async def test_a_session_streams_every_item_once_and_resumes_after_last_event_id(
@@ -88,7 +58,7 @@ async def test_a_session_streams_every_item_once_and_resumes_after_last_event_id
         seen: list[int] = []
         async with http.stream("GET", f"/v1/sessions/{sid}/events") as response:
             assert response.headers["content-type"].startswith("text/event-stream")
-            async for event in _events(response):
+            async for event in sse_events(response):
                 if event["event"] == "item":
                     seen.append(int(event["id"]))
                 status = json.loads(event["data"]).get("status")
@@ -103,7 +73,7 @@ async def test_a_session_streams_every_item_once_and_resumes_after_last_event_id
         statuses: list[str] = []
         headers = {"Last-Event-ID": str(seen[-1])}
         async with http.stream("GET", f"/v1/sessions/{sid}/events", headers=headers) as response:
-            async for event in _events(response):
+            async for event in sse_events(response):
                 if event["event"] == "item":
                     rest.append(int(event["id"]))
                 elif event["event"] == "status":

@@ -22,9 +22,9 @@ from tests.support.helpers import tenant_root
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 
-# Set once the providers stream token deltas (`event: delta`): the test then also checks
-# that partial text of a model reply showed up in the timeline before its item committed.
-EXPECT_TOKEN_DELTAS = False
+# The offline model streams each reply in pieces this far apart, so the page can be seen
+# showing a reply's tokens (delta events) before its item commits.
+PIECE_SECONDS = 0.25
 
 SCREENSHOTS = Path(
     os.environ.get("WEB_SCREENSHOTS", Path(__file__).parents[1] / ".artifacts" / "screenshots")
@@ -41,9 +41,15 @@ RECORD_PARTIALS = """
 window.__partials = {};
 new MutationObserver(() => {
   for (const node of document.querySelectorAll('[data-testid="partial"]')) {
-    window.__partials[node.dataset.step] = node.textContent;
+    window.__partials[node.dataset.step] = node.querySelector(".text").textContent;
   }
 }).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+# The committed assistant text of each step of the session shown, by step.
+COMMITTED_REPLIES = """
+Object.fromEntries([...document.querySelectorAll('[data-kind="assistant_message"]')].map(
+  (node) => [node.querySelector(".who").textContent.match(/step (\\d+)/)[1],
+             node.querySelector(".text").textContent]))
 """
 
 
@@ -94,7 +100,7 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
     key = await make_key(resources, tenant, "read", "start", "approve", user="ann")
     shots = Shots(SCREENSHOTS)
     async with (
-        agent_worker(OfflineProvider(), workspace, workspace_scope="tenant") as queue,
+        agent_worker(OfflineProvider(PIECE_SECONDS), workspace, workspace_scope="tenant") as queue,
         gateway_server(migrated, resources, client, queue=queue, workspace=workspace) as base,
         chromium() as browser,
     ):
@@ -121,6 +127,8 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
         await shots.take(page, "signed-in")
 
         await _start(page, f"Survey the notes {IMG_PROBE}", "read_file, write_file")
+        await expect(page.get_by_test_id("partial").first).to_be_visible(timeout=WAIT_MS)
+        await shots.take(page, "tokens-streaming")
         await _approve_with_refused_and_edited_arguments(page, shots)
         await expect(page.get_by_test_id("status")).to_have_attribute(
             "data-status", "completed", timeout=WAIT_MS
@@ -131,12 +139,13 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
         await expect(page.get_by_test_id("session-title")).to_contain_text(IMG_PROBE)
         await _no_markup_ran(page)
         await shots.take(page, "completed")
+        partials = await page.evaluate("window.__partials")
+        committed = await page.evaluate(COMMITTED_REPLIES)
 
         artifact = await _open_read_result(page, context, shots)
 
         await _follow_up_and_reject(page, shots)
         await _no_markup_ran(page)
-        partials = await page.evaluate("window.__partials")
 
         await page.click("#signout")  # the key leaves the tab with the signed-in view
         await expect(page.locator("#app")).to_be_hidden()
@@ -147,9 +156,12 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
     assert (root / "out" / "report.md").read_text() == "edited in the browser"
     assert artifact == NOTES and hashlib.sha256(artifact).hexdigest()
     assert errors == []
-    if EXPECT_TOKEN_DELTAS:
-        assert partials, "no partial reply text was shown while the model streamed"
-    assert len(shots.paths) == 10
+    # Tokens arrived before their items committed: each step's streamed text was the start
+    # of (or all of) the reply the step committed.
+    assert partials, "no partial reply text was shown while the model streamed"
+    for step, text in partials.items():
+        assert text and committed[step].startswith(text), (step, text, committed.get(step))
+    assert len(shots.paths) == 11
     for path in shots.paths:
         assert path.stat().st_size > 1000, path
 

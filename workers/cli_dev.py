@@ -38,9 +38,14 @@ def dev_up(
     model_provider: Annotated[
         ProviderName | None, typer.Option(help="The model (else MODEL_PROVIDER).")
     ] = None,
+    gateway_port: Annotated[
+        int, typer.Option(min=0, max=65535, help="The gateway's port on 127.0.0.1 (0: any).")
+    ] = 8000,
 ) -> None:
-    """Run Temporal, PostgreSQL, SeaweedFS and a cloud worker in the foreground."""
+    """Run Temporal, PostgreSQL, SeaweedFS, a cloud worker and the gateway in the foreground."""
     from workers.devup import dev_up as run_dev_up
 
     provider = model_provider.value if model_provider else None
-    run_async(run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, provider))
+    run_async(
+        run_dev_up(state_dir, temporal_port, postgres_port, s3_port, ui, provider, gateway_port)
+    )

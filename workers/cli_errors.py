@@ -21,6 +21,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from storage.errors import StorageError
+from workers.gateway_client import GatewayError
 from workers.local_model import LocalModelError
 from workers.settings import Settings
 
@@ -69,7 +70,9 @@ def explain(err: BaseException) -> str:
     err = _leaf(err)
     if isinstance(err, pydantic.ValidationError):  # before ValueError: it is one
         return _settings_error(err)
-    if isinstance(err, StorageError | ValueError | ServiceUnavailable | LocalModelError):
+    if isinstance(
+        err, StorageError | ValueError | ServiceUnavailable | LocalModelError | GatewayError
+    ):
         return str(err) or type(err).__name__
     if isinstance(err, WorkflowUpdateFailedError):
         return str(err.cause or err)

@@ -1,9 +1,10 @@
 """`agentctl demo`: the whole product in one command on a throwaway embedded stack.
 
 Start Temporal + PostgreSQL + SeaweedFS, run a cloud worker with the offline model (or, with
-`--model local`, a real model served by llama.cpp on loopback), start a task that reads the
-workspace and writes a report (which needs approval), follow it live, then show the
-timeline, verify every artifact against its sha256 and stop everything.
+`--model local`, a real model served by llama.cpp on loopback) and the gateway, start a task
+that reads the workspace and writes a report (which needs approval), follow it live through
+the gateway's event stream (as `agentctl watch --gateway` does), then show the timeline,
+verify every artifact against its sha256 and stop everything.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +27,32 @@ from activities.providers.base import ModelProvider
 from activities.providers.factory import build_provider
 from activities.providers.offline import REPORT_PATH, OfflineProvider
 from activities.tools.builtin import default_registry
+from storage.api_keys import ApiKeyRepository
 from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
 from storage.session_status import SessionStatus
 from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.gateway import create_app
+from workers.gateway.serving import serving
+from workers.gateway_client import KEY_ENV, URL_ENV, Gateway
+from workers.gateway_watch import watch_via_gateway
 from workers.local_model import model_named
 from workers.payload_offload import data_converter_with_offload
-from workers.render import print_item, timeline_table
+from workers.render import timeline_table
 from workers.resources import Resources, open_resources
-from workers.session_watch import watch_items
 from workers.stack import DevStack
 from workers.stack.llama import LlamaServer
 from workers.temporal_client import connect_client
+from workers.watch_printer import WatchPrinter
 
 DEMO_TASK = "Survey the files in this workspace and write a short report to out/report.md."
 DEMO_QUEUE = "agent-demo"
 TENANT = "default"
+# The demo's API key: its tenant only, and short-lived (the stack is thrown away anyway).
+DEMO_KEY_SCOPES = ("read", "start", "approve")
+DEMO_KEY_TTL = timedelta(hours=1)
 
 
 async def _decide_approvals(
@@ -90,10 +100,49 @@ async def _decide_approvals(
         await asyncio.sleep(0.3)
 
 
-async def _follow(console: Console, res: Resources, session_id: str, done: asyncio.Event) -> None:
-    async for item in watch_items(res.sessions, TENANT, session_id, poll_seconds=0.1):
-        print_item(console, item)
-    done.set()
+async def _follow(console: Console, gateway: Gateway, session_id: str, done: asyncio.Event) -> None:
+    try:
+        with WatchPrinter(console) as printer:
+            await watch_via_gateway(gateway, session_id, printer)
+    except SystemExit:
+        # rich's answer to a closed stdout (`agentctl demo | head`): raised in this task it
+        # would stop the event loop mid-step and strand the stack; the main task meets the
+        # closed pipe next and exits with everything stopped.
+        pass
+    finally:
+        done.set()
+
+
+async def _demo_key(res: Resources) -> str:
+    async with res.sessions() as db, db.begin():
+        new = await ApiKeyRepository(db).create(
+            TENANT,
+            "demo-user",
+            DEMO_KEY_SCOPES,
+            name="demo",
+            expires_at=datetime.now(UTC) + DEMO_KEY_TTL,
+        )
+    return new.key
+
+
+def _announce_gateway(console: Console, gateway: Gateway) -> None:
+    console.print(
+        f"  gateway on {gateway.url} (web page: {gateway.url}/, API docs: {gateway.url}/docs)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if console.is_terminal:
+        # Shown once, on the terminal only: never into a log or a CI transcript.
+        console.print(
+            f"  demo API key, to sign in to the page (tenant {TENANT}; "
+            f"{', '.join(DEMO_KEY_SCOPES)}; expires in 1 h): {gateway.api_key}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        console.print("  demo API key: not shown off a terminal (agentctl keys create makes one)")
+    console.file.flush()
 
 
 async def _verify_artifacts(console: Console, res: Resources, session_id: str) -> int:
@@ -122,6 +171,7 @@ async def _run_task(
     res: Resources,
     interactive: bool,
     session_id: uuid.UUID,
+    gateway: Gateway,
 ) -> tuple[str, str]:
     handle = await tasks.start_task(
         client,
@@ -130,10 +180,17 @@ async def _run_task(
         tasks.TaskOptions(tenant_id=TENANT, task_queue=DEMO_QUEUE),
         session_id=session_id,
     )
-    console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}\n")
+    console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}")
+    console.print(
+        f"watch it from another terminal: {URL_ENV}={gateway.url} {KEY_ENV}=<the demo key> "
+        f"agentctl watch {session_id}\n",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     done = asyncio.Event()
     sid = str(session_id)
-    watcher = asyncio.create_task(_follow(console, res, sid, done))
+    watcher = asyncio.create_task(_follow(console, gateway, sid, done))
     decider = asyncio.create_task(_decide_approvals(console, client, res, sid, interactive, done))
     result = await handle.result()
     decider.cancel()
@@ -197,10 +254,18 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
                 data_converter=data_converter_with_offload(res.store),
             )
             acts = cloud_activities(settings, res, provider, default_registry())
-            async with running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)):
+            async with (
+                running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)),
+                serving(create_app(res, client, settings)) as url,
+            ):
                 what = server.served_name if server else "offline, deterministic"
-                console.print(f"  cloud worker running (model: {what})\n")
-                sid, status = await _run_task(console, client, res, interactive, session_id)
+                console.print(f"  cloud worker running (model: {what})")
+                gateway = Gateway(url, await _demo_key(res))
+                _announce_gateway(console, gateway)
+                console.print()
+                sid, status = await _run_task(
+                    console, client, res, interactive, session_id, gateway
+                )
             row, items = await tasks.read_session(res.sessions, TENANT, sid)
             console.print()
             console.print(timeline_table(row, items))

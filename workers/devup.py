@@ -1,4 +1,5 @@
-"""`agentctl dev up`: the embedded stack plus a cloud worker, in the foreground."""
+"""`agentctl dev up`: the embedded stack plus a cloud worker and the gateway, in the
+foreground."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from pathlib import Path
 from rich.console import Console
 
 from storage.db import migrate
+from workers.gateway import create_app
+from workers.gateway.serving import serving
+from workers.gateway_client import KEY_ENV, URL_ENV
+from workers.payload_offload import data_converter_with_offload
 from workers.processes import run_cloud_worker
+from workers.resources import open_resources
 from workers.settings import ModelSettings, Settings, get_settings
 from workers.stack import DevStack
+from workers.temporal_client import connect_client
 
 console = Console()
 
@@ -24,6 +31,7 @@ async def dev_up(
     s3_port: int,
     ui: bool,
     model_provider: str | None,
+    gateway_port: int = 8000,
 ) -> None:
     base = get_settings()
     provider = model_provider or base.model.provider
@@ -46,11 +54,28 @@ async def dev_up(
                 console.print(f"  export {name}={value}")
         if ep.temporal_ui_url:
             console.print(f"  Temporal Web UI: {ep.temporal_ui_url}")
-        logging.getLogger().setLevel(logging.INFO)
         settings = Settings(
             model=ModelSettings.model_validate({**base.model.model_dump(), "provider": provider}),
             agent=base.agent,
         )
-        await run_cloud_worker(settings)
+        async with open_resources(settings.database, settings.s3) as res:
+            client = await connect_client(data_converter=data_converter_with_offload(res.store))
+            async with serving(create_app(res, client, settings), port=gateway_port) as url:
+                console.print(
+                    f"  gateway: {url} (web page: {url}/, API docs: {url}/docs)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                console.print(
+                    f"    a key: agentctl keys create --tenant {settings.agent.tenant_id} "
+                    "--user you --scope read --scope start --scope approve\n"
+                    f"    then: {URL_ENV}={url} {KEY_ENV}=<key> agentctl watch SESSION",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,  # whole commands, to copy
+                )
+                console.file.flush()  # read by whoever waits for the stack (a pipe too)
+                logging.getLogger().setLevel(logging.INFO)
+                await run_cloud_worker(settings)
     finally:
         await asyncio.to_thread(stack.stop)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any, Protocol
+
 from rich.console import Console
 from rich.table import Table
 
@@ -18,12 +21,35 @@ _ICONS: dict[str, str] = {
 }
 
 
+# C0 and C1 control characters (ESC among them): text from a model, a tool or a gateway is
+# untrusted, and an escape sequence in it could rewrite the terminal (titles, colours,
+# cursor moves that hide lines).
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+class ItemView(Protocol):
+    """What an item line shows: an ItemRow read from AgentState, or the gateway's Item."""
+
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def tool_name(self) -> str | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
 def _one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(_CONTROLS.sub(" ", text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def item_line(item: ItemRow, width: int = 60) -> str:
+def item_line(item: ItemView, width: int = 60) -> str:
     kind = _ICONS.get(item.kind, item.kind)
     label = f"#{item.ordinal:<3} {kind:<8}"
     if item.kind == ItemKind.TOOL_CALL:
@@ -39,8 +65,22 @@ def item_line(item: ItemRow, width: int = 60) -> str:
     return f"{label} {text}"
 
 
-def print_item(console: Console, item: ItemRow) -> None:
+def print_item(console: Console, item: ItemView) -> None:
     console.print(item_line(item), markup=False, highlight=False)
+
+
+def status_line(status: str, wait: str | None, *, first: bool) -> str | None:
+    """What a watch prints when a session's status changes: the model wait's line, or
+    `status: X`; nothing for the status a watch starts in."""
+    return wait or (None if first else f"status: {status}")
+
+
+def partial_line(text: str, width: int) -> str:
+    """A model reply still streaming, on one line: its latest `width` characters."""
+    label = f"{'…':<4} {_ICONS[ItemKind.ASSISTANT_MESSAGE]:<8} "
+    room = max(width - len(label) - 1, 10)
+    flat = " ".join(_CONTROLS.sub(" ", text).split())
+    return label + (flat if len(flat) <= room else "…" + flat[-(room - 1) :])
 
 
 def timeline_table(session: SessionRow, items: list[ItemRow]) -> Table:

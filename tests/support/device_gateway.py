@@ -1,4 +1,4 @@
-"""A real gateway over loopback HTTP (tests.support.sse.serve, in the test's loop) and a real
+"""A real gateway over loopback HTTP (workers.gateway.serving, in the test's loop) and a real
 `agentctl device` that reaches it with a device key and nothing else."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
 from tests.support.processes import AGENTCTL, REPO
-from tests.support.sse import serve
 from workers.gateway import create_app
+from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
@@ -39,12 +39,8 @@ async def gateway_server(
     with it); yields its base URL."""
     settings = stack.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
     settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
-    server, task, url = await serve(create_app(res, client, settings))
-    try:
+    async with serving(create_app(res, client, settings)) as url:
         yield url
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 class GatewayDeviceProcess:

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
-from tests.support.mcp import free_port
 from workers.gateway import create_app
+from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
@@ -78,26 +77,8 @@ async def gateway_server(
     """A fresh gateway app served over real HTTP on 127.0.0.1 (uvicorn, in this event
     loop) for as long as the block runs; its base URL."""
     app = _app(stack, res, client, queue, workspace, gateway)
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=free_port(),
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if serving.done():
-                    serving.result()  # raises why it could not start
-                await asyncio.sleep(0.05)
-        yield f"http://127.0.0.1:{config.port}"
-    finally:
-        server.should_exit = True
-        await serving
+    async with serving(app) as url:
+        yield url
 
 
 async def poll(

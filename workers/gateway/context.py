@@ -3,13 +3,14 @@ settings and rate limiter (one per app)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
 from temporalio.client import Client
 
 from storage.session_events import EventHub
+from workers.gateway.live_status import LiveStatusCache
 from workers.gateway.rate_limit import RateLimiter
 from workers.resources import Resources
 from workers.settings import Settings
@@ -23,6 +24,8 @@ class Gateway:
     limiter: RateLimiter
     # Session events (LISTEN/NOTIFY), shared by every stream this process serves.
     hub: EventHub
+    # The inbox's workflow queries, asked again only when a session changes.
+    live: LiveStatusCache = field(default_factory=LiveStatusCache)
 
 
 def gateway_of(request: Request) -> Gateway:

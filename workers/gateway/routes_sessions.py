@@ -114,7 +114,7 @@ async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> Inb
     try:
         # A query needs a worker to answer: with none up it would wait; the inbox should not.
         async with asyncio.timeout(INBOX_QUERY_SECONDS):
-            live = await tasks.live_status(gateway.client, str(row.id))
+            live = await gateway.live.get(row, lambda sid: tasks.live_status(gateway.client, sid))
     except RPCError as err:
         # The workflow is gone or unreachable: the session's row is not a decision to offer.
         log.info("inbox: no live status for a waiting session (%s)", err.status)

@@ -1,0 +1,124 @@
+"""The approvals inbox asks a waiting workflow for its pending calls once per change of the
+session, not on every refresh (each query is a billable Temporal action), and still shows
+each new wait as soon as the session changes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+
+from activities.providers.scripted import ScriptedProvider
+from storage.models import SessionRow
+from tests.conftest import AgentRunner
+from tests.support.gateway import bearer, gateway_http, make_key, poll
+from tests.support.helpers import tenant_root
+from workers.gateway.context import Gateway
+from workers.gateway.live_status import LiveStatusCache
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+from workflows.client_contracts import AgentStatus
+
+READ_THEN_WRITE = [
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "x"}}]},
+]
+
+
+def _row(sid: uuid.UUID, at: datetime) -> SessionRow:
+    return SessionRow(id=sid, updated_at=at)
+
+
+async def test_the_cache_asks_again_only_when_the_row_changes_or_ages() -> None:
+    asked: list[str] = []
+
+    async def query(sid: str) -> AgentStatus:
+        asked.append(sid)
+        return AgentStatus(session_id=sid, status="waiting_approval", step=len(asked))
+
+    sid, other = uuid.uuid4(), uuid.uuid4()
+    t0 = datetime.now(UTC)
+    cache = LiveStatusCache(max_sessions=1)
+    assert (await cache.get(_row(sid, t0), query)).step == 1
+    assert (await cache.get(_row(sid, t0), query)).step == 1  # unchanged row: no query
+    changed = await cache.get(_row(sid, t0 + timedelta(microseconds=1)), query)
+    assert changed.step == 2 and cache.queries == 2
+    await cache.get(_row(other, t0), query)  # over max_sessions: the first is forgotten
+    await cache.get(_row(sid, t0 + timedelta(microseconds=1)), query)
+    assert cache.queries == 4
+
+    aged = LiveStatusCache(max_age_seconds=0)
+    await aged.get(_row(sid, t0), query)
+    await aged.get(_row(sid, t0), query)
+    assert aged.queries == 2
+
+
+def _gateway(http: httpx.AsyncClient) -> Gateway:
+    transport = http._transport
+    assert isinstance(transport, httpx.ASGITransport)
+    gateway: Gateway = transport.app.state.gateway  # type: ignore[attr-defined]
+    return gateway
+
+
+async def _pending(http: httpx.AsyncClient, key: str) -> list[dict[str, Any]]:
+    entries = (await http.get("/v1/approvals", headers=bearer(key))).json()["entries"]
+    return [call for entry in entries for call in entry["pending"]]
+
+
+async def test_refreshes_of_an_unchanged_inbox_query_no_workflow_and_a_new_wait_shows_at_once(
+    migrated: StackEndpoints,
+    resources: Resources,
+    client: Client,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    key = await make_key(resources, tenant, "read", "start", "approve", user="erin")
+    provider = ScriptedProvider.from_data(READ_THEN_WRITE)
+    async with (
+        agent_worker(provider, workspace, workspace_scope="tenant") as queue,
+        gateway_http(migrated, resources, client, queue=queue, workspace=workspace) as http,
+    ):
+        started = await http.post(
+            "/v1/sessions",
+            json={
+                "text": "copy a to b",
+                "max_steps": 5,
+                "approval_policies": {"read_file": "always", "write_file": "always"},
+            },
+            headers=bearer(key),
+        )
+        assert started.status_code == 201, started.text
+        sid = started.json()["session_id"]
+        [first] = await poll(lambda: _pending(http, key), lambda p: len(p) == 1)
+        assert first["name"] == "read_file"
+        live = _gateway(http).live
+        asked = live.queries
+        for _ in range(5):
+            assert await _pending(http, key) == [first]
+        assert live.queries == asked  # five refreshes, no workflow query
+
+        approved = await http.post(
+            f"/v1/sessions/{sid}/calls/{first['tool_call_id']}/approve",
+            json={},
+            headers=bearer(key),
+        )
+        assert approved.status_code == 200, approved.text
+        # The next wait shows well within the cache's age limit: the row changed.
+        [second] = await poll(
+            lambda: _pending(http, key),
+            lambda p: [c["name"] for c in p] == ["write_file"],
+            within_seconds=LiveStatusCache().max_age_seconds / 2,
+        )
+        assert live.queries > asked
+        rejected = await http.post(
+            f"/v1/sessions/{sid}/calls/{second['tool_call_id']}/reject",
+            json={"reason": "no"},
+            headers=bearer(key),
+        )
+        assert rejected.status_code == 200, rejected.text
