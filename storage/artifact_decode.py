@@ -29,7 +29,8 @@ async def raw_chunks(
     """
     obj = await s3.get_object(Bucket=bucket, Key=key)
     body = obj["Body"]
-    if codec.layout_of(obj) is None:
+    layout = codec.layout_of(obj)
+    if layout is None:
         async with body:  # not `as`: entering yields the raw response, not the StreamingBody
             async for chunk in exact_chunks(body, chunk_size):
                 yield chunk
@@ -37,13 +38,28 @@ async def raw_chunks(
     inflater = codec.Inflater(raw_size, stop_at)
     pending = bytearray()
     async with body:
-        while not inflater.done and (stored := await body.read(READ_CHUNK)):
+        # One frame at a time: its output is at most a frame's raw size, so memory stays at
+        # about a frame however well the object compressed. Bytes past the table's frames
+        # (a lying table) are fed as they come, still bounded by raw_size.
+        pieces = [*layout.frames]
+        while not inflater.done:
+            stored = await _read_exactly(body, pieces.pop(0) if pieces else READ_CHUNK)
+            if not stored:
+                break
             pending += inflater.feed(stored)
             while len(pending) >= chunk_size:
                 yield bytes(pending[:chunk_size])
                 del pending[:chunk_size]
     if pending:
         yield bytes(pending)
+
+
+async def _read_exactly(body: Any, size: int) -> bytes:
+    """`size` bytes of the body, fewer only at its end."""
+    out = bytearray()
+    while len(out) < size and (piece := await body.read(size - len(out))):
+        out += piece
+    return bytes(out)
 
 
 async def compressed_range(

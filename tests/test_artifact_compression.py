@@ -175,3 +175,27 @@ async def test_a_zstd_bomb_is_refused_without_decoding_it_into_memory(
     finally:
         tracemalloc.stop()
     assert peak < 4 * len(TEXT)  # bounded by the raw size, not the bomb's 256 MiB
+
+
+async def test_streaming_a_highly_compressible_object_holds_about_a_frame(
+    resources: Resources, tenant: str
+) -> None:
+    """64 MiB that compress to a few KB: a streamed read decodes frame by frame, so memory
+    stays near one frame (1 MiB) plus one chunk, not the object."""
+    store = resources.store
+    data = b"".join(i.to_bytes(4, "big") + bytes(MiB - 4) for i in range(64))
+    ref = await store.put(tenant, data, "application/octet-stream")
+    assert (await head(store, ref))["ContentLength"] < 64 * 1024
+    digest, size = hashlib.sha256(), 0
+
+    tracemalloc.start()
+    try:
+        async for chunk in store.iter_chunks(tenant, ref, MiB):
+            digest.update(chunk)
+            size += len(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert (size, digest.hexdigest()) == (len(data), ref.sha256)
+    assert peak < 8 * MiB, f"peak {peak / MiB:.1f} MiB"
