@@ -15,7 +15,7 @@ import uuid
 import warnings
 from collections import defaultdict
 
-from compare_loops import VARIANTS, run_ours
+from compare_loops import VARIANTS, run_ours, warm_up
 from loop_report import Row, bucket_bytes, pg_tables
 from sqlalchemy import text
 from temporalio.api.enums.v1 import EventType
@@ -106,8 +106,8 @@ async def main(args: argparse.Namespace) -> None:
     calls, size = VARIANTS[args.variant]
     async with bench_stack() as (ep, res, state):
         client = await connect_client(ep.temporal_address, "default")
-        if args.warm:  # a session first, so no table or index starts from its first page
-            await run_ours(client, res, ep, state, Row("ours", "smoke", 5, 5_000), False, 300.0)
+        if args.warm:
+            await warm_up(client, res, ep, state, 900.0)
         before, pg0, s30 = (
             await relation_sizes(res),
             await pg_tables(res, False),
@@ -133,5 +133,5 @@ if __name__ == "__main__":
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", default="20kb", choices=list(VARIANTS))
-    parser.add_argument("--warm", action="store_true", help="run a 5-call session first")
+    parser.add_argument("--warm", action="store_true", help="run an unmeasured session first")
     asyncio.run(main(parser.parse_args()))
