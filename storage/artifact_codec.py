@@ -83,6 +83,15 @@ def compress_if_smaller(data: bytes) -> Packed | None:
     return Packed(body, Layout(step, tuple(len(f) for f in frames)))
 
 
+def pack(data: bytes) -> Packed | None:
+    """compress_if_smaller, checked: what is about to be stored must decode to the bytes
+    its key names (ArtifactIntegrityError otherwise)."""
+    packed = compress_if_smaller(data)
+    if packed is not None and decompress(packed.body, len(data)) != data:
+        raise ArtifactIntegrityError("compressed artifact does not decode to its bytes")
+    return packed
+
+
 def put_arguments(packed: Packed, raw_size: int) -> dict[str, Any]:
     """What put_object adds for a compressed body: the encoding and the frame table."""
     return {
