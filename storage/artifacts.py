@@ -5,6 +5,9 @@ object, uploaded once. A put sends ChecksumSHA256 (the server rejects corrupted 
 creates conditionally (IfNoneMatch) so a second upload is a no-op, and confirms with a
 HEAD before returning. A get re-hashes what it read.
 
+A body is stored zstd-compressed when that saves bytes (storage/artifact_codec.py); keys, refs
+and every check still name the raw bytes, and reads decode (storage/artifact_decode.py).
+
 Large artifacts (put_file, put_stream, iter_chunks; storage/artifact_streams.py) go through a
 hashed temp file and a multipart upload verified by its composite checksum, so memory stays
 at about one part whatever the size.
@@ -130,7 +133,7 @@ class ArtifactStore:
     ) -> ArtifactRef:
         """Store `data` under its sha256 and return a ref only once the object is verified.
 
-        The object holds the zstd frame of `data` when that saves bytes (artifact_codec);
+        The object holds `data` as zstd frames when that saves bytes (artifact_codec);
         the ref, the key and every check name the raw bytes.
         """
         digest = hashlib.sha256(data)
