@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, replace
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
@@ -105,7 +106,7 @@ class ModelActivities:
             async with self._sessions() as db, db.begin():
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent = await self._agent_for(inp, session.agent_definition)
-                config_id, config = await turn_config(
+                _, config = await turn_config(
                     db, inp.tenant_id, session_id, agent.config, self._configs
                 )
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
@@ -163,7 +164,7 @@ class ModelActivities:
                 )
                 async with self._sessions() as db, db.begin():
                     row, call_rows = await self._persist(
-                        db, inp, session_id, fitted, agent, config, config_id, compaction
+                        db, inp, session_id, fitted, config, compaction
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
                     return await self._result_of(db, inp, row, agent, config, call_rows)
@@ -206,20 +207,37 @@ class ModelActivities:
             idempotency_key=inp.idempotency_key,
         )
 
+    def _context_stats(
+        self, fitted: Fitted, config: ContextConfig, compaction: CompactionRow | None
+    ) -> dict[str, Any]:
+        """What the reply's context was made of and the window it was sent into. Zero
+        counters are left out: readers default them."""
+        context = fitted.context
+        counts = {
+            "input_tokens": context.input_tokens,
+            "preview_tokens": context.preview_tokens,
+            "expanded": context.expanded,
+            "truncated": context.truncated,
+            "not_expanded": context.not_expanded,
+            "dropped_messages": context.dropped_messages,
+            "compaction_version": compaction.version if compaction else None,
+        }
+        stats: dict[str, Any] = {k: v for k, v in counts.items() if v}
+        stats["window"] = self._windows.stats(config.model, fitted.budget, fitted.retries)
+        return stats
+
     async def _persist(
         self,
         db: AsyncSession,
         inp: ModelCallInput,
         session_id: uuid.UUID,
         fitted: Fitted,
-        agent: AgentRuntime,
         config: ContextConfig,
-        config_id: uuid.UUID | None,
         compaction: CompactionRow | None,
     ) -> tuple[ItemRow, dict[str, ItemRow]]:
         """The assistant item and the tool_call items, by call id."""
         items = ItemRepository(db, inp.tenant_id)
-        reply, context = fitted.reply, fitted.context
+        reply = fitted.reply
         encoding = budget_of(config).encoding
         # Our ids, never the model's: its ids may repeat or be empty (see call_ids).
         calls = [(our_call_id(inp.step, i), c) for i, c in enumerate(reply.tool_calls)]
@@ -240,23 +258,13 @@ class ModelActivities:
                 "tool_calls": [{"id": cid, "name": c.name} for cid, c in calls],
                 "finish_reason": reply.finish_reason,
                 "model": reply.model or config.model,
-                "provider": agent.provider.name,
-                "agent": agent.name,
-                "context_config_id": str(config_id) if config_id else None,
+                # Provider, agent and context config are the turn's (turns.context_config_id):
+                # not repeated on every reply.
                 "usage": {
                     "input_tokens": reply.usage.input_tokens,
                     "output_tokens": reply.usage.output_tokens,
                 },
-                "context": {
-                    "input_tokens": context.input_tokens,
-                    "preview_tokens": context.preview_tokens,
-                    "expanded": context.expanded,
-                    "truncated": context.truncated,
-                    "not_expanded": context.not_expanded,
-                    "dropped_messages": context.dropped_messages,
-                    "compaction_version": compaction.version if compaction else None,
-                    "window": self._windows.stats(config.model, fitted.budget, fitted.retries),
-                },
+                "context": self._context_stats(fitted, config, compaction),
             },
         )
         call_items = [

@@ -190,6 +190,16 @@ async def run_ours(
     await history_stats(client, handle.id, first_run, row)
 
 
+async def warm_up(
+    client: Client, res: Resources, ep: StackEndpoints, state: Path, limit_s: float
+) -> None:
+    """One unmeasured session of ours, long enough to compact: a database in use has the
+    first pages of every table and index, a fresh one allocates them (8 KB each) for the
+    first session measured."""
+    print("-- warm-up: one ours session of 30 x 20,000 B (not measured)", flush=True)
+    await run_ours(client, res, ep, state, Row("ours", "warm-up", 30, 20_000), False, limit_s)
+
+
 async def run_langgraph_row(
     ep: StackEndpoints, row: Row, repeat: bool, limit_s: float, durability: str
 ) -> None:
@@ -277,6 +287,8 @@ async def main(args: argparse.Namespace) -> None:
             activities=[naive_model, naive_tool, bare_model, bare_tool],
         )
         async with running(naive_worker):
+            if args.warm and "ours" in systems:
+                await warm_up(client, res, ep, state, args.timeout)
             for variant in [] if args.latency_only else args.variant or DEFAULT_VARIANTS:
                 calls, size = VARIANTS[variant]
                 for system in systems:
@@ -350,5 +362,8 @@ if __name__ == "__main__":
         "--latency-size", type=int, default=1_000, help="result bytes in the latency rounds"
     )
     parser.add_argument("--latency-only", action="store_true", help="skip the variants")
+    parser.add_argument(
+        "--warm", action="store_true", help="run one unmeasured session of ours first"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="per-run wall limit")
     asyncio.run(main(parser.parse_args()))

@@ -289,11 +289,17 @@ async def iter_object(
     """Yield the object in chunks of exactly `chunk_size` bytes (the last may be shorter)."""
     body = (await s3.get_object(Bucket=bucket, Key=key))["Body"]
     async with body:  # not `as`: entering yields the raw response, not the StreamingBody
-        pending = bytearray()
-        while piece := await body.read(chunk_size - len(pending)):
-            pending += piece
-            if len(pending) == chunk_size:
-                yield bytes(pending)
-                pending.clear()
-        if pending:
+        async for chunk in exact_chunks(body, chunk_size):
+            yield chunk
+
+
+async def exact_chunks(body: Any, chunk_size: int) -> AsyncIterator[bytes]:
+    """An open StreamingBody re-cut into pieces of exactly `chunk_size` (the last shorter)."""
+    pending = bytearray()
+    while piece := await body.read(chunk_size - len(pending)):
+        pending += piece
+        if len(pending) == chunk_size:
             yield bytes(pending)
+            pending.clear()
+    if pending:
+        yield bytes(pending)

@@ -5,6 +5,9 @@ object, uploaded once. A put sends ChecksumSHA256 (the server rejects corrupted 
 creates conditionally (IfNoneMatch) so a second upload is a no-op, and confirms with a
 HEAD before returning. A get re-hashes what it read.
 
+A body is stored zstd-compressed when that saves bytes (storage/artifact_codec.py); keys, refs
+and every check still name the raw bytes, and reads decode (storage/artifact_decode.py).
+
 Large artifacts (put_file, put_stream, iter_chunks; storage/artifact_streams.py) go through a
 hashed temp file and a multipart upload verified by its composite checksum, so memory stays
 at about one part whatever the size.
@@ -13,16 +16,17 @@ at about one part whatever the size.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
+from storage import artifact_codec as codec
+from storage import artifact_decode as decode
 from storage import artifact_streams as streams
 from storage.artifact_ref import ArtifactRef
 from storage.artifact_streams import error_code as _error_code
@@ -30,6 +34,7 @@ from storage.artifact_streams import status as _status
 from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # A leading "_" marks a system tenant (e.g. offloaded Temporal payloads): the store
 # accepts it, user-facing entry points refuse it (check_user_tenant).
@@ -60,6 +65,17 @@ def artifact_key(prefix: str, tenant_id: str, sha256: str) -> str:
     return f"{prefix}/{tenant_id}/sha256/{sha256[:2]}/{sha256[2:4]}/{sha256}"
 
 
+# Compressing or decoding more than this at once runs in a thread: ~1 ms per 250 KB here, and
+# a worker's event loop also heartbeats and serves other activities.
+_THREAD_MIN_BYTES = 256 * 1024
+
+
+async def _off_loop(fn: Callable[..., _T], data: bytes, *args: Any) -> _T:
+    if len(data) < _THREAD_MIN_BYTES:
+        return fn(data, *args)
+    return await asyncio.to_thread(fn, data, *args)
+
+
 class ArtifactStore:
     """Artifacts in one bucket. `client` is an open aioboto3 S3 client owned by the caller."""
 
@@ -71,6 +87,7 @@ class ArtifactStore:
         *,
         multipart_threshold: int = streams.DEFAULT_MULTIPART_THRESHOLD,
         part_size: int = streams.DEFAULT_PART_SIZE,
+        compress: bool = True,
     ) -> None:
         if part_size < streams.MIN_PART_SIZE:
             raise ValueError(f"part_size must be at least {streams.MIN_PART_SIZE} bytes")
@@ -81,6 +98,7 @@ class ArtifactStore:
         self.prefix = prefix.strip("/")
         self.multipart_threshold = multipart_threshold
         self.part_size = part_size
+        self.compress = compress  # False: store raw bytes (objects written before compression)
 
     @property
     def client(self) -> Any:
@@ -113,20 +131,30 @@ class ArtifactStore:
     async def put(
         self, tenant_id: str, data: bytes, content_type: str = "application/octet-stream"
     ) -> ArtifactRef:
-        """Store `data` under its sha256 and return a ref only once the object is verified."""
+        """Store `data` under its sha256 and return a ref only once the object is verified.
+
+        The object holds `data` as zstd frames when that saves bytes (artifact_codec);
+        the ref, the key and every check name the raw bytes.
+        """
         digest = hashlib.sha256(data)
         sha = digest.hexdigest()
         key = artifact_key(self.prefix, tenant_id, sha)
-        checksum = base64.b64encode(digest.digest()).decode()
+        packed = await _off_loop(codec.pack, data) if self.compress else None
+        body = data if packed is None else packed.body
+        checksum = streams.b64(hashlib.sha256(body).digest())
+        extra: dict[str, Any] = {"Metadata": {"sha256": sha}}
+        if packed is not None:
+            extra = codec.put_arguments(packed, len(data))
+            extra["Metadata"]["sha256"] = sha
         try:
             sent = await self._s3.put_object(
                 Bucket=self.bucket,
                 Key=key,
-                Body=data,
+                Body=body,
                 ContentType=content_type,
                 ChecksumSHA256=checksum,
                 IfNoneMatch="*",
-                Metadata={"sha256": sha},
+                **extra,
             )
         except ClientError as err:
             # 412: the object already exists, which for a content-addressed key means the same
@@ -139,7 +167,7 @@ class ArtifactStore:
         # BadDigest) says so by echoing the checksum: our bytes are stored, verified. Else
         # (an existing object, or a server that ignores checksums) the HEAD decides.
         if sent is None or sent.get("ChecksumSHA256") != checksum:
-            await self._verify_head(key, sha, checksum, len(data))
+            await self._verify_head(key, sha, len(data), checksum, len(body))
         return ArtifactRef(
             tenant_id=tenant_id,
             sha256=sha,
@@ -148,7 +176,15 @@ class ArtifactStore:
             content_type=content_type,
         )
 
-    async def _verify_head(self, key: str, sha: str, checksum: str, size: int) -> None:
+    async def _verify_head(
+        self, key: str, sha: str, raw_size: int, checksum: str, stored_size: int
+    ) -> None:
+        """The object at `key` holds the raw bytes `sha` names, raw or compressed.
+
+        `checksum`/`stored_size` describe the body we sent: an object with that server-kept
+        checksum is those bytes (verified before sending). Anything else — the raw form, another
+        compressor's frame, a server without checksums — is checked for what it is.
+        """
         try:
             head = await self._s3.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
         except ClientError as err:
@@ -156,17 +192,24 @@ class ArtifactStore:
                 raise ArtifactIntegrityError(f"object {key} missing right after upload") from err
             raise
         stored_sum = head.get("ChecksumSHA256")
-        if head.get("ContentLength") != size:
-            raise ArtifactIntegrityError(f"object {key} has size {head.get('ContentLength')}")
-        if stored_sum is not None and stored_sum != checksum:
-            raise ArtifactIntegrityError(f"object {key} has a different sha256 checksum")
-        if stored_sum is None:
-            # No server-kept checksum (written by something else): x-amz-meta-sha256 is just a
-            # claim, so hash the bytes that are actually there.
-            obj = await self._s3.get_object(Bucket=self.bucket, Key=key)
-            async with obj["Body"] as body:
-                if hashlib.sha256(await body.read()).hexdigest() != sha:
-                    raise ArtifactIntegrityError(f"object {key} does not hash to its name")
+        if stored_sum == checksum and head.get("ContentLength") == stored_size:
+            return
+        if codec.layout_of(head) is None:
+            if head.get("ContentLength") != raw_size:
+                raise ArtifactIntegrityError(f"object {key} has size {head.get('ContentLength')}")
+            raw_sum = streams.b64(bytes.fromhex(sha))
+            if stored_sum is not None and stored_sum != raw_sum:
+                raise ArtifactIntegrityError(f"object {key} has a different sha256 checksum")
+            if stored_sum is not None:
+                return
+        # No comparable server-kept checksum (written by something else, or compressed
+        # differently): x-amz-meta-sha256 is just a claim, so decode and hash what is there.
+        digest, size = hashlib.sha256(), 0
+        async for chunk in decode.raw_chunks(self._s3, self.bucket, key, raw_size):
+            digest.update(chunk)
+            size += len(chunk)
+        if size != raw_size or digest.hexdigest() != sha:
+            raise ArtifactIntegrityError(f"object {key} does not hash to its name")
 
     async def exists(self, ref: ArtifactRef) -> bool:
         try:
@@ -195,9 +238,22 @@ class ArtifactStore:
             raise
         async with obj["Body"] as body:
             data: bytes = await body.read()
+        if codec.layout_of(obj) is not None:
+            data = await _off_loop(codec.decompress, data, ref.size_bytes)
         if hashlib.sha256(data).hexdigest() != ref.sha256:
             raise ArtifactIntegrityError(f"artifact {ref.sha256} failed its sha256 check")
         return data
+
+    async def stored_encoding(self, tenant_id: str, ref: ArtifactRef) -> str | None:
+        """How the object is stored: None for the raw bytes, else its encoding ("zstd")."""
+        self._check_owner(tenant_id, ref)
+        try:
+            head = await self._s3.head_object(Bucket=self.bucket, Key=ref.key)
+        except ClientError as err:
+            if _status(err) == 404:
+                raise ArtifactNotFound(f"artifact {ref.sha256} not found") from err
+            raise
+        return None if codec.layout_of(head) is None else codec.ENCODING
 
     async def put_file(
         self, tenant_id: str, path: Path, content_type: str = "application/octet-stream"
@@ -257,11 +313,23 @@ class ArtifactStore:
         except ClientError as err:
             if _status(err) == 404 or _error_code(err) == "NoSuchKey":
                 raise ArtifactNotFound(f"artifact {ref.sha256} not found") from err
-            if _status(err) == 416:  # the object is shorter than its ref says
+            if _status(err) != 416:
+                raise
+            # Past the stored end: a compressed object is shorter than its raw size (its
+            # HEAD tells); a raw one is truncated.
+            layout = codec.layout_of(await self._s3.head_object(Bucket=self.bucket, Key=ref.key))
+            if layout is None:
                 raise ArtifactIntegrityError(f"artifact {ref.sha256} is truncated") from err
-            raise
-        async with obj["Body"] as body:
-            data: bytes = await body.read()
+            obj = None
+        else:
+            layout = codec.layout_of(obj)
+        if layout is not None:
+            data = await decode.compressed_range(
+                self._s3, self.bucket, ref.key, layout, ref.size_bytes, obj, start, end_inclusive
+            )
+        else:
+            async with obj["Body"] as body:
+                data = await body.read()
         if len(data) != end_inclusive - start + 1:
             raise ArtifactIntegrityError(f"artifact {ref.sha256} is truncated")
         return data
@@ -282,7 +350,8 @@ class ArtifactStore:
     async def _verified_chunks(self, ref: ArtifactRef, chunk_size: int) -> AsyncIterator[bytes]:
         digest, size = hashlib.sha256(), 0
         try:
-            async for chunk in streams.iter_object(self._s3, self.bucket, ref.key, chunk_size):
+            chunks = decode.raw_chunks(self._s3, self.bucket, ref.key, ref.size_bytes, chunk_size)
+            async for chunk in chunks:
                 digest.update(chunk)
                 size += len(chunk)
                 yield chunk

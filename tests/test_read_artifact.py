@@ -14,6 +14,7 @@ import pytest
 from activities.tools.artifact_access import SqlArtifactAccess
 from activities.tools.base import ToolContext, ToolError
 from activities.tools.read_artifact import MAX_LINE_BYTES, MAX_MATCHES, read_artifact_tool
+from storage import artifact_codec as codec
 from storage.artifact_commit import register_uploaded
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
@@ -119,25 +120,67 @@ async def test_pages_cover_the_text_by_byte_offsets_without_splitting_characters
     assert start == inside + 3 and body.startswith("\n")
 
 
-async def test_a_page_of_a_large_artifact_is_one_ranged_read(
-    resources: Resources, tenant: str
-) -> None:
-    sid = await new_session(resources, tenant)
-    data = b"".join(b"%09d some text to make a line\n" % i for i in range(200_000))  # ~7.8 MB
-    artifact_id, _ = await held(resources, tenant, sid, data)
-    ranges: list[str | None] = []
+def _stored_as(res: Resources, *, compress: bool) -> ArtifactStore:
+    store = res.store
+    return ArtifactStore(store.client, store.bucket, store.prefix, compress=compress)
+
+
+async def _page_reads(
+    res: Resources, tenant: str, data: bytes, writer: ArtifactStore
+) -> list[tuple[str, str | None]]:
+    """Read one 8 KiB page at offset 5,000,000 of `data` stored by `writer`; the S3 calls."""
+    sid = await new_session(res, tenant)
+    ref = await writer.put(tenant, data, TEXT)
+    async with res.sessions() as db, db.begin():
+        artifact_id = await register_uploaded(db, writer, ref, data)
+        await ArtifactRepository(db, tenant).add_ref(
+            artifact_id, owner_type="checkpoint", owner_id=str(sid), required_for_resume=True
+        )
+    calls: list[tuple[str, str | None]] = []
 
     async def get_object(real: Any, **kwargs: Any) -> Any:
-        ranges.append(kwargs.get("Range"))
+        calls.append(("get_object", kwargs.get("Range")))
         return await real(**kwargs)
 
-    store, _ = spied(resources.store, get_object=get_object)
-    text = await call(ctx(resources, tenant, sid, store), artifact=artifact_id, offset=5_000_000)
+    async def head_object(real: Any, **kwargs: Any) -> Any:
+        calls.append(("head_object", None))
+        return await real(**kwargs)
+
+    store, _ = spied(res.store, get_object=get_object, head_object=head_object)
+    text = await call(ctx(res, tenant, sid, store), artifact=str(artifact_id), offset=5_000_000)
 
     start, end, nxt, body = page_of(text)
     assert (start, end, nxt) == (5_000_000, 5_008_192, 5_008_192)
     assert body.encode() == data[5_000_000:5_008_192]
-    assert ranges == ["bytes=5000000-5008191"]  # only the page was fetched
+    return calls
+
+
+LINES = b"".join(b"%09d some text to make a line\n" % i for i in range(200_000))  # 7 MB
+
+
+async def test_a_page_of_a_large_raw_artifact_is_one_ranged_read(
+    resources: Resources, tenant: str
+) -> None:
+    calls = await _page_reads(resources, tenant, LINES, _stored_as(resources, compress=False))
+    assert calls == [("get_object", "bytes=5000000-5008191")]  # only the page was fetched
+
+
+async def test_a_page_of_a_large_compressed_artifact_fetches_only_its_frame(
+    resources: Resources, tenant: str
+) -> None:
+    """The page's raw offsets lie past the compressed object's end (416): a HEAD finds its
+    frame table, and one ranged read fetches the single frame that holds the page."""
+    packed = codec.compress_if_smaller(LINES)
+    assert packed is not None and len(packed.layout.frames) > 1
+    calls = await _page_reads(resources, tenant, LINES, _stored_as(resources, compress=True))
+
+    frame = 5_000_000 // packed.layout.frame_size
+    lo, hi = packed.layout.stored_span(frame, frame)
+    assert calls == [
+        ("get_object", "bytes=5000000-5008191"),
+        ("head_object", None),
+        ("get_object", f"bytes={lo}-{hi}"),
+    ]
 
 
 async def test_offset_and_length_are_bounded(resources: Resources, tenant: str) -> None:

@@ -19,6 +19,7 @@ from activities.providers.base import ModelProvider
 from activities.providers.factory import build_provider
 from storage.models import ItemRow
 from tests.conftest import AgentRunner
+from tests.support.fake_openai import answer, completion
 from tests.support.helpers import (
     copy_demo_workspace,
     items_of,
@@ -119,7 +120,7 @@ class FirstReplyMalformed:
         self.served = 0
         self.url = ""
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         self.served += 1
         if self.served == 1:
@@ -128,28 +129,24 @@ class FirstReplyMalformed:
                 "type": "function",
                 "function": {"name": "read_file", "arguments": '{"path": "facts/launch.md'},
             }
-            return web.json_response(
-                {
-                    "id": "chatcmpl-broken",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": json.loads(body).get("model", ""),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                            "finish_reason": "tool_calls",
-                        }
-                    ],
-                }
-            )
+            request_body = json.loads(body)
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            broken = completion(message, "tool_calls") | {"model": request_body.get("model", "")}
+            return await answer(request, request_body, broken)  # streamed if asked to
         async with ClientSession() as http:
             url = f"{self.upstream}/chat/completions"
             headers = {"Content-Type": "application/json"}
             async with http.post(url, data=body, headers=headers) as reply:
-                return web.Response(
-                    body=await reply.read(), status=reply.status, content_type="application/json"
+                # Passed through as it comes: a streamed reply stays a stream.
+                response = web.StreamResponse(
+                    status=reply.status,
+                    headers={"Content-Type": reply.headers.get("Content-Type", "")},
                 )
+                await response.prepare(request)
+                async for piece in reply.content.iter_any():
+                    await response.write(piece)
+                await response.write_eof()
+                return response
 
 
 @pytest.fixture

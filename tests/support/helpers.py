@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
@@ -144,10 +145,16 @@ async def s3_keys(res: Resources, prefix: str) -> list[str]:
 
 
 async def s3_sha256(res: Resources, key: str) -> str:
+    """The sha256 of the object's bytes as an HTTP client reads them: a body stored with
+    Content-Encoding: zstd is decoded first, as such a client would."""
     s3: Any = res.store.client
     obj = await s3.get_object(Bucket=res.store.bucket, Key=key)
     async with obj["Body"] as body:
-        return hashlib.sha256(await body.read()).hexdigest()
+        data = await body.read()
+    if obj.get("ContentEncoding") == "zstd":
+        reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+        data = reader.read()
+    return hashlib.sha256(data).hexdigest()
 
 
 async def register_device(

@@ -177,3 +177,9 @@ class ArtifactLink(BaseModel):
     size_bytes: int
     content_type: str
     expires_in: int = Field(description="Seconds the URL stays valid.")
+    content_encoding: str | None = Field(
+        default=None,
+        description="'zstd': the URL serves the compressed object (with Content-Encoding: "
+        "zstd, which browsers decode); sha256 and size_bytes are of the decoded bytes. "
+        "GET /v1/artifacts/{id} always serves the decoded bytes.",
+    )

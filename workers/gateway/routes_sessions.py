@@ -9,12 +9,13 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, StreamingResponse
 from temporalio.service import RPCError
 
 from activities.agents import DEFAULT_AGENT
 from storage.api_keys import Principal
 from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
 from storage.items import MAX_ORDINAL, ItemRepository
 from storage.models import SessionRow
 from storage.session_status import SessionStatus
@@ -162,21 +163,27 @@ async def agents(_: Reader, gateway: GatewayDep) -> Agents:
     return Agents(agents=[DEFAULT_AGENT, *(n for n in named if n != DEFAULT_AGENT)])
 
 
-async def _presigned(
+async def _artifact(
     artifact_id: uuid.UUID, principal: Principal, gateway: Gateway
-) -> ArtifactLink:
+) -> tuple[ArtifactRef, str | None]:
+    """The tenant's artifact and how its object is stored (None: the raw bytes)."""
     tenant, store = principal.tenant_id, gateway.resources.store
     async with gateway.resources.sessions() as db:
         row = await ArtifactRepository(db, tenant).get(artifact_id)
     ref = store.ref_for(tenant, row.sha256, row.size_bytes, row.content_type)
+    return ref, await store.stored_encoding(tenant, ref)
+
+
+async def _presigned(ref: ArtifactRef, encoding: str | None, gateway: Gateway) -> ArtifactLink:
     seconds = gateway.settings.gateway.presign_seconds
-    url = await store.presigned_url(tenant, ref, expires_in=seconds)
+    url = await gateway.resources.store.presigned_url(ref.tenant_id, ref, expires_in=seconds)
     return ArtifactLink(
         url=url,
-        sha256=row.sha256,
-        size_bytes=row.size_bytes,
-        content_type=row.content_type,
+        sha256=ref.sha256,
+        size_bytes=ref.size_bytes,
+        content_type=ref.content_type,
         expires_in=seconds,
+        content_encoding=encoding,
     )
 
 
@@ -184,18 +191,29 @@ async def _presigned(
     "/artifacts/{artifact_id}",
     status_code=status.HTTP_307_TEMPORARY_REDIRECT,
     response_class=RedirectResponse,
-    responses={307: {"description": "Redirect to a short-lived presigned download URL."}},
+    responses={
+        200: {"description": "The raw bytes, decoded here (the object is stored compressed)."},
+        307: {"description": "Redirect to a short-lived presigned download URL."},
+    },
 )
 async def download_artifact(
     artifact_id: uuid.UUID, principal: Reader, gateway: GatewayDep
-) -> RedirectResponse:
-    """Redirect to a short-lived URL of the artifact's bytes; X-Artifact-SHA256 names the
-    digest a downloader should verify them against."""
-    link = await _presigned(artifact_id, principal, gateway)
-    headers = {"Cache-Control": "no-store", "X-Artifact-SHA256": link.sha256}
-    return RedirectResponse(
-        link.url, status_code=status.HTTP_307_TEMPORARY_REDIRECT, headers=headers
-    )
+) -> Response:
+    """The artifact's raw bytes; X-Artifact-SHA256 names the digest a downloader should verify
+    them against. A raw object: a redirect to a short-lived URL of the store. A compressed
+    one: streamed from here, decoded — its store URL would hand out zstd bytes."""
+    ref, encoding = await _artifact(artifact_id, principal, gateway)
+    headers = {"Cache-Control": "no-store", "X-Artifact-SHA256": ref.sha256}
+    if encoding is None:
+        link = await _presigned(ref, encoding, gateway)
+        return RedirectResponse(
+            link.url, status_code=status.HTTP_307_TEMPORARY_REDIRECT, headers=headers
+        )
+    # Checked against the sha256 as it streams: a corrupted object ends the response early
+    # (the client sees a short body, never a complete wrong one).
+    body = gateway.resources.store.iter_chunks(ref.tenant_id, ref)
+    headers["Content-Length"] = str(ref.size_bytes)
+    return StreamingResponse(body, media_type=ref.content_type, headers=headers)
 
 
 @router.get("/artifacts/{artifact_id}/link", response_model=ArtifactLink)
@@ -205,4 +223,5 @@ async def artifact_link(
     """The short-lived URL of the artifact's bytes as JSON, for a browser page: fetch()
     cannot follow the redirect to the store's origin, but the page can open this URL."""
     response.headers["Cache-Control"] = "no-store"
-    return await _presigned(artifact_id, principal, gateway)
+    ref, encoding = await _artifact(artifact_id, principal, gateway)
+    return await _presigned(ref, encoding, gateway)
