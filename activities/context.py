@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from activities.call_ids import EchoIds, provider_id_of
@@ -104,7 +104,16 @@ def _result_text(item: ItemRow) -> str:
     return _note(item) + (item.text or "")
 
 
-def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
+def pending_note(device_id: str, step: int) -> str:
+    """What the model reads for a device call still without its result: our words only
+    (nothing the device sent), and where the result will be."""
+    return (
+        f"[pending on device {device_id} since step {step}; its result will be given here, "
+        "as this call's result, when it arrives. You may go on with other steps and tools.]"
+    )
+
+
+def _blocks(items: Sequence[ItemRow], pending: Mapping[str, str]) -> list[_Block]:
     calls = {i.tool_call_id: i for i in items if i.kind == ItemKind.TOOL_CALL and i.tool_call_id}
     # One result per call, as every provider requires: the newest, when a call reported in
     # doubt was settled again (re-run, or declined) after its first result.
@@ -136,7 +145,12 @@ def _blocks(items: Sequence[ItemRow]) -> list[_Block]:
             block = _Block([ChatMessage("assistant", item.text, tool_calls=provider_calls)])
             for cid, call in zip(ids, provider_calls, strict=True):
                 result = results.get(cid)
-                text = _result_text(result) if result else "[no result was recorded]"
+                # A late result is given with its call, where every provider expects it
+                # (an assistant tool call is followed by its tool message).
+                if result is not None:
+                    text = _result_text(result)
+                else:
+                    text = pending.get(cid, "[no result was recorded]")
                 block.messages.append(
                     ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
                 )
@@ -253,11 +267,13 @@ async def assemble_context(
     tools: Sequence[ToolSpec],
     budget: ContextBudget,
     fetch: FetchArtifact,
+    pending: Mapping[str, str] | None = None,
 ) -> AssembledContext:
-    """Build the model input for `items` (in ordinal order) within `budget`."""
+    """Build the model input for `items` (in ordinal order) within `budget`. `pending`:
+    tool call id -> the note given for a device call still running (see pending_note)."""
     enc = budget.encoding
     system = ChatMessage("system", system_prompt)
-    blocks = _blocks(items)
+    blocks = _blocks(items, pending or {})
     # The floor is every result as its preview plus a note saying where the rest is;
     # expansion below replaces that with content while the budget lasts.
     for block in blocks:

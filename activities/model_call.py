@@ -13,7 +13,7 @@ from temporalio import activity
 from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
 from activities.approval_policy import needs_approval, policy_for
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
-from activities.context import AssembledContext, ContextBudget
+from activities.context import AssembledContext, ContextBudget, pending_note
 from activities.context_windows import ContextWindows, Fitted, call_within_window
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
@@ -113,13 +113,22 @@ class ModelActivities:
                 if done is not None:
                     return await self._result_of(db, inp, done, agent, config)
             compaction: CompactionRow | None = None
+            pending = {
+                p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls
+            }
 
             async def assemble(budget: ContextBudget) -> AssembledContext:
                 nonlocal compaction
                 sized = replace(config, budget=asdict(budget))
                 async with self._sessions() as db, db.begin():
                     context, compaction = await assemble_for_step(
-                        db, self._store, inp.tenant_id, session_id, sized, self._read_cache
+                        db,
+                        self._store,
+                        inp.tenant_id,
+                        session_id,
+                        sized,
+                        self._read_cache,
+                        pending,
                     )
                 return context
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import asdict
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -144,8 +145,10 @@ async def assemble_for_step(
     session_id: uuid.UUID,
     config: ContextConfig,
     cache: ArtifactReadCache | None = None,
+    pending: Mapping[str, str] | None = None,
 ) -> tuple[AssembledContext, CompactionRow | None]:
-    """`cache`: the worker's artifact read cache (None: read every expansion from S3)."""
+    """`cache`: the worker's artifact read cache (None: read every expansion from S3);
+    `pending`: notes for device calls still running (assemble_context)."""
     budget = budget_of(config)
     compaction = await CompactionRepository(db, tenant_id).latest(session_id)
     rows = await window_items(db, tenant_id, session_id, budget, compaction)
@@ -174,5 +177,6 @@ async def assemble_for_step(
         tools=tools_of(config),
         budget=budget,
         fetch=fetch,
+        pending=pending,
     )
     return context, compaction

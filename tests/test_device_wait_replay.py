@@ -8,13 +8,13 @@ import os
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from activities.providers.scripted import ScriptedProvider
+from storage.devices import DeviceRepository
 from tests.conftest import AgentRunner
 from tests.support.helpers import start
-from storage.devices import DeviceRepository
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
 

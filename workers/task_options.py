@@ -19,6 +19,7 @@ MAX_TOOL_TIMEOUT_SECONDS = 24 * 3600
 MAX_DEVICE_WAIT_SECONDS = 7 * 24 * 3600
 MAX_MODEL_OUTAGE_SECONDS = 30 * 24 * 3600
 MAX_MODEL_RETRY_INTERVAL_SECONDS = 3600
+MAX_PENDING_DEVICE_CALLS = 64
 
 
 def _check_range(name: str, value: float, low: float, high: float, *, open_low: bool) -> None:
@@ -40,6 +41,7 @@ class TaskOptions:
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
     device_schedule_to_start_seconds: float = 3600
+    max_pending_device_calls: int = AgentInput.max_pending_device_calls
     # How long a provider outage is outwaited, and the longest pause between model attempts.
     model_outage_seconds: float = AgentInput.model_outage_seconds
     model_retry_max_interval_seconds: float = AgentInput.model_retry_max_interval_seconds
@@ -57,6 +59,13 @@ class TaskOptions:
         _check_range("max_steps", self.max_steps, 1, MAX_STEPS, open_low=False)
         _check_range(
             "continue_as_new_every", self.continue_as_new_every, 0, MAX_STEPS, open_low=False
+        )
+        _check_range(
+            "max_pending_device_calls",
+            self.max_pending_device_calls,
+            1,
+            MAX_PENDING_DEVICE_CALLS,
+            open_low=False,
         )
         for name, high in (
             ("approval_timeout_seconds", MAX_APPROVAL_WAIT_SECONDS),

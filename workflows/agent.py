@@ -32,11 +32,16 @@ from workflows.contracts import (
     ToolCallRef,
 )
 from workflows.delegation import DELEGATE_TOOL, delegate
+from workflows.device_waits import (
+    DEVICE_CALLS_IN_BACKGROUND,
+    PendingDeviceCalls,
+    refuse_over_limit,
+)
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.model_calls import model_call_options, model_failure
 from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
 from workflows.session_open import open_session
-from workflows.tool_calls import run_tool_call
+from workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
     # No I/O, enum values only: shared with the host, not re-imported per workflow.
@@ -72,6 +77,7 @@ class AgentWorkflow:
         self._last_error: str | None = None
         self._compaction = inp.compaction
         self._devices_away = 0
+        self._device_calls = PendingDeviceCalls()
         self._main: asyncio.Task[AgentResult] | None = None
         self._cancel_requested = False
 
@@ -97,6 +103,7 @@ class AgentWorkflow:
             return await self._loop()
         except asyncio.CancelledError:
             self._status = SessionStatus.CANCELLED
+            self._device_calls.cancel_all()
             # Cancellation was delivered; activities started from here still run.
             await self._set_status(SessionStatus.CANCELLED, "cancelled by request", "cancelled")
             raise
@@ -106,6 +113,7 @@ class AgentWorkflow:
         final_item: str | None = None
         nudged_at: int | None = None
         while True:
+            self._device_calls.check()
             if self._step >= inp.max_steps:
                 raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")
             if self._should_continue_as_new():
@@ -122,11 +130,18 @@ class AgentWorkflow:
             final_item = result.item_id
             if result.tool_calls:
                 await asyncio.gather(*(self._handle_call(step, c) for c in result.tool_calls))
-                if result.compaction_due:
+                # A summary made now would cover a pending call but not its late result;
+                # the next step that finds nothing pending compacts (it is still due).
+                if result.compaction_due and not self._device_calls:
                     await self._compact(step)
                 continue
             if self._received > self._seen:
                 continue  # a follow-up arrived while the model was answering
+            if self._device_calls:
+                # An answer while device calls are pending is not the end: once one ends
+                # (its result, or DeviceOffline) the model takes another step to see it.
+                await self._device_calls.wait_any(lambda: self._received > self._seen)
+                continue
             if result.empty_reply and workflow.patched(EMPTY_REPLY_PATCH):
                 if nudged_at == step - 1:  # the reply to the nudge was empty as well
                     return await self._no_answer(final_item)
@@ -154,6 +169,8 @@ class AgentWorkflow:
     def _should_continue_as_new(self) -> bool:
         if self._step == self._inp.step:
             return False  # always make progress in a run first
+        if self._device_calls:
+            return False  # a pending call's task (and its timeout) lives in this run
         every = self._inp.continue_as_new_every
         if every and self._step - self._inp.step >= every:
             return True
@@ -181,6 +198,7 @@ class AgentWorkflow:
                 idempotency_key=self._key(step, "model"),
                 approval_policies=dict(self._inp.approval_policies),
                 device_id=self._inp.device_id,
+                pending_device_calls=self._device_calls.refs(),
             ),
             **model_call_options(self._inp),
         )
@@ -212,6 +230,19 @@ class AgentWorkflow:
         if call.name == DELEGATE_TOOL:
             await delegate(self._inp, step, call, key)
             return
+        device = device_of(self._inp, call)
+        if device is not None and workflow.patched(DEVICE_CALLS_IN_BACKGROUND):
+            if len(self._device_calls) >= self._inp.max_pending_device_calls:
+                self._last_error = await refuse_over_limit(self._inp, step, call, key, device)
+                return
+            # Started, not awaited: the loop goes on while the device is away.
+            self._device_calls.start(
+                call.tool_call_id, step, device, self._run_call(step, call, key)
+            )
+            return
+        await self._run_call(step, call, key)
+
+    async def _run_call(self, step: int, call: ToolCallRef, key: str) -> None:
         end = await run_tool_call(
             self._inp, step, call, key, device_away=self._device_away, device_back=self._device_back
         )

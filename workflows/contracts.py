@@ -68,6 +68,9 @@ class AgentInput:
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
     device_schedule_to_start_seconds: float = 3600
+    # How many device calls may be pending at once while the loop goes on; one more is
+    # not run and the model is told (DevicePendingLimit).
+    max_pending_device_calls: int = 4
     # How long one model call (or compaction) may keep failing with ModelUnavailable before
     # the task fails: a provider outage is outwaited, not fatal.
     model_outage_seconds: float = 6 * 3600
@@ -150,6 +153,16 @@ class AgentResult:
 
 
 @dataclass
+class PendingDeviceCall:
+    """A device call started but without its result yet: context assembly tells the model
+    it is pending (ids only)."""
+
+    tool_call_id: str
+    step: int
+    device_id: str
+
+
+@dataclass
 class ModelCallInput:
     session_id: str
     tenant_id: str
@@ -159,6 +172,9 @@ class ModelCallInput:
     # The task's device: the tools of its agent's device-local MCP servers are offered
     # from what that device registered.
     device_id: str | None = None
+    # Device calls still running while the loop takes this step (bounded by the task's
+    # max_pending_device_calls).
+    pending_device_calls: list[PendingDeviceCall] = field(default_factory=list)
 
 
 @dataclass

@@ -57,8 +57,7 @@ async def run_tool_call(
     rerun: int = 0,
 ) -> CallEnd:
     """Run `call` under `key` (`rerun`: the n-th approved run after it was in doubt)."""
-    on_device = call.name in inp.device_tools or call.on_device
-    device = inp.device_id if on_device else None
+    device = device_of(inp, call)
     away = device is not None and not await _online(inp.tenant_id, device)
     if away:
         await device_away()  # the session shows waiting_device while the call waits
@@ -105,6 +104,12 @@ async def run_tool_call(
     finally:
         if away:
             await device_back()
+
+
+def device_of(inp: AgentInput, call: ToolCallRef) -> str | None:
+    """The device `call` runs on, or None for a cloud call."""
+    on_device = call.name in inp.device_tools or call.on_device
+    return inp.device_id if on_device else None
 
 
 async def _online(tenant_id: str, device_id: str) -> bool:
