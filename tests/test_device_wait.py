@@ -1,0 +1,127 @@
+"""The loop does not wait for an absent device (no device process here at all, so each call
+meets its schedule-to-start timeout): while a device call is pending the model is told so
+and takes other steps; a final answer while one is pending waits for it and the model takes
+one more step, told of the timeout; at most max_pending_device_calls are pending at once;
+continue-as-new waits until none is pending, so no call's outcome is lost to a new run."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from activities.providers.base import ModelRequest
+from activities.providers.scripted import ScriptedProvider
+from storage.devices import DeviceRepository
+from storage.models import ItemRow
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, start
+from workers.resources import Resources
+
+DEVICE_WAIT = 2  # seconds until an unserved device call is reported offline
+
+
+async def registered_device(res: Resources, tenant: str, tools: list[str]) -> str:
+    """A device that registered once and is not running now."""
+    device_id = f"away-{uuid.uuid4().hex[:6]}"
+    async with res.sessions() as db, db.begin():
+        await DeviceRepository(db, tenant).register(device_id, tools)
+    return device_id
+
+
+def tool_message(request: ModelRequest, call_id: str) -> str:
+    (text,) = [
+        m.content for m in request.messages if m.role == "tool" and m.tool_call_id == call_id
+    ]
+    return text
+
+
+def results(items: list[ItemRow], name: str) -> list[ItemRow]:
+    return [i for i in items if i.kind == "tool_result" and i.tool_name == name]
+
+
+async def run_task(
+    client: Client,
+    res: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    script: list[dict[str, Any]],
+    **options: Any,
+) -> tuple[ScriptedProvider, str, str, Any]:
+    device_id = await registered_device(res, tenant, ["read_file"])
+    provider = ScriptedProvider.from_data(script)
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client,
+            res,
+            queue,
+            tenant=tenant,
+            device_id=device_id,
+            device_tools=["read_file"],
+            device_schedule_to_start_seconds=DEVICE_WAIT,
+            **options,
+        )
+        result = await handle.result()
+    return provider, device_id, session_id, result
+
+
+READ = {"name": "read_file", "arguments": {"path": "notes.txt"}}
+LIST = {"name": "list_files", "arguments": {}}
+
+
+async def test_a_final_answer_while_a_device_call_is_pending_waits_and_the_model_hears_the_timeout(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    script = [{"tool_calls": [READ]}, {"tool_calls": [LIST]}, {"text": "still waiting"}]
+    provider, device_id, session_id, result = await run_task(
+        client, resources, agent_worker, workspace, tenant, script
+    )
+    assert result.status == "completed"
+    # Step 1 ran while the device call was pending, and the model was told so in our words.
+    pending = tool_message(provider.requests[1], "call_0_0")
+    assert pending.startswith(f"[pending on device {device_id} since step 0;"), pending
+    assert tool_message(provider.requests[2], "call_0_0") == pending
+    # The answer at step 2 did not end the task: the model took step 3 and read the timeout.
+    assert len(provider.requests) == 4 and result.steps == 4
+    told = tool_message(provider.requests[3], "call_0_0")
+    assert f"device {device_id} is offline" in told, told
+    items = await items_of(resources, tenant, session_id)
+    (offline,) = results(items, "read_file")
+    assert offline.data["error_type"] == "DeviceOffline"
+    assert [i.kind for i in items][-1] == "assistant_message"
+    assert str(items[-1].id) == result.final_item_id
+
+
+async def test_device_calls_past_the_pending_limit_are_refused_and_the_model_is_told(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    second = {"name": "read_file", "arguments": {"path": "other.txt"}}
+    script = [{"tool_calls": [READ, second]}, {"text": "waiting"}]
+    provider, _, session_id, result = await run_task(
+        client, resources, agent_worker, workspace, tenant, script, max_pending_device_calls=1
+    )
+    assert result.status == "completed"
+    by_type = sorted(
+        r.data["error_type"]
+        for r in results(await items_of(resources, tenant, session_id), "read_file")
+    )
+    assert by_type == ["DeviceOffline", "DevicePendingLimit"]
+    refused = tool_message(provider.requests[1], "call_0_1")
+    assert "1 device call(s) are already pending" in refused, refused
+    assert tool_message(provider.requests[1], "call_0_0").startswith("[pending on device")
+
+
+async def test_continue_as_new_waits_while_a_device_call_is_pending(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    script = [{"tool_calls": [READ]}, {"tool_calls": [LIST]}, {"text": "waiting"}]
+    provider, device_id, session_id, result = await run_task(
+        client, resources, agent_worker, workspace, tenant, script, continue_as_new_every=1
+    )
+    assert result.status == "completed"
+    (offline,) = results(await items_of(resources, tenant, session_id), "read_file")
+    assert offline.data["error_type"] == "DeviceOffline"
+    assert f"device {device_id} is offline" in tool_message(provider.requests[-1], "call_0_0")
