@@ -6,29 +6,39 @@ continue-as-new waits until none is pending, so no call's outcome is lost to a n
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.providers.base import ModelRequest
 from activities.providers.scripted import ScriptedProvider
-from storage.devices import DeviceRepository
 from storage.models import ItemRow
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, start
+from tests.support.helpers import items_of, register_device, start
+from workers import tasks
 from workers.resources import Resources
 
 DEVICE_WAIT = 2  # seconds until an unserved device call is reported offline
 
 
 async def registered_device(res: Resources, tenant: str, tools: list[str]) -> str:
-    """A device that registered once and is not running now."""
+    """A device that registered once and has not been seen for a while."""
     device_id = f"away-{uuid.uuid4().hex[:6]}"
-    async with res.sessions() as db, db.begin():
-        await DeviceRepository(db, tenant).register(device_id, tools)
+    await register_device(res, tenant, device_id, tools, seen_ago_s=600)
     return device_id
+
+
+async def asked(provider: ScriptedProvider, requests: int) -> None:
+    """Until the model was asked `requests` times."""
+    for _ in range(300):
+        if len(provider.requests) >= requests:
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"the model was asked {len(provider.requests)} times, not {requests}")
 
 
 def tool_message(request: ModelRequest, call_id: str) -> str:
@@ -125,3 +135,26 @@ async def test_continue_as_new_waits_while_a_device_call_is_pending(
     (offline,) = results(await items_of(resources, tenant, session_id), "read_file")
     assert offline.data["error_type"] == "DeviceOffline"
     assert f"device {device_id} is offline" in tool_message(provider.requests[-1], "call_0_0")
+
+
+async def test_cancel_while_a_device_call_is_pending_cancels_the_call(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    device_id = await registered_device(resources, tenant, ["read_file"])
+    provider = ScriptedProvider.from_data([{"tool_calls": [READ]}, {"text": "waiting"}])
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, device_id=device_id, device_tools=["read_file"]
+        )
+        await asked(provider, 2)  # answered while the call is pending: the loop waits
+        assert (await tasks.cancel(client, resources.sessions, tenant, session_id)).cancelled
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "cancelled"
+    # The device call was cancelled with the task, not left behind on the device's queue.
+    history = await handle.fetch_history()
+    requested = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
+    ]
+    assert len(requested) == 1

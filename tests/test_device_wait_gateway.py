@@ -20,7 +20,7 @@ from storage.devices import DeviceRepository
 from storage.models import ItemRow
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import GatewayDeviceProcess, gateway_server, make_device_key
-from tests.support.helpers import items_of, start
+from tests.support.helpers import decoded_payloads, items_of, start
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 
@@ -171,3 +171,6 @@ async def test_a_final_answer_while_the_call_is_pending_waits_for_the_device(
     assert len(provider.requests) == 3 and result.steps == 3
     assert NOTES.decode() in tool_message(provider.requests[2], "call_0_0")
     assert len(device_results(await items_of(resources, tenant, session_id))) == 1
+    # History holds ids: neither the device's result nor our pending note is in it.
+    payloads = decoded_payloads(await handle.fetch_history())
+    assert NOTES.decode() not in payloads and "pending on device" not in payloads

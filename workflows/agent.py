@@ -140,7 +140,14 @@ class AgentWorkflow:
             if self._device_calls:
                 # An answer while device calls are pending is not the end: once one ends
                 # (its result, or DeviceOffline) the model takes another step to see it.
-                await self._device_calls.wait_any(lambda: self._received > self._seen)
+                await self._device_calls.wait_any(
+                    lambda: self._received > self._seen or self._cancel_requested
+                )
+                if self._cancel_requested:
+                    # The cancel arrived as a model call completed, and the SDK returned
+                    # the reply rather than the cancellation: honour it here, or the loop
+                    # would wait for the device for as long as it may stay away.
+                    raise asyncio.CancelledError
                 continue
             if result.empty_reply and workflow.patched(EMPTY_REPLY_PATCH):
                 if nudged_at == step - 1:  # the reply to the nudge was empty as well
