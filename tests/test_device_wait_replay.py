@@ -1,6 +1,9 @@
-"""Device calls and replay: a history recorded before device calls ran in the background
-(the loop awaited the call) replays with the current code, and so does one recorded with a
-call pending while the loop took other steps. RECORD_HISTORIES=1 re-records them."""
+"""Device calls and replay. tests/histories/device_call_awaited.json was recorded before
+device calls ran in the background (the loop awaited the call until DeviceOffline);
+device_call_pending.json with the call pending while the model took a step and answered,
+then the wait, the timeout and one more step. tests/test_replay.py replays both with the
+current code; this test runs the same task live and replays its history.
+RECORD_DEVICE_HISTORY=NAME records the live run as tests/histories/NAME.json."""
 
 from __future__ import annotations
 
