@@ -37,6 +37,7 @@ def every_setting_changed() -> AgentInput:
         approval_timeout_seconds=5,
         tool_timeout_seconds=6,
         device_schedule_to_start_seconds=8,
+        max_pending_device_calls=2,
         model_outage_seconds=900,
         model_retry_max_interval_seconds=9,
         step=3,
