@@ -150,7 +150,8 @@ async def test_watch_names_an_unreachable_gateway_in_one_line() -> None:
 def readme_blocks() -> list[str]:
     """The sh blocks of the README's "Watch from another machine"."""
     section = README.read_text().split("### Watch from another machine", 1)[1]
-    return re.findall(r"```sh\n(.*?)```", section.split("\n## ", 1)[0], flags=re.DOTALL)
+    section = re.split(r"\n##+ ", section, maxsplit=1)[0]  # up to the next heading
+    return re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
 
 
 async def bash(script: str, env: dict[str, str]) -> str:

@@ -156,11 +156,11 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
     assert (root / "out" / "report.md").read_text() == "edited in the browser"
     assert artifact == NOTES and hashlib.sha256(artifact).hexdigest()
     assert errors == []
-    # Tokens arrived before their items committed: each step's streamed text was the start
-    # of (or all of) the reply the step committed.
+    # Tokens arrived before their items committed: each step's streamed text was a run of
+    # the reply the step committed (a page that joins mid-reply misses the pieces before).
     assert partials, "no partial reply text was shown while the model streamed"
     for step, text in partials.items():
-        assert text and committed[step].startswith(text), (step, text, committed.get(step))
+        assert text and text in committed[step], (step, text, committed.get(step))
     assert len(shots.paths) == 11
     for path in shots.paths:
         assert path.stat().st_size > 1000, path

@@ -33,6 +33,7 @@ from storage.devices import DeviceRepository
 from storage.items import ItemRepository
 from storage.models import DeviceCallRow, ItemRow
 from storage.sessions import SessionRepository
+from storage.tool_effects import EffectState
 from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from workers.gateway.context import Gateway
 from workers.gateway.device_models import Completion, OfferedCall, UploadTarget
@@ -258,7 +259,7 @@ def _tool_result(
     error_type, error = None, ""
     if body.error is not None:
         error_type, error = body.error.type, body.error.message
-        if body.effect == "in_doubt":
+        if body.effect == EffectState.IN_DOUBT:
             error_type = EFFECT_IN_DOUBT
     return ToolResult(
         session_id=call.session_id,

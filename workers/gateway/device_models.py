@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from storage.tool_effects import SETTLED, EffectState
 from workers.gateway.models import Request
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -80,8 +81,15 @@ class Completion(Request):
 
     result: ResultInfo | None = None
     error: ErrorInfo | None = None
-    # For an effectful tool: whether it acted (the effects contract).
-    effect: Literal["completed", "failed", "reconciled", "in_doubt"] | None = None
+    # For an effectful tool: whether it acted (the effects contract), as a call settles.
+    effect: EffectState | None = None
+
+    @field_validator("effect")
+    @classmethod
+    def _settled(cls, effect: EffectState | None) -> EffectState | None:
+        if effect is not None and effect not in SETTLED:
+            raise ValueError(f"effect must be one of: {', '.join(SETTLED)}")
+        return effect
 
 
 class CompletionAnswer(BaseModel):
