@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workers.task_options import MAX_STEPS, TaskOptions
+from workers.task_options import MAX_PENDING_DEVICE_CALLS, MAX_STEPS, TaskOptions
 
 
 @pytest.mark.parametrize(
@@ -24,6 +24,8 @@ from workers.task_options import MAX_STEPS, TaskOptions
         ("tool_timeout_seconds", -5),
         ("tool_timeout_seconds", 10**9),
         ("device_schedule_to_start_seconds", 0),
+        ("max_pending_device_calls", 0),
+        ("max_pending_device_calls", MAX_PENDING_DEVICE_CALLS + 1),
     ],
 )
 def test_an_out_of_range_option_is_refused_naming_the_field(field: str, value: Any) -> None:
@@ -49,3 +51,5 @@ def test_the_defaults_and_the_bounds_themselves_are_accepted() -> None:
     TaskOptions()
     TaskOptions(max_steps=1, continue_as_new_every=0, approval_timeout_seconds=1)
     TaskOptions(max_steps=MAX_STEPS, device_id="laptop", device_tools=["read_file"])
+    TaskOptions(max_pending_device_calls=1)
+    TaskOptions(max_pending_device_calls=MAX_PENDING_DEVICE_CALLS)
