@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.approval_waits import Waiting
+from workflows.approval_waits import Waiting, check_decision, pending_approvals
 from workflows.contracts import (
     AgentInput,
     AgentResult,
@@ -25,7 +24,6 @@ from workflows.contracts import (
     DecisionResult,
     ModelCallInput,
     ModelCallResult,
-    PendingApproval,
     RejectInput,
     SendMessageInput,
     SessionStatusInput,
@@ -39,8 +37,8 @@ from workflows.device_waits import (
 )
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.model_calls import model_call_options, model_failure
-from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
 from workflows.session_open import open_session
+from workflows.state_writes import write_state
 from workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
@@ -52,7 +50,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.session_state import SessionStateActivities
     from storage.session_status import SessionStatus
 
-MAX_REASON_CHARS = 500
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
 # every send_message signal as they did.
 TENANT_CHECKED_SIGNALS = "tenant-checked-signals"
@@ -304,7 +301,7 @@ class AgentWorkflow:
             del self._waiting[call.tool_call_id]
             self._decided.add(call.tool_call_id)
         record = waiting.record(self._inp, call.tool_call_id, key)
-        await self._state(SessionStateActivities.record_approval, record)
+        await write_state(SessionStateActivities.record_approval, record)
         if not self._waiting and self._status == SessionStatus.RUNNING:
             await self._set_status(SessionStatus.RUNNING)
         return bool(waiting.approved)
@@ -313,11 +310,7 @@ class AgentWorkflow:
 
     @workflow.update(name="approve")
     def approve(self, inp: ApproveInput) -> DecisionResult:
-        waiting = self._waiting[inp.tool_call_id]
-        waiting.approved, waiting.decided_by = True, inp.decided_by[:100]
-        waiting.device_id = inp.device_id
-        waiting.edited_arguments_item_id = inp.edited_arguments_item_id
-        waiting.decision_item_id = inp.decision_item_id
+        self._waiting[inp.tool_call_id].approve(inp)
         return DecisionResult(inp.tool_call_id, True)
 
     @approve.validator
@@ -326,11 +319,7 @@ class AgentWorkflow:
 
     @workflow.update(name="reject")
     def reject(self, inp: RejectInput) -> DecisionResult:
-        waiting = self._waiting[inp.tool_call_id]
-        waiting.approved, waiting.decided_by = False, inp.decided_by[:100]
-        waiting.reason = inp.reason[:MAX_REASON_CHARS]
-        waiting.device_id = inp.device_id
-        waiting.decision_item_id = inp.decision_item_id
+        self._waiting[inp.tool_call_id].reject(inp)
         return DecisionResult(inp.tool_call_id, False)
 
     @reject.validator
@@ -348,17 +337,7 @@ class AgentWorkflow:
 
     def _validate_decision(self, tool_call_id: str, tenant_id: str | None) -> None:
         self._check_tenant(tenant_id)
-        waiting = self._waiting.get(tool_call_id)
-        if tool_call_id in self._decided or (waiting is not None and waiting.approved is not None):
-            raise ApplicationError(
-                f"tool call {tool_call_id!r} was already decided", type="AlreadyDecided"
-            )
-        if waiting is None:
-            raise ApplicationError(
-                f"no tool call {tool_call_id!r} is waiting for approval "
-                f"(waiting: {sorted(self._waiting) or 'none'})",
-                type="UnknownToolCall",
-            )
+        check_decision(self._waiting, self._decided, tool_call_id)
 
     @workflow.signal(name="send_message")
     def send_message(self, inp: SendMessageInput) -> None:
@@ -393,29 +372,15 @@ class AgentWorkflow:
             if self._devices_away and self._status == SessionStatus.RUNNING
             else self._status,
             step=self._step,
-            pending_approvals=[
-                PendingApproval(call_id, w.name, w.step, rerun=w.rerun > 0)
-                for call_id, w in self._waiting.items()
-                if w.approved is None
-            ],
+            pending_approvals=pending_approvals(self._waiting),
             last_error=self._last_error,
-        )
-
-    # -- state writes ---------------------------------------------------------------------------
-
-    async def _state(self, method: Any, arg: Any) -> Any:
-        return await workflow.execute_activity_method(
-            method,
-            arg,
-            start_to_close_timeout=STATE_WRITE_TIMEOUT,
-            retry_policy=STATE_WRITE_RETRY,
         )
 
     async def _set_status(
         self, status: str, detail: str | None = None, suffix: str | None = None
     ) -> None:
         key = self._key(self._step, f"status:{suffix}") if suffix else None
-        await self._state(
+        await write_state(
             SessionStateActivities.set_session_status,
             SessionStatusInput(
                 self._inp.session_id,

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workflows.contracts import AgentInput, ApprovalRecordInput
+from temporalio.exceptions import ApplicationError
+
+from workflows.contracts import (
+    AgentInput,
+    ApprovalRecordInput,
+    ApproveInput,
+    PendingApproval,
+    RejectInput,
+)
+
+MAX_REASON_CHARS = 500
 
 
 @dataclass
@@ -22,6 +32,18 @@ class Waiting:
     decision_item_id: str | None = None
     # > 0: asking to run a call in doubt again (its n-th re-run).
     rerun: int = 0
+
+    def approve(self, inp: ApproveInput) -> None:
+        self.approved, self.decided_by = True, inp.decided_by[:100]
+        self.device_id = inp.device_id
+        self.edited_arguments_item_id = inp.edited_arguments_item_id
+        self.decision_item_id = inp.decision_item_id
+
+    def reject(self, inp: RejectInput) -> None:
+        self.approved, self.decided_by = False, inp.decided_by[:100]
+        self.reason = inp.reason[:MAX_REASON_CHARS]
+        self.device_id = inp.device_id
+        self.decision_item_id = inp.decision_item_id
 
     def record(self, inp: AgentInput, tool_call_id: str, key: str) -> ApprovalRecordInput:
         """The decision as record_approval commits it (a person's words stay behind the
@@ -40,3 +62,27 @@ class Waiting:
             decision_item_id=self.decision_item_id,
             rerun=self.rerun,
         )
+
+
+def check_decision(waiting: dict[str, Waiting], decided: set[str], tool_call_id: str) -> None:
+    """Refuse a decision for a call already decided or not waiting (an update validator)."""
+    call = waiting.get(tool_call_id)
+    if tool_call_id in decided or (call is not None and call.approved is not None):
+        raise ApplicationError(
+            f"tool call {tool_call_id!r} was already decided", type="AlreadyDecided"
+        )
+    if call is None:
+        raise ApplicationError(
+            f"no tool call {tool_call_id!r} is waiting for approval "
+            f"(waiting: {sorted(waiting) or 'none'})",
+            type="UnknownToolCall",
+        )
+
+
+def pending_approvals(waiting: dict[str, Waiting]) -> list[PendingApproval]:
+    """The calls still waiting for a decision, as the status query reports them."""
+    return [
+        PendingApproval(call_id, w.name, w.step, rerun=w.rerun > 0)
+        for call_id, w in waiting.items()
+        if w.approved is None
+    ]

@@ -17,7 +17,8 @@ from workflows.contracts import (
     ToolCallRef,
     ToolErrorInput,
 )
-from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT, workflow_id_for
+from workflows.policies import workflow_id_for
+from workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
     from activities.delegation import DelegationActivities
@@ -35,11 +36,9 @@ async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -
         await _tool_error(parent, step, call, key, "DelegationTooDeep", message)
         return
     try:
-        child = await workflow.execute_activity_method(
+        child = await write_state(
             DelegationActivities.open_child_session,
             ChildSessionInput(parent.session_id, parent.tenant_id, step, call.tool_call_id, key),
-            start_to_close_timeout=STATE_WRITE_TIMEOUT,
-            retry_policy=STATE_WRITE_RETRY,
         )
     except ActivityError as err:  # bad arguments from the model: tell it, carry on
         await _tool_error(parent, step, call, key, "InvalidArguments", str(err.cause or err))
@@ -56,7 +55,7 @@ async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -
         status = result.status
     except ChildWorkflowError as err:
         status, error = SessionStatus.FAILED, str(err.cause or err)[:300]
-    await workflow.execute_activity_method(
+    await write_state(
         DelegationActivities.record_delegation,
         DelegationResultInput(
             parent.session_id,
@@ -68,15 +67,13 @@ async def delegate(parent: AgentInput, step: int, call: ToolCallRef, key: str) -
             key,
             error,
         ),
-        start_to_close_timeout=STATE_WRITE_TIMEOUT,
-        retry_policy=STATE_WRITE_RETRY,
     )
 
 
 async def _tool_error(
     parent: AgentInput, step: int, call: ToolCallRef, key: str, error_type: str, message: str
 ) -> None:
-    await workflow.execute_activity_method(
+    await write_state(
         SessionStateActivities.record_tool_error,
         ToolErrorInput(
             parent.session_id,
@@ -88,6 +85,4 @@ async def _tool_error(
             message[:300],
             key,
         ),
-        start_to_close_timeout=STATE_WRITE_TIMEOUT,
-        retry_policy=STATE_WRITE_RETRY,
     )

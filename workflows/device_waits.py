@@ -19,7 +19,7 @@ from typing import Any
 from temporalio import workflow
 
 from workflows.contracts import AgentInput, PendingDeviceCall, ToolCallRef, ToolErrorInput
-from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+from workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
     from activities.session_state import SessionStateActivities
@@ -91,7 +91,7 @@ async def refuse_over_limit(
         f"not run: {limit} device call(s) are already pending on device {device_id}, the "
         "limit for this task; call it again once one of their results has arrived"
     )
-    await workflow.execute_activity_method(
+    await write_state(
         SessionStateActivities.record_tool_error,
         ToolErrorInput(
             inp.session_id,
@@ -103,7 +103,5 @@ async def refuse_over_limit(
             message,
             key,
         ),
-        start_to_close_timeout=STATE_WRITE_TIMEOUT,
-        retry_policy=STATE_WRITE_RETRY,
     )
     return f"{call.name}: {message}"

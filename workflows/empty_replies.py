@@ -6,7 +6,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from workflows.contracts import AgentInput, NudgeInput
-from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+from workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
     from activities.session_state import SessionStateActivities
@@ -19,9 +19,7 @@ NO_ANSWER = "no answer: the model's reply was empty again after it was told so"
 
 async def nudge(inp: AgentInput, step: int, key: str) -> None:
     """Commit the nudge (a user turn in the activity's own words) after step `step`."""
-    await workflow.execute_activity_method(
+    await write_state(
         SessionStateActivities.record_nudge,
         NudgeInput(inp.session_id, inp.tenant_id, step, key),
-        start_to_close_timeout=STATE_WRITE_TIMEOUT,
-        retry_policy=STATE_WRITE_RETRY,
     )

@@ -15,7 +15,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
-from workflows.policies import MAX_INLINE_TASK_BYTES, STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+from workflows.policies import MAX_INLINE_TASK_BYTES
+from workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: the class only names the method we schedule; its module (SQLAlchemy,
@@ -38,7 +39,7 @@ async def open_session(inp: AgentInput) -> CommittedItem:
         raise _refused(f"cannot start the task: {err}", "InvalidTaskInput") from None
     workflow_id = workflow.info().workflow_id
     try:
-        item: CommittedItem = await workflow.execute_activity_method(
+        item: CommittedItem = await write_state(
             SessionOpenActivities.open_session,
             OpenSessionInput(
                 session_id=inp.session_id,
@@ -46,8 +47,6 @@ async def open_session(inp: AgentInput) -> CommittedItem:
                 agent=inp.agent or DEFAULT_AGENT,
                 idempotency_key=f"{workflow_id}:task",
             ),
-            start_to_close_timeout=STATE_WRITE_TIMEOUT,
-            retry_policy=STATE_WRITE_RETRY,
         )
     except ActivityError as err:
         cause = err.cause
