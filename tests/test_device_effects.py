@@ -4,17 +4,15 @@ call's one result says so."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from tests.conftest import AgentRunner
-from tests.support.device_gateway import gateway_server, make_device_key
-from tests.support.gateway import bearer, poll
+from tests.support.device_gateway import device_link
+from tests.support.gateway import poll
 from tests.support.helpers import items_of, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
@@ -34,16 +32,12 @@ async def test_a_device_s_in_doubt_call_is_not_run_again_without_a_person(
     workspace: Path,
     tenant: str,
 ) -> None:
-    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
-    auth = bearer(await make_device_key(resources, tenant, device_id))
     provider = ScriptedProvider.from_data(WRITE_ON_DEVICE)
     async with (
         agent_worker(provider, workspace) as queue,
-        gateway_server(migrated, resources, client) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as http,
+        device_link(migrated, resources, client, tenant, ["write_file"]) as device,
     ):
-        registered = await http.post("/v1/device", json={"tools": ["write_file"]}, headers=auth)
-        assert registered.status_code == 200
+        http, auth, device_id = device.http, device.auth, device.device_id
         session_id, handle = await start(
             client,
             resources,

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from pathlib import Path
 
-import httpx
 from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from storage.device_calls import DeviceCallRepository
 from tests.conftest import AgentRunner
-from tests.support.device_gateway import gateway_server, make_device_key
-from tests.support.gateway import bearer
+from tests.support.device_gateway import device_link
 from tests.support.helpers import items_of, start
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -36,17 +33,12 @@ async def test_a_device_gone_after_connecting_is_reported_offline_to_the_model(
     workspace: Path,
     tenant: str,
 ) -> None:
-    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
-    auth = bearer(await make_device_key(resources, tenant, device_id))
     provider = ScriptedProvider.from_data(READ_ON_DEVICE)
     async with (
         agent_worker(provider, workspace) as queue,
-        gateway_server(migrated, resources, client) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as http,
+        device_link(migrated, resources, client, tenant, ["read_file"]) as device,
     ):
-        assert (
-            await http.post("/v1/device", json={"tools": ["read_file"]}, headers=auth)
-        ).status_code == 200
+        http, auth, device_id = device.http, device.auth, device.device_id
         once = await http.post("/v1/device/calls/next", params={"wait": 0}, headers=auth)
         assert once.status_code == 204  # connected once (its relay started), then gone
         began = time.monotonic()

@@ -9,14 +9,12 @@ import hashlib
 import uuid
 from pathlib import Path
 
-import httpx
 from temporalio.client import Client
 
 from activities.providers.scripted import ScriptedProvider
 from storage.device_calls import DeviceCallRepository
 from tests.conftest import AgentRunner
-from tests.support.device_gateway import gateway_server, make_device_key
-from tests.support.gateway import bearer
+from tests.support.device_gateway import device_link
 from tests.support.helpers import items_of, start
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -38,17 +36,12 @@ async def test_a_renewed_lease_keeps_a_long_call_with_its_device_and_its_first_a
     workspace: Path,
     tenant: str,
 ) -> None:
-    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
-    auth = bearer(await make_device_key(resources, tenant, device_id))
     provider = ScriptedProvider.from_data(READ_ON_DEVICE)
     async with (
         agent_worker(provider, workspace) as queue,
-        gateway_server(migrated, resources, client) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as http,
+        device_link(migrated, resources, client, tenant, ["read_file"]) as device,
     ):
-        assert (
-            await http.post("/v1/device", json={"tools": ["read_file"]}, headers=auth)
-        ).status_code == 200
+        http, auth, device_id = device.http, device.auth, device.device_id
         session_id, handle = await start(
             client, resources, queue, tenant=tenant, device_id=device_id, device_tools=["read_file"]
         )

@@ -7,18 +7,20 @@ import asyncio
 import os
 import signal
 import subprocess
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
+from tests.support.gateway import bearer
+from tests.support.gateway import gateway_server as served_gateway
 from tests.support.processes import AGENTCTL, REPO
-from workers.gateway import create_app
-from workers.gateway.serving import serving
 from workers.resources import Resources
-from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
 
 # What a device process may see of the machine: no DATABASE_*, S3_*, TEMPORAL_* at all.
@@ -37,10 +39,34 @@ async def gateway_server(
 ) -> AsyncIterator[str]:
     """The gateway app served on a loopback port (lifespan included, so its relays stop
     with it); yields its base URL."""
-    settings = stack.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
-    settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
-    async with serving(create_app(res, client, settings)) as url:
+    async with served_gateway(stack, res, client, queue="unused", workspace=Path("unused")) as url:
         yield url
+
+
+@dataclass(frozen=True)
+class DeviceLink:
+    """A device speaking HTTP to a real gateway with its key: what a test drives by hand."""
+
+    http: httpx.AsyncClient
+    auth: dict[str, str]
+    device_id: str
+
+
+@asynccontextmanager
+async def device_link(
+    stack: StackEndpoints, res: Resources, client: Client, tenant: str, tools: list[str]
+) -> AsyncIterator[DeviceLink]:
+    """A new device of `tenant` with its own key, registered with `tools` on a fresh
+    gateway served for the block."""
+    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    auth = bearer(await make_device_key(res, tenant, device_id))
+    async with (
+        gateway_server(stack, res, client) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        registered = await http.post("/v1/device", json={"tools": tools}, headers=auth)
+        assert registered.status_code == 200, registered.text
+        yield DeviceLink(http, auth, device_id)
 
 
 class GatewayDeviceProcess:
