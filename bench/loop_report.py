@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
+from step_tail import step_components  # bench/ is on sys.path when run as a script
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client
 
@@ -38,6 +39,8 @@ class Row:
     # total ms started->completed), from history event times
     breakdown: dict[str, list[float]] = field(default_factory=dict)
     pg_growth: dict[str, int] = field(default_factory=dict)
+    # per step: ms per part (bench/step_tail.py), for where the tail comes from
+    steps: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def persisted(self) -> int:
@@ -98,6 +101,7 @@ async def history_stats(client: Client, workflow_id: str, run_id: str, row: Row)
         biggest = max(biggest, size)
         next_run = None
         add_breakdown(history, row.breakdown)
+        row.steps.extend(step_components(history, MODEL_ACTIVITIES))
         for e in history.events:
             scheduled = e.activity_task_scheduled_event_attributes
             if (
