@@ -174,16 +174,28 @@ async def test_temporal_client_connects(endpoints: StackEndpoints) -> None:
     assert await client.service_client.check_health()
 
 
-async def test_temporal_restart_keeps_workflows(state_root: Path) -> None:
-    server = TemporalDevServer(state_root / "restart" / "temporal.db", port=0)
+def _cmdline(pid: int) -> list[bytes]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+async def test_temporal_restart_keeps_workflows(state_root: Path, fsync: bool) -> None:
+    """Stopped, or without fsync (tests, benchmarks, the demo) even SIGKILLed, the server
+    comes back with its workflows: only an OS crash could lose what synchronous=OFF left in
+    the page cache."""
+    server = TemporalDevServer(state_root / f"restart-{fsync}" / "temporal.db", port=0, fsync=fsync)
     workflow_id = f"survives-restart-{uuid.uuid4().hex}"
     try:
         server.start()
+        assert server.pid is not None
+        assert (b"synchronous=OFF" in _cmdline(server.pid)) is not fsync
         client = await Client.connect(server.address)
         # Nobody polls this queue, so the workflow just stays open.
         await client.start_workflow(
             "NotRegisteredAnywhere", id=workflow_id, task_queue="devstack-nobody-polls"
         )
+        if not fsync:
+            os.killpg(server.pid, signal.SIGKILL)
         server.stop()
         server.start()
         client = await Client.connect(server.address)

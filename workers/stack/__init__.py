@@ -137,6 +137,7 @@ class DevStack:
             port=temporal_port,
             headless=not ui,
             log_path=logs / "temporal.log",
+            fsync=fsync,
         )
         self._services: list[_Service] = [self.postgres, self.seaweed, self.temporal]
         self._endpoints: StackEndpoints | None = None
