@@ -38,7 +38,7 @@ from workflows.device_waits import (
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.model_calls import model_call_options, model_failure
 from workflows.session_open import open_session
-from workflows.state_writes import write_state
+from workflows.state_writes import write_state_in_task
 from workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
@@ -301,7 +301,7 @@ class AgentWorkflow:
             del self._waiting[call.tool_call_id]
             self._decided.add(call.tool_call_id)
         record = waiting.record(self._inp, call.tool_call_id, key)
-        await write_state(SessionStateActivities.record_approval, record)
+        await write_state_in_task(SessionStateActivities.record_approval, record)
         if not self._waiting and self._status == SessionStatus.RUNNING:
             await self._set_status(SessionStatus.RUNNING)
         return bool(waiting.approved)
@@ -380,7 +380,7 @@ class AgentWorkflow:
         self, status: str, detail: str | None = None, suffix: str | None = None
     ) -> None:
         key = self._key(self._step, f"status:{suffix}") if suffix else None
-        await write_state(
+        await write_state_in_task(
             SessionStateActivities.set_session_status,
             SessionStatusInput(
                 self._inp.session_id,

@@ -1,0 +1,216 @@
+"""Status writes and approval records run as local activities (workflows/state_writes.py):
+a park costs one scheduled activity (the model call) and two workflow tasks, and a write a
+killed worker left half done is run again by the retried workflow task, committing once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+from temporalio.testing import ActivityEnvironment
+
+from activities.providers.scripted import ScriptedProvider
+from activities.session_state import SessionStateActivities
+from storage.items import ItemRepository, NewItem
+from storage.sessions import SessionRepository
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, session_root, start
+from tests.support.processes import WorkerProcess
+from workers import tasks
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+from workflows.agent import AgentWorkflow
+from workflows.contracts import ApprovalRecordInput, ApproveInput, SessionStatusInput
+
+HISTORIES = Path(__file__).parent / "histories"
+SCRIPT: list[dict[str, Any]] = [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "out/a.txt", "content": "A"}}]}
+]
+WRITES = ("set_session_status", "record_approval")
+
+
+async def _status(res: Resources, tenant: str, session_id: str) -> str:
+    session, _ = await tasks.read_session(res.sessions, tenant, session_id)
+    return str(session.status)
+
+
+async def _wait_status(
+    res: Resources, tenant: str, session_id: str, status: str, within: float = 30
+) -> None:
+    async with asyncio.timeout(within):
+        while True:
+            if await _status(res, tenant, session_id) == status:
+                return
+            await asyncio.sleep(0.05)
+
+
+def _count(history: WorkflowHistory) -> tuple[list[str], int, Counter[str]]:
+    """(scheduled activity types, completed workflow tasks, markers by name) so far."""
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    tasks_done = sum(
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in history.events
+    )
+    markers = Counter(
+        e.marker_recorded_event_attributes.marker_name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+    )
+    return scheduled, tasks_done, markers
+
+
+async def test_a_park_is_one_scheduled_activity_and_two_workflow_tasks(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    async with agent_worker(ScriptedProvider.from_data(SCRIPT), workspace) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        await _wait_status(resources, tenant, session_id, "waiting_approval")
+        scheduled, tasks_done, markers = _count(await handle.fetch_history())
+        # running and waiting_approval were written inside the two workflow tasks that
+        # start the model call and take its result: markers, not scheduled activities.
+        assert scheduled == ["call_model"]
+        assert tasks_done == 2
+        assert markers["core_local_activity"] == 2
+
+        await tasks.approve(
+            client, session_id, "call_0_0", "alice", sessions=resources.sessions, tenant_id=tenant
+        )
+        result = await asyncio.wait_for(handle.result(), 30)
+
+    assert result.status == "completed"
+    history = await handle.fetch_history()
+    scheduled, _, markers = _count(history)
+    assert not set(WRITES) & set(scheduled), scheduled
+    # running, waiting_approval, the decision, running again, completed.
+    assert markers["core_local_activity"] == 5
+    assert await _status(resources, tenant, session_id) == "completed"
+    kinds = Counter(i.kind for i in await items_of(resources, tenant, session_id))
+    # The client's decision item and the loop's record of it.
+    assert kinds["approval"] == 2 and kinds["tool_result"] == 1
+    assert (session_root(workspace, tenant, session_id) / "out/a.txt").read_text() == "A"
+    if os.environ.get("RECORD_HISTORIES"):
+        (HISTORIES / "local_state_writes.json").write_text(history.to_json())
+
+
+@asynccontextmanager
+async def _session_row_held(res: Resources, session_id: str) -> AsyncIterator[None]:
+    """Every append to the session waits for this open transaction's row lock."""
+    conn = await res.engine.connect()
+    trans = await conn.begin()
+    try:
+        await conn.execute(
+            text("SELECT id FROM sessions WHERE id = :id FOR UPDATE"), {"id": uuid.UUID(session_id)}
+        )
+        yield
+    finally:
+        await trans.rollback()
+        await conn.close()
+
+
+async def _wait_until_append_blocked(res: Resources, within: float = 30) -> None:
+    async with asyncio.timeout(within):
+        while True:
+            async with res.engine.connect() as conn:
+                waiting = await conn.scalar(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        " AND query ILIKE '%FROM sessions%FOR UPDATE%'"
+                        " AND pid <> pg_backend_pid()"
+                    )
+                )
+            if waiting:
+                return
+            await asyncio.sleep(0.05)
+
+
+async def test_worker_killed_mid_approval_record_retries_the_task_and_records_once(
+    client: Client,
+    resources: Resources,
+    migrated: StackEndpoints,
+    workspace: Path,
+    tmp_path: Path,
+    tenant: str,
+) -> None:
+    queue = f"local-{uuid.uuid4().hex[:8]}"
+    worker = WorkerProcess(
+        migrated, queue=queue, workspace=workspace, log=tmp_path / "worker.log", script=SCRIPT
+    )
+    worker.start()
+    try:
+        await asyncio.to_thread(worker.wait_started, 90)
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        await _wait_status(resources, tenant, session_id, "waiting_approval")
+        async with _session_row_held(resources, session_id):
+            # A plain client's approval: the update itself, so nothing of ours takes the lock.
+            decide = asyncio.create_task(
+                handle.execute_update(
+                    AgentWorkflow.approve,
+                    ApproveInput("call_0_0", decided_by="alice", tenant_id=tenant),
+                )
+            )
+            await _wait_until_append_blocked(resources)
+            worker.kill()  # mid record_approval: its workflow task never completes
+        worker.start()
+        decision = await asyncio.wait_for(decide, 60)
+        result = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        worker.stop()
+
+    assert decision.approved and result.status == "completed"
+    items = await items_of(resources, tenant, session_id)
+    kinds = Counter(i.kind for i in items)
+    assert kinds["approval"] == 1, "the retried workflow task must not record the decision twice"
+    assert kinds["tool_result"] == 1
+    assert len({i.idempotency_key for i in items}) == len(items)
+    history = await handle.fetch_history()
+    lost = {
+        EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    }
+    assert any(e.event_type in lost for e in history.events), "the kill should cost a task"
+    assert not set(WRITES) & set(_count(history)[0])
+
+
+async def test_a_write_run_again_after_it_committed_commits_nothing_new(
+    resources: Resources, tenant: str
+) -> None:
+    # The case a kill cannot be timed into: the local activity committed, the worker died
+    # before its workflow task completed, and the retried task runs the same write again.
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        await ItemRepository(db, tenant).append(
+            NewItem(
+                sid,
+                "tool_call",
+                "assistant",
+                f"{sid}:0:call:c1",
+                text="write_file",
+                tool_call_id="c1",
+                tool_name="write_file",
+                data={"arguments": {"path": "a", "content": "x"}, "step": 0},
+            )
+        )
+    s, env = str(sid), ActivityEnvironment()
+    state = SessionStateActivities(resources.sessions)
+    reject = ApprovalRecordInput(s, tenant, 0, "c1", False, "timeout", "late", f"agent-{s}:0:c1")
+    fail = SessionStatusInput(s, tenant, "failed", "step limit", f"agent-{s}:1:status:x")
+    for _ in range(2):
+        await env.run(state.record_approval, reject)
+        await env.run(state.set_session_status, fail)
+
+    kinds = Counter(i.kind for i in await items_of(resources, tenant, s))
+    assert kinds == {"tool_call": 1, "approval": 1, "tool_result": 1, "error": 1}
+    assert await _status(resources, tenant, s) == "failed"
