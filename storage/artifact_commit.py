@@ -22,7 +22,7 @@ async def register_uploaded(
     """
     repo = ArtifactRepository(db, ref.tenant_id)
     await repo.lock_content(ref.sha256)
-    artifact_id = await repo.register(ref, uri=store.uri(ref))
+    artifact_id = await repo.register(ref)  # no uri: ArtifactStore.uri derives it
     if not await store.exists(ref):
         await store.put(ref.tenant_id, content, ref.content_type)
     return artifact_id
