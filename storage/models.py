@@ -75,7 +75,13 @@ class ItemRow(Base):
     __tablename__ = "items"
     __table_args__ = (
         UniqueConstraint("session_id", "ordinal", name="uq_items_session_ordinal"),
-        Index("ix_items_session_tool_call", "session_id", "tool_call_id"),
+        # Only a tool call's items can match a lookup by call (migration 0015).
+        Index(
+            "ix_items_session_tool_call",
+            "session_id",
+            "tool_call_id",
+            postgresql_where=text("tool_call_id IS NOT NULL"),
+        ),
         # Unique per tenant on a 16-byte hash of the key, not the key's text (migration 0015).
         Index(
             "ux_items_key_hash",

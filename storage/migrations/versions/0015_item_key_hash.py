@@ -10,6 +10,9 @@ second preimage of sha256 to touch another tenant's rows; within a tenant, a cra
 collision (2^64 work) only refuses that tenant's own insert. Keys become unique per tenant
 (they were unique across tenants).
 
+ix_items_session_tool_call holds only items of a tool call (tool_call_id set): replies and
+user messages are a third of the rows and no lookup by call can match them.
+
 agent_artifacts.uri: the store location is derived from the bucket and the content-addressed
 key (ArtifactStore.uri), so new rows leave it NULL; rows written before keep theirs. The
 downgrade fills NULLs with a URN of the content ('urn:sha256:<hex>'), as the bucket is
@@ -44,6 +47,13 @@ def upgrade() -> None:
         "CREATE UNIQUE INDEX ux_items_key_hash ON items (item_key_hash(tenant_id, idempotency_key))"
     )
     op.drop_constraint("uq_items_idempotency_key", "items", type_="unique")
+    op.drop_index("ix_items_session_tool_call", table_name="items")
+    op.create_index(
+        "ix_items_session_tool_call",
+        "items",
+        ["session_id", "tool_call_id"],
+        postgresql_where=sa.text("tool_call_id IS NOT NULL"),
+    )
     op.alter_column("agent_artifacts", "uri", existing_type=sa.Text(), nullable=True)
 
 
@@ -53,4 +63,6 @@ def downgrade() -> None:
     # Fails if two tenants have since used the same key: 0014 cannot hold both rows.
     op.create_unique_constraint("uq_items_idempotency_key", "items", ["idempotency_key"])
     op.drop_index("ux_items_key_hash", table_name="items")
+    op.drop_index("ix_items_session_tool_call", table_name="items")
+    op.create_index("ix_items_session_tool_call", "items", ["session_id", "tool_call_id"])
     op.execute("DROP FUNCTION item_key_hash(text, text)")
