@@ -34,8 +34,12 @@ class DeviceRelayActivities:
         tenant_id: str,
         device_id: str,
         offered: Callable[[], None] = lambda: None,
+        *,
+        store_prefix: str,
     ) -> None:
+        """`store_prefix`: the artifact store's key prefix, for the refs of the outcomes."""
         self._sessions = sessions
+        self._store_prefix = store_prefix
         self._tenant = tenant_id
         self._device = device_id
         self._offered = offered
@@ -51,7 +55,9 @@ class DeviceRelayActivities:
             items = ItemRepository(db, inp.tenant_id)
             done = await items.by_key(inp.idempotency_key)
             if done is not None:
-                return outcome_of(await latest_settlement(items, done), inp.tenant_id)
+                return outcome_of(
+                    await latest_settlement(items, done), inp.tenant_id, self._store_prefix
+                )
             # A call missing from AgentState fails here, typed, never in a device's poll.
             await call_arguments(items, uuid.UUID(inp.session_id), inp.tool_call_id)
             row = await DeviceCallRepository(db, self._tenant, self._device).offer(
@@ -69,6 +75,8 @@ class DeviceRelayActivities:
                 done = await items.by_key(inp.idempotency_key)
                 if done is None:
                     raise non_retryable("DeviceCallLost", "a done device call has no result")
-                return outcome_of(await latest_settlement(items, done), inp.tenant_id)
+                return outcome_of(
+                    await latest_settlement(items, done), inp.tenant_id, self._store_prefix
+                )
         self._offered()
         activity.raise_complete_async()

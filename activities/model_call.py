@@ -220,7 +220,9 @@ class ModelActivities:
         self, fitted: Fitted, config: ContextConfig, compaction: CompactionRow | None
     ) -> dict[str, Any]:
         """What the reply's context was made of and the window it was sent into. Zero
-        counters are left out: readers default them."""
+        counters are left out: readers default them. So is the window when it is just the
+        configured budget (no server window learned, no overflow retry): the turn's context
+        config records that budget, and ~150 B a reply was the same block every step."""
         context = fitted.context
         counts = {
             "input_tokens": context.input_tokens,
@@ -232,7 +234,9 @@ class ModelActivities:
             "compaction_version": compaction.version if compaction else None,
         }
         stats: dict[str, Any] = {k: v for k, v in counts.items() if v}
-        stats["window"] = self._windows.stats(config.model, fitted.budget, fitted.retries)
+        window = self._windows.stats(config.model, fitted.budget, fitted.retries)
+        if window["source"] != "setting" or window["overflow_retries"] or window["server_tokens"]:
+            stats["window"] = window
         return stats
 
     async def _persist(

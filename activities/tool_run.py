@@ -33,7 +33,7 @@ from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from activities.tools.memory import SqlMemoryAccess
 from activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
-from storage.artifacts import ArtifactStore
+from storage.artifacts import ArtifactStore, artifact_key
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import ItemRow, SessionRow
@@ -103,7 +103,7 @@ class ToolActivities:
                 done = await items.by_key(inp.idempotency_key)
                 if done is not None:
                     latest = await latest_settlement(items, done)
-                    return outcome_of(latest, inp.tenant_id)
+                    return outcome_of(latest, inp.tenant_id, self._store.prefix)
                 args, asked_for = await call_arguments(items, session_id, inp.tool_call_id)
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
@@ -123,7 +123,7 @@ class ToolActivities:
                     # Audit mode: the event commits with the tool_result item.
                     await trace.committed(db, ref, row.artifact_id)
                 self._warm(inp.tenant_id, row, ref, result)
-                return outcome_of(row, inp.tenant_id)
+                return outcome_of(row, inp.tenant_id, self._store.prefix)
 
     def _registry_of(self, session: SessionRow) -> ToolRegistry:
         """The tools of the session's agent."""
@@ -291,15 +291,17 @@ def _event(inp: ToolRunInput) -> ToolCallEvent:
     )
 
 
-def outcome_of(row: ItemRow, tenant_id: str) -> ToolOutcome:
-    """What the loop learns of a committed tool_result item (ids and ref, no content)."""
+def outcome_of(row: ItemRow, tenant_id: str, store_prefix: str) -> ToolOutcome:
+    """What the loop learns of a committed tool_result item (ids and ref, no content).
+    `store_prefix` is the artifact store's key prefix: results written since migration
+    0015 leave the key to be derived; older ones keep the key they were stored under."""
     info = row.data.get("artifact")
     ref = None
     if info and row.artifact_id is not None:
         ref = ArtifactRef(
             tenant_id=tenant_id,
             sha256=info["sha256"],
-            key=info["key"],
+            key=info.get("key") or artifact_key(store_prefix, tenant_id, info["sha256"]),
             size_bytes=int(info["size_bytes"]),
             content_type=info["content_type"],
             artifact_id=str(row.artifact_id),

@@ -22,17 +22,21 @@ async def register_uploaded(
     """
     repo = ArtifactRepository(db, ref.tenant_id)
     await repo.lock_content(ref.sha256)
-    artifact_id = await repo.register(ref, uri=store.uri(ref))
+    artifact_id = await repo.register(ref)  # no uri: ArtifactStore.uri derives it
     if not await store.exists(ref):
         await store.put(ref.tenant_id, content, ref.content_type)
     return artifact_id
 
 
-def artifact_info(ref: ArtifactRef) -> dict[str, object]:
-    """What an item keeps about its artifact, for notes and readers."""
-    return {
+def artifact_info(ref: ArtifactRef, *, with_key: bool = True) -> dict[str, object]:
+    """What an item keeps about its artifact, for notes and readers. Without `with_key`
+    the store key is left out (~100 B an item): it is derived from the tenant and sha256
+    (ArtifactStore.ref_for); tool results are written so since migration 0015."""
+    info: dict[str, object] = {
         "sha256": ref.sha256,
         "size_bytes": ref.size_bytes,
         "content_type": ref.content_type,
-        "key": ref.key,
     }
+    if with_key:
+        info["key"] = ref.key
+    return info

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import SessionArchived
@@ -50,12 +50,19 @@ class ItemRepository:
         self._tenant = tenant_id
         self._sessions = SessionRepository(db, tenant_id)
 
-    async def by_key(self, idempotency_key: str) -> ItemRow | None:
-        return await self._db.scalar(
-            select(ItemRow).where(
-                ItemRow.idempotency_key == idempotency_key, ItemRow.tenant_id == self._tenant
-            )
+    def _keyed(self, keys: Collection[str]) -> ColumnElement[bool]:
+        """Rows of this tenant with one of these keys, found through the unique index on
+        item_key_hash(tenant_id, idempotency_key) (migration 0015). The tenant and the full
+        key are compared as well, so a hash collision can never return another key's row."""
+        hashed = func.item_key_hash(ItemRow.tenant_id, ItemRow.idempotency_key)
+        return and_(
+            hashed.in_([func.item_key_hash(self._tenant, k) for k in keys]),
+            ItemRow.tenant_id == self._tenant,
+            ItemRow.idempotency_key.in_(keys),
         )
+
+    async def by_key(self, idempotency_key: str) -> ItemRow | None:
+        return await self._db.scalar(select(ItemRow).where(self._keyed([idempotency_key])))
 
     async def append(self, item: NewItem) -> tuple[ItemRow, bool]:
         """Append once per idempotency key. Returns (row, created).
@@ -84,10 +91,7 @@ class ItemRepository:
         existing = {
             row.idempotency_key: row
             for row in await self._db.scalars(
-                select(ItemRow).where(
-                    ItemRow.tenant_id == self._tenant,
-                    ItemRow.idempotency_key.in_({i.idempotency_key for i in new}),
-                )
+                select(ItemRow).where(self._keyed(sorted({i.idempotency_key for i in new})))
             )
         }
         # A key repeated within the batch is appended once, like a retried single append.

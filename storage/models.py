@@ -75,7 +75,19 @@ class ItemRow(Base):
     __tablename__ = "items"
     __table_args__ = (
         UniqueConstraint("session_id", "ordinal", name="uq_items_session_ordinal"),
-        Index("ix_items_session_tool_call", "session_id", "tool_call_id"),
+        # Only a tool call's items can match a lookup by call (migration 0015).
+        Index(
+            "ix_items_session_tool_call",
+            "session_id",
+            "tool_call_id",
+            postgresql_where=text("tool_call_id IS NOT NULL"),
+        ),
+        # Unique per tenant on a 16-byte hash of the key, not the key's text (migration 0015).
+        Index(
+            "ux_items_key_hash",
+            func.item_key_hash(text("tenant_id"), text("idempotency_key")),
+            unique=True,
+        ),
         ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_items_session"),
         ForeignKeyConstraint(["turn_id"], ["turns.id"], name="fk_items_turn"),
         ForeignKeyConstraint(
@@ -95,7 +107,7 @@ class ItemRow(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(128))
     tool_name: Mapped[str | None] = mapped_column(String(128))
     data: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
-    idempotency_key: Mapped[str] = mapped_column(String(512), unique=True)
+    idempotency_key: Mapped[str] = mapped_column(String(512))
     artifact_id: Mapped[uuid.UUID | None] = mapped_column()
     turn_id: Mapped[uuid.UUID | None] = mapped_column()
     # Token count of the persisted text, so a reader can pick a window without re-tokenising.
@@ -119,7 +131,8 @@ class ArtifactRow(Base):
     artifact_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     sha256: Mapped[str] = mapped_column(Text)
-    uri: Mapped[str] = mapped_column(Text)
+    # Written before migration 0015 only: the location is derived (ArtifactStore.uri).
+    uri: Mapped[str | None] = mapped_column(Text)
     content_type: Mapped[str] = mapped_column(Text)
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     schema_version: Mapped[int] = mapped_column(Integer)

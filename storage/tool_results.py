@@ -92,7 +92,7 @@ async def commit_tool_result(
             owner_id=str(result.session_id),
             required_for_resume=True,
         )
-        data["artifact"] = artifact_info(ref)
+        data["artifact"] = artifact_info(ref, with_key=False)
     if result.error_type is not None:
         data["error_type"] = result.error_type
     text = result.preview()

@@ -17,6 +17,7 @@ from tests.support.helpers import (
     s3_sha256,
     session_root,
     start,
+    stored_key,
 )
 from workers import tasks
 from workers.resources import Resources
@@ -45,7 +46,7 @@ async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(
     for item in results:
         info = item.data["artifact"]
         assert item.artifact_id is not None
-        assert await s3_sha256(resources, info["key"]) == info["sha256"]
+        assert await s3_sha256(resources, stored_key(resources, item)) == info["sha256"]
         assert len(item.text) <= 500
     report = (session_root(workspace, "default", sid) / REPORT_PATH).read_text()
     # The report was built from file contents the model only saw through transient expansion.

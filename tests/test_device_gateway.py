@@ -18,7 +18,7 @@ from activities.tools.builtin import default_registry
 from activities.tools.mcp_device import registered_device_tools
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import GatewayDeviceProcess, gateway_server, make_device_key
-from tests.support.helpers import items_of, s3_sha256, start
+from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import recorded
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -88,7 +88,7 @@ async def test_device_with_only_a_device_key_completes_built_in_and_mcp_calls(
     ):
         sha = hashlib.sha256(body).hexdigest()
         assert results[name].data["artifact"]["sha256"] == sha, results[name].data
-        assert await s3_sha256(resources, results[name].data["artifact"]["key"]) == sha
+        assert await s3_sha256(resources, stored_key(resources, results[name])) == sha
     # The device's MCP server ran the call under its idempotency key, once.
     echo = results["dev__echo"]
     assert [(c["tool"], c["key"]) for c in recorded(record)] == [("echo", echo.idempotency_key)]

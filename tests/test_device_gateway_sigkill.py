@@ -17,7 +17,7 @@ from activities.tools.builtin import default_registry
 from activities.tools.mcp_device import registered_device_tools
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import GatewayDeviceProcess, gateway_server, make_device_key
-from tests.support.helpers import items_of, s3_sha256, start
+from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import recorded
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -88,6 +88,6 @@ async def test_device_killed_mid_call_gets_the_call_again_and_it_commits_once(
     ]
     sha = hashlib.sha256(b"unblocked t1").hexdigest()
     assert committed.data["artifact"]["sha256"] == sha
-    assert await s3_sha256(resources, committed.data["artifact"]["key"]) == sha
+    assert await s3_sha256(resources, stored_key(resources, committed)) == sha
     # Run twice on the device (the first run died with it), under the call's one key.
     assert [c["key"] for c in recorded(record, "block")] == [committed.idempotency_key] * 2

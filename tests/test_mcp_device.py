@@ -16,7 +16,7 @@ from activities.tools.builtin import default_registry
 from activities.tools.mcp_device import registered_device_tools
 from storage.devices import DeviceRepository
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, s3_sha256, start
+from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import REPO, recorded
 from tests.support.mcp_device_servers import AGENTS
 from tests.support.processes import DeviceProcess
@@ -74,7 +74,7 @@ async def test_device_local_mcp_tool_runs_on_the_device_from_specs_it_registered
     ]
     sha = hashlib.sha256(b"echo: on the laptop").hexdigest()
     assert result.data["artifact"]["sha256"] == sha
-    assert await s3_sha256(resources, result.data["artifact"]["key"]) == sha
+    assert await s3_sha256(resources, stored_key(resources, result)) == sha
     # The server the device spawned ran it, under the call's key.
     assert [(c["tool"], c["key"]) for c in recorded(record)] == [("echo", result.idempotency_key)]
     (refused,) = [

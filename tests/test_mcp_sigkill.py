@@ -15,7 +15,7 @@ from typing import Any
 from temporalio.client import Client
 
 from tests.support.chaos import fail_attempts_of_dead_worker
-from tests.support.helpers import items_of, s3_sha256, start
+from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import REPO, recorded, toolbox_http
 from tests.support.processes import WorkerProcess
 from workers.resources import Resources
@@ -90,7 +90,7 @@ async def test_worker_sigkilled_during_an_mcp_call_the_next_finishes_with_the_sa
     body = b"unblocked t1"  # a string result is stored as its text
     assert row.data["artifact"]["sha256"] == hashlib.sha256(body).hexdigest()
     assert (
-        await s3_sha256(resources, row.data["artifact"]["key"]) == hashlib.sha256(body).hexdigest()
+        await s3_sha256(resources, stored_key(resources, row)) == hashlib.sha256(body).hexdigest()
     )
     # Both attempts reached the server, under the one key the result committed with.
     assert [c["key"] for c in recorded(record, "block")] == [row.idempotency_key] * 2

@@ -10,6 +10,11 @@ CLOUD_TASK_QUEUE = "agent-cloud"
 WORKFLOW_ID_PREFIX = "agent-"
 
 # Business errors that retrying cannot fix; every activity raises them with these types.
+# Only the state writes' policy lists them (open_session stages its task text outside
+# storage_errors_are_final). call_model and run_tool raise each of them as a non-retryable
+# ApplicationError themselves (their whole bodies run in storage_errors_are_final; tools'
+# own errors become results or ToolRaised), so their policies leave the list out: it was
+# ~115 bytes in each of the two ActivityTaskScheduled events of every step.
 NON_RETRYABLE_ERROR_TYPES = [
     "ModelRequestRejected",
     "ModelAuthError",
@@ -36,7 +41,6 @@ def model_retry(max_interval: timedelta) -> RetryPolicy:
         backoff_coefficient=2.0,
         maximum_interval=max_interval,
         maximum_attempts=0,
-        non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
     )
 
 
@@ -45,7 +49,6 @@ TOOL_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=6,
-    non_retryable_error_types=NON_RETRYABLE_ERROR_TYPES,
 )
 
 # State writes take milliseconds; a short timeout is how fast a lost worker's write retries.

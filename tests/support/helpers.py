@@ -17,6 +17,7 @@ import zstandard
 from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
+from storage.artifacts import artifact_key
 from storage.devices import DeviceRepository
 from storage.models import ArtifactRow, DeviceRow, ItemRow, SessionRow
 from storage.workspaces import TENANT_DIR
@@ -142,6 +143,12 @@ async def s3_keys(res: Resources, prefix: str) -> list[str]:
     async for page in paginator.paginate(Bucket=res.store.bucket, Prefix=prefix):
         keys += [o["Key"] for o in page.get("Contents", [])]
     return keys
+
+
+def stored_key(res: Resources, item: ItemRow) -> str:
+    """The store key of an item's artifact: derived from its tenant and sha256 (tool results
+    no longer repeat it in their data, migration 0015)."""
+    return artifact_key(res.store.prefix, item.tenant_id, item.data["artifact"]["sha256"])
 
 
 async def s3_sha256(res: Resources, key: str) -> str:

@@ -29,7 +29,7 @@ from workers.settings import Settings
 def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
     """The gateway app, serving with these resources as the tenants of its API keys."""
     hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
-    relays = DeviceRelays(client, resources.sessions)
+    relays = DeviceRelays(client, resources.sessions, store_prefix=resources.store.prefix)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

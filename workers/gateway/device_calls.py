@@ -293,7 +293,7 @@ async def _complete_again(gateway: Gateway, call: DeviceCallRow) -> None:
 async def _complete_activity(gateway: Gateway, call: DeviceCallRow, item: ItemRow) -> None:
     handle = gateway.client.get_async_activity_handle(task_token=call.task_token)
     try:
-        await handle.complete(outcome_of(item, call.tenant_id))
+        await handle.complete(outcome_of(item, call.tenant_id, gateway.resources.store.prefix))
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise

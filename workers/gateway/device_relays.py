@@ -45,10 +45,12 @@ class DeviceRelays:
         client: Client,
         sessions: async_sessionmaker[AsyncSession],
         *,
+        store_prefix: str,
         idle_seconds: float = RELAY_IDLE_SECONDS,
     ) -> None:
         self._client = client
         self._sessions = sessions
+        self._store_prefix = store_prefix
         self._idle = idle_seconds
         self._relays: dict[tuple[str, str], _Relay] = {}
         self._reaper: asyncio.Task[None] | None = None
@@ -72,7 +74,9 @@ class DeviceRelays:
 
     def _start(self, tenant_id: str, device_id: str) -> _Relay:
         offered = asyncio.Event()
-        acts = DeviceRelayActivities(self._sessions, tenant_id, device_id, offered.set)
+        acts = DeviceRelayActivities(
+            self._sessions, tenant_id, device_id, offered.set, store_prefix=self._store_prefix
+        )
         worker = Worker(
             self._client,
             task_queue=device_task_queue(tenant_id, device_id),

@@ -1,0 +1,205 @@
+"""Items are unique on a 16-byte hash of (tenant, idempotency key), agent_artifacts.uri is
+no longer written (migration 0015): lookups by key stay exact and tenant-scoped, and rows
+written before the migration still read, upgrade and downgrade alike."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import asyncpg
+import pytest
+from alembic import command
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.artifact_commit import register_uploaded
+from storage.artifact_records import ArtifactRepository
+from storage.artifact_ref import ArtifactRef
+from storage.db import _alembic_config, make_engine, make_session_factory
+from storage.items import ItemRepository, NewItem
+from storage.models import ArtifactRow, ItemRow
+from storage.sessions import SessionRepository
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+
+
+def msg(sid: uuid.UUID, key: str, text: str = "hi") -> NewItem:
+    return NewItem(session_id=sid, kind="user_message", role="user", idempotency_key=key, text=text)
+
+
+async def add_session(db: AsyncSession, tenant: str) -> uuid.UUID:
+    sid = uuid.uuid4()
+    async with db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={"m": 1})
+    return sid
+
+
+async def test_the_same_key_in_two_tenants_is_two_items_each_found_only_by_its_tenant(
+    resources: Resources,
+) -> None:
+    key = f"agent-{uuid.uuid4()}:0:user"
+    tenants = [f"t-{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    rows = {}
+    async with resources.sessions() as db:
+        for t in tenants:
+            sid = await add_session(db, t)
+            async with db.begin():
+                row, created = await ItemRepository(db, t).append(msg(sid, key, text=t))
+            assert created
+            rows[t] = row.id
+    async with resources.sessions() as db:
+        for t in tenants:
+            found = await ItemRepository(db, t).by_key(key)
+            assert found is not None and (found.id, found.text) == (rows[t], t)
+        assert await ItemRepository(db, "t-nobody").by_key(key) is None
+
+
+async def test_lookups_by_key_use_the_hash_index_and_no_index_holds_the_key_text(
+    resources: Resources, tenant: str
+) -> None:
+    async with resources.sessions() as db:
+        defs = list(
+            await db.scalars(text("SELECT indexdef FROM pg_indexes WHERE tablename = 'items'"))
+        )
+        hashed = [d for d in defs if "UNIQUE INDEX ux_items_key_hash" in d]
+        assert (
+            len(hashed) == 1 and "item_key_hash((tenant_id)::text, (idempotency_key)" in hashed[0]
+        )
+        # The text key stays in the row only: an index on it is the ~570 B a step we save.
+        assert not [d for d in defs if "btree (idempotency_key)" in d]
+        repo = ItemRepository(db, tenant)
+        stmt = select(ItemRow).where(repo._keyed(["a", "b"]))
+        compiled = stmt.compile(db.bind, compile_kwargs={"literal_binds": True})
+        await db.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(await db.scalars(text(f"EXPLAIN {compiled}")))
+    assert "ux_items_key_hash" in plan
+
+
+async def test_lookups_by_tool_call_use_the_index_that_holds_only_tool_call_items(
+    resources: Resources, tenant: str
+) -> None:
+    sid = uuid.uuid4()
+    stmt = select(ItemRow).where(
+        ItemRow.session_id == sid, ItemRow.tenant_id == tenant, ItemRow.tool_call_id == "c"
+    )
+    async with resources.sessions() as db:
+        (indexdef,) = await db.scalars(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_items_session_tool_call'")
+        )
+        compiled = stmt.compile(db.bind, compile_kwargs={"literal_binds": True})
+        await db.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(await db.scalars(text(f"EXPLAIN {compiled}")))
+    assert indexdef.endswith("WHERE (tool_call_id IS NOT NULL)")
+    assert "ix_items_session_tool_call" in plan
+
+
+async def test_item_key_hash_is_sha256_of_the_length_prefixed_tenant_and_key(
+    resources: Resources,
+) -> None:
+    """The hash the index holds; the length prefix keeps ("a/b", "c") and ("a", "/bc") apart."""
+    async with resources.sessions() as db:
+        for tenant, key in [("a/b", "c"), ("a", "/bc"), ("t-ü", "k:1:ä")]:
+            got = await db.scalar(text("SELECT item_key_hash(:t, :k)"), {"t": tenant, "k": key})
+            raw = f"{len(tenant)}:{tenant}{key}".encode()
+            assert got == uuid.UUID(bytes=hashlib.sha256(raw).digest()[:16])
+
+
+async def test_new_artifact_rows_leave_the_uri_to_the_store(
+    resources: Resources, tenant: str
+) -> None:
+    ref = await resources.store.put(tenant, f"uri {uuid.uuid4()}".encode(), "text/plain")
+    async with resources.sessions() as db, db.begin():
+        artifact_id = await register_uploaded(db, resources.store, ref, b"")
+    async with resources.sessions() as db:
+        row = await db.get(ArtifactRow, (artifact_id, tenant))
+    assert row is not None and row.uri is None
+    assert resources.store.uri(ref) == f"s3://{resources.store.bucket}/{ref.key}"
+
+
+@pytest.fixture
+async def scratch_db(migrated: StackEndpoints) -> AsyncIterator[str]:
+    """A database of its own, migrated only to 0014, as the owner role."""
+    owner = urlsplit(migrated.database_migration_url)
+    name = f"mig_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(f"postgresql://postgres@{owner.hostname}:{owner.port}/postgres")
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" OWNER "{owner.username}"')
+        url = migrated.database_migration_url.rsplit("/", 1)[0] + f"/{name}"
+        await asyncio.to_thread(command.upgrade, _alembic_config(url), "0014")
+        yield url
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def test_rows_written_before_0015_read_after_upgrade_and_survive_a_downgrade(
+    scratch_db: str,
+) -> None:
+    tenant, key = "t-old", f"agent-{uuid.uuid4()}:3:call_1:result"
+    engine = make_engine(scratch_db)
+    try:
+        async with engine.begin() as conn:  # as 0014 wrote them
+            sid = uuid.uuid4()
+            await conn.execute(
+                text(
+                    "INSERT INTO sessions (id, tenant_id, title, status, model_config,"
+                    " next_ordinal) VALUES (:s, :t, 't', 'running', '{}', 2)"
+                ),
+                {"s": sid, "t": tenant},
+            )
+            await conn.execute(
+                text(
+                    "INSERT INTO items (id, tenant_id, session_id, ordinal, kind, role, text,"
+                    " data, idempotency_key) VALUES (:i, :t, :s, 1, 'user_message', 'user',"
+                    " 'old', '{}', :k)"
+                ),
+                {"i": uuid.uuid4(), "t": tenant, "s": sid, "k": key},
+            )
+            await conn.execute(
+                text(
+                    "INSERT INTO agent_artifacts (artifact_id, tenant_id, sha256, uri,"
+                    " content_type, size_bytes, schema_version, status)"
+                    " VALUES (:a, :t, :h, 's3://b/k', 'text/plain', 1, 1, 'active')"
+                ),
+                {"a": uuid.uuid4(), "t": tenant, "h": "a" * 64},
+            )
+        await asyncio.to_thread(command.upgrade, _alembic_config(scratch_db), "head")
+
+        sessions = make_session_factory(engine)
+        async with sessions() as db, db.begin():
+            row, created = await ItemRepository(db, tenant).append(msg(sid, key, "again"))
+            assert (created, row.text) == (False, "old")  # the old row answers its key
+            await ArtifactRepository(db, tenant).register(_ref(tenant, "b" * 64))  # no uri
+        async with sessions() as db:
+            assert (await ItemRepository(db, tenant).by_key(key)) is not None
+            uris = dict((await db.execute(text("SELECT sha256, uri FROM agent_artifacts"))).all())
+        assert uris == {"a" * 64: "s3://b/k", "b" * 64: None}
+
+        await asyncio.to_thread(command.downgrade, _alembic_config(scratch_db), "0014")
+        async with engine.connect() as conn:
+            uris = dict((await conn.execute(text("SELECT sha256, uri FROM agent_artifacts"))).all())
+            keys = list(await conn.scalars(text("SELECT idempotency_key FROM items")))
+            constraints = set(
+                await conn.scalars(
+                    text("SELECT conname FROM pg_constraint WHERE conrelid = 'items'::regclass")
+                )
+            )
+        assert uris == {"a" * 64: "s3://b/k", "b" * 64: f"urn:sha256:{'b' * 64}"}
+        assert keys == [key] and "uq_items_idempotency_key" in constraints
+        await asyncio.to_thread(command.upgrade, _alembic_config(scratch_db), "head")
+    finally:
+        await engine.dispose()
+
+
+def _ref(tenant: str, sha: str) -> ArtifactRef:
+    return ArtifactRef(
+        tenant_id=tenant,
+        sha256=sha,
+        key=f"p/{tenant}/sha256/{sha}",
+        size_bytes=1,
+        content_type="text/plain",
+    )
