@@ -23,7 +23,7 @@ from tests.support.helpers import session_root, start
 from tests.support.tool_calls import new_call
 from workers.resources import Resources
 from workflows.contracts import ModelCallInput, ToolRunInput
-from workflows.policies import NON_RETRYABLE_ERROR_TYPES
+from workflows.policies import NON_RETRYABLE_ERROR_TYPES, STATE_WRITE_RETRY
 
 
 async def test_run_tool_fails_a_missing_session_or_call_non_retryably_by_itself(
@@ -84,6 +84,7 @@ async def test_a_step_schedules_model_and_tool_calls_without_an_error_type_list(
     }
     assert list(policies["call_model"].non_retryable_error_types) == []
     assert list(policies["run_tool"].non_retryable_error_types) == []
-    # The state writes keep theirs (open_session stages its text outside the wrapper).
-    status_policy = policies["set_session_status"]
-    assert list(status_policy.non_retryable_error_types) == NON_RETRYABLE_ERROR_TYPES
+    # The state writes keep theirs (open_session stages its text outside the wrapper); status
+    # writes run as local activities (no scheduled event) with that same policy.
+    assert "set_session_status" not in policies
+    assert STATE_WRITE_RETRY.non_retryable_error_types == NON_RETRYABLE_ERROR_TYPES
