@@ -113,6 +113,13 @@ class AgentSettings(BaseSettings):
     fetch_allow: Annotated[FetchAllowlist, NoDecode] = FetchAllowlist()
     # Tool results a worker keeps in memory for context assembly (0: read S3 every step).
     read_cache_mb: int = Field(default=64, ge=0)
+    # Workflow runs a cloud worker keeps in memory between their tasks (0: none). A cached
+    # run costs memory; a run woken after eviction is replayed from its history instead,
+    # which costs CPU (docs/BENCHMARKS.md, "the workflow cache", has both measured).
+    max_cached_workflows: int = Field(default=1000, ge=0)
+    # Re-import and check our workflow modules in every run, as the tests do
+    # (workers/workflow_sandbox.py): ~0.4 MiB more per cached run, ~0.15 s more CPU per replay.
+    strict_workflow_sandbox: bool = False
     # Limits on text put into a session (activities/text_limits.py says why).
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
