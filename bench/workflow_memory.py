@@ -9,6 +9,10 @@ workflow cache would, and reports per run: the Python memory they hold (tracemal
 CPU to build one, and the modules it imported itself rather than took from the host. No
 server is needed; the parked-session numbers with a real worker are bench/parked_approvals.py
 (AGENT_STRICT_WORKFLOW_SANDBOX, --max-cached).
+
+Then what waking a run that is no longer cached costs: the SDK's Replayer replays the
+recorded histories of tests/histories/ (23 to 102 events; a session parked on approval has
+about 20) in each sandbox, CPU per replay (`--replays` each).
 """
 
 from __future__ import annotations
@@ -20,17 +24,21 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Sequence
+from pathlib import Path
 
 import temporalio.converter
 import temporalio.workflow
 from temporalio.api.common.v1.message_pb2 import Payloads
 from temporalio.api.failure.v1.message_pb2 import Failure
-from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer, WorkflowInstance, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _fake_info, _Instance
 
 from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
 from workflows.agent import AgentWorkflow
+
+HISTORIES = Path(__file__).resolve().parent.parent / "tests" / "histories"
 
 
 def _details() -> WorkflowInstanceDetails:
@@ -81,9 +89,20 @@ async def measure(shared: Sequence[str], runs: int) -> tuple[float, float, list[
     return traced / runs / 1024, cpu / runs * 1000, own_modules(first)
 
 
+async def replay_ms(shared: Sequence[str], history: WorkflowHistory, replays: int) -> float:
+    """CPU ms to replay `history` from scratch, as a worker does for an evicted run."""
+    replayer = Replayer(workflows=[AgentWorkflow], workflow_runner=workflow_runner(shared))
+    await replayer.replay_workflow(history)  # warm: the host's imports, the core's setup
+    cpu = time.process_time()
+    for _ in range(replays):
+        await replayer.replay_workflow(history)
+    return (time.process_time() - cpu) / replays * 1000
+
+
 async def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=50, help="runs held at once (50)")
+    parser.add_argument("--replays", type=int, default=5, help="replays per history (5)")
     args = parser.parse_args(argv)
     print(f"AgentWorkflow, {args.runs} runs held at once")
     for label, shared in (("strict", ()), ("shared", SHARED_WORKFLOW_MODULES)):
@@ -91,6 +110,13 @@ async def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {label:<7} {kib:7.1f} KiB/run  {ms:7.2f} ms CPU/run  {len(own)} own modules")
         if own:
             print(f"          {', '.join(own)}")
+    print(f"replay from scratch (a wake after eviction), CPU ms, {args.replays} replays each")
+    for path in sorted(HISTORIES.glob("*.json")):
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        strict_ms = await replay_ms((), history, args.replays)
+        shared_ms = await replay_ms(SHARED_WORKFLOW_MODULES, history, args.replays)
+        events = f"{len(history.events):4d} events"
+        print(f"  {path.stem:<24} {events}  strict {strict_ms:7.1f}  shared {shared_ms:7.1f}")
     return 0
 
 
