@@ -120,7 +120,8 @@ class AgentSettings(BaseSettings):
     # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured).
     max_cached_workflows: int = Field(default=500, ge=0)
     # Re-import and check our workflow modules in every run, as the tests do
-    # (workers/workflow_sandbox.py): ~0.4 MiB more per cached run, ~0.15 s more CPU per replay.
+    # (workers/workflow_sandbox.py): ~0.4-0.6 MiB more per cached run, ~50-100 ms more CPU
+    # per new run or wake after eviction.
     strict_workflow_sandbox: bool = False
     # Limits on text put into a session (activities/text_limits.py says why).
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
