@@ -271,8 +271,14 @@ async def measure(
 
     # 2b. each one's status query shows exactly one pending approval
     tq = time.perf_counter()
+    cpu_query = CpuSnapshot.take(worker.pids, state)
     statuses, errors = await bounded(conc, ids, lambda sid: live_status(client, sid))
     t_query = time.perf_counter() - tq
+    # A query to a run that is no longer cached replays it first: this is what waking an
+    # evicted parked session costs, before any new event is applied.
+    report.add(
+        "CPU, status query x N", cpu_between(cpu_query, CpuSnapshot.take(worker.pids, state))
+    )
     note_errors(report, "status query", errors)
     pending_ok = sum(
         1
@@ -325,7 +331,8 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
     print(
         f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
         f"{args.workers} worker process(es), "
-        f"max_cached_workflows {args.max_cached or 'SDK default'} each"
+        f"max_cached_workflows {args.max_cached or 'AGENT_MAX_CACHED_WORKFLOWS'} each, "
+        f"AGENT_STRICT_WORKFLOW_SANDBOX={os.environ.get('AGENT_STRICT_WORKFLOW_SANDBOX', 'false')}"
     )
     width = max(len(name) for name, _ in report.rows)
     for name, value in report.rows:
@@ -357,7 +364,10 @@ def main() -> int:
         "--concurrency", type=int, default=50, help="client calls in flight at once (50)"
     )
     parser.add_argument(
-        "--max-cached", type=int, default=None, help="worker max_cached_workflows (SDK default)"
+        "--max-cached",
+        type=int,
+        default=None,
+        help="worker max_cached_workflows (AGENT_MAX_CACHED_WORKFLOWS)",
     )
     parser.add_argument("--timeout", type=float, default=600.0, help="per waiting phase, seconds")
     parser.add_argument(

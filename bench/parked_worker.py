@@ -92,7 +92,13 @@ async def serve_worker(sessions: int, max_cached: int | None) -> None:
         client = await connect_client(data_converter=data_converter_with_offload(res.store))
         acts = cloud_activities(settings, res, provider, default_registry())
         worker = build_cloud_worker(
-            client, acts, task_queue=settings.agent.task_queue, max_cached_workflows=max_cached
+            client,
+            acts,
+            task_queue=settings.agent.task_queue,
+            max_cached_workflows=(
+                settings.agent.max_cached_workflows if max_cached is None else max_cached
+            ),
+            strict_sandbox=settings.agent.strict_workflow_sandbox,
         )
         async with running(worker):
             print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)
@@ -202,7 +208,9 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     parser = argparse.ArgumentParser(description="the parked-approvals benchmark's worker")
     parser.add_argument("--sessions", type=int, required=True)
-    parser.add_argument("--max-cached", type=int, default=None)
+    parser.add_argument(
+        "--max-cached", type=int, default=None, help="(default: AGENT_MAX_CACHED_WORKFLOWS)"
+    )
     args = parser.parse_args()
     asyncio.run(serve_worker(args.sessions, args.max_cached))
 

@@ -86,7 +86,9 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
     root of `workspace_scope`.
 
     max_cached_workflows=0 makes every workflow task replay the history from the start,
-    so each test also checks the loop is deterministic.
+    so each test also checks the loop is deterministic; the strict sandbox re-imports our
+    workflow modules per run, so a clock read or random draw in them fails the test
+    (workers/workflow_sandbox.py: the production worker shares them and would not catch it).
     """
 
     @asynccontextmanager
@@ -99,6 +101,8 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         registry: ToolRegistry | None = None,
         workspace_scope: WorkspaceScope = "session",
         agents: tuple[Agent, ...] = (),
+        max_cached_workflows: int = 0,
+        strict_sandbox: bool = True,
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -110,7 +114,13 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             settings.agent = settings.agent.model_copy(update={"system_prompt": system_prompt})
         registry = registry or default_registry()
         acts = cloud_activities(settings, resources, provider, registry, agents=agents)
-        worker = build_cloud_worker(client, acts, task_queue=queue, max_cached_workflows=0)
+        worker = build_cloud_worker(
+            client,
+            acts,
+            task_queue=queue,
+            max_cached_workflows=max_cached_workflows,
+            strict_sandbox=strict_sandbox,
+        )
         async with running(worker):
             yield queue
 

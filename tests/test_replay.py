@@ -13,11 +13,13 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.providers.offline import OfflineProvider
 from tests.conftest import AgentRunner
 from tests.support.helpers import copy_demo_workspace, run_approving, session_root, start
 from workers.resources import Resources
+from workers.workflow_sandbox import workflow_runner
 from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -43,8 +45,10 @@ async def test_demo_history_replays_without_nondeterminism(
 async def test_recorded_histories_replay_with_current_code() -> None:
     files = sorted(HISTORIES.glob("*.json"))
     assert files, "no recorded histories: run with RECORD_HISTORIES=1 once"
-    replayer = Replayer(workflows=[AgentWorkflow])
-    for path in files:
-        history = WorkflowHistory.from_json(path.stem, path.read_text())
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+    # The SDK's strict sandbox (checks our modules' calls) and the one workers run in.
+    for runner in (SandboxedWorkflowRunner(), workflow_runner()):
+        replayer = Replayer(workflows=[AgentWorkflow], workflow_runner=runner)
+        for path in files:
+            history = WorkflowHistory.from_json(path.stem, path.read_text())
+            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

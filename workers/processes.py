@@ -100,6 +100,8 @@ async def run_cloud_worker(
                 client,
                 acts,
                 task_queue=settings.agent.task_queue,
+                max_cached_workflows=settings.agent.max_cached_workflows,
+                strict_sandbox=settings.agent.strict_workflow_sandbox,
                 interceptors=recorder.interceptors(),
                 plugins=recorder.plugins(),
             )

@@ -113,6 +113,16 @@ class AgentSettings(BaseSettings):
     fetch_allow: Annotated[FetchAllowlist, NoDecode] = FetchAllowlist()
     # Tool results a worker keeps in memory for context assembly (0: read S3 every step).
     read_cache_mb: int = Field(default=64, ge=0)
+    # Workflow runs a cloud worker keeps in memory between their tasks (0: none). A cached
+    # run holds ~0.1-0.15 MiB (shared sandbox), so 500 bound the worker near 250-300 MiB
+    # however many sessions are parked; a run woken after eviction is replayed from its
+    # history instead (~10-35 ms CPU), and a cache smaller than the runs in flight at once
+    # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured).
+    max_cached_workflows: int = Field(default=500, ge=0)
+    # Re-import and check our workflow modules in every run, as the tests do
+    # (workers/workflow_sandbox.py): ~0.4-0.6 MiB more per cached run, ~50-100 ms more CPU
+    # per new run or wake after eviction.
+    strict_workflow_sandbox: bool = False
     # Limits on text put into a session (activities/text_limits.py says why).
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)

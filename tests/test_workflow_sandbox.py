@@ -1,0 +1,124 @@
+"""The workflow sandbox the cloud worker runs in (workers/workflow_sandbox.py): shared, our
+workflow modules are the host's (no per-run copy to hold in the cache or to re-import on a
+replay); strict, as the tests run, a clock read in a module the workflow imports fails it."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.worker import Worker
+from temporalio.workflow import NondeterminismError
+
+from activities.providers.scripted import ScriptedProvider
+from tests.conftest import AgentRunner
+from tests.support.helpers import session_root, start, wait_for_pending
+from tests.support.imports import imports, modules
+from tests.support.sandbox_probe import ProbeInput, ProbeResult, SandboxProbe
+from workers import tasks
+from workers.cloud import running
+from workers.resources import Resources
+from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
+
+
+async def _probe(client: Client, shared: Sequence[str], inp: ProbeInput) -> ProbeResult:
+    queue = f"sandbox-{uuid.uuid4().hex[:10]}"
+    worker = Worker(
+        client,
+        task_queue=queue,
+        workflows=[SandboxProbe],
+        workflow_runner=workflow_runner(shared),
+        # A sandbox refusal fails the run instead of retrying its task forever.
+        workflow_failure_exception_types=[NondeterminismError],
+    )
+    async with running(worker):
+        return await client.execute_workflow(
+            SandboxProbe.run,
+            inp,
+            id=f"sandbox-probe-{uuid.uuid4().hex}",
+            task_queue=queue,
+        )
+
+
+async def test_shared_runner_runs_the_hosts_workflow_modules_strict_a_copy(
+    client: Client,
+) -> None:
+    host = id(sys.modules["workflows.contracts"])
+    shared = await _probe(client, SHARED_WORKFLOW_MODULES, ProbeInput())
+    assert shared.contracts_module_id == host
+    strict = await _probe(client, (), ProbeInput())
+    assert strict.contracts_module_id != host
+
+
+async def test_strict_runner_fails_a_clock_read_in_an_imported_module(client: Client) -> None:
+    with pytest.raises(WorkflowFailureError) as info:
+        await _probe(client, (), ProbeInput(read_clock=True))
+    assert "datetime" in str(info.value.cause)
+    # What sharing gives up, shown rather than assumed: shared, the same read gets through.
+    shared = (*SHARED_WORKFLOW_MODULES, "tests.support.sandbox_clock")
+    assert (await _probe(client, shared, ProbeInput(read_clock=True))).clock
+
+
+def _write(path: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": path}}]}
+
+
+async def test_parked_session_evicted_from_the_cache_resumes_on_approval(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    provider = ScriptedProvider.from_data(
+        [], by_task={"first": [_write("out/first.md")], "second": [_write("out/second.md")]}
+    )
+    # The production sandbox and a one-run cache: parking the second session evicts the
+    # first, so approving it replays its history on the shared modules.
+    async with agent_worker(
+        provider, workspace, max_cached_workflows=1, strict_sandbox=False
+    ) as queue:
+        ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
+        opts: dict[str, Any] = {"tenant": tenant, "approval_policies": {"write_file": "always"}}
+        first, first_handle = await start(client, resources, queue, "first", **opts)
+        [first_call] = await wait_for_pending(client, first)
+        second, second_handle = await start(client, resources, queue, "second", **opts)
+        [second_call] = await wait_for_pending(client, second)
+        await tasks.approve(client, first, first_call, "alice", **ours)
+        await tasks.approve(client, second, second_call, "alice", **ours)
+        results = await asyncio.wait_for(
+            asyncio.gather(first_handle.result(), second_handle.result()), 60
+        )
+    assert [r.status for r in results] == ["completed", "completed"]
+    for sid, name in ((first, "first"), (second, "second")):
+        path = f"out/{name}.md"
+        assert (session_root(workspace, tenant, sid) / path).read_text() == path
+
+
+# What the strict sandbox would refuse at run time and, shared, nothing does: checked in the
+# source of every shared workflow module instead (module imports and attribute reads).
+_NONDETERMINISTIC_MODULES = {"os", "random", "secrets", "socket", "threading", "time"}
+_NONDETERMINISTIC_NAMES = {
+    ("datetime", "datetime"),
+    ("datetime", "date"),
+    ("uuid", "uuid1"),
+    ("uuid", "uuid4"),
+}
+_NONDETERMINISTIC_CALLS = {"now", "utcnow", "today", "uuid1", "uuid4", "urandom"}
+
+
+def test_shared_workflow_modules_read_no_clock_or_randomness() -> None:
+    shared = {name: path for name, path in modules().items() if name.split(".")[0] == "workflows"}
+    found: list[str] = []
+    for name, path in sorted(shared.items()):
+        for module, imported in imports(path):
+            top = module.split(".")[0]
+            if top in _NONDETERMINISTIC_MODULES or (module, imported) in _NONDETERMINISTIC_NAMES:
+                found.append(f"{name} imports {module} {imported}".rstrip())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in _NONDETERMINISTIC_CALLS:
+                found.append(f"{name}:{node.lineno} reads .{node.attr}")
+    assert shared and not found

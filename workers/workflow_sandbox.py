@@ -1,0 +1,44 @@
+"""The workflow sandbox a cloud worker runs AgentWorkflow in: our workflow modules shared with
+the host, or (strict) re-imported and checked per run.
+
+The SDK's sandbox re-imports every module that is not passed through, in every workflow run
+(`temporalio/worker/workflow_sandbox/_importer.py`): for AgentWorkflow that is `workflows`
+and its 12 modules plus `storage`, `storage.artifact_ref` and `storage.previews`, measured
+at ~435 KiB of Python objects and 130-170 ms of CPU per run (bench/workflow_memory.py). A
+cached workflow holds its copy for as long as it is cached, and a workflow evicted from the
+cache pays the import again when it next wakes. Shared (the default), those modules are
+imported once, by the host, and every run uses them: ~13 KiB and ~1 ms per run.
+
+What sharing gives up: the sandbox checks module members (`datetime.now`, `random`, `uuid4`,
+`asyncio.as_completed`, ...) through proxies it puts in the modules it imports itself; a
+shared module keeps the host's real ones, so a clock read in `workflows/` is not caught at
+run time. Builtins (`open`, `input`, `breakpoint`) stay restricted either way. The tests'
+agent worker (tests/conftest.py) and the replay test run strict, so every workflow path
+they exercise is still checked, and tests/test_workflow_sandbox.py checks the shared
+modules' source for clock, random and uuid reads (and shows both sandboxes at work).
+Sharing is safe only for modules without mutable module state that a run could change:
+`workflows/` holds constants and pure functions, the per-run state lives on the workflow
+instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+# Our deterministic code that workflow runs import: `workflows` (the loop, its helpers, the
+# payload contracts) and the I/O-free `storage` modules the contracts re-export. Activities
+# and the rest of `storage` are already passed through where the workflows import them.
+SHARED_WORKFLOW_MODULES = ("workflows", "storage")
+
+
+def workflow_runner(
+    shared_modules: Sequence[str] = SHARED_WORKFLOW_MODULES,
+) -> SandboxedWorkflowRunner:
+    """The SDK's sandbox with its default restrictions, `shared_modules` (and their
+    submodules) passed through from the host; `()` is the SDK's own strict default."""
+    restrictions = SandboxRestrictions.default
+    if shared_modules:
+        restrictions = restrictions.with_passthrough_modules(*shared_modules)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
