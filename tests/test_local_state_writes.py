@@ -23,6 +23,7 @@ from activities.session_state import SessionStateActivities
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
 from tests.conftest import AgentRunner
+from tests.support.blocking import wait_until_lock_waited
 from tests.support.helpers import items_of, session_root, start
 from tests.support.processes import WorkerProcess
 from workers import tasks
@@ -119,22 +120,6 @@ async def _session_row_held(res: Resources, session_id: str) -> AsyncIterator[No
         await conn.close()
 
 
-async def _wait_until_append_blocked(res: Resources, within: float = 30) -> None:
-    async with asyncio.timeout(within):
-        while True:
-            async with res.engine.connect() as conn:
-                waiting = await conn.scalar(
-                    text(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                        " AND query ILIKE '%FROM sessions%FOR UPDATE%'"
-                        " AND pid <> pg_backend_pid()"
-                    )
-                )
-            if waiting:
-                return
-            await asyncio.sleep(0.05)
-
-
 async def test_worker_killed_mid_approval_record_retries_the_task_and_records_once(
     client: Client,
     resources: Resources,
@@ -160,7 +145,7 @@ async def test_worker_killed_mid_approval_record_retries_the_task_and_records_on
                     ApproveInput("call_0_0", decided_by="alice", tenant_id=tenant),
                 )
             )
-            await _wait_until_append_blocked(resources)
+            await wait_until_lock_waited(resources, "%FROM sessions%FOR UPDATE%")
             worker.kill()  # mid record_approval: its workflow task never completes
         worker.start()
         decision = await asyncio.wait_for(decide, 60)

@@ -42,15 +42,22 @@ async def artifact_commit_held(res: Resources, tenant: str, sha256: str) -> Asyn
 
 async def wait_until_commit_blocked(res: Resources, within_seconds: float = 30) -> None:
     """Until some backend waits on a lock while writing agent_artifacts."""
+    await wait_until_lock_waited(res, "%INSERT INTO agent_artifacts%", within_seconds)
+
+
+async def wait_until_lock_waited(
+    res: Resources, query_like: str, within_seconds: float = 30
+) -> None:
+    """Until another backend whose query matches `query_like` (ILIKE) waits on a lock."""
     async with asyncio.timeout(within_seconds):
         while True:
             async with res.engine.connect() as conn:
                 waiting = await conn.scalar(
                     text(
                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                        " AND query ILIKE '%INSERT INTO agent_artifacts%'"
-                        " AND pid <> pg_backend_pid()"
-                    )
+                        " AND query ILIKE :q AND pid <> pg_backend_pid()"
+                    ),
+                    {"q": query_like},
                 )
             if waiting:
                 return
