@@ -10,7 +10,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from tests.support.blocking import artifact_commit_held, wait_until_commit_blocked
-from tests.support.helpers import items_of, s3_keys, s3_sha256, session_root, start
+from tests.support.helpers import items_of, s3_keys, s3_sha256, session_root, start, stored_key
 from tests.support.processes import WorkerProcess
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -67,8 +67,9 @@ async def test_worker_killed_after_upload_before_commit_resumes_without_dangling
     assert len({i.idempotency_key for i in items}) == len(items)
     info = results[0].data["artifact"]
     assert info["sha256"] == sha
-    assert await s3_sha256(resources, info["key"]) == sha
-    assert [k for k in await s3_keys(resources, prefix) if k.endswith(sha)] == [info["key"]]
+    key = stored_key(resources, results[0])
+    assert await s3_sha256(resources, key) == sha
+    assert [k for k in await s3_keys(resources, prefix) if k.endswith(sha)] == [key]
     history = await handle.fetch_history()
     attempts = [
         e.activity_task_started_event_attributes.attempt

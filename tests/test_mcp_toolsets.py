@@ -19,7 +19,7 @@ from activities.tools.mcp_toolset import McpToolsets
 from storage.models import ItemRow
 from tests.conftest import AgentRunner
 from tests.mcp_servers.toolbox import PNG
-from tests.support.helpers import items_of, s3_sha256, start, wait_for_pending
+from tests.support.helpers import items_of, s3_sha256, start, stored_key, wait_for_pending
 from tests.support.mcp import recorded, toolbox_http, toolbox_stdio
 from workers import tasks
 from workers.resources import Resources
@@ -77,7 +77,7 @@ async def test_stdio_and_http_mcp_results_commit_verified_with_the_key_in_meta(
         assert info["content_type"] == content_type
         assert info["sha256"] == hashlib.sha256(body).hexdigest()
         # The committed ref resolves to the very bytes the server sent.
-        assert await s3_sha256(resources, info["key"]) == info["sha256"]
+        assert await s3_sha256(resources, stored_key(resources, row)) == info["sha256"]
     # Each server received its call once, with the call's idempotency key in `_meta`.
     calls = recorded(record)
     assert [(c["tool"], c["key"]) for c in calls] == [

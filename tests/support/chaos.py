@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from storage.models import ItemRow
-from tests.support.helpers import items_of, s3_sha256
+from tests.support.helpers import items_of, s3_sha256, stored_key
 from workers.resources import Resources
 
 SUMMARIES: list[str] = []
@@ -60,11 +60,13 @@ async def audit_runs(
                 continue
             audit.refs += 1
             try:
-                actual = await s3_sha256(res, info["key"])
+                actual = await s3_sha256(res, stored_key(res, item))
             except ClientError:
                 actual = "missing"
             if actual != info["sha256"]:
-                audit.dangling.append(f"{session_id} {item.kind} -> {info['key']}: {actual}")
+                audit.dangling.append(
+                    f"{session_id} {item.kind} -> {stored_key(res, item)}: {actual}"
+                )
     return audit
 
 
