@@ -20,12 +20,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.providers.scripted import ScriptedProvider
 from activities.session_state import SessionStateActivities
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
 from tests.conftest import AgentRunner
 from tests.support.blocking import wait_until_lock_waited
 from tests.support.helpers import items_of, session_root, start
 from tests.support.processes import WorkerProcess
+from tests.support.tool_calls import new_call
 from workers import tasks
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -173,24 +172,10 @@ async def test_a_write_run_again_after_it_committed_commits_nothing_new(
 ) -> None:
     # The case a kill cannot be timed into: the local activity committed, the worker died
     # before its workflow task completed, and the retried task runs the same write again.
-    sid = uuid.uuid4()
-    async with resources.sessions() as db, db.begin():
-        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
-        await ItemRepository(db, tenant).append(
-            NewItem(
-                sid,
-                "tool_call",
-                "assistant",
-                f"{sid}:0:call:c1",
-                text="write_file",
-                tool_call_id="c1",
-                tool_name="write_file",
-                data={"arguments": {"path": "a", "content": "x"}, "step": 0},
-            )
-        )
-    s, env = str(sid), ActivityEnvironment()
+    call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
+    s, c, env = call.session_id, call.tool_call_id, ActivityEnvironment()
     state = SessionStateActivities(resources.sessions)
-    reject = ApprovalRecordInput(s, tenant, 0, "c1", False, "timeout", "late", f"agent-{s}:0:c1")
+    reject = ApprovalRecordInput(s, tenant, 0, c, False, "timeout", "late", f"agent-{s}:0:{c}")
     fail = SessionStatusInput(s, tenant, "failed", "step limit", f"agent-{s}:1:status:x")
     for _ in range(2):
         await env.run(state.record_approval, reject)
