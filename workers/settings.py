@@ -22,6 +22,7 @@ from activities.tools.fetch_policy import (
     FetchPolicy,
 )
 from storage.workspaces import WorkspaceLayout, WorkspaceScope
+from workers.intake import DEFAULT_MAX_HOLD_SECONDS
 from workflows.contracts import AgentInput
 
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
@@ -119,6 +120,10 @@ class AgentSettings(BaseSettings):
     # history instead (~10-35 ms CPU), and a cache smaller than the runs in flight at once
     # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured).
     max_cached_workflows: int = Field(default=500, ge=0)
+    # How long a worker with every activity slot busy holds back a poll for new runs
+    # (workers/intake.py), so that it never takes on more runs than its cache holds; 0
+    # takes them as fast as the server hands them out.
+    intake_max_hold_seconds: float = Field(default=DEFAULT_MAX_HOLD_SECONDS, ge=0)
     # Re-import and check our workflow modules in every run, as the tests do
     # (workers/workflow_sandbox.py): ~0.4-0.6 MiB more per cached run, ~50-100 ms more CPU
     # per new run or wake after eviction.
