@@ -59,6 +59,7 @@ from proc_stats import (
 from sqlalchemy import text
 from temporalio.client import Client
 from throwaway_stack import bench_stack
+from worker_metrics import cache_between
 
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import Resources
@@ -232,6 +233,7 @@ async def measure(
     # 1. start N tasks
     t0 = time.perf_counter()
     cpu0 = CpuSnapshot.take(worker.pids, state)
+    cache0 = worker.cache_counters()
 
     async def start_one(i: int) -> str:
         handle = await start_task(client, res.sessions, task_text(i), options)
@@ -249,6 +251,7 @@ async def measure(
     )
     t_parked = time.perf_counter() - t0
     cpu_parked = CpuSnapshot.take(worker.pids, state)
+    cache_parked = worker.cache_counters()
     report.add(
         "all parked (waiting_approval) since first start",
         f"{t_parked:.2f} s" if ok else f"NOT REACHED in {args.timeout:g}s: {counts}",
@@ -268,6 +271,7 @@ async def measure(
     )
     report.add("client (this process) RSS", mib(proc_mem_kib(os.getpid())[0]))
     report.add("CPU, first start to all parked", cpu_between(cpu0, cpu_parked))
+    report.add("worker cache, first start to all parked", cache_between(cache0, cache_parked, n))
 
     # 2b. each one's status query shows exactly one pending approval
     tq = time.perf_counter()
@@ -293,6 +297,7 @@ async def measure(
     # 3. approve all, then until all complete
     ta = time.perf_counter()
     cpu_approve = CpuSnapshot.take(worker.pids, state)
+    cache_approve = worker.cache_counters()
     decisions, errors = await bounded(
         conc,
         ids,
@@ -313,6 +318,10 @@ async def measure(
     )
     report.add("end to end (first start to last completion)", f"{time.perf_counter() - t0:.2f} s")
     report.add("CPU, first approval to all completed", cpu_between(cpu_approve, cpu_done))
+    report.add(
+        "worker cache, first approval to all completed",
+        cache_between(cache_approve, worker.cache_counters(), n),
+    )
     rss, hwm = worker.mem_kib()
     report.add("worker RSS at the end", mib(rss))
     report.add("worker peak RSS (VmHWM) over the run", mib(hwm))

@@ -20,15 +20,18 @@ import warnings
 from pathlib import Path
 
 from proc_stats import procs_mem_kib  # bench/ is on sys.path as a script
+from worker_metrics import ENV as METRICS_ENV
+from worker_metrics import metrics_runtime, read_counters
 
 from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
 from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.intake import Intake
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
-from workers.stack import StackEndpoints
+from workers.stack import StackEndpoints, free_port
 from workers.temporal_client import connect_client
 
 READY_MARKER = "parked-approvals worker ready"
@@ -89,7 +92,11 @@ async def serve_worker(sessions: int, max_cached: int | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with open_resources(settings.database, settings.s3) as res:
-        client = await connect_client(data_converter=data_converter_with_offload(res.store))
+        metrics = os.environ.get(METRICS_ENV)
+        client = await connect_client(
+            data_converter=data_converter_with_offload(res.store),
+            runtime=metrics_runtime(metrics) if metrics else None,
+        )
         acts = cloud_activities(settings, res, provider, default_registry())
         worker = build_cloud_worker(
             client,
@@ -99,6 +106,7 @@ async def serve_worker(sessions: int, max_cached: int | None) -> None:
                 settings.agent.max_cached_workflows if max_cached is None else max_cached
             ),
             strict_sandbox=settings.agent.strict_workflow_sandbox,
+            intake=Intake(max_hold_seconds=settings.agent.intake_max_hold_seconds),
         )
         async with running(worker):
             print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)
@@ -126,6 +134,7 @@ class WorkerProcess:
             # One shared root, so the driver finds every session's file in one out/.
             "AGENT_WORKSPACE_SCOPE": "tenant",
             "AGENT_TASK_QUEUE": queue,
+            METRICS_ENV: f"127.0.0.1:{free_port()}",
         }
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
@@ -134,6 +143,10 @@ class WorkerProcess:
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
+
+    @property
+    def metrics_address(self) -> str:
+        return self.env[METRICS_ENV]
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -198,6 +211,10 @@ class WorkerGroup:
 
     def mem_kib(self) -> tuple[int, int]:
         return procs_mem_kib(self.pids)
+
+    def cache_counters(self) -> dict[str, float]:
+        """The SDK core's workflow-cache counters, summed over the workers."""
+        return read_counters(w.metrics_address for w in self.workers)
 
     def stop(self) -> None:
         for w in self.workers:

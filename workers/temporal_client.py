@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfig
+from temporalio.runtime import Runtime
 
 
 async def connect_client(
@@ -13,14 +16,19 @@ async def connect_client(
     namespace: str | None = None,
     *,
     data_converter: DataConverter | None = None,
+    runtime: Runtime | None = None,
 ) -> Client:
-    """Connect; `data_converter` (e.g. with payload offload) replaces the SDK default."""
+    """Connect; `data_converter` (e.g. with payload offload) replaces the SDK default;
+    `runtime`, e.g. one serving the core's metrics, the SDK's default runtime."""
     config = ClientConfig.load_client_connect_config()
     if address:
         config["target_host"] = address
     if namespace:
         config["namespace"] = namespace
     config.setdefault("target_host", "localhost:7233")
-    if data_converter is None:
-        return await Client.connect(**config)
-    return await Client.connect(**config, data_converter=data_converter)
+    extra: dict[str, Any] = {}
+    if runtime is not None:
+        extra["runtime"] = runtime
+    if data_converter is not None:
+        extra["data_converter"] = data_converter
+    return await Client.connect(**config, **extra)
