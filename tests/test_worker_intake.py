@@ -40,11 +40,27 @@ async def test_a_shared_poll_waits_while_every_activity_slot_runs() -> None:
     assert intake.held_back == 1
 
     # The SDK core releases slots from its own threads.
-    freeing = threading.Thread(target=intake.give_back, args=("activity",), kwargs={"ran": True})
+    done = {"sticky": False, "ran": True}
+    freeing = threading.Thread(target=intake.give_back, args=("activity",), kwargs=done)
     freeing.start()
     freeing.join()
     await asyncio.wait_for(shared, 5)
     assert intake.running_activities == 1
+
+
+async def test_a_free_activity_slot_lets_one_shared_poll_in_not_every_one() -> None:
+    """Each shared poll under way keeps a slot for the new run it may bring."""
+    intake = Intake(workflow_slots=10, activity_slots=3, max_hold_seconds=60)
+    for _ in range(2):
+        assert intake.try_take("activity", sticky=False)
+        intake.started("activity")
+    first = await _taken(intake, sticky=False)
+    second = await _taken(intake, sticky=False)
+    assert first.done()
+    assert not second.done()
+    intake.give_back("workflow", sticky=False, ran=True)  # its task done, no run brought
+    await asyncio.sleep(0.05)
+    assert second.done()
 
 
 async def test_polls_waiting_only_with_a_slot_do_not_close_the_gate() -> None:
@@ -52,7 +68,7 @@ async def test_polls_waiting_only_with_a_slot_do_not_close_the_gate() -> None:
     intake = Intake(workflow_slots=2, activity_slots=1, max_hold_seconds=60)
     assert intake.try_take("activity", sticky=False)
     await asyncio.wait_for(intake.take("workflow", sticky=False), 1)
-    intake.give_back("activity", ran=False)
+    intake.give_back("activity", sticky=False, ran=False)
     assert intake.running_activities == 0
 
 
@@ -64,7 +80,7 @@ async def test_workflow_slots_bound_sticky_and_shared_polls_alike() -> None:
     await asyncio.sleep(0.2)  # past the hold: the hold never lifts the workflow-slot bound
     assert not waiting.done()
     assert intake.held_back == 0, "waiting for a workflow slot is not holding a run back"
-    intake.give_back("workflow", ran=True)
+    intake.give_back("workflow", sticky=True, ran=True)
     await asyncio.wait_for(waiting, 5)
 
 
@@ -88,10 +104,10 @@ async def test_a_cancelled_reservation_leaves_no_slot_taken() -> None:
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    intake.give_back("activity", ran=True)
-    # Both workflow slots are still free.
+    intake.give_back("activity", sticky=False, ran=True)
+    # Both workflow slots are still free, and no shared poll keeps an activity slot.
     await asyncio.wait_for(intake.take("workflow", sticky=False), 1)
-    await asyncio.wait_for(intake.take("workflow", sticky=False), 1)
+    await asyncio.wait_for(intake.take("workflow", sticky=True), 1)
 
 
 @pytest.mark.parametrize(

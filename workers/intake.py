@@ -10,9 +10,11 @@ more runs wait than the workflow cache holds, each one is evicted before its act
 finishes and replayed from history when it comes back. That doubled the CPU of a park in
 bench/parked_approvals.py at 3,000 and 10,000 sessions; docs/BENCHMARKS.md has the numbers.
 
-So a reservation for a shared-queue poll waits while every activity slot runs a task, and
-the runs a worker has in flight stay near its activity slots plus its workflow slots: size
-the cache above that sum. Each finished activity lets one more in. Sticky polls never wait
+So a reservation for a shared-queue poll waits while every activity slot is busy: running
+a task, or kept for the run a shared-queue poll under way may bring (its first activity
+starts as that poll's workflow task completes). The runs a worker has in flight then stay
+near its activity slots plus its workflow slots: size the cache above that sum. Each
+finished activity lets one more in. Sticky polls never wait
 on activities, so runs in flight always finish, and the backlog stays on the server, where
 other workers can take it. A shared-queue poll waits at most `max_hold_seconds`, though: it
 also brings an evicted run its approval or cancellation, which must not wait for long
@@ -78,6 +80,10 @@ class Intake:
         # Activity slots whose task runs. Not the reserved ones: each activity poller holds
         # one while it waits, and a poll returning nothing must not close the gate.
         self._running_activities = 0
+        # Shared-queue workflow slots taken: each may bring a new run whose first activity
+        # needs a slot, so they count against free activity slots until they are returned
+        # (by then that activity runs, or waits on the server for one).
+        self._shared = 0
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         # Shared-queue polls that had to wait for an activity (for benches and tests).
         self.held_back = 0
@@ -103,14 +109,21 @@ class Intake:
             return self._reserved["activity"] < self.activity_slots
         if self._reserved["workflow"] >= self.workflow_slots:
             return False
-        return sticky or held_long or self._running_activities < self.activity_slots
+        busy = self._running_activities + self._shared
+        return sticky or held_long or busy < self.activity_slots
+
+    def _take(self, kind: Kind, sticky: bool) -> None:
+        """Under the lock."""
+        self._reserved[kind] += 1
+        if kind == "workflow" and not sticky:
+            self._shared += 1
 
     def try_take(self, kind: Kind, sticky: bool) -> bool:
         """Take a slot if one is free now (eager tasks; never waits)."""
         with self._lock:
             if not self._admits(kind, sticky):
                 return False
-            self._reserved[kind] += 1
+            self._take(kind, sticky)
             return True
 
     async def take(self, kind: Kind, sticky: bool) -> None:
@@ -122,7 +135,7 @@ class Intake:
             held_long = loop.time() >= deadline
             with self._lock:
                 if self._admits(kind, sticky, held_long=held_long):
-                    self._reserved[kind] += 1
+                    self._take(kind, sticky)
                     return
                 if not counted and kind == "workflow" and not sticky:
                     counted = self._reserved["workflow"] < self.workflow_slots
@@ -146,11 +159,13 @@ class Intake:
             with self._lock:
                 self._running_activities += 1
 
-    def give_back(self, kind: Kind, *, ran: bool) -> None:
-        """Return a slot (`ran`: a task ran in it) and let every waiter look again; there
-        are only as many waiters as pollers."""
+    def give_back(self, kind: Kind, *, sticky: bool, ran: bool) -> None:
+        """Return a slot taken with `sticky` (`ran`: a task ran in it) and let every waiter
+        look again; there are only as many waiters as pollers."""
         with self._lock:
             self._reserved[kind] -= 1
+            if kind == "workflow" and not sticky:
+                self._shared -= 1
             if ran and kind == "activity":
                 self._running_activities -= 1
             waiters, self._waiters = self._waiters, []
@@ -166,7 +181,8 @@ def _wake(future: asyncio.Future[None]) -> None:
 
 
 class _Permit(SlotPermit):
-    def __init__(self) -> None:
+    def __init__(self, sticky: bool) -> None:
+        self.sticky = sticky
         self.ran = False
 
 
@@ -177,10 +193,12 @@ class _Supplier(CustomSlotSupplier):
 
     async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
         await self._intake.take(self._kind, ctx.is_sticky)
-        return _Permit()
+        return _Permit(ctx.is_sticky)
 
     def try_reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit | None:
-        return _Permit() if self._intake.try_take(self._kind, ctx.is_sticky) else None
+        if not self._intake.try_take(self._kind, ctx.is_sticky):
+            return None
+        return _Permit(ctx.is_sticky)
 
     def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
         permit = ctx.permit
@@ -190,4 +208,5 @@ class _Supplier(CustomSlotSupplier):
 
     def release_slot(self, ctx: SlotReleaseContext) -> None:
         permit = ctx.permit
-        self._intake.give_back(self._kind, ran=isinstance(permit, _Permit) and permit.ran)
+        if isinstance(permit, _Permit):
+            self._intake.give_back(self._kind, sticky=permit.sticky, ran=permit.ran)
