@@ -27,7 +27,6 @@ from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
 from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.intake import Intake
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
@@ -106,7 +105,6 @@ async def serve_worker(sessions: int, max_cached: int | None) -> None:
                 settings.agent.max_cached_workflows if max_cached is None else max_cached
             ),
             strict_sandbox=settings.agent.strict_workflow_sandbox,
-            intake=Intake(max_hold_seconds=settings.agent.intake_max_hold_seconds),
         )
         async with running(worker):
             print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)

@@ -21,7 +21,6 @@ from activities.tools.builtin import default_registry
 from storage.db import migrate
 from storage.workspaces import WorkspaceScope
 from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.intake import Intake
 from workers.resources import Resources, open_resources
 from workers.settings import get_settings
 from workers.stack import DevStack, StackEndpoints
@@ -104,7 +103,6 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         agents: tuple[Agent, ...] = (),
         max_cached_workflows: int = 0,
         strict_sandbox: bool = True,
-        intake: Intake | None = None,
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -122,7 +120,6 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             task_queue=queue,
             max_cached_workflows=max_cached_workflows,
             strict_sandbox=strict_sandbox,
-            intake=intake,
         )
         async with running(worker):
             yield queue

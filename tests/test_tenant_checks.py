@@ -11,10 +11,10 @@ import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from storage.errors import SessionNotFound
 from tests.conftest import AgentRunner
-from tests.support.blocking import HeldProvider
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
@@ -86,6 +86,20 @@ async def test_another_tenants_session_is_not_found_by_the_library(
     assert not (session_root(workspace, tenant, session_id) / "a.md").exists()
 
 
+class _HeldProvider(ScriptedProvider):
+    """Answers only once `release` is set, so a signal can arrive mid-call."""
+
+    def __init__(self, release: asyncio.Event) -> None:
+        super().__init__([])
+        self.release = release
+        self.entered = asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.entered.set()
+        await self.release.wait()
+        return await super().complete(request)
+
+
 @pytest.mark.parametrize(("sender", "steps"), [(None, 1), ("someone-else", 1), ("own", 2)])
 async def test_a_signal_from_another_tenant_does_not_wake_the_loop(
     client: Client,
@@ -97,7 +111,7 @@ async def test_a_signal_from_another_tenant_does_not_wake_the_loop(
     steps: int,
 ) -> None:
     release = asyncio.Event()
-    provider = HeldProvider(release)
+    provider = _HeldProvider(release)
     async with agent_worker(provider, workspace) as queue:
         _, handle = await start(client, resources, queue, tenant=tenant)
         await asyncio.wait_for(provider.entered.wait(), 20)

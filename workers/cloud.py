@@ -26,7 +26,6 @@ from activities.tool_run import ToolActivities
 from activities.tools.base import Tool, ToolRegistry
 from activities.trajectory import TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
-from workers.intake import Intake
 from workers.resources import Resources
 from workers.settings import Settings, workspace_layout
 from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
@@ -142,12 +141,8 @@ def build_cloud_worker(
     strict_sandbox: bool = False,
     interceptors: Sequence[Interceptor] = (),
     plugins: Sequence[Plugin] = (),
-    intake: Intake | None = None,
 ) -> Worker:
-    """`intake`: the worker's slots, holding new runs back while its activity slots are
-    full (workers/intake.py; default: the SDK's default slot counts).
-
-    `interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
+    """`interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
     must not repeat ones the client already carries: a worker runs its client's too.
 
     `strict_sandbox` re-imports and checks our workflow modules in every run (tests);
@@ -163,7 +158,6 @@ def build_cloud_worker(
         interceptors=list(interceptors),
         plugins=list(plugins),
         workflow_runner=workflow_runner(() if strict_sandbox else SHARED_WORKFLOW_MODULES),
-        tuner=(intake or Intake()).tuner(),
         **extra,
     )
 

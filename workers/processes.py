@@ -24,7 +24,6 @@ from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.device import build_device_worker
 from workers.device_calls_local import LocalTools
 from workers.device_link import DeviceLinkSettings, run_device_link
-from workers.intake import Intake
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
@@ -105,7 +104,6 @@ async def run_cloud_worker(
                 strict_sandbox=settings.agent.strict_workflow_sandbox,
                 interceptors=recorder.interceptors(),
                 plugins=recorder.plugins(),
-                intake=Intake(max_hold_seconds=settings.agent.intake_max_hold_seconds),
             )
             try:
                 async with running(worker):

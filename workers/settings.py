@@ -22,7 +22,6 @@ from activities.tools.fetch_policy import (
     FetchPolicy,
 )
 from storage.workspaces import WorkspaceLayout, WorkspaceScope
-from workers.intake import DEFAULT_MAX_HOLD_SECONDS
 from workflows.contracts import AgentInput
 
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
@@ -118,12 +117,11 @@ class AgentSettings(BaseSettings):
     # run holds ~0.1-0.15 MiB (shared sandbox), so 500 bound the worker near 250-300 MiB
     # however many sessions are parked; a run woken after eviction is replayed from its
     # history instead (~10-35 ms CPU), and a cache smaller than the runs in flight at once
-    # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured).
+    # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured). The runs in
+    # flight at once are up to the activity slots plus the workflow-task slots (100 + 100,
+    # the SDK's defaults): 1,000 sessions parked through a cache of 200 replayed 57% of
+    # them on their way (run AA).
     max_cached_workflows: int = Field(default=500, ge=0)
-    # How long a worker with every activity slot busy holds back a poll for new runs
-    # (workers/intake.py), so that it never takes on more runs than its cache holds; 0
-    # takes them as fast as the server hands them out.
-    intake_max_hold_seconds: float = Field(default=DEFAULT_MAX_HOLD_SECONDS, ge=0)
     # Re-import and check our workflow modules in every run, as the tests do
     # (workers/workflow_sandbox.py): ~0.4-0.6 MiB more per cached run, ~50-100 ms more CPU
     # per new run or wake after eviction.

@@ -1,10 +1,8 @@
-"""Hold work back from outside the worker: a model reply until the test lets it go, or an
-artifact's metadata commit, through PostgreSQL.
+"""Hold an artifact's metadata commit back, from outside the worker, through PostgreSQL.
 
-For the commit, an open transaction that inserts the (tenant, sha256) row makes the
-worker's insert of the same row wait for it: the worker has uploaded the object but cannot
-commit its ref. That is the window between upload and commit, made as long as the test
-needs.
+An open transaction that inserts the (tenant, sha256) row makes the worker's insert of the
+same row wait for it: the worker has uploaded the object but cannot commit its ref. That
+is the window between upload and commit, made as long as the test needs.
 """
 
 from __future__ import annotations
@@ -18,31 +16,9 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
 from activities.tools.base import ToolContext
 from activities.tools.files import write_file
 from workers.resources import Resources
-
-
-class HeldProvider(ScriptedProvider):
-    """The scripted model, answering only once `release` is set: a call stays in flight
-    for as long as a test needs. `entered` is set when the first call arrives."""
-
-    def __init__(
-        self, release: asyncio.Event, turns: list[dict[str, object]] | None = None
-    ) -> None:
-        scripted = ScriptedProvider.from_data(list(turns or []))
-        super().__init__(scripted.turns)
-        self.release = release
-        self.entered = asyncio.Event()
-        self.calls = 0
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        self.calls += 1
-        self.entered.set()
-        await self.release.wait()
-        return await super().complete(request)
 
 
 @asynccontextmanager
