@@ -14,11 +14,23 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from storage.pool_ping import PING_AFTER_IDLE_S, ping_idle_connections
+
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> AsyncEngine:
-    return create_async_engine(url, pool_size=pool_size, echo=echo, pool_pre_ping=True)
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 5,
+    echo: bool = False,
+    ping_after_idle_s: float = PING_AFTER_IDLE_S,
+) -> AsyncEngine:
+    """`ping_after_idle_s`: pooled connections idle for longer are pinged on checkout
+    (storage/pool_ping.py); 0 pings on every checkout."""
+    engine = create_async_engine(url, pool_size=pool_size, echo=echo)
+    ping_idle_connections(engine, ping_after_idle_s)
+    return engine
 
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
