@@ -37,6 +37,7 @@ from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
 from storage.context_configs import ContextConfig
+from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
@@ -120,7 +121,7 @@ class ModelActivities:
             async def assemble(budget: ContextBudget) -> AssembledContext:
                 nonlocal compaction
                 sized = replace(config, budget=asdict(budget))
-                async with self._sessions() as db, db.begin():
+                async with autocommit(self._sessions) as db:  # reads only
                     context, compaction = await assemble_for_step(
                         db,
                         self._store,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from alembic import command
@@ -36,6 +38,17 @@ def make_engine(
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     # expire_on_commit=False: activities read attributes after the unit of work commits.
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@asynccontextmanager
+async def autocommit(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """A session whose statements each commit by themselves: no BEGIN and COMMIT round
+    trips. For reads (under READ COMMITTED every statement reads its own snapshot anyway,
+    so a read-only transaction adds nothing) and for a single write that needs no partner.
+    Nothing here holds a transaction open."""
+    async with sessions() as db:
+        await db.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        yield db
 
 
 def _alembic_config(url: str) -> Config:
