@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import TypeVar
 
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from activities.context import AssembledContext, ContextBudget, assemble_context
 from activities.providers.base import ToolSpec
@@ -88,7 +88,9 @@ class ConfigCache:
             self._recorded.move_to_end(key)
             return hit[1]
         config_id = await ContextConfigRepository(db, tenant_id).record(config)
-        if self._entries > 0:
+        if _autocommits(await db.connection()):
+            self._keep(self._recorded, key, (config, config_id))  # committed already
+        elif self._entries > 0:
             # Only once committed: a rolled-back unit of work leaves no row to point at.
             event.listen(
                 db.sync_session,
@@ -104,6 +106,12 @@ class ConfigCache:
             entries.move_to_end(key)
             if len(entries) > self._entries:
                 entries.popitem(last=False)
+
+
+def _autocommits(conn: AsyncConnection) -> bool:
+    """Whether each statement on `conn` commits by itself (storage.db.autocommit)."""
+    sync = conn.sync_connection
+    return sync is not None and sync.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
 
 
 async def turn_config(
