@@ -37,6 +37,7 @@ from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
 from storage.context_configs import ContextConfig
+from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
@@ -103,7 +104,9 @@ class ModelActivities:
         session_id = uuid.UUID(inp.session_id)
         outage = outage_aware(self._sessions, inp.tenant_id, session_id)
         async with outage, storage_errors_are_final(), heartbeating():
-            async with self._sessions() as db, db.begin():
+            # Reads, and at a turn's first step one UPDATE naming its config (whose rows are
+            # content-addressed inserts, each complete by itself): no transaction needed.
+            async with autocommit(self._sessions) as db:
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent = await self._agent_for(inp, session.agent_definition)
                 _, config = await turn_config(
@@ -120,7 +123,7 @@ class ModelActivities:
             async def assemble(budget: ContextBudget) -> AssembledContext:
                 nonlocal compaction
                 sized = replace(config, budget=asdict(budget))
-                async with self._sessions() as db, db.begin():
+                async with autocommit(self._sessions) as db:  # reads only
                     context, compaction = await assemble_for_step(
                         db,
                         self._store,

@@ -7,8 +7,10 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict
+from typing import TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from activities.context import AssembledContext, ContextBudget, assemble_context
 from activities.providers.base import ToolSpec
@@ -25,6 +27,9 @@ from storage.turns import TurnRepository
 # Kinds that begin a block of the conversation (see context._blocks): a window that began
 # after one would hold results whose call it lacks, and assembly would drop them unseen.
 BLOCK_STARTS = (ItemKind.USER_MESSAGE, ItemKind.ASSISTANT_MESSAGE)
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def config_of(
@@ -50,11 +55,17 @@ def tools_of(config: ContextConfig) -> list[ToolSpec]:
 
 class ConfigCache:
     """Recorded context configs by (tenant, id). A recorded config never changes (its row
-    is named by the sha256 of its content), so a worker loads each one once."""
+    is named by the sha256 of its content), so a worker loads each one once. Also the id
+    each agent's current config was recorded under, so the first step of every turn does
+    not hash and insert it again (rows of context_configs are never deleted)."""
 
     def __init__(self, entries: int = 1_024) -> None:
         self._entries = entries
         self._known: OrderedDict[tuple[str, uuid.UUID], ContextConfig] = OrderedDict()
+        # By the identity of the agent's config object, which is kept to check it.
+        self._recorded: OrderedDict[tuple[str, int], tuple[ContextConfig, uuid.UUID]] = (
+            OrderedDict()
+        )
 
     async def load(
         self, configs: ContextConfigRepository, tenant_id: str, config_id: uuid.UUID
@@ -65,11 +76,42 @@ class ConfigCache:
             self._known.move_to_end(key)
             return known
         loaded = await configs.load(config_id)
-        if self._entries > 0:
-            self._known[key] = loaded
-            if len(self._known) > self._entries:
-                self._known.popitem(last=False)
+        self._keep(self._known, key, loaded)
         return loaded
+
+    async def record(self, db: AsyncSession, tenant_id: str, config: ContextConfig) -> uuid.UUID:
+        """The id `config` is recorded under, recording it in `db`'s unit of work when this
+        worker has not seen it committed yet."""
+        key = (tenant_id, id(config))
+        hit = self._recorded.get(key)
+        if hit is not None and hit[0] is config:
+            self._recorded.move_to_end(key)
+            return hit[1]
+        config_id = await ContextConfigRepository(db, tenant_id).record(config)
+        if _autocommits(await db.connection()):
+            self._keep(self._recorded, key, (config, config_id))  # committed already
+        elif self._entries > 0:
+            # Only once committed: a rolled-back unit of work leaves no row to point at.
+            event.listen(
+                db.sync_session,
+                "after_commit",
+                lambda _: self._keep(self._recorded, key, (config, config_id)),
+                once=True,
+            )
+        return config_id
+
+    def _keep(self, entries: OrderedDict[K, V], key: K, value: V) -> None:
+        if self._entries > 0:
+            entries[key] = value
+            entries.move_to_end(key)
+            if len(entries) > self._entries:
+                entries.popitem(last=False)
+
+
+def _autocommits(conn: AsyncConnection) -> bool:
+    """Whether each statement on `conn` commits by itself (storage.db.autocommit)."""
+    sync = conn.sync_connection
+    return sync is not None and sync.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
 
 
 async def turn_config(
@@ -80,17 +122,16 @@ async def turn_config(
     cache: ConfigCache | None = None,
 ) -> tuple[uuid.UUID | None, ContextConfig]:
     """The latest turn's recorded config; the first step of a turn records `current`."""
-    turn = await TurnRepository(db, tenant_id).latest(session_id)
-    configs = ContextConfigRepository(db, tenant_id)
+    cache = cache or ConfigCache(0)
+    turns = TurnRepository(db, tenant_id)
+    turn = await turns.latest(session_id)
     if turn is None:
         return None, current
-    if turn.context_config_id is None:
-        config_id = await TurnRepository(db, tenant_id).set_config(
-            turn.id, await configs.record(current)
-        )
-    else:
-        config_id = turn.context_config_id
-    return config_id, await (cache or ConfigCache(0)).load(configs, tenant_id, config_id)
+    config_id = turn.context_config_id
+    if config_id is None:
+        config_id = await turns.set_config(turn.id, await cache.record(db, tenant_id, current))
+    configs = ContextConfigRepository(db, tenant_id)
+    return config_id, await cache.load(configs, tenant_id, config_id)
 
 
 def preview_budget(budget: ContextBudget) -> int:
@@ -131,7 +172,8 @@ async def window_items(
     window = await items.window(
         session_id, after_ordinal=after, token_budget=preview_budget(budget), starts=BLOCK_STARTS
     )
-    if compaction is None:
+    # Ordinals start at 1: a window that begins there holds the task already.
+    if compaction is None and not (window and window[0].ordinal <= 1):
         task = await items.first_of_kind(session_id, ItemKind.USER_MESSAGE)
         if task is not None and (not window or task.ordinal < window[0].ordinal):
             window.insert(0, task)

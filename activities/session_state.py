@@ -11,6 +11,7 @@ from temporalio import activity
 from activities.errors import non_retryable, storage_errors_are_final
 from activities.tokens import count_tokens
 from activities.tool_effects import EFFECT_IN_DOUBT, not_rerun_text
+from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.previews import PREVIEW_CHARS
@@ -162,19 +163,25 @@ class SessionStateActivities:
     @activity.defn(name="set_session_status")
     async def set_session_status(self, inp: SessionStatusInput) -> None:
         session_id = uuid.UUID(inp.session_id)
+        if not (inp.detail and inp.idempotency_key):
+            # One UPDATE: it needs no transaction of its own (saves BEGIN and COMMIT).
+            async with storage_errors_are_final(), autocommit(self._sessions) as db:
+                await SessionRepository(db, inp.tenant_id).set_status(
+                    session_id, inp.status, workflow_run_id=inp.workflow_run_id
+                )
+            return
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
             await SessionRepository(db, inp.tenant_id).set_status(
                 session_id, inp.status, workflow_run_id=inp.workflow_run_id
             )
-            if inp.detail and inp.idempotency_key:
-                await ItemRepository(db, inp.tenant_id).append(
-                    NewItem(
-                        session_id=session_id,
-                        kind=ItemKind.ERROR,
-                        role="system",
-                        idempotency_key=inp.idempotency_key,
-                        text=inp.detail[:PREVIEW_CHARS],
-                        tokens=count_tokens(inp.detail[:PREVIEW_CHARS]),
-                        data={"status": inp.status},
-                    )
+            await ItemRepository(db, inp.tenant_id).append(
+                NewItem(
+                    session_id=session_id,
+                    kind=ItemKind.ERROR,
+                    role="system",
+                    idempotency_key=inp.idempotency_key,
+                    text=inp.detail[:PREVIEW_CHARS],
+                    tokens=count_tokens(inp.detail[:PREVIEW_CHARS]),
+                    data={"status": inp.status},
                 )
+            )

@@ -25,6 +25,7 @@ from activities.tools.base import (
     ToolOutput,
     TransientToolError,
 )
+from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import ItemRow
@@ -94,13 +95,17 @@ class EffectLedger:
         self, tool: Tool, ctx: ToolContext, args: dict[str, Any], tool_call_id: str
     ) -> EffectRun:
         """Claim the call, then run it, reconcile it or report it in doubt."""
-        async with self._sessions() as db, db.begin():
-            claim = await ToolEffectRepository(db, ctx.tenant_id).claim(
-                ctx.idempotency_key,
-                session_id=uuid.UUID(ctx.session_id),
-                tool_call_id=tool_call_id,
-                tool_name=tool.spec.name,
+        key, session_id = ctx.idempotency_key, uuid.UUID(ctx.session_id)
+        # A new key (the usual case) is one INSERT, committed by itself before the tool runs.
+        async with autocommit(self._sessions) as db:
+            claim = await ToolEffectRepository(db, ctx.tenant_id).claim_new(
+                key, session_id=session_id, tool_call_id=tool_call_id, tool_name=tool.spec.name
             )
+        if claim is None:
+            async with self._sessions() as db, db.begin():
+                claim = await ToolEffectRepository(db, ctx.tenant_id).claim(
+                    key, session_id=session_id, tool_call_id=tool_call_id, tool_name=tool.spec.name
+                )
         if claim.found in SETTLED:
             # Another attempt settled the call after this one looked for its result: that
             # committed result stands (run_tool's commit finds it), nothing runs here.

@@ -34,6 +34,7 @@ from activities.tools.memory import SqlMemoryAccess
 from activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore, artifact_key
+from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import ItemRow, SessionRow
@@ -98,7 +99,7 @@ class ToolActivities:
         session_id = uuid.UUID(inp.session_id)
         # Heartbeat through upload and commit too: a 200 MB upload must not look like a crash.
         async with storage_errors_are_final(), heartbeating():
-            async with self._sessions() as db:
+            async with autocommit(self._sessions) as db:  # reads only
                 items = ItemRepository(db, inp.tenant_id)
                 done = await items.by_key(inp.idempotency_key)
                 if done is not None:

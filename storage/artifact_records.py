@@ -42,7 +42,8 @@ class ArtifactRepository:
         """
         if ref.tenant_id != self._tenant:
             raise ArtifactNotFound("artifact belongs to another tenant")
-        await self._db.execute(
+        # DO UPDATE returns the row whether it was inserted or already there: one round trip.
+        artifact_id: uuid.UUID | None = await self._db.scalar(
             insert(ArtifactRow)
             .values(
                 artifact_id=uuid.uuid4(),
@@ -58,14 +59,10 @@ class ArtifactRepository:
                 index_elements=[ArtifactRow.tenant_id, ArtifactRow.sha256],
                 set_={"status": "active", "unreachable_since": None},
             )
+            .returning(ArtifactRow.artifact_id)
         )
-        artifact_id = await self._db.scalar(
-            select(ArtifactRow.artifact_id).where(
-                ArtifactRow.tenant_id == self._tenant, ArtifactRow.sha256 == ref.sha256
-            )
-        )
-        if artifact_id is None:  # only if the row vanished between insert and select
-            raise ArtifactNotFound(f"artifact {ref.sha256} disappeared while registering it")
+        if artifact_id is None:  # DO UPDATE always returns a row; a guard for the type
+            raise ArtifactNotFound(f"artifact {ref.sha256} was not registered")
         return artifact_id
 
     async def add_ref(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from alembic import command
@@ -14,16 +16,39 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from storage.pool_ping import PING_AFTER_IDLE_S, ping_idle_connections
+
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> AsyncEngine:
-    return create_async_engine(url, pool_size=pool_size, echo=echo, pool_pre_ping=True)
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 5,
+    echo: bool = False,
+    ping_after_idle_s: float = PING_AFTER_IDLE_S,
+) -> AsyncEngine:
+    """`ping_after_idle_s`: pooled connections idle for longer are pinged on checkout
+    (storage/pool_ping.py); 0 pings on every checkout."""
+    engine = create_async_engine(url, pool_size=pool_size, echo=echo)
+    ping_idle_connections(engine, ping_after_idle_s)
+    return engine
 
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     # expire_on_commit=False: activities read attributes after the unit of work commits.
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@asynccontextmanager
+async def autocommit(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """A session whose statements each commit by themselves: no BEGIN and COMMIT round
+    trips. For reads (under READ COMMITTED every statement reads its own snapshot anyway,
+    so a read-only transaction adds nothing) and for a single write that needs no partner.
+    Nothing here holds a transaction open."""
+    async with sessions() as db:
+        await db.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        yield db
 
 
 def _alembic_config(url: str) -> Config:

@@ -101,15 +101,19 @@ class ItemRepository:
                 f.idempotency_key != item.idempotency_key for f in fresh
             ):
                 fresh.append(item)
-        ordinal = await self._sessions.take_ordinals(session_id, len(fresh)) if fresh else 0
         turns = TurnRepository(self._db, self._tenant)
-        turn = None
-        if fresh and fresh[0].kind != ItemKind.USER_MESSAGE:  # else it opens its own turn below
-            turn = await turns.latest(session_id)
+        ordinal, turn_id = 0, None
+        if fresh and fresh[0].kind == ItemKind.USER_MESSAGE:  # it opens its own turn below
+            ordinal = await self._sessions.take_ordinals(session_id, len(fresh))
+        elif fresh:
+            # The latest turn, read under the session lock (turns open under it too).
+            ordinal, turn_id = await self._sessions.take_ordinals_with(
+                session_id, len(fresh), turns.latest_id(session_id)
+            )
         created: dict[str, ItemRow] = {}
         for item in fresh:
             if item.kind == ItemKind.USER_MESSAGE:  # a user message opens a turn
-                turn = await turns.open(session_id, ordinal)
+                turn_id = (await turns.open(session_id, ordinal)).id
             created[item.idempotency_key] = ItemRow(
                 id=uuid.uuid4(),
                 tenant_id=self._tenant,
@@ -123,7 +127,7 @@ class ItemRepository:
                 data=item.data,
                 idempotency_key=item.idempotency_key,
                 artifact_id=item.artifact_id,
-                turn_id=turn.id if turn else None,
+                turn_id=turn_id,
                 # A rough estimate when the writer did not count: it only picks windows.
                 tokens=item.tokens or (len(item.text) + 3) // 4,
             )

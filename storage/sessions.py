@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, tuple_, update
+from sqlalchemy import ColumnElement, ScalarSelect, func, literal, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -191,14 +191,24 @@ class SessionRepository:
         The row lock this takes is held until the unit of work ends, so appends to one
         session are serialised and ordinals never collide.
         """
+        return (await self.take_ordinals_with(session_id, count, literal(None)))[0]
+
+    async def take_ordinals_with(
+        self, session_id: uuid.UUID, count: int, also: ColumnElement[Any] | ScalarSelect[Any]
+    ) -> tuple[int, Any]:
+        """`take_ordinals`, also returning `also` (a scalar subquery, say) as read by the same
+        statement: after the row lock, so what it reads cannot change under the lock's holder
+        when every writer of it takes this lock first. Saves a round trip."""
         if count < 1:
             raise ValueError(f"count must be positive, got {count}")
-        ordinal = await self._db.scalar(
-            update(SessionRow)
-            .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
-            .values(next_ordinal=SessionRow.next_ordinal + count, updated_at=func.now())
-            .returning(SessionRow.next_ordinal - count)
-        )
-        if ordinal is None:
+        row = (
+            await self._db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
+                .values(next_ordinal=SessionRow.next_ordinal + count, updated_at=func.now())
+                .returning(SessionRow.next_ordinal - count, also)
+            )
+        ).one_or_none()
+        if row is None:
             raise SessionNotFound(f"session {session_id} not found")
-        return int(ordinal)
+        return int(row[0]), row[1]

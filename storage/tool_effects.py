@@ -65,6 +65,18 @@ class ToolEffectRepository:
         A concurrent claim of a new key waits for the first one's commit and then finds
         it started: a second runner is never told it is first.
         """
+        new = await self.claim_new(
+            idempotency_key, session_id=session_id, tool_call_id=tool_call_id, tool_name=tool_name
+        )
+        if new is not None:
+            return new
+        return await self._claim_again(idempotency_key)
+
+    async def claim_new(
+        self, idempotency_key: str, *, session_id: uuid.UUID, tool_call_id: str, tool_name: str
+    ) -> Claim | None:
+        """`claim` when the key is new (one statement, so an autocommit unit suffices);
+        None when a row exists already: then `claim` it in a transaction."""
         stmt = (
             insert(ToolEffectRow)
             .values(
@@ -83,6 +95,9 @@ class ToolEffectRepository:
         )
         if (await self._db.execute(stmt)).scalar_one_or_none() is not None:
             return Claim(fresh=True, found=None, attempt=1)
+        return None
+
+    async def _claim_again(self, idempotency_key: str) -> Claim:
         found = await self._db.scalar(
             select(ToolEffectRow.state).where(self._key(idempotency_key)).with_for_update()
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ScalarSelect, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import TurnRow
@@ -46,6 +46,16 @@ class TurnRepository:
             .limit(1)
         )
 
+    def latest_id(self, session_id: uuid.UUID) -> ScalarSelect[uuid.UUID]:
+        """The id of the session's latest turn, as a subquery (None: it has no turn)."""
+        return (
+            select(TurnRow.id)
+            .where(TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant)
+            .order_by(TurnRow.turn_no.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+
     async def for_session(self, session_id: uuid.UUID) -> list[TurnRow]:
         rows = await self._db.scalars(
             select(TurnRow)
@@ -56,18 +66,12 @@ class TurnRepository:
 
     async def set_config(self, turn_id: uuid.UUID, config_id: uuid.UUID) -> uuid.UUID:
         """Record the turn's context config once; returns the config the turn keeps."""
-        await self._db.execute(
-            update(TurnRow)
-            .where(
-                TurnRow.id == turn_id,
-                TurnRow.tenant_id == self._tenant,
-                TurnRow.context_config_id.is_(None),
-            )
-            .values(context_config_id=config_id)
-        )
+        # One statement: a turn that has a config keeps it (a concurrent first step that
+        # committed first wins, as the row lock makes this re-read its config).
         kept = await self._db.scalar(
-            select(TurnRow.context_config_id).where(
-                TurnRow.id == turn_id, TurnRow.tenant_id == self._tenant
-            )
+            update(TurnRow)
+            .where(TurnRow.id == turn_id, TurnRow.tenant_id == self._tenant)
+            .values(context_config_id=func.coalesce(TurnRow.context_config_id, config_id))
+            .returning(TurnRow.context_config_id)
         )
         return kept or config_id
