@@ -28,7 +28,7 @@ from tests.support.fake_openai import (
     fake_openai_server,  # noqa: F401 (the `server` fixture)
     says,
 )
-from tests.support.helpers import items_of, start, wait_for_pending
+from tests.support.helpers import items_of, start, wait_for_pending, wait_until_recorded
 from workers import tasks
 from workers.resources import Resources
 from workers.task_options import TaskOptions
@@ -153,6 +153,7 @@ async def test_a_turn_keeps_the_definition_it_began_with_across_a_deploy(
     async with agent_worker(provider, workspace, agents=(NOTES,)) as queue:
         sid, handle = await start(client, resources, queue, "hi", tenant=tenant, agent="notes")
         (call,) = await wait_for_pending(client, sid)
+        await wait_until_recorded(handle)
     # A deploy while the call waits: new instructions and one more tool.
     changed = Agent(
         name="notes",

@@ -123,6 +123,19 @@ async def wait_for_pending(
             await asyncio.sleep(0.05)
 
 
+async def wait_until_recorded(handle: WorkflowHandle[Any, Any], within_seconds: float = 20) -> None:
+    """Until the run has no workflow task open. A status query answers from the worker's
+    memory between activations, so it can show a pending approval while the task that asked
+    for it still waits on its local status write; a worker stopped then leaves that task to
+    the next worker, which sees an approval sent meanwhile before the call it approves."""
+    async with asyncio.timeout(within_seconds):
+        while True:
+            described = await handle.describe()
+            if not described.raw_description.HasField("pending_workflow_task"):
+                return
+            await asyncio.sleep(0.05)
+
+
 async def items_of(res: Resources, tenant: str, session_id: str) -> list[ItemRow]:
     _, items = await tasks.read_session(res.sessions, tenant, session_id)
     return items
