@@ -13,6 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.approval_waits import Waiting, check_decision, pending_approvals
+from workflows.compactions import Compactions
 from workflows.contracts import (
     AgentInput,
     AgentResult,
@@ -20,7 +21,6 @@ from workflows.contracts import (
     ApproveInput,
     CancelInput,
     CancelResult,
-    CompactInput,
     DecisionResult,
     ModelCallInput,
     ModelCallResult,
@@ -45,7 +45,6 @@ with workflow.unsafe.imports_passed_through():
     # No I/O, enum values only: shared with the host, not re-imported per workflow.
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
-    from activities.compaction import CompactionActivities
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
     from storage.session_status import SessionStatus
@@ -72,7 +71,7 @@ class AgentWorkflow:
         self._received = inp.received_messages
         self._seen = inp.seen_messages
         self._last_error: str | None = None
-        self._compaction = inp.compaction
+        self._compactions = Compactions(self._inp)
         self._devices_away = 0
         self._device_calls = PendingDeviceCalls()
         self._main: asyncio.Task[AgentResult] | None = None
@@ -111,9 +110,11 @@ class AgentWorkflow:
         nudged_at: int | None = None
         while True:
             self._device_calls.check()
+            await self._compactions.settle()
             if self._step >= inp.max_steps:
                 raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")
             if self._should_continue_as_new():
+                await self._compactions.settle(wait=True)
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._next_input())
             seen = self._received
@@ -130,7 +131,7 @@ class AgentWorkflow:
                 # A summary made now would cover a pending call but not its late result;
                 # the next step that finds nothing pending compacts (it is still due).
                 if result.compaction_due and not self._device_calls:
-                    await self._compact(step)
+                    await self._compactions.start(step, self._key(step, "compact"))
                 continue
             if self._received > self._seen:
                 continue  # a follow-up arrived while the model was answering
@@ -153,6 +154,7 @@ class AgentWorkflow:
                 await nudge(inp, step, self._key(step, "nudge"))
                 continue
             break
+        await self._compactions.settle(wait=True)
         self._status = SessionStatus.COMPLETED
         await self._set_status(SessionStatus.COMPLETED)
         return AgentResult(
@@ -160,6 +162,7 @@ class AgentWorkflow:
         )
 
     async def _no_answer(self, final_item: str | None) -> AgentResult:
+        await self._compactions.settle(wait=True)
         self._status, self._last_error = SessionStatus.NO_ANSWER, NO_ANSWER
         await self._set_status(SessionStatus.NO_ANSWER, NO_ANSWER, "no_answer")
         return AgentResult(
@@ -185,7 +188,7 @@ class AgentWorkflow:
             step=self._step,
             seen_messages=self._seen,
             received_messages=self._received,
-            compaction=self._compaction,
+            compaction=self._compactions.latest,
         )
 
     def _key(self, step: int, suffix: str) -> str:
@@ -206,17 +209,6 @@ class AgentWorkflow:
             ),
             **model_call_options(self._inp),
         )
-
-    async def _compact(self, step: int) -> None:
-        ref = await workflow.execute_activity_method(
-            CompactionActivities.compact_session,
-            CompactInput(
-                self._inp.session_id, self._inp.tenant_id, step, self._key(step, "compact")
-            ),
-            **model_call_options(self._inp),
-        )
-        if ref is not None:
-            self._compaction = ref
 
     # -- one tool call ------------------------------------------------------------------------
 
