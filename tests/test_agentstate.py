@@ -25,7 +25,7 @@ from storage.errors import SessionNotFound
 from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 from tests.conftest import AgentRunner
-from tests.support.helpers import items_of, session_root, start, wait_for_pending
+from tests.support.helpers import files_to_read, items_of, session_root, start, wait_for_pending
 from workers import tasks
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
@@ -84,15 +84,8 @@ async def test_follow_up_opens_a_new_turn_that_records_the_current_config(
 async def test_long_session_compacts_and_assembly_starts_from_the_summary(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    sid = uuid.uuid4()
-    for n in range(8):
-        (session_root(workspace, tenant, sid) / f"f{n}.txt").write_text(f"file {n} " * 300)
-    provider = ScriptedProvider.from_data(
-        [
-            {"tool_calls": [{"name": "read_file", "arguments": {"path": f"f{n}.txt"}}]}
-            for n in range(8)
-        ]
-    )
+    sid, script = files_to_read(workspace, tenant, 8)
+    provider = ScriptedProvider.from_data(script)
     # Small enough that the previews alone pass the compaction threshold after a few steps.
     budget = {"context_tokens": 4_000, "reply_tokens": 500, "tool_result_tokens": 1_500}
     async with agent_worker(provider, workspace, **budget) as queue:

@@ -7,6 +7,7 @@ import asyncio
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -16,7 +17,7 @@ from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from storage.compactions import CompactionRepository
 from tests.conftest import AgentRunner
-from tests.support.helpers import session_root, start
+from tests.support.helpers import files_to_read, start
 from workers.resources import Resources
 from workflows.agent import AgentWorkflow
 
@@ -30,15 +31,8 @@ class _SlowSummary(ScriptedProvider):
     """Model calls and summaries that each take a while: a summary notes whether a model
     call of the loop ran meanwhile. A loop that waits for its compaction keeps them apart."""
 
-    def __init__(self, files: int) -> None:
-        super().__init__(
-            ScriptedProvider.from_data(
-                [
-                    {"tool_calls": [{"name": "read_file", "arguments": {"path": f"f{n}.txt"}}]}
-                    for n in range(files)
-                ]
-            ).turns
-        )
+    def __init__(self, script: list[dict[str, Any]]) -> None:
+        super().__init__(ScriptedProvider.from_data(script).turns)
         self.summaries = 0
         self.overlapped = 0
         self._chats = 0
@@ -63,10 +57,8 @@ class _SlowSummary(ScriptedProvider):
 async def test_the_next_model_call_runs_while_the_summary_is_written(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    sid = uuid.uuid4()
-    for n in range(8):
-        (session_root(workspace, tenant, sid) / f"f{n}.txt").write_text(f"file {n} " * 300)
-    provider = _SlowSummary(files=8)
+    sid, script = files_to_read(workspace, tenant, 8)
+    provider = _SlowSummary(script)
     async with agent_worker(provider, workspace, **BUDGET) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 90)
@@ -88,10 +80,8 @@ async def test_the_next_model_call_runs_while_the_summary_is_written(
 async def test_a_loop_continuing_as_new_leaves_no_compaction_behind(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    sid = uuid.uuid4()
-    for n in range(8):
-        (session_root(workspace, tenant, sid) / f"f{n}.txt").write_text(f"file {n} " * 300)
-    provider = _SlowSummary(files=8)
+    sid, script = files_to_read(workspace, tenant, 8)
+    provider = _SlowSummary(script)
     async with agent_worker(provider, workspace, **BUDGET) as queue:
         _, handle = await start(
             client, resources, queue, tenant=tenant, session_id=sid, continue_as_new_every=2

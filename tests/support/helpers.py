@@ -64,6 +64,20 @@ def session_root(base: Path, tenant: str, session_id: uuid.UUID | str) -> Path:
     return root
 
 
+def files_to_read(base: Path, tenant: str, count: int) -> tuple[uuid.UUID, list[dict[str, Any]]]:
+    """A new session's id, its workspace holding f0.txt .. f{count-1}.txt (300 words
+    each), and a model script reading one per turn: a session long enough to compact with
+    a small budget."""
+    sid = uuid.uuid4()
+    for n in range(count):
+        (session_root(base, tenant, sid) / f"f{n}.txt").write_text(f"file {n} " * 300)
+    script = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": f"f{n}.txt"}}]}
+        for n in range(count)
+    ]
+    return sid, script
+
+
 def tenant_root(base: Path, tenant: str) -> Path:
     """The workspace every session of `tenant` shares under AGENT_WORKSPACE_SCOPE=tenant."""
     root = base / tenant / TENANT_DIR
