@@ -280,9 +280,8 @@ async def measure(
     t_query = time.perf_counter() - tq
     # A query to a run that is no longer cached replays it first: this is what waking an
     # evicted parked session costs, before any new event is applied.
-    report.add(
-        "CPU, status query x N", cpu_between(cpu_query, CpuSnapshot.take(worker.pids, state))
-    )
+    cpu_queried = CpuSnapshot.take(worker.pids, state)
+    report.add("CPU, status query x N", cpu_between(cpu_query, cpu_queried))
     note_errors(report, "status query", errors)
     pending_ok = sum(
         1
