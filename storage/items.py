@@ -106,7 +106,8 @@ class ItemRepository:
         if fresh and fresh[0].kind == ItemKind.USER_MESSAGE:  # it opens its own turn below
             ordinal = await self._sessions.take_ordinals(session_id, len(fresh))
         elif fresh:
-            # The latest turn, read under the session lock (turns open under it too).
+            # The latest turn as this statement began: a user message whose turn committed
+            # while it waited for the session lock opens a turn these items do not join.
             ordinal, turn_id = await self._sessions.take_ordinals_with(
                 session_id, len(fresh), turns.latest_id(session_id)
             )

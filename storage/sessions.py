@@ -197,8 +197,9 @@ class SessionRepository:
         self, session_id: uuid.UUID, count: int, also: ColumnElement[Any] | ScalarSelect[Any]
     ) -> tuple[int, Any]:
         """`take_ordinals`, also returning `also` (a scalar subquery, say) as read by the same
-        statement: after the row lock, so what it reads cannot change under the lock's holder
-        when every writer of it takes this lock first. Saves a round trip."""
+        statement. Saves a round trip. Under READ COMMITTED the subquery reads the snapshot
+        the statement began with: a write that committed while this statement waited for
+        the row lock is not seen (a separate read after the lock would see it)."""
         if count < 1:
             raise ValueError(f"count must be positive, got {count}")
         row = (
