@@ -119,8 +119,8 @@ class AgentSettings(BaseSettings):
     # history instead (~10-35 ms CPU), and a cache smaller than the runs in flight at once
     # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured). The runs in
     # flight at once are up to the activity slots plus the workflow-task slots (100 + 100,
-    # the SDK's defaults): 1,000 sessions parked through a cache of 200 replayed 57% of
-    # them on their way (run AA).
+    # the SDK's defaults): parking 1,000 sessions through a cache of 100 replayed 82% of
+    # them on their way (docs/BENCHMARKS.md, run AA).
     max_cached_workflows: int = Field(default=500, ge=0)
     # Re-import and check our workflow modules in every run, as the tests do
     # (workers/workflow_sandbox.py): ~0.4-0.6 MiB more per cached run, ~50-100 ms more CPU
