@@ -340,7 +340,7 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
         f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
         f"{args.workers} worker process(es), "
         f"max_cached_workflows {args.max_cached or 'AGENT_MAX_CACHED_WORKFLOWS'} each, "
-        f"AGENT_STRICT_WORKFLOW_SANDBOX={os.environ.get('AGENT_STRICT_WORKFLOW_SANDBOX', 'false')}"
+        f"AGENT_WORKFLOW_SANDBOX={os.environ.get('AGENT_WORKFLOW_SANDBOX', 'off')}"
     )
     width = max(len(name) for name, _ in report.rows)
     for name, value in report.rows:

@@ -104,7 +104,7 @@ async def serve_worker(sessions: int, max_cached: int | None) -> None:
             max_cached_workflows=(
                 settings.agent.max_cached_workflows if max_cached is None else max_cached
             ),
-            strict_sandbox=settings.agent.strict_workflow_sandbox,
+            sandbox=settings.agent.workflow_sandbox,
         )
         async with running(worker):
             print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)

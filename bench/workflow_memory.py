@@ -8,7 +8,7 @@ call `prepare_workflow` makes with placeholder info), holds `--runs` of them at 
 workflow cache would, and reports per run: the Python memory they hold (tracemalloc), the
 CPU to build one, and the modules it imported itself rather than took from the host. No
 server is needed; the parked-session numbers with a real worker are bench/parked_approvals.py
-(AGENT_STRICT_WORKFLOW_SANDBOX, --max-cached).
+(AGENT_WORKFLOW_SANDBOX, --max-cached).
 
 Then what waking a run that is no longer cached costs: the SDK's Replayer replays the
 recorded histories of tests/histories/ (23 to 102 events; a session parked on approval has

@@ -25,6 +25,7 @@ from workers.resources import Resources, open_resources
 from workers.settings import get_settings
 from workers.stack import DevStack, StackEndpoints
 from workers.temporal_client import connect_client
+from workers.workflow_sandbox import SandboxMode
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +103,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         workspace_scope: WorkspaceScope = "session",
         agents: tuple[Agent, ...] = (),
         max_cached_workflows: int = 0,
-        strict_sandbox: bool = True,
+        sandbox: SandboxMode = "strict",
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -119,7 +120,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             acts,
             task_queue=queue,
             max_cached_workflows=max_cached_workflows,
-            strict_sandbox=strict_sandbox,
+            sandbox=sandbox,
         )
         async with running(worker):
             yield queue

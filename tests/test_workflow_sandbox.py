@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from temporalio.client import Client, WorkflowFailureError
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.workflow import NondeterminismError
 
 from activities.providers.scripted import ScriptedProvider
@@ -25,16 +27,21 @@ from tests.support.sandbox_probe import ProbeInput, ProbeResult, SandboxProbe
 from workers import tasks
 from workers.cloud import running
 from workers.resources import Resources
-from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
+from workers.settings import AgentSettings
+from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, runner_for, workflow_runner
 
 
-async def _probe(client: Client, shared: Sequence[str], inp: ProbeInput) -> ProbeResult:
+async def _probe(
+    client: Client, shared: Sequence[str] | WorkflowRunner, inp: ProbeInput
+) -> ProbeResult:
+    """Run the probe in the SDK's sandbox with `shared` passed through, or in a runner."""
     queue = f"sandbox-{uuid.uuid4().hex[:10]}"
+    runner = shared if isinstance(shared, WorkflowRunner) else workflow_runner(shared)
     worker = Worker(
         client,
         task_queue=queue,
         workflows=[SandboxProbe],
-        workflow_runner=workflow_runner(shared),
+        workflow_runner=runner,
         # A sandbox refusal fails the run instead of retrying its task forever.
         workflow_failure_exception_types=[NondeterminismError],
     )
@@ -66,6 +73,23 @@ async def test_strict_runner_fails_a_clock_read_in_an_imported_module(client: Cl
     assert (await _probe(client, shared, ProbeInput(read_clock=True))).clock
 
 
+async def test_no_sandbox_checks_what_the_shared_one_checks_in_our_modules(
+    client: Client,
+) -> None:
+    """The default (AGENT_WORKFLOW_SANDBOX=off) gives up nothing the shared sandbox still
+    checked in a shared module: both run the host's module, and a clock read gets through
+    both. Strict, the one the tests' workers run, refuses it (the test above)."""
+    host = id(sys.modules["workflows.contracts"])
+    shared = (*SHARED_WORKFLOW_MODULES, "tests.support.sandbox_clock")
+    off = runner_for("off")
+    assert not isinstance(off, SandboxedWorkflowRunner)
+    for runner in (shared, off):
+        probed = await _probe(client, runner, ProbeInput(read_clock=True))
+        assert probed.contracts_module_id == host and probed.clock
+    assert isinstance(runner_for("shared"), SandboxedWorkflowRunner)
+    assert isinstance(runner_for("strict"), SandboxedWorkflowRunner)
+
+
 def _write(path: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": path}}]}
 
@@ -78,9 +102,7 @@ async def test_parked_session_evicted_from_the_cache_resumes_on_approval(
     )
     # The production sandbox and a one-run cache: parking the second session evicts the
     # first, so approving it replays its history on the shared modules.
-    async with agent_worker(
-        provider, workspace, max_cached_workflows=1, strict_sandbox=False
-    ) as queue:
+    async with agent_worker(provider, workspace, max_cached_workflows=1, sandbox="off") as queue:
         ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         opts: dict[str, Any] = {"tenant": tenant, "approval_policies": {"write_file": "always"}}
         first, first_handle = await start(client, resources, queue, "first", **opts)
@@ -122,3 +144,21 @@ def test_shared_workflow_modules_read_no_clock_or_randomness() -> None:
             if isinstance(node, ast.Attribute) and node.attr in _NONDETERMINISTIC_CALLS:
                 found.append(f"{name}:{node.lineno} reads .{node.attr}")
     assert shared and not found
+
+
+def test_sandbox_setting_takes_a_mode_and_refuses_the_old_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AGENT_WORKFLOW_SANDBOX", raising=False)
+    monkeypatch.delenv("AGENT_STRICT_WORKFLOW_SANDBOX", raising=False)
+    assert AgentSettings().workflow_sandbox == "off"
+    monkeypatch.setenv("AGENT_WORKFLOW_SANDBOX", "strict")
+    assert AgentSettings().workflow_sandbox == "strict"
+    monkeypatch.setenv("AGENT_WORKFLOW_SANDBOX", "loose")
+    with pytest.raises(ValidationError, match="'off', 'shared' or 'strict'"):
+        AgentSettings()
+    monkeypatch.delenv("AGENT_WORKFLOW_SANDBOX")
+    # Set to what it used to mean, it is refused with the new name rather than ignored.
+    monkeypatch.setenv("AGENT_STRICT_WORKFLOW_SANDBOX", "true")
+    with pytest.raises(ValidationError, match="AGENT_WORKFLOW_SANDBOX=strict"):
+        AgentSettings()

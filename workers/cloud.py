@@ -28,7 +28,7 @@ from activities.trajectory import TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
 from workers.settings import Settings, workspace_layout
-from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
+from workers.workflow_sandbox import SandboxMode, runner_for
 from workflows.agent import AgentWorkflow
 from workflows.gc import ArtifactGcWorkflow
 
@@ -138,15 +138,15 @@ def build_cloud_worker(
     *,
     task_queue: str,
     max_cached_workflows: int | None = None,
-    strict_sandbox: bool = False,
+    sandbox: SandboxMode = "off",
     interceptors: Sequence[Interceptor] = (),
     plugins: Sequence[Plugin] = (),
 ) -> Worker:
     """`interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
     must not repeat ones the client already carries: a worker runs its client's too.
 
-    `strict_sandbox` re-imports and checks our workflow modules in every run (tests);
-    otherwise they are shared with the host (workers/workflow_sandbox.py says why)."""
+    `sandbox`: the workflow sandbox (workers/workflow_sandbox.py): none by default; the
+    tests' workers run "strict", re-importing and checking our workflow modules per run."""
     extra: dict[str, Any] = {}
     if max_cached_workflows is not None:
         extra["max_cached_workflows"] = max_cached_workflows
@@ -157,7 +157,7 @@ def build_cloud_worker(
         activities=list(activities),
         interceptors=list(interceptors),
         plugins=list(plugins),
-        workflow_runner=workflow_runner(() if strict_sandbox else SHARED_WORKFLOW_MODULES),
+        workflow_runner=runner_for(sandbox),
         **extra,
     )
 

@@ -101,7 +101,7 @@ async def run_cloud_worker(
                 acts,
                 task_queue=settings.agent.task_queue,
                 max_cached_workflows=settings.agent.max_cached_workflows,
-                strict_sandbox=settings.agent.strict_workflow_sandbox,
+                sandbox=settings.agent.workflow_sandbox,
                 interceptors=recorder.interceptors(),
                 plugins=recorder.plugins(),
             )

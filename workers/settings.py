@@ -22,6 +22,7 @@ from activities.tools.fetch_policy import (
     FetchPolicy,
 )
 from storage.workspaces import WorkspaceLayout, WorkspaceScope
+from workers.workflow_sandbox import SandboxMode
 from workflows.contracts import AgentInput
 
 # Defaults match `agentctl dev up`, so a second terminal needs no exports.
@@ -122,10 +123,13 @@ class AgentSettings(BaseSettings):
     # the SDK's defaults): parking 1,000 sessions through a cache of 100 replayed 82% of
     # them on their way (docs/BENCHMARKS.md, run AA).
     max_cached_workflows: int = Field(default=500, ge=0)
-    # Re-import and check our workflow modules in every run, as the tests do
-    # (workers/workflow_sandbox.py): ~0.4-0.6 MiB more per cached run, ~50-100 ms more CPU
-    # per new run or wake after eviction.
-    strict_workflow_sandbox: bool = False
+    # The sandbox workflow runs get (workers/workflow_sandbox.py says what each checks and
+    # costs): off (the default), shared, or strict, which re-imports and checks our
+    # workflow modules in every run as the tests do (~0.4-0.6 MiB more per cached run,
+    # ~50-100 ms more CPU per new run or wake after eviction).
+    workflow_sandbox: SandboxMode = "off"
+    # Replaced by AGENT_WORKFLOW_SANDBOX=strict; still set, it is refused, not ignored.
+    strict_workflow_sandbox: bool | None = None
     # Limits on text put into a session (activities/text_limits.py says why).
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
@@ -159,6 +163,15 @@ class AgentSettings(BaseSettings):
             max_tool_argument_bytes=self.max_tool_argument_bytes,
             inline_message_bytes=self.inline_message_bytes,
         )
+
+    @field_validator("strict_workflow_sandbox")
+    @classmethod
+    def _renamed(cls, value: bool | None) -> None:
+        if value is not None:
+            raise ValueError(
+                "AGENT_STRICT_WORKFLOW_SANDBOX was replaced by AGENT_WORKFLOW_SANDBOX "
+                "(off, shared or strict): set AGENT_WORKFLOW_SANDBOX=strict for what true meant"
+            )
 
     @field_validator("fetch_allow", mode="before")
     @classmethod

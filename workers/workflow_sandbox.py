@@ -1,5 +1,6 @@
-"""The workflow sandbox a cloud worker runs AgentWorkflow in: our workflow modules shared with
-the host, or (strict) re-imported and checked per run.
+"""The workflow sandbox a cloud worker runs AgentWorkflow in (AGENT_WORKFLOW_SANDBOX): none
+(`off`, the default), the SDK's sandbox with our workflow modules shared with the host
+(`shared`), or the SDK's own, re-importing and checking them in every run (`strict`).
 
 The SDK's sandbox re-imports every module that is not passed through, in every workflow run
 (`temporalio/worker/workflow_sandbox/_importer.py`): for AgentWorkflow that is `workflows`
@@ -19,13 +20,25 @@ modules' source for clock, random and uuid reads (and shows both sandboxes at wo
 Sharing is safe only for modules without mutable module state that a run could change:
 `workflows/` holds constants and pure functions, the per-run state lives on the workflow
 instance.
+
+Why `off` is the default: with every module our workflow code runs from shared, the sandbox
+checks nothing in it (a shared module's globals and builtins are the host's), yet it still
+costs every activation and every payload's serialization context an `exec` behind its
+import hooks: ~12 ms of worker CPU per approval and ~8 ms per park at 2,000 parked sessions
+(docs/BENCHMARKS.md, run DD). Determinism is kept where it is actually checked: the source
+check of the shared modules, replay of recorded histories (tests/test_replay.py, strict and
+as workers run) and the tests' own workers, which run strict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
+from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+SandboxMode = Literal["off", "shared", "strict"]
 
 # Our deterministic code that workflow runs import: `workflows` (the loop, its helpers, the
 # payload contracts) and the I/O-free `storage` modules the contracts re-export. Activities
@@ -42,3 +55,10 @@ def workflow_runner(
     if shared_modules:
         restrictions = restrictions.with_passthrough_modules(*shared_modules)
     return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def runner_for(mode: SandboxMode) -> WorkflowRunner:
+    """The runner a cloud worker runs its workflows in for `mode` (AGENT_WORKFLOW_SANDBOX)."""
+    if mode == "off":
+        return UnsandboxedWorkflowRunner()
+    return workflow_runner(() if mode == "strict" else SHARED_WORKFLOW_MODULES)
