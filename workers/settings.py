@@ -42,7 +42,12 @@ class DatabaseSettings(BaseSettings):
     migration_url: SecretStr = SecretStr(
         f"postgresql+asyncpg://agent_owner@127.0.0.1:{DEV_POSTGRES_PORT}/agent"
     )
-    pool_size: int = 5
+    # Connections each process keeps open (SQLAlchemy adds up to 10 more under load and
+    # closes them again). A busy worker has up to 100 activities and local activities
+    # in flight: at 5, the connections above the pool were opened and closed all the time,
+    # a PostgreSQL backend started each time (~5 ms of PostgreSQL CPU per approval at
+    # 2,000 parked sessions, docs/BENCHMARKS.md, run DD).
+    pool_size: int = Field(default=20, gt=0)
     echo: bool = False
 
 
