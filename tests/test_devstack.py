@@ -182,8 +182,9 @@ def _cmdline(pid: int) -> list[bytes]:
 async def test_temporal_restart_keeps_workflows(state_root: Path, fsync: bool) -> None:
     """Stopped, or without fsync (tests, benchmarks, the demo) even SIGKILLed, the server
     comes back with its workflows: only an OS crash could lose what synchronous=OFF left in
-    the page cache."""
-    server = TemporalDevServer(state_root / f"restart-{fsync}" / "temporal.db", port=0, fsync=fsync)
+    the page cache. Either way SQLite writes through its write-ahead log."""
+    db = state_root / f"restart-{fsync}" / "temporal.db"
+    server = TemporalDevServer(db, port=0, fsync=fsync)
     workflow_id = f"survives-restart-{uuid.uuid4().hex}"
     try:
         server.start()
@@ -194,6 +195,7 @@ async def test_temporal_restart_keeps_workflows(state_root: Path, fsync: bool) -
         await client.start_workflow(
             "NotRegisteredAnywhere", id=workflow_id, task_queue="devstack-nobody-polls"
         )
+        assert db.with_name("temporal.db-wal").exists(), "journal_mode=WAL did not apply"
         if not fsync:
             os.killpg(server.pid, signal.SIGKILL)
         server.stop()
