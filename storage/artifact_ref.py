@@ -6,7 +6,9 @@ imports it cheaply.
 A durable contract too: refs sit in Temporal histories as JSON objects of these fields, so
 new fields are optional with defaults."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` in payload modules: the SDK's converter resolves a
+# dataclass's field types with typing.get_type_hints on every decode, and string annotations
+# are compiled again each time (~100 vs ~45 us a payload; tests/test_old_payloads.py).
 
 from dataclasses import dataclass
 

@@ -5,7 +5,9 @@ later deploys, so new fields are optional with defaults and nothing here ever ho
 content: no prompts, no tool output, no secrets.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in payload modules: the SDK's converter resolves a
+# dataclass's field types with typing.get_type_hints on every decode, and string annotations
+# are compiled again each time (~100 vs ~45 us a payload; tests/test_old_payloads.py).
 
 import copy
 from dataclasses import dataclass, field, replace
@@ -101,7 +103,7 @@ class AgentInput:
         seen_messages: int,
         received_messages: int,
         compaction: CompactionRef | None,
-    ) -> AgentInput:
+    ) -> "AgentInput":
         """The next run's input after continue-as-new: every setting kept, the cursors moved."""
         return replace(
             copy.deepcopy(self),
@@ -112,7 +114,7 @@ class AgentInput:
             task_text=None,
         )
 
-    def with_overrides_folded(self) -> AgentInput:
+    def with_overrides_folded(self) -> "AgentInput":
         """This input with each approval override as a policy ("always" for True, "never"
         for False), which beats a policy given for the same tool, as an override did."""
         if not self.approval_overrides:
@@ -126,7 +128,7 @@ class AgentInput:
             approval_overrides={},
         )
 
-    def for_child(self, session_id: str) -> AgentInput:
+    def for_child(self, session_id: str) -> "AgentInput":
         """A sub-agent's input: the parent's settings, its own session, fresh cursors, one
         level deeper. It runs cloud-side only: the device serves its parent's task."""
         return replace(
