@@ -73,12 +73,14 @@ async def test_strict_runner_fails_a_clock_read_in_an_imported_module(client: Cl
     assert (await _probe(client, shared, ProbeInput(read_clock=True))).clock
 
 
-async def test_no_sandbox_checks_what_the_shared_one_checks_in_our_modules(
+async def test_no_sandbox_runs_the_hosts_modules_like_the_shared_one(
     client: Client,
 ) -> None:
-    """The default (AGENT_WORKFLOW_SANDBOX=off) gives up nothing the shared sandbox still
-    checked in a shared module: both run the host's module, and a clock read gets through
-    both. Strict, the one the tests' workers run, refuses it (the test above)."""
+    """The default (AGENT_WORKFLOW_SANDBOX=off) runs the host's modules as the shared sandbox
+    did, and a clock read gets through both; strict, the one the tests' workers run, refuses
+    it (the test above). What off gives up besides: the shared sandbox still refused
+    `open`, `input` and `breakpoint` while an activation ran; the source check below covers
+    those now."""
     host = id(sys.modules["workflows.contracts"])
     shared = (*SHARED_WORKFLOW_MODULES, "tests.support.sandbox_clock")
     off = runner_for("off")
@@ -130,6 +132,9 @@ _NONDETERMINISTIC_NAMES = {
     ("uuid", "uuid4"),
 }
 _NONDETERMINISTIC_CALLS = {"now", "utcnow", "today", "uuid1", "uuid4", "urandom"}
+# The builtins the SDK's sandbox refuses even in a shared module (thread-locally, while an
+# activation runs); without a sandbox (the default) only this check stands.
+_RESTRICTED_BUILTINS = {"open", "input", "breakpoint"}
 
 
 def test_shared_workflow_modules_read_no_clock_or_randomness() -> None:
@@ -143,6 +148,8 @@ def test_shared_workflow_modules_read_no_clock_or_randomness() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in _NONDETERMINISTIC_CALLS:
                 found.append(f"{name}:{node.lineno} reads .{node.attr}")
+            if isinstance(node, ast.Name) and node.id in _RESTRICTED_BUILTINS:
+                found.append(f"{name}:{node.lineno} uses {node.id}")
     assert shared and not found
 
 

@@ -22,12 +22,14 @@ Sharing is safe only for modules without mutable module state that a run could c
 instance.
 
 Why `off` is the default: with every module our workflow code runs from shared, the sandbox
-checks nothing in it (a shared module's globals and builtins are the host's), yet it still
-costs every activation and every payload's serialization context an `exec` behind its
-import hooks: ~12 ms of worker CPU per approval and ~8 ms per park at 2,000 parked sessions
+checks almost nothing in it (a shared module's globals are the host's; it still refuses
+`open`, `input` and `breakpoint`, thread-locally while an activation runs), yet it costs
+every activation and every payload's serialization context an `exec` behind its import
+hooks: ~12 ms of worker CPU per approval and ~8 ms per park at 2,000 parked sessions
 (docs/BENCHMARKS.md, run DD). Determinism is kept where it is actually checked: the source
-check of the shared modules, replay of recorded histories (tests/test_replay.py, strict and
-as workers run) and the tests' own workers, which run strict.
+check of the shared modules (clock, randomness and those three builtins), replay of
+recorded histories (tests/test_replay.py, strict and as workers run) and the tests' own
+workers, which run strict.
 """
 
 from __future__ import annotations
