@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,14 @@ async def _refused(coro: object) -> ApplicationError:
 
 
 async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reaches_model(
-    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="workers.decisions")
     provider = _script()
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
@@ -57,6 +64,8 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
 
         unknown = await _refused(tasks.approve(client, session_id, "call_9_9", "alice", **ours))
         assert unknown.type == "UnknownToolCall" and "call_9_9" in unknown.message
+        # A call AgentState does not hold is refused at once, not asked again.
+        assert not [r for r in caplog.records if "asking again" in r.getMessage()]
 
         await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
         again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice", **ours))

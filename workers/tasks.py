@@ -14,7 +14,6 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowHandle,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 
 from activities.approval_policy import validate as validate_policy
@@ -29,6 +28,7 @@ from storage.models import ItemRow, SessionRow
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from storage.workspaces import validate_project
+from workers.decisions import send_decision
 from workers.resume_point import TaskNotResumable as TaskNotResumable
 from workers.resume_point import resume as resume
 from workers.settings import get_settings
@@ -247,7 +247,7 @@ async def approve(
         sessions, tenant_id, session_id, call_id, "approve", by, edited_arguments=edited_arguments
     )
     edited = item_id if edited_arguments is not None else None
-    return await _decide(
+    return await send_decision(
         task_handle(client, session_id),
         "approve",
         ApproveInput(
@@ -257,6 +257,9 @@ async def approve(
             edited_arguments_item_id=edited,
             decision_item_id=item_id,
         ),
+        sessions=sessions,
+        tenant_id=tenant_id,
+        session_id=session_uuid(session_id),
     )
 
 
@@ -275,10 +278,13 @@ async def reject(
     item_id = await _commit_decision(
         sessions, tenant_id, session_id, call_id, "reject", by, reason=reason
     )
-    return await _decide(
+    return await send_decision(
         task_handle(client, session_id),
         "reject",
         RejectInput(call_id, tenant_id=tenant_id, device_id=device_id, decision_item_id=item_id),
+        sessions=sessions,
+        tenant_id=tenant_id,
+        session_id=session_uuid(session_id),
     )
 
 
@@ -299,31 +305,6 @@ async def cancel(
         AgentWorkflow.cancel, CancelInput(tenant_id), id=f"cancel:{uuid.uuid4()}"
     )
     return result
-
-
-# A decision's update RPC can time out on a busy worker while the update itself goes
-# through (seen with 1,000 parked sessions approved at once). Asking again under the same
-# update id attaches to that update instead of making a second decision the workflow would
-# refuse; the id is new per call, so a real second decision is still refused.
-DECISION_ATTEMPTS = 4
-
-
-async def _decide(
-    handle: WorkflowHandle[AgentWorkflow, Any],
-    update: str,
-    arg: ApproveInput | RejectInput,
-) -> DecisionResult:
-    update_id = f"{update}:{arg.tool_call_id}:{uuid.uuid4()}"
-    for attempt in range(1, DECISION_ATTEMPTS + 1):
-        try:
-            result: DecisionResult = await handle.execute_update(
-                update, arg, id=update_id, result_type=DecisionResult
-            )
-            return result
-        except WorkflowUpdateRPCTimeoutOrCancelledError:
-            if attempt == DECISION_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
 
 
 async def live_status(client: Client, session_id: str) -> AgentStatus:
