@@ -19,7 +19,7 @@ from activities.providers.offline import OfflineProvider
 from tests.conftest import AgentRunner
 from tests.support.helpers import copy_demo_workspace, run_approving, session_root, start
 from workers.resources import Resources
-from workers.workflow_sandbox import workflow_runner
+from workers.workflow_sandbox import runner_for
 from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -45,8 +45,8 @@ async def test_demo_history_replays_without_nondeterminism(
 async def test_recorded_histories_replay_with_current_code() -> None:
     files = sorted(HISTORIES.glob("*.json"))
     assert files, "no recorded histories: run with RECORD_HISTORIES=1 once"
-    # The SDK's strict sandbox (checks our modules' calls) and the one workers run in.
-    for runner in (SandboxedWorkflowRunner(), workflow_runner()):
+    # The SDK's strict sandbox (checks our modules' calls) and each one workers may run in.
+    for runner in (SandboxedWorkflowRunner(), runner_for("shared"), runner_for("off")):
         replayer = Replayer(workflows=[AgentWorkflow], workflow_runner=runner)
         for path in files:
             history = WorkflowHistory.from_json(path.stem, path.read_text())

@@ -7,13 +7,13 @@ The SDK's sandbox re-imports every module that is not passed through, in every w
 and its 12 modules plus `storage`, `storage.artifact_ref` and `storage.previews`, measured
 at ~435 KiB of Python objects and 130-170 ms of CPU per run (bench/workflow_memory.py). A
 cached workflow holds its copy for as long as it is cached, and a workflow evicted from the
-cache pays the import again when it next wakes. Shared (the default), those modules are
+cache pays the import again when it next wakes. Shared (and off), those modules are
 imported once, by the host, and every run uses them: ~13 KiB and ~1 ms per run.
 
 What sharing gives up: the sandbox checks module members (`datetime.now`, `random`, `uuid4`,
 `asyncio.as_completed`, ...) through proxies it puts in the modules it imports itself; a
 shared module keeps the host's real ones, so a clock read in `workflows/` is not caught at
-run time. Builtins (`open`, `input`, `breakpoint`) stay restricted either way. The tests'
+run time. Builtins (`open`, `input`, `breakpoint`) stay restricted in both sandboxes. The tests'
 agent worker (tests/conftest.py) and the replay test run strict, so every workflow path
 they exercise is still checked, and tests/test_workflow_sandbox.py checks the shared
 modules' source for clock, random and uuid reads (and shows both sandboxes at work).
