@@ -88,17 +88,24 @@ async def test_a_decision_arriving_with_the_reply_that_asks_for_it_is_accepted(
     caplog.set_level(logging.INFO, logger="workers.decisions")
     first = worker()
     first_run = asyncio.create_task(first.run())
-    session_id, handle = await start(
-        client, resources, queue, tenant=tenant, approval_policies={"write_file": "always"}
-    )
-    await asyncio.wait_for(provider.asked.wait(), 30)
-    stopping = asyncio.create_task(first.shutdown())
-    await asyncio.sleep(0.5)  # its pollers have stopped
-    # The model answers: the reply commits (the call is in AgentState) and its result waits
-    # in history for a workflow task that no worker takes yet.
-    provider.gate.set()
-    await asyncio.wait_for(asyncio.gather(stopping, first_run), 30)
-    await asyncio.sleep(SHUTDOWN_GRACE_SECONDS)
+    stopping: asyncio.Task[None] | None = None
+    try:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, approval_policies={"write_file": "always"}
+        )
+        await asyncio.wait_for(provider.asked.wait(), 30)
+        stopping = asyncio.create_task(first.shutdown())
+        await asyncio.sleep(0.5)  # its pollers have stopped
+        # The model answers: the reply commits (the call is in AgentState) and its result
+        # waits in history for a workflow task that no worker takes yet.
+        provider.gate.set()
+        await asyncio.wait_for(stopping, 30)
+    finally:
+        provider.gate.set()
+        if stopping is None:  # the test failed before it stopped the worker
+            await first.shutdown()
+        await asyncio.gather(first_run, return_exceptions=True)
+        await asyncio.sleep(SHUTDOWN_GRACE_SECONDS)
     await _until_model_call_completed(handle)
     decide = asyncio.create_task(tasks.approve(client, session_id, "call_0_0", "alice", **ours))
     await asyncio.sleep(1.0)  # the update waits on the server with the model's result
