@@ -31,8 +31,7 @@ from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
 from activities.tools.base import ToolRegistry
-from activities.tools.mcp_device import registered_device_tools
-from activities.tools.mcp_tools import McpListingError
+from activities.tools.mcp_servers import McpListingError
 from activities.trajectory import ModelCallEvent, TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from storage.artifacts import ArtifactStore
@@ -198,6 +197,10 @@ class ModelActivities:
         agent = self._agents.get(name)
         if inp.device_id is None or not agent.device_servers:
             return agent
+        # Imported here: it loads the MCP SDK (~25 MiB a process), which only a task that
+        # names a device with MCP servers needs.
+        from activities.tools.mcp_device import registered_device_tools
+
         try:
             served = await registered_device_tools(
                 self._sessions, inp.tenant_id, inp.device_id, agent.device_servers

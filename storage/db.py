@@ -6,9 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -17,6 +16,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from storage.pool_ping import PING_AFTER_IDLE_S, ping_idle_connections
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -52,6 +54,8 @@ async def autocommit(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterato
 
 
 def _alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -60,5 +64,8 @@ def _alembic_config(url: str) -> Config:
 
 async def migrate(url: str) -> None:
     """Bring the database at `url` to the latest schema (idempotent)."""
+    # Alembic (and Mako under it) is imported here, not at the top: workers never migrate.
+    from alembic import command
+
     # Alembic's env runs its own event loop, so it gets a thread of its own.
     await asyncio.to_thread(command.upgrade, _alembic_config(url), "head")

@@ -26,7 +26,7 @@ from tests.support.fake_openai import (
 from tests.support.gateway import bearer, make_key
 from tests.support.helpers import items_of
 from tests.support.sse import sse_events
-from workers.gateway import create_app
+from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings

@@ -9,12 +9,11 @@ import pytest
 from mcp import types
 
 from activities.approval_policy import policy_for
-from activities.tools.mcp_servers import McpHttp, McpStdio
+from activities.tools.mcp_servers import McpHttp, McpListingError, McpStdio
 from activities.tools.mcp_tools import (
     MAX_SCHEMA_BYTES,
     MAX_TOOLS_PER_SERVER,
     MODEL_NAME_RE,
-    McpListingError,
     model_name,
     tool_infos,
 )

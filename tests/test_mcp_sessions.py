@@ -13,8 +13,7 @@ import pytest
 from activities.context import ContextBudget
 from activities.model_context import config_of
 from activities.tools.base import Tool, ToolContext, TransientToolError
-from activities.tools.mcp_servers import McpHttp
-from activities.tools.mcp_tools import McpListingError
+from activities.tools.mcp_servers import McpHttp, McpListingError
 from activities.tools.mcp_toolset import McpToolsets
 from storage.context_configs import ContextConfigRepository
 from tests.support.mcp import free_port, recorded, toolbox_http, toolbox_stdio

@@ -29,7 +29,7 @@ from activities.providers.offline import OfflineProvider
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, make_key
 from tests.support.sse_server import scripted_sse
-from workers.gateway import create_app
+from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.gateway_client import Gateway, GatewayError, follow_session
 from workers.resources import Resources

@@ -21,7 +21,7 @@ from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, make_key, poll
 from tests.support.helpers import items_of
 from tests.support.tcp_proxy import tcp_proxy
-from workers.gateway import create_app
+from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings

@@ -25,7 +25,7 @@ def gateway(
     interrupted."""
     import uvicorn
 
-    from workers.gateway import create_app
+    from workers.gateway.app import create_app
 
     logging.getLogger().setLevel(logging.INFO)
 

@@ -34,7 +34,7 @@ from storage.session_status import SessionStatus
 from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.gateway import create_app
+from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.gateway_client import KEY_ENV, URL_ENV, Gateway
 from workers.gateway_watch import watch_via_gateway

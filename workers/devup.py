@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from storage.db import migrate
-from workers.gateway import create_app
+from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.gateway_client import KEY_ENV, URL_ENV
 from workers.payload_offload import data_converter_with_offload

@@ -16,8 +16,8 @@ from mcp import types
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from activities.tools.mcp_servers import McpStdio
-from activities.tools.mcp_tools import McpListingError, McpToolInfo, tool_infos
+from activities.tools.mcp_servers import McpListingError, McpStdio
+from activities.tools.mcp_tools import McpToolInfo, tool_infos
 from storage.devices import DeviceRepository
 
 

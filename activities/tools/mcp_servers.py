@@ -19,6 +19,14 @@ from activities.tools.base import EFFECTS, Effect
 SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 # How long one tools/call may take before the attempt is given up as transient.
 DEFAULT_CALL_TIMEOUT_SECONDS = 300.0
+# Connecting (spawning, initialize, listing) must not hang a worker's start or a retry.
+CONNECT_TIMEOUT_SECONDS = 30.0
+
+
+class McpListingError(ValueError):
+    """A server's tool listing we refuse to offer to a model (names the server). Here, not
+    beside the listing checks in mcp_tools.py, so that catching it does not import the MCP
+    SDK: a cloud worker whose tasks name no device never loads it."""
 
 
 def _check_common(

@@ -19,7 +19,7 @@ from mcp import types
 
 from activities.providers.base import ToolSpec
 from activities.tools.base import Effect, ToolError, ToolOutput
-from activities.tools.mcp_servers import McpServer
+from activities.tools.mcp_servers import McpListingError, McpServer
 
 # OpenAI's and Anthropic's function-name alphabet and length.
 MODEL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -35,10 +35,6 @@ MAX_SCHEMA_DEPTH = 24
 MAX_ERROR_CHARS = 2000
 _MIME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}/[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}")
 _TEXT = "text/plain; charset=utf-8"
-
-
-class McpListingError(ValueError):
-    """A server's tool listing we refuse to offer to a model (names the server)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from storage.api_keys import ApiKeyRepository
-from workers.gateway import create_app
+from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.resources import Resources
 from workers.settings import GatewaySettings

@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 
 from activities.tools.mcp_device import device_mcp_tools
-from activities.tools.mcp_tools import McpListingError
+from activities.tools.mcp_servers import McpListingError
 from storage.devices import DeviceRepository
 from workers.gateway import device_calls
 from workers.gateway.auth import DeviceKey
