@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from worker_metrics import ENV as METRICS_ENV
 from worker_metrics import metrics_runtime, read_counters
 
 from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
+from activities.providers.scripted import ScriptedProvider, ScriptedTurn
 from activities.tools.builtin import default_registry
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.payload_offload import data_converter_with_offload
@@ -40,6 +41,9 @@ def task_prefix(i: int) -> str:
     return f"parked session {i:05d}:"
 
 
+_TASK_RE = re.compile(r"parked session (\d{5}):")
+
+
 def task_text(i: int) -> str:
     return f"{task_prefix(i)} write the marker file, then stop."
 
@@ -52,9 +56,25 @@ def marker_content(i: int) -> str:
     return f"session {i:05d} was approved\n"
 
 
-class QuietScriptedProvider(ScriptedProvider):
-    """ScriptedProvider keeps every request it saw (for test assertions); over thousands of
-    calls that would be counted as worker memory, so drop them."""
+class BenchModel(ScriptedProvider):
+    """The sessions' fake model: it asks for session i's write_file when the task names
+    session i, then says it is done. Each script is made when asked for rather than held
+    for every session (10,000 held scripts were ~16 MiB of the measured worker's RSS and a
+    10,000-prefix scan per call), and no request is kept (ScriptedProvider keeps them for
+    test assertions)."""
+
+    def __init__(self, sessions: int) -> None:
+        super().__init__([])
+        self.sessions = sessions
+
+    def _script_for(self, request: ModelRequest) -> list[ScriptedTurn]:
+        task = next((m.content for m in request.messages if m.role == "user"), "")
+        match = _TASK_RE.match(task)
+        if match is None or int(match.group(1)) >= self.sessions:
+            return self.turns
+        i = int(match.group(1))
+        write = ("write_file", {"path": marker_path(i), "content": marker_content(i)})
+        return [ScriptedTurn(text="Writing the marker file.", tool_calls=[write])]
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         reply = await super().complete(request)
@@ -63,22 +83,7 @@ class QuietScriptedProvider(ScriptedProvider):
 
 
 def worker_provider(sessions: int) -> ScriptedProvider:
-    by_task = {
-        task_prefix(i): [
-            {
-                "text": "Writing the marker file.",
-                "tool_calls": [
-                    {
-                        "name": "write_file",
-                        "arguments": {"path": marker_path(i), "content": marker_content(i)},
-                    }
-                ],
-            }
-        ]
-        for i in range(sessions)
-    }
-    scripted = ScriptedProvider.from_data([], by_task=by_task)
-    return QuietScriptedProvider(scripted.turns, by_task=scripted.by_task)
+    return BenchModel(sessions)
 
 
 async def serve_worker(sessions: int, max_cached: int | None) -> None:

@@ -295,7 +295,7 @@ INBOX_READS = 3
 async def inbox_reads(b: Bench, tenant: str, k: int) -> int:
     """GET /v1/approvals on the real gateway app, as the web page's 3-second refresh sends it;
     returns the Temporal queries it made (the route queries each waiting session)."""
-    from workers.gateway import create_app  # only this phase needs FastAPI
+    from workers.gateway.app import create_app  # only this phase needs FastAPI
 
     settings = b.ep.settings(workspace=b.state / "ws", task_queue="unused", provider="scripted")
     settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
