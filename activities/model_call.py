@@ -197,7 +197,7 @@ class ModelActivities:
         agent = self._agents.get(name)
         if inp.device_id is None or not agent.device_servers:
             return agent
-        # Imported here: it loads the MCP SDK (~25 MiB a process), which only a task that
+        # Imported here: it loads the MCP SDK (~12 MiB a process), which only a task that
         # names a device with MCP servers needs.
         from activities.tools.mcp_device import registered_device_tools
 

@@ -1,7 +1,8 @@
 """What a worker process loads: `agentctl worker` and the bench's worker import the cloud
 worker's modules, and each SDK they load stays in every worker process's memory. The MCP
 SDK, Alembic and FastAPI are loaded only by what uses them (a task on a device with MCP
-servers, a migration, the gateway); measured, they were ~30 MiB of a ~160 MiB process."""
+servers, a migration, the gateway); measured at import, they were 19 of the bench worker's
+133 MiB and 27 of `agentctl worker`'s 141 MiB."""
 
 from __future__ import annotations
 

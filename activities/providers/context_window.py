@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import httpx
+import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +38,6 @@ async def discover_window(
     base = base_url.rstrip("/")
     # /props lives at the server root, beside /v1.
     root = base.removesuffix("/v1")
-    # httpx is imported here: it loads its command-line extras (rich, click, pygments) with
-    # it, which a worker whose models need no discovery never uses.
-    import httpx
-
     try:
         async with httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS, headers=headers) as client:
             props = await _json(client, f"{root}/props")
