@@ -30,9 +30,9 @@ def _loaded(code: str) -> list[str]:
 
 def test_the_cloud_worker_and_its_command_line_load_no_deferred_sdk() -> None:
     loaded = _loaded(
-        "import workers.cli, workers.processes, workers.cloud\n"
+        "import asyncio, workers.cli, workers.processes, workers.cloud\n"
         "from activities.tools.mcp_toolset import McpToolsets\n"
-        "McpToolsets([])  # a worker that serves no MCP server"
+        "asyncio.run(McpToolsets([]).start())  # a worker that serves no MCP server"
     )
     assert loaded == []
 
