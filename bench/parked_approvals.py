@@ -13,7 +13,10 @@ SeaweedFS) on free ports.
     .venv/bin/python bench/parked_approvals.py --workers 2        # two worker processes
 
 With --workers N, N worker processes poll the one task queue; worker RSS and CPU are then
-summed over all of them.
+summed over all of them. With --forked N, one worker process forks N after its imports, as
+`agentctl worker --processes N` does (workers/prefork.py); they share the imported pages, so
+their memory is measured as PSS (each shared page counted once) as well as summed RSS
+(counting it once per process).
 
 Phases (all wall-clock, from this process):
   start     every start_task returned (session + first message committed, workflow started)
@@ -139,7 +142,11 @@ async def wait_for_status(
             raise RuntimeError(f"worker died:\n{worker.tail()}")
         if time.monotonic() - last_print > 5:
             rss, _ = worker.mem_kib()
-            print(f"    ... {counts} (worker RSS {rss / 1024:.0f} MiB)", flush=True)
+            pss = worker.pss_kib()
+            print(
+                f"    ... {counts} (worker RSS {rss / 1024:.0f} MiB, PSS {pss / 1024:.0f} MiB)",
+                flush=True,
+            )
             last_print = time.monotonic()
         await asyncio.sleep(poll)
     return False, counts
@@ -188,6 +195,7 @@ async def run(args: argparse.Namespace, report: Report) -> None:
                     sessions=args.sessions,
                     max_cached=args.max_cached,
                     log=state / f"worker-{i}.log",
+                    processes=args.forked,
                 )
                 for i in range(args.workers)
             ]
@@ -223,6 +231,7 @@ async def measure(
     state = workspace.parent
     idle_rss, _ = worker.mem_kib()
     report.add("worker RSS idle (after start)", mib(idle_rss))
+    report.add("worker PSS idle (after start)", mib(worker.pss_kib()))
     options = TaskOptions(
         tenant_id=tenant,
         max_steps=6,
@@ -263,6 +272,7 @@ async def measure(
         f"{(rss - idle_rss) / max(1, len(ids)):.1f} KiB",
     )
     report.add("worker peak RSS (VmHWM) so far", mib(hwm))
+    report.add("worker PSS with all parked", mib(worker.pss_kib()))
     pss = pss_by_group(worker.pids, state)
     stack = {k: v for k, v in pss.items() if k not in ("worker", "client")}
     report.add(
@@ -324,6 +334,8 @@ async def measure(
     rss, hwm = worker.mem_kib()
     report.add("worker RSS at the end", mib(rss))
     report.add("worker peak RSS (VmHWM) over the run", mib(hwm))
+    report.add("worker PSS at the end", mib(worker.pss_kib()))
+    report.add("worker PSS, highest sampled (every 5 s)", mib(worker.peak_pss_kib))
 
     # 4. verify
     results, errors = await bounded(conc, ids, lambda sid: task_handle(client, sid).result())
@@ -338,7 +350,7 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
     print()
     print(
         f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
-        f"{args.workers} worker process(es), "
+        f"{args.workers} worker process(es) forking {args.forked} each, "
         f"max_cached_workflows {args.max_cached or 'AGENT_MAX_CACHED_WORKFLOWS'} each, "
         f"AGENT_WORKFLOW_SANDBOX={os.environ.get('AGENT_WORKFLOW_SANDBOX', 'off')}"
     )
@@ -357,6 +369,7 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
             "sessions": report.sessions,
             "concurrency": report.concurrency,
             "workers": args.workers,
+            "forked": args.forked,
             "rows": dict(report.rows),
             "checks": {name: {"ok": ok, "detail": d} for name, ok, d in report.checks},
             "errors": report.errors,
@@ -384,6 +397,12 @@ def main() -> int:
     parser.add_argument("--poll", type=float, default=0.5, help="AgentState poll interval, s")
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes on the one task queue (1)"
+    )
+    parser.add_argument(
+        "--forked",
+        type=int,
+        default=1,
+        help="workers each worker process forks after its imports (1: none)",
     )
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args()

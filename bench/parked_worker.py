@@ -1,7 +1,7 @@
 """The worker side of bench/parked_approvals.py: the per-session script and the cloud worker
 process it measures (this file, run as a script, is that process).
 
-    .venv/bin/python bench/parked_worker.py --sessions N [--max-cached K]
+    .venv/bin/python bench/parked_worker.py --sessions N [--max-cached K] [--processes N]
 
 is started by parked_approvals.py with the stack's environment (DATABASE_URL, S3_*,
 TEMPORAL_ADDRESS, AGENT_WORKSPACE, AGENT_TASK_QUEUE) and runs until SIGTERM.
@@ -20,15 +20,17 @@ import time
 import warnings
 from pathlib import Path
 
-from proc_stats import procs_mem_kib  # bench/ is on sys.path as a script
+from proc_stats import proc_pss_kib, process_tree, procs_mem_kib  # bench/ is on sys.path
 from worker_metrics import ENV as METRICS_ENV
 from worker_metrics import metrics_runtime, read_counters
 
 from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider, ScriptedTurn
+from activities.tokens import get_encoding
 from activities.tools.builtin import default_registry
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.payload_offload import data_converter_with_offload
+from workers.prefork import run_forked
 from workers.resources import open_resources
 from workers.settings import Settings
 from workers.stack import StackEndpoints, free_port
@@ -86,9 +88,10 @@ def worker_provider(sessions: int) -> ScriptedProvider:
     return BenchModel(sessions)
 
 
-async def serve_worker(sessions: int, max_cached: int | None) -> None:
+async def serve_worker(sessions: int, max_cached: int | None, index: int = 0) -> None:
     """The cloud worker, configured from the environment (AGENT_*, DATABASE_URL, S3_*,
-    TEMPORAL_ADDRESS), with the per-session script; runs until SIGTERM/SIGINT."""
+    TEMPORAL_ADDRESS), with the per-session script; runs until SIGTERM/SIGINT. `index`:
+    which forked process this is (its metrics address is the index-th of METRICS_ENV's)."""
     settings = Settings()
     provider = worker_provider(sessions)
     stop = asyncio.Event()
@@ -96,7 +99,7 @@ async def serve_worker(sessions: int, max_cached: int | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with open_resources(settings.database, settings.s3) as res:
-        metrics = os.environ.get(METRICS_ENV)
+        metrics = os.environ.get(METRICS_ENV, "").split(",")[index]
         client = await connect_client(
             data_converter=data_converter_with_offload(res.store),
             runtime=metrics_runtime(metrics) if metrics else None,
@@ -126,10 +129,15 @@ class WorkerProcess:
         sessions: int,
         max_cached: int | None,
         log: Path,
+        processes: int = 1,
     ) -> None:
+        """`processes` > 1: one process that forks that many workers after its imports
+        (workers/prefork.py, as `agentctl worker --processes N`)."""
         self.argv = [sys.executable, str(Path(__file__).resolve()), "--sessions", str(sessions)]
         if max_cached is not None:
             self.argv += ["--max-cached", str(max_cached)]
+        self.processes = processes
+        self.argv += ["--processes", str(processes)]
         self.env = {
             **os.environ,
             **ep.env(),
@@ -137,7 +145,7 @@ class WorkerProcess:
             # One shared root, so the driver finds every session's file in one out/.
             "AGENT_WORKSPACE_SCOPE": "tenant",
             "AGENT_TASK_QUEUE": queue,
-            METRICS_ENV: f"127.0.0.1:{free_port()}",
+            METRICS_ENV: ",".join(f"127.0.0.1:{free_port()}" for _ in range(processes)),
         }
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
@@ -148,8 +156,8 @@ class WorkerProcess:
         return self.proc.pid
 
     @property
-    def metrics_address(self) -> str:
-        return self.env[METRICS_ENV]
+    def metrics_addresses(self) -> list[str]:
+        return self.env[METRICS_ENV].split(",")
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -172,7 +180,7 @@ class WorkerProcess:
         while time.monotonic() < deadline:
             if not self.alive():
                 raise RuntimeError(f"worker exited early:\n{self.tail()}")
-            if READY_MARKER in self.log.read_text(errors="replace"):
+            if self.log.read_text(errors="replace").count(READY_MARKER) >= self.processes:
                 return
             await asyncio.sleep(0.1)
         raise RuntimeError(f"worker not ready within {within:g}s:\n{self.tail()}")
@@ -194,10 +202,16 @@ class WorkerGroup:
 
     def __init__(self, workers: list[WorkerProcess]) -> None:
         self.workers = workers
+        self.peak_pss_kib = 0
 
     @property
     def pids(self) -> list[int]:
+        """The processes started (forked workers are their children)."""
         return [w.pid for w in self.workers]
+
+    def all_pids(self) -> list[int]:
+        """The processes started and the workers they forked."""
+        return process_tree(self.pids)
 
     def start(self) -> None:
         for w in self.workers:
@@ -213,11 +227,20 @@ class WorkerGroup:
         await asyncio.gather(*(w.wait_ready(within) for w in self.workers))
 
     def mem_kib(self) -> tuple[int, int]:
-        return procs_mem_kib(self.pids)
+        """(RSS, VmHWM) summed over every worker process: a page that forked workers share
+        counts once per process here."""
+        return procs_mem_kib(self.all_pids())
+
+    def pss_kib(self) -> int:
+        """PSS summed over every worker process: each shared page counted once in all.
+        The highest reading so far is kept in peak_pss_kib."""
+        pss = sum(proc_pss_kib(p) for p in self.all_pids())
+        self.peak_pss_kib = max(self.peak_pss_kib, pss)
+        return pss
 
     def cache_counters(self) -> dict[str, float]:
         """The SDK core's workflow-cache counters, summed over the workers."""
-        return read_counters(w.metrics_address for w in self.workers)
+        return read_counters(a for w in self.workers for a in w.metrics_addresses)
 
     def stop(self) -> None:
         for w in self.workers:
@@ -231,8 +254,15 @@ def main() -> None:
     parser.add_argument(
         "--max-cached", type=int, default=None, help="(default: AGENT_MAX_CACHED_WORKFLOWS)"
     )
+    parser.add_argument("--processes", type=int, default=1, help="workers to fork (1: none)")
     args = parser.parse_args()
-    asyncio.run(serve_worker(args.sessions, args.max_cached))
+    if args.processes == 1:
+        asyncio.run(serve_worker(args.sessions, args.max_cached))
+        return
+    get_encoding(Settings().model.encoding)  # before the fork, as `agentctl worker` does
+    run_forked(
+        args.processes, lambda i: asyncio.run(serve_worker(args.sessions, args.max_cached, i))
+    )
 
 
 if __name__ == "__main__":

@@ -81,18 +81,10 @@ def process_groups(
 ) -> dict[str, list[int]]:
     """The bench's processes by role: the workers, client (this process), and the stack's
     services (temporal, weed, postgres) by command name."""
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
+    children = _children(table)
 
     def tree(root: int) -> list[int]:
-        out, todo = [], [root]
-        while todo:
-            pid = todo.pop()
-            if pid in table:
-                out.append(pid)
-                todo.extend(children.get(pid, []))
-        return out
+        return _tree(table, children, root)
 
     workers = [pid for root in worker_pids for pid in tree(root)]
     groups: dict[str, list[int]] = {"worker": workers, "client": [os.getpid()]}
@@ -106,6 +98,32 @@ def process_groups(
             name = "postgres" if name.startswith("postgres") else name
             groups.setdefault(name, []).append(pid)
     return groups
+
+
+def process_tree(roots: Sequence[int]) -> list[int]:
+    """`roots` and every process descended from them."""
+    table = _proc_table()
+    children = _children(table)
+    return [pid for root in roots for pid in _tree(table, children, root)]
+
+
+def _children(table: dict[int, tuple[int, str, float]]) -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    return children
+
+
+def _tree(
+    table: dict[int, tuple[int, str, float]], children: dict[int, list[int]], root: int
+) -> list[int]:
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            out.append(pid)
+            todo.extend(children.get(pid, []))
+    return out
 
 
 def system_busy_seconds() -> float:

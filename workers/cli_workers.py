@@ -21,6 +21,14 @@ def worker(
             help="Agents to serve besides the default, as module:ATTR (AGENT_DEFINITIONS)."
         ),
     ] = None,
+    processes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Worker processes to fork after importing once (one core each; the "
+            "workflow cache, AGENT_MAX_CACHED_WORKFLOWS, is per process).",
+        ),
+    ] = 1,
 ) -> None:
     """Run the cloud worker against the configured Temporal, PostgreSQL and S3."""
     from workers.processes import run_cloud_worker
@@ -31,7 +39,15 @@ def worker(
             update={"agent": settings.agent.model_copy(update={"definitions": agents})}
         )
     logging.getLogger().setLevel(logging.INFO)
-    run_async(run_cloud_worker(settings))
+    if processes == 1:
+        run_async(run_cloud_worker(settings))
+        return
+    from activities.tokens import get_encoding
+    from workers.prefork import run_forked
+
+    get_encoding(settings.model.encoding)  # loaded once, before the fork: shared, not copied
+    # Does not return: this process supervises the workers and exits with their status.
+    run_forked(processes, lambda _: run_async(run_cloud_worker(settings)))
 
 
 def device(
