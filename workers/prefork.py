@@ -59,7 +59,7 @@ def _stop_with_parent(parent: int) -> None:
         raise SystemExit(0)
 
 
-def _child(index: int, parent: int, serve: Callable[[int], None]) -> None:
+def _child(index: int, parent: int, serve: Callable[[int], None]) -> NoReturn:
     """Run `serve(index)` in a forked child and leave without returning to the caller."""
     code = 0
     try:
@@ -113,9 +113,10 @@ def run_forked(processes: int, serve: Callable[[int], None]) -> NoReturn:
             sys.executable,
             [sys.executable, "-I", "-S", prefork_supervisor.__file__, *map(str, children)],
         )
-    except BaseException:
+    except BaseException:  # a fork or the exec failed: no worker is left unsupervised
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        gc.unfreeze()
         raise
