@@ -97,8 +97,6 @@ class SessionStateActivities:
                     },
                 )
             )
-            if inp.resume:
-                await SessionRepository(db, inp.tenant_id).resume_after_decision(session_id)
             if not inp.approved:
                 # The name the model used, from AgentState: history does not carry it for
                 # a tool the registry does not know.

@@ -148,13 +148,6 @@ class SessionRepository:
             detail=detail,
         )
 
-    async def resume_after_decision(self, session_id: uuid.UUID) -> bool:
-        """A decided call left nothing waiting: a session waiting for approval is running
-        again. One that moved on meanwhile (e.g. cancelled) keeps its status: False."""
-        return await self._move(
-            session_id, (SessionStatus.WAITING_APPROVAL,), SessionStatus.RUNNING, detail=None
-        )
-
     async def clear_waiting_model(self, session_id: uuid.UUID) -> bool:
         """The model answered again: a session waiting on it is running (False if it was not)."""
         return await self._move(

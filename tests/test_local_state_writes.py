@@ -93,18 +93,15 @@ async def test_a_park_is_one_scheduled_activity_and_two_workflow_tasks(
     history = await handle.fetch_history()
     scheduled, _, markers = _count(history)
     assert not set(WRITES) & set(scheduled), scheduled
-    # running, waiting_approval, the decision (which sets the session running again: one
-    # write, workflows/state_writes.py DECISION_RESUMES_PATCH), completed.
-    assert markers["core_local_activity"] == 4
-    assert markers["core_patch"] == 2  # local-state-writes and decision-resumes-session
+    # running, waiting_approval, the decision, running again, completed.
+    assert markers["core_local_activity"] == 5
     assert await _status(resources, tenant, session_id) == "completed"
     kinds = Counter(i.kind for i in await items_of(resources, tenant, session_id))
     # The client's decision item and the loop's record of it.
     assert kinds["approval"] == 2 and kinds["tool_result"] == 1
     assert (session_root(workspace, tenant, session_id) / "out/a.txt").read_text() == "A"
     if os.environ.get("RECORD_HISTORIES"):
-        # local_state_writes.json keeps the run from before DECISION_RESUMES_PATCH.
-        (HISTORIES / "decision_resumes_session.json").write_text(history.to_json())
+        (HISTORIES / "local_state_writes.json").write_text(history.to_json())
 
 
 @asynccontextmanager
@@ -187,31 +184,3 @@ async def test_a_write_run_again_after_it_committed_commits_nothing_new(
     kinds = Counter(i.kind for i in await items_of(resources, tenant, s))
     assert kinds == {"tool_call": 1, "approval": 1, "tool_result": 1, "error": 1}
     assert await _status(resources, tenant, s) == "failed"
-
-
-async def test_a_decision_sets_running_only_a_session_still_waiting_for_it(
-    resources: Resources, tenant: str
-) -> None:
-    # The record and the status write are one local activity from DECISION_RESUMES_PATCH
-    # on. A cancel that committed while the decision was recorded must stand.
-    env, state = ActivityEnvironment(), SessionStateActivities(resources.sessions)
-    for before, after in (("waiting_approval", "running"), ("cancelled", "cancelled")):
-        call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
-        s, c = call.session_id, call.tool_call_id
-        await env.run(state.set_session_status, SessionStatusInput(s, tenant, before))
-        approve = ApprovalRecordInput(
-            s, tenant, 0, c, True, "alice", "", f"agent-{s}:0:{c}", resume=True
-        )
-        await env.run(state.record_approval, approve)
-        assert await _status(resources, tenant, s) == after
-        kinds = Counter(i.kind for i in await items_of(resources, tenant, s))
-        assert kinds["approval"] == 1
-
-    # Without `resume` (another call still waits, or a run from before the patch) the
-    # record leaves the status to the loop.
-    call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
-    s, c = call.session_id, call.tool_call_id
-    await env.run(state.set_session_status, SessionStatusInput(s, tenant, "waiting_approval"))
-    approve = ApprovalRecordInput(s, tenant, 0, c, True, "alice", "", f"agent-{s}:0:{c}")
-    await env.run(state.record_approval, approve)
-    assert await _status(resources, tenant, s) == "waiting_approval"

@@ -38,7 +38,7 @@ from workflows.device_waits import (
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.model_calls import model_call_options, model_failure
 from workflows.session_open import open_session
-from workflows.state_writes import DECISION_RESUMES_PATCH, write_state_in_task
+from workflows.state_writes import write_state_in_task
 from workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
@@ -76,7 +76,6 @@ class AgentWorkflow:
         self._device_calls = PendingDeviceCalls()
         self._main: asyncio.Task[AgentResult] | None = None
         self._cancel_requested = False
-        self._decision_resumes = False
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -93,7 +92,6 @@ class AgentWorkflow:
             return AgentResult(inp.session_id, SessionStatus.CANCELLED, self._step)
 
     async def _run(self) -> AgentResult:
-        self._decision_resumes = workflow.patched(DECISION_RESUMES_PATCH)
         try:
             if self._inp.task_text is not None:  # a plain client's start: no command otherwise
                 await open_session(self._inp)
@@ -294,15 +292,9 @@ class AgentWorkflow:
         finally:
             del self._waiting[call.tool_call_id]
             self._decided.add(call.tool_call_id)
-        running = not self._waiting and self._status == SessionStatus.RUNNING
-        resume = running and self._decision_resumes
-        record = waiting.record(self._inp, call.tool_call_id, key, resume=resume)
+        record = waiting.record(self._inp, call.tool_call_id, key)
         await write_state_in_task(SessionStateActivities.record_approval, record)
-        if resume and self._waiting:
-            # Another call began waiting while this decision was recorded: its status
-            # stands, written after the record so that it is the last word.
-            await self._set_status(SessionStatus.WAITING_APPROVAL)
-        elif not resume and not self._waiting and self._status == SessionStatus.RUNNING:
+        if not self._waiting and self._status == SessionStatus.RUNNING:
             await self._set_status(SessionStatus.RUNNING)
         return bool(waiting.approved)
 

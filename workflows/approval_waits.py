@@ -45,11 +45,9 @@ class Waiting:
         self.device_id = inp.device_id
         self.decision_item_id = inp.decision_item_id
 
-    def record(
-        self, inp: AgentInput, tool_call_id: str, key: str, *, resume: bool = False
-    ) -> ApprovalRecordInput:
+    def record(self, inp: AgentInput, tool_call_id: str, key: str) -> ApprovalRecordInput:
         """The decision as record_approval commits it (a person's words stay behind the
-        decision item's id); `resume`: it also sets the session running again."""
+        decision item's id)."""
         return ApprovalRecordInput(
             session_id=inp.session_id,
             tenant_id=inp.tenant_id,
@@ -63,7 +61,6 @@ class Waiting:
             edited_arguments_item_id=self.edited_arguments_item_id,
             decision_item_id=self.decision_item_id,
             rerun=self.rerun,
-            resume=resume,
         )
 
 

@@ -288,9 +288,6 @@ class ApprovalRecordInput:
     # n > 0: the decision on re-run n of a call reported in doubt; a refusal's result then
     # says the call may or may not have taken effect.
     rerun: int = 0
-    # True: no other call is waiting, so the same transaction moves the session from
-    # waiting_approval back to running (workflows/agent.py, DECISION_RESUMES_PATCH).
-    resume: bool = False
 
 
 @dataclass

@@ -14,11 +14,6 @@ from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
 # scheduling an activity and waking the workflow again for its result. Histories recorded
 # before keep their scheduled activities (the patch is decided once per run).
 LOCAL_STATE_WRITES_PATCH = "local-state-writes"
-# From this patch on, recording a decision with no other call waiting also sets the
-# session running, in the same local activity (one write instead of two per decision). The
-# loop decides it at the start of each run, where the run's first patch marker and search
-# attribute upsert are written anyway, not in the decision's workflow task.
-DECISION_RESUMES_PATCH = "decision-resumes-session"
 
 
 async def write_state(method: Any, arg: Any) -> Any:
