@@ -350,8 +350,9 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
     print()
     print(
         f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
-        f"{args.workers} worker process(es) forking {args.forked} each, "
-        f"max_cached_workflows {args.max_cached or 'AGENT_MAX_CACHED_WORKFLOWS'} each, "
+        f"{args.workers} worker process(es)"
+        + (f" forking {args.forked} workers each, " if args.forked > 1 else ", ")
+        + f"max_cached_workflows {args.max_cached or 'AGENT_MAX_CACHED_WORKFLOWS'} each, "
         f"AGENT_WORKFLOW_SANDBOX={os.environ.get('AGENT_WORKFLOW_SANDBOX', 'off')}"
     )
     width = max(len(name) for name, _ in report.rows)
@@ -406,6 +407,8 @@ def main() -> int:
     )
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args()
+    if args.workers < 1 or args.forked < 1:
+        parser.error("--workers and --forked must be at least 1")
     report = Report(args.sessions, args.concurrency)
     try:
         asyncio.run(run(args, report))

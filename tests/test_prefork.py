@@ -168,15 +168,19 @@ def test_children_get_their_index_and_the_frozen_imports(tmp_path: Path) -> None
     out.mkdir()
     done = run_python(
         f"""
-        import gc, sys
+        import gc, time
         from pathlib import Path
         from workers.prefork import run_forked
 
         def serve(i):
-            Path({str(out)!r}, str(i)).write_text(str(gc.get_freeze_count() > 0))
+            out = Path({str(out)!r})
+            (out / str(i)).write_text(str(gc.get_freeze_count() > 0))
             if i == 1:
+                deadline = time.monotonic() + 20
+                while not (out / "0").exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)  # (the other has written its file too)
                 raise SystemExit(3)  # a refused start
-            import time; time.sleep(30)  # the other keeps serving until stopped
+            time.sleep(30)  # the other keeps serving until stopped
 
         run_forked(2, serve)
         """
