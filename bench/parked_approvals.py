@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -41,11 +40,11 @@ import time
 import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
+from parked_report import Report, note_errors, print_report, secs
 from parked_worker import (
     WorkerGroup,
     WorkerProcess,
@@ -75,23 +74,6 @@ CALL_ID = "call_0_0"  # ScriptedProvider: turn 0, first call
 
 
 # -- the driver --------------------------------------------------------------------------------
-
-
-@dataclass
-class Report:
-    sessions: int
-    concurrency: int
-    rows: list[tuple[str, str]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)
-
-    def add(self, name: str, value: str) -> None:
-        self.rows.append((name, value))
-        print(f"  {name}: {value}", flush=True)
-
-    def check(self, name: str, ok: bool, detail: str) -> None:
-        self.checks.append((name, ok, detail))
-        print(f"  check {'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
 
 
 async def bounded(
@@ -150,23 +132,6 @@ async def wait_for_status(
             last_print = time.monotonic()
         await asyncio.sleep(poll)
     return False, counts
-
-
-def secs(s: float, n: int) -> str:
-    rate = f", {n / s:.1f}/s" if s > 0 else ""
-    return f"{s:.2f} s{rate}"
-
-
-def note_errors(report: Report, phase: str, errors: list[BaseException]) -> None:
-    if not errors:
-        return
-    kinds: dict[str, int] = {}
-    for err in errors:
-        key = f"{type(err).__name__}: {err}"[:160]
-        kinds[key] = kinds.get(key, 0) + 1
-    for key, count in sorted(kinds.items(), key=lambda kv: -kv[1])[:5]:
-        report.errors.append(f"{phase}: {count}x {key}")
-        print(f"  ERROR {phase}: {count}x {key}", flush=True)
 
 
 async def run(args: argparse.Namespace, report: Report) -> None:
@@ -344,38 +309,6 @@ async def measure(
     report.check("workflows completed", done == n, f"{done}/{n}")
     await verify_items(report, res, tenant, n)
     verify_files(report, workspace, tenant, n)
-
-
-def print_report(report: Report, args: argparse.Namespace) -> None:
-    print()
-    print(
-        f"parked approvals: {report.sessions} sessions, concurrency {report.concurrency}, "
-        f"{args.workers} worker process(es)"
-        + (f" forking {args.forked} workers each, " if args.forked > 1 else ", ")
-        + f"max_cached_workflows {args.max_cached or 'AGENT_MAX_CACHED_WORKFLOWS'} each, "
-        f"AGENT_WORKFLOW_SANDBOX={os.environ.get('AGENT_WORKFLOW_SANDBOX', 'off')}"
-    )
-    width = max(len(name) for name, _ in report.rows)
-    for name, value in report.rows:
-        print(f"  {name:<{width}}  {value}")
-    print("checks:")
-    for name, ok, detail in report.checks:
-        print(f"  {'ok  ' if ok else 'FAIL'}  {name}: {detail}")
-    if report.errors:
-        print("errors:")
-        for line in report.errors:
-            print(f"  {line}")
-    if args.json:
-        payload = {
-            "sessions": report.sessions,
-            "concurrency": report.concurrency,
-            "workers": args.workers,
-            "forked": args.forked,
-            "rows": dict(report.rows),
-            "checks": {name: {"ok": ok, "detail": d} for name, ok, d in report.checks},
-            "errors": report.errors,
-        }
-        Path(args.json).write_text(json.dumps(payload, indent=2))
 
 
 def main() -> int:
