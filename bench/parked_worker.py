@@ -26,7 +26,6 @@ from worker_metrics import metrics_runtime, read_counters
 
 from activities.providers.base import ModelReply, ModelRequest
 from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.tokens import get_encoding
 from activities.tools.builtin import default_registry
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.payload_offload import data_converter_with_offload
@@ -259,9 +258,10 @@ def main() -> None:
     if args.processes == 1:
         asyncio.run(serve_worker(args.sessions, args.max_cached))
         return
-    get_encoding(Settings().model.encoding)  # before the fork, as `agentctl worker` does
     run_forked(
-        args.processes, lambda i: asyncio.run(serve_worker(args.sessions, args.max_cached, i))
+        args.processes,
+        lambda i: asyncio.run(serve_worker(args.sessions, args.max_cached, i)),
+        encoding=Settings().model.encoding,
     )
 
 

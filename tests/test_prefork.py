@@ -163,18 +163,21 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_children_get_their_index_and_the_frozen_imports(tmp_path: Path) -> None:
+def test_children_get_their_index_the_frozen_imports_and_the_tokenizer(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     done = run_python(
         f"""
         import gc, time
         from pathlib import Path
+        from activities.tokens import get_encoding
         from workers.prefork import run_forked
 
         def serve(i):
             out = Path({str(out)!r})
-            (out / str(i)).write_text(str(gc.get_freeze_count() > 0))
+            # The imports are frozen and the tokenizer was loaded before the fork (shared).
+            shared = gc.get_freeze_count() > 0 and get_encoding.cache_info().currsize == 1
+            (out / str(i)).write_text(str(shared))
             if i == 1:
                 deadline = time.monotonic() + 20
                 while not (out / "0").exists() and time.monotonic() < deadline:
@@ -182,7 +185,7 @@ def test_children_get_their_index_and_the_frozen_imports(tmp_path: Path) -> None
                 raise SystemExit(3)  # a refused start
             time.sleep(30)  # the other keeps serving until stopped
 
-        run_forked(2, serve)
+        run_forked(2, serve, encoding="cl100k_base")
         """
     )
     assert done.returncode == 3, done.stderr

@@ -42,12 +42,14 @@ def worker(
     if processes == 1:
         run_async(run_cloud_worker(settings))
         return
-    from activities.tokens import get_encoding
     from workers.prefork import run_forked
 
-    get_encoding(settings.model.encoding)  # loaded once, before the fork: shared, not copied
     # Does not return: this process supervises the workers and exits with their status.
-    run_forked(processes, lambda _: run_async(run_cloud_worker(settings)))
+    run_forked(
+        processes,
+        lambda _: run_async(run_cloud_worker(settings)),
+        encoding=settings.model.encoding,
+    )
 
 
 def device(

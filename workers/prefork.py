@@ -37,6 +37,7 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
+from activities.tokens import get_encoding
 from workers import prefork_supervisor
 
 logger = logging.getLogger(__name__)
@@ -81,15 +82,20 @@ def _child(index: int, parent: int, serve: Callable[[int], None]) -> NoReturn:
         os._exit(code)
 
 
-def run_forked(processes: int, serve: Callable[[int], None]) -> NoReturn:
+def run_forked(
+    processes: int, serve: Callable[[int], None], *, encoding: str | None = None
+) -> NoReturn:
     """Fork `processes` children that each run `serve(i)` (i = 0..processes-1), then become
     their supervisor (workers/prefork_supervisor.py), which exits with the group's status
-    (0 after a requested stop). Does not return."""
+    (0 after a requested stop). `encoding`: the tokenizer the workers count with, loaded
+    here once so that they share it. Does not return."""
     if processes < 1:
         raise ValueError(f"--processes must be at least 1 (got {processes})")
     if threads_in_process() > 1:
         # fork() copies only the calling thread: a lock another thread held stays held.
         raise RuntimeError("worker processes must be forked before any thread starts")
+    if encoding is not None:
+        get_encoding(encoding)
     gc.freeze()
     parent = os.getpid()
     children: list[int] = []
