@@ -205,6 +205,7 @@ async def measure(
     )
 
     # 1. start N tasks
+    print("phase: start", flush=True)  # markers for whoever attaches a profiler mid-run
     t0 = time.perf_counter()
     cpu0 = CpuSnapshot.take(worker.pids, state)
     cache0 = worker.cache_counters()
@@ -249,6 +250,7 @@ async def measure(
     report.add("worker cache, first start to all parked", cache_between(cache0, cache_parked, n))
 
     # 2b. each one's status query shows exactly one pending approval
+    print("phase: query", flush=True)
     tq = time.perf_counter()
     cpu_query = CpuSnapshot.take(worker.pids, state)
     statuses, errors = await bounded(conc, ids, lambda sid: live_status(client, sid))
@@ -269,6 +271,7 @@ async def measure(
     report.check("parked per status query", pending_ok == len(ids), f"{pending_ok}/{len(ids)}")
 
     # 3. approve all, then until all complete
+    print("phase: approve", flush=True)
     ta = time.perf_counter()
     cpu_approve = CpuSnapshot.take(worker.pids, state)
     cache_approve = worker.cache_counters()

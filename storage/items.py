@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, String, and_, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import SessionArchived
@@ -19,6 +19,19 @@ from storage.turns import TurnRepository
 
 # Ordinals are BIGINT: a cursor past this is not an ordinal.
 MAX_ORDINAL = 2**63 - 1
+
+
+_TENANT = bindparam("tenant_id", type_=String)
+_KEY = bindparam("key", type_=String)
+# The row of one idempotency key: what every append and every retried step looks up first.
+# Built once and bound per call, like the session statements (storage/sessions.py); found
+# through the unique index on item_key_hash(tenant_id, idempotency_key) as `_keyed` is.
+_BY_KEY = select(ItemRow).where(
+    func.item_key_hash(ItemRow.tenant_id, ItemRow.idempotency_key)
+    == func.item_key_hash(_TENANT, _KEY),
+    ItemRow.tenant_id == _TENANT,
+    ItemRow.idempotency_key == _KEY,
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,13 @@ class ItemRepository:
         )
 
     async def by_key(self, idempotency_key: str) -> ItemRow | None:
-        return await self._db.scalar(select(ItemRow).where(self._keyed([idempotency_key])))
+        return await self._db.scalar(_BY_KEY, {"tenant_id": self._tenant, "key": idempotency_key})
+
+    async def _by_keys(self, keys: Collection[str]) -> list[ItemRow]:
+        if len(keys) == 1:
+            row = await self.by_key(next(iter(keys)))
+            return [] if row is None else [row]
+        return list(await self._db.scalars(select(ItemRow).where(self._keyed(keys))))
 
     async def append(self, item: NewItem) -> tuple[ItemRow, bool]:
         """Append once per idempotency key. Returns (row, created).
@@ -90,9 +109,7 @@ class ItemRepository:
         # here) or waits; only then take ordinals, so a duplicate leaves next_ordinal alone.
         existing = {
             row.idempotency_key: row
-            for row in await self._db.scalars(
-                select(ItemRow).where(self._keyed(sorted({i.idempotency_key for i in new})))
-            )
+            for row in await self._by_keys(sorted({i.idempotency_key for i in new}))
         }
         # A key repeated within the batch is appended once, like a retried single append.
         fresh: list[NewItem] = []
@@ -103,13 +120,12 @@ class ItemRepository:
                 fresh.append(item)
         turns = TurnRepository(self._db, self._tenant)
         ordinal, turn_id = 0, None
-        if fresh and fresh[0].kind == ItemKind.USER_MESSAGE:  # it opens its own turn below
-            ordinal = await self._sessions.take_ordinals(session_id, len(fresh))
-        elif fresh:
-            # The latest turn as this statement began: a user message whose turn committed
-            # while it waited for the session lock opens a turn these items do not join.
-            ordinal, turn_id = await self._sessions.take_ordinals_with(
-                session_id, len(fresh), turns.latest_id(session_id)
+        if fresh:
+            # A user message opens its own turn below; other items join the latest turn as
+            # this statement began (under the session lock taken above, so no user message
+            # can commit a newer one meanwhile).
+            ordinal, turn_id = await self._sessions.take_ordinals(
+                session_id, len(fresh), latest_turn=fresh[0].kind != ItemKind.USER_MESSAGE
             )
         created: dict[str, ItemRow] = {}
         for item in fresh:

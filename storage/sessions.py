@@ -5,14 +5,40 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import ColumnElement, ScalarSelect, func, literal, select, tuple_, update
+from sqlalchemy import Table, and_, bindparam, func, literal, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import SessionNotFound
 from storage.models import SessionRow
 from storage.session_status import SessionStatus
+from storage.turns import LATEST_TURN_ID
 from storage.workspaces import validate_project
+
+# The statements every step runs (a status write, the lock and the ordinals of each append)
+# are built once and bound per call: built per call, SQLAlchemy's expression building and
+# ORM bookkeeping cost more worker CPU than the round trip itself (docs/BENCHMARKS.md, run
+# LL). They run on the table, not through the ORM: no loaded SessionRow is refreshed by them.
+_SESSIONS: Table = SessionRow.__table__  # type: ignore[assignment]
+_THIS_SESSION = and_(
+    _SESSIONS.c.id == bindparam("in_session"), _SESSIONS.c.tenant_id == bindparam("in_tenant")
+)
+_LOCK = select(_SESSIONS.c.status).where(_THIS_SESSION).with_for_update()
+_SET_STATUS = (
+    update(_SESSIONS)
+    .where(_THIS_SESSION)
+    .values(status=bindparam("to_status"), updated_at=func.now(), wait_detail=None)
+)
+_SET_STATUS_AND_RUN = _SET_STATUS.values(workflow_run_id=bindparam("to_run_id"))
+_TAKE_ORDINALS = (
+    update(_SESSIONS)
+    .where(_THIS_SESSION)
+    .values(next_ordinal=_SESSIONS.c.next_ordinal + bindparam("count"), updated_at=func.now())
+)
+_TAKE = _TAKE_ORDINALS.returning(_SESSIONS.c.next_ordinal - bindparam("count"), literal(None))
+_TAKE_WITH_TURN = _TAKE_ORDINALS.returning(
+    _SESSIONS.c.next_ordinal - bindparam("count"), LATEST_TURN_ID
+)
 
 
 class SessionRepository:
@@ -127,13 +153,15 @@ class SessionRepository:
     ) -> None:
         if status not in SessionStatus.__members__.values():
             raise ValueError(f"unknown session status {status!r}")
-        values: dict[str, Any] = {"status": status, "updated_at": func.now(), "wait_detail": None}
+        params: dict[str, Any] = {
+            "in_session": session_id,
+            "in_tenant": self._tenant,
+            "to_status": status,
+        }
         if workflow_run_id:
-            values["workflow_run_id"] = workflow_run_id
+            params["to_run_id"] = workflow_run_id
         result = await self._db.execute(
-            update(SessionRow)
-            .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
-            .values(**values)
+            _SET_STATUS_AND_RUN if workflow_run_id else _SET_STATUS, params
         )
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise SessionNotFound(f"session {session_id} not found")
@@ -176,38 +204,29 @@ class SessionRepository:
     async def lock(self, session_id: uuid.UUID) -> str:
         """Lock the session row until the unit of work ends (this serialises appends);
         returns the session's status."""
-        status = await self._db.scalar(
-            select(SessionRow.status)
-            .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
-            .with_for_update()
-        )
+        status = await self._db.scalar(_LOCK, {"in_session": session_id, "in_tenant": self._tenant})
         if status is None:
             raise SessionNotFound(f"session {session_id} not found")
-        return status
+        return str(status)
 
-    async def take_ordinals(self, session_id: uuid.UUID, count: int) -> int:
-        """Hand out `count` consecutive item ordinals; returns the first.
+    async def take_ordinals(
+        self, session_id: uuid.UUID, count: int, *, latest_turn: bool = False
+    ) -> tuple[int, uuid.UUID | None]:
+        """Hand out `count` consecutive item ordinals: the first, and with `latest_turn` the
+        id of the session's latest turn as read by the same statement (saves a round trip;
+        else None).
 
         The row lock this takes is held until the unit of work ends, so appends to one
-        session are serialised and ordinals never collide.
-        """
-        return (await self.take_ordinals_with(session_id, count, literal(None)))[0]
-
-    async def take_ordinals_with(
-        self, session_id: uuid.UUID, count: int, also: ColumnElement[Any] | ScalarSelect[Any]
-    ) -> tuple[int, Any]:
-        """`take_ordinals`, also returning `also` (a scalar subquery, say) as read by the same
-        statement. Saves a round trip. Under READ COMMITTED the subquery reads the snapshot
-        the statement began with: a write that committed while this statement waited for
-        the row lock is not seen (a separate read after the lock would see it)."""
+        session are serialised and ordinals never collide. Under READ COMMITTED the turn is
+        read in the snapshot the statement began with: a turn that committed while this
+        statement waited for the row lock is not seen (a separate read after the lock would
+        see it)."""
         if count < 1:
             raise ValueError(f"count must be positive, got {count}")
         row = (
             await self._db.execute(
-                update(SessionRow)
-                .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
-                .values(next_ordinal=SessionRow.next_ordinal + count, updated_at=func.now())
-                .returning(SessionRow.next_ordinal - count, also)
+                _TAKE_WITH_TURN if latest_turn else _TAKE,
+                {"in_session": session_id, "in_tenant": self._tenant, "count": count},
             )
         ).one_or_none()
         if row is None:

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ScalarSelect, func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import TurnRow
+
+# The id of a session's latest turn (None: it has none), as a subquery bound by the
+# statement it is part of (`in_session`, `in_tenant`); built once (storage/sessions.py).
+LATEST_TURN_ID = (
+    select(TurnRow.id)
+    .where(
+        TurnRow.session_id == bindparam("in_session"),
+        TurnRow.tenant_id == bindparam("in_tenant"),
+    )
+    .order_by(TurnRow.turn_no.desc())
+    .limit(1)
+    .scalar_subquery()
+)
 
 
 class TurnRepository:
@@ -44,16 +57,6 @@ class TurnRepository:
             .where(TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant)
             .order_by(TurnRow.turn_no.desc())
             .limit(1)
-        )
-
-    def latest_id(self, session_id: uuid.UUID) -> ScalarSelect[uuid.UUID]:
-        """The id of the session's latest turn, as a subquery (None: it has no turn)."""
-        return (
-            select(TurnRow.id)
-            .where(TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant)
-            .order_by(TurnRow.turn_no.desc())
-            .limit(1)
-            .scalar_subquery()
         )
 
     async def for_session(self, session_id: uuid.UUID) -> list[TurnRow]:
