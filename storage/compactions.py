@@ -7,11 +7,22 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import CompactionRow
 from storage.sessions import SessionRepository
+
+# The summary context assembly starts from, read every model step: built once.
+_LATEST = (
+    select(CompactionRow)
+    .where(
+        CompactionRow.session_id == bindparam("in_session"),
+        CompactionRow.tenant_id == bindparam("in_tenant"),
+    )
+    .order_by(CompactionRow.version.desc())
+    .limit(1)
+)
 
 
 class CompactionRepository:
@@ -20,12 +31,10 @@ class CompactionRepository:
         self._tenant = tenant_id
 
     async def latest(self, session_id: uuid.UUID) -> CompactionRow | None:
-        return await self._db.scalar(
-            select(CompactionRow)
-            .where(CompactionRow.session_id == session_id, CompactionRow.tenant_id == self._tenant)
-            .order_by(CompactionRow.version.desc())
-            .limit(1)
+        row: CompactionRow | None = await self._db.scalar(
+            _LATEST, {"in_session": session_id, "in_tenant": self._tenant}
         )
+        return row
 
     async def by_key(self, idempotency_key: str) -> CompactionRow | None:
         return await self._db.scalar(

@@ -33,6 +33,17 @@ _BY_KEY = select(ItemRow).where(
     ItemRow.idempotency_key == _KEY,
 )
 
+# Every item of one tool call, in ordinal order (each approval and each tool run reads them).
+_FOR_TOOL_CALL = (
+    select(ItemRow)
+    .where(
+        ItemRow.session_id == bindparam("in_session"),
+        ItemRow.tenant_id == _TENANT,
+        ItemRow.tool_call_id == bindparam("in_call"),
+    )
+    .order_by(ItemRow.ordinal)
+)
+
 
 @dataclass(frozen=True)
 class NewItem:
@@ -201,13 +212,8 @@ class ItemRepository:
     async def for_tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> list[ItemRow]:
         """Every item of this call, in ordinal order."""
         rows = await self._db.scalars(
-            select(ItemRow)
-            .where(
-                ItemRow.session_id == session_id,
-                ItemRow.tenant_id == self._tenant,
-                ItemRow.tool_call_id == tool_call_id,
-            )
-            .order_by(ItemRow.ordinal)
+            _FOR_TOOL_CALL,
+            {"in_session": session_id, "tenant_id": self._tenant, "in_call": tool_call_id},
         )
         return list(rows)
 

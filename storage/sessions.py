@@ -23,6 +23,9 @@ _SESSIONS: Table = SessionRow.__table__  # type: ignore[assignment]
 _THIS_SESSION = and_(
     _SESSIONS.c.id == bindparam("in_session"), _SESSIONS.c.tenant_id == bindparam("in_tenant")
 )
+_FIND = select(SessionRow).where(
+    SessionRow.id == bindparam("in_session"), SessionRow.tenant_id == bindparam("in_tenant")
+)
 _LOCK = select(_SESSIONS.c.status).where(_THIS_SESSION).with_for_update()
 _SET_STATUS = (
     update(_SESSIONS)
@@ -93,10 +96,8 @@ class SessionRepository:
         return await self.get(session_id)
 
     async def find(self, session_id: uuid.UUID) -> SessionRow | None:
-        row = await self._db.scalar(
-            select(SessionRow).where(
-                SessionRow.id == session_id, SessionRow.tenant_id == self._tenant
-            )
+        row: SessionRow | None = await self._db.scalar(
+            _FIND, {"in_session": session_id, "in_tenant": self._tenant}
         )
         return row
 

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import ColumnElement, and_, func, select, update
+from sqlalchemy import ColumnElement, Table, and_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,6 +37,34 @@ SETTLED = (
     EffectState.FAILED,
     EffectState.RECONCILED,
     EffectState.IN_DOUBT,
+)
+
+
+# The claim and the settlement every effectful call makes, built once and run on the table
+# (not through the ORM), as storage/sessions.py explains.
+_EFFECTS: Table = ToolEffectRow.__table__  # type: ignore[assignment]
+_CLAIM_NEW = (
+    insert(_EFFECTS)
+    .values(
+        tenant_id=bindparam("in_tenant"),
+        idempotency_key=bindparam("in_key"),
+        session_id=bindparam("in_session"),
+        tool_call_id=bindparam("in_call"),
+        tool_name=bindparam("in_tool"),
+        state=EffectState.STARTED.value,
+        attempt=1,
+    )
+    .on_conflict_do_nothing(index_elements=[_EFFECTS.c.tenant_id, _EFFECTS.c.idempotency_key])
+    .returning(_EFFECTS.c.attempt)
+)
+_SETTLE = (
+    update(_EFFECTS)
+    .where(
+        _EFFECTS.c.tenant_id == bindparam("in_tenant"),
+        _EFFECTS.c.idempotency_key == bindparam("in_key"),
+        _EFFECTS.c.state == EffectState.STARTED.value,
+    )
+    .values(state=bindparam("to_state"), updated_at=func.now(), settled_at=func.now())
 )
 
 
@@ -77,23 +105,14 @@ class ToolEffectRepository:
     ) -> Claim | None:
         """`claim` when the key is new (one statement, so an autocommit unit suffices);
         None when a row exists already: then `claim` it in a transaction."""
-        stmt = (
-            insert(ToolEffectRow)
-            .values(
-                tenant_id=self._tenant,
-                idempotency_key=idempotency_key,
-                session_id=session_id,
-                tool_call_id=tool_call_id,
-                tool_name=tool_name,
-                state=EffectState.STARTED,
-                attempt=1,
-            )
-            .on_conflict_do_nothing(
-                index_elements=[ToolEffectRow.tenant_id, ToolEffectRow.idempotency_key]
-            )
-            .returning(ToolEffectRow.attempt)
-        )
-        if (await self._db.execute(stmt)).scalar_one_or_none() is not None:
+        params = {
+            "in_tenant": self._tenant,
+            "in_key": idempotency_key,
+            "in_session": session_id,
+            "in_call": tool_call_id,
+            "in_tool": tool_name,
+        }
+        if (await self._db.execute(_CLAIM_NEW, params)).scalar_one_or_none() is not None:
             return Claim(fresh=True, found=None, attempt=1)
         return None
 
@@ -121,9 +140,7 @@ class ToolEffectRepository:
         """Mark the call settled; in the transaction that commits its result. Only a
         started row settles: one another attempt settled first keeps what it says."""
         await self._db.execute(
-            update(ToolEffectRow)
-            .where(self._key(idempotency_key), ToolEffectRow.state == EffectState.STARTED)
-            .values(state=state, updated_at=func.now(), settled_at=func.now())
+            _SETTLE, {"in_tenant": self._tenant, "in_key": idempotency_key, "to_state": state}
         )
 
     async def release(self, idempotency_key: str) -> None:

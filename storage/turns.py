@@ -22,6 +22,16 @@ LATEST_TURN_ID = (
     .scalar_subquery()
 )
 
+_LATEST = (
+    select(TurnRow)
+    .where(
+        TurnRow.session_id == bindparam("in_session"),
+        TurnRow.tenant_id == bindparam("in_tenant"),
+    )
+    .order_by(TurnRow.turn_no.desc())
+    .limit(1)
+)
+
 
 class TurnRepository:
     def __init__(self, db: AsyncSession, tenant_id: str) -> None:
@@ -52,12 +62,10 @@ class TurnRepository:
         )
 
     async def latest(self, session_id: uuid.UUID) -> TurnRow | None:
-        return await self._db.scalar(
-            select(TurnRow)
-            .where(TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant)
-            .order_by(TurnRow.turn_no.desc())
-            .limit(1)
+        row: TurnRow | None = await self._db.scalar(
+            _LATEST, {"in_session": session_id, "in_tenant": self._tenant}
         )
+        return row
 
     async def for_session(self, session_id: uuid.UUID) -> list[TurnRow]:
         rows = await self._db.scalars(
