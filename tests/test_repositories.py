@@ -20,6 +20,8 @@ from storage.errors import ArtifactNotFound, SessionNotFound
 from storage.items import ItemRepository, NewItem
 from storage.models import Base, ItemRow, SessionRow
 from storage.sessions import SessionRepository
+from storage.tool_effects import EffectState, ToolEffectRepository
+from storage.turns import TurnRepository
 from tests.support.helpers import artifact_count
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -219,6 +221,45 @@ async def test_sessions_and_items_are_invisible_to_another_tenant(
     with pytest.raises(SessionNotFound):  # nor can the other tenant append to it
         await append(resources, other, msg(sid, f"{sid}:intruder"))
     assert await ordinals(resources, tenant, sid) == [1]
+
+
+async def test_statements_built_once_bind_each_calls_own_tenant_and_session(
+    resources: Resources, tenant: str
+) -> None:
+    """The hot statements are module-level objects shared by every call (storage/sessions.py):
+    each call must still see its own tenant's rows only, and its own session's."""
+    other = f"{tenant}-b"
+    mine, theirs = await new_session(resources, tenant), await new_session(resources, other)
+    for t, sid in ((tenant, mine), (other, theirs)):
+        await append(resources, t, msg(sid, f"{sid}:ask"))  # opens the session's first turn
+        call = NewItem(sid, "tool_call", "assistant", f"{sid}:call", tool_call_id="c1")
+        await append(resources, t, call)
+    async with resources.sessions() as db, db.begin():
+        mine_items = await ItemRepository(db, tenant).for_tool_call(mine, "c1")
+        assert [r.session_id for r in mine_items] == [mine]
+        assert await ItemRepository(db, other).for_tool_call(mine, "c1") == []
+        turn = await TurnRepository(db, tenant).latest(mine)
+        assert turn is not None and mine_items[0].turn_id == turn.id  # joined the latest turn
+        assert await TurnRepository(db, other).latest(mine) is None
+        with pytest.raises(SessionNotFound):
+            await SessionRepository(db, other).lock(mine)
+        # One key in both tenants: two ledger rows, and settling one leaves the other alone.
+        for t, sid in ((tenant, mine), (other, theirs)):
+            claim = await ToolEffectRepository(db, t).claim_new(
+                "k", session_id=sid, tool_call_id="c1", tool_name="write_file"
+            )
+            assert claim is not None and claim.fresh
+        await ToolEffectRepository(db, other).settle("k", EffectState.COMPLETED)
+        mine_effect = await ToolEffectRepository(db, tenant).get("k")
+        theirs_effect = await ToolEffectRepository(db, other).get("k")
+        assert mine_effect is not None and mine_effect.state == EffectState.STARTED
+        assert theirs_effect is not None and theirs_effect.state == EffectState.COMPLETED
+        await SessionRepository(db, tenant).set_status(mine, "running", workflow_run_id="run-1")
+        await SessionRepository(db, tenant).set_status(mine, "completed")
+    async with resources.sessions() as db:
+        mine_row = await SessionRepository(db, tenant).get(mine)
+        assert (mine_row.status, mine_row.workflow_run_id) == ("completed", "run-1")
+        assert (await SessionRepository(db, other).get(theirs)).status != "completed"
 
 
 async def test_artifact_of_one_tenant_is_not_found_under_another(
