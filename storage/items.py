@@ -21,8 +21,8 @@ from storage.turns import TurnRepository
 MAX_ORDINAL = 2**63 - 1
 
 
-_TENANT = bindparam("tenant_id", type_=String)
-_KEY = bindparam("key", type_=String)
+_TENANT = bindparam("in_tenant", type_=String)
+_KEY = bindparam("in_key", type_=String)
 # The row of one idempotency key: what every append and every retried step looks up first.
 # Built once and bound per call, like the session statements (storage/sessions.py); found
 # through the unique index on item_key_hash(tenant_id, idempotency_key) as `_keyed` is.
@@ -86,7 +86,9 @@ class ItemRepository:
         )
 
     async def by_key(self, idempotency_key: str) -> ItemRow | None:
-        return await self._db.scalar(_BY_KEY, {"tenant_id": self._tenant, "key": idempotency_key})
+        return await self._db.scalar(
+            _BY_KEY, {"in_tenant": self._tenant, "in_key": idempotency_key}
+        )
 
     async def _by_keys(self, keys: Collection[str]) -> list[ItemRow]:
         if len(keys) == 1:
@@ -213,7 +215,7 @@ class ItemRepository:
         """Every item of this call, in ordinal order."""
         rows = await self._db.scalars(
             _FOR_TOOL_CALL,
-            {"in_session": session_id, "tenant_id": self._tenant, "in_call": tool_call_id},
+            {"in_session": session_id, "in_tenant": self._tenant, "in_call": tool_call_id},
         )
         return list(rows)
 
