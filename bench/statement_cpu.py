@@ -27,6 +27,7 @@ from storage.tool_effects import EffectState, ToolEffectRepository
 from workers.resources import Resources
 
 TENANT = "bench"
+CALL = "call_0_0"
 
 
 async def cpu_per_call(calls: int, fn: Callable[[int], Awaitable[None]]) -> float:
@@ -43,6 +44,13 @@ async def measure(res: Resources, calls: int) -> list[tuple[str, float]]:
     sid = uuid.uuid4()
     async with res.sessions() as db, db.begin():
         await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
+        # The call run_tool reads back: the model's request and the decision on it.
+        await ItemRepository(db, TENANT).append_many(
+            [
+                NewItem(sid, "tool_call", "assistant", f"{sid}:call", tool_call_id=CALL),
+                NewItem(sid, "approval", "user", f"{sid}:decision", tool_call_id=CALL),
+            ]
+        )
     run = uuid.uuid4().hex
 
     async def set_status(i: int) -> None:  # as set_session_status: one autocommit UPDATE
@@ -58,13 +66,14 @@ async def measure(res: Resources, calls: int) -> list[tuple[str, float]]:
     async def read_call(i: int) -> None:  # as run_tool: the session and the call's items
         async with autocommit(res.sessions) as db:
             await SessionRepository(db, TENANT).get(sid)
-            await ItemRepository(db, TENANT).for_tool_call(sid, "call_0_0")
+            rows = await ItemRepository(db, TENANT).for_tool_call(sid, CALL)
+            assert len(rows) == 2
 
     async def claim_and_settle(i: int) -> None:  # as an effectful tool: claim, then settle
         key = f"{run}:effect:{i}"
         async with autocommit(res.sessions) as db:
             claim = await ToolEffectRepository(db, TENANT).claim_new(
-                key, session_id=sid, tool_call_id="call_0_0", tool_name="write_file"
+                key, session_id=sid, tool_call_id=CALL, tool_name="write_file"
             )
             assert claim is not None
         async with res.sessions() as db, db.begin():
