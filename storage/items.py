@@ -33,15 +33,13 @@ _BY_KEY = select(ItemRow).where(
     ItemRow.idempotency_key == _KEY,
 )
 
-# Every item of one tool call, in ordinal order (each approval and each tool run reads them).
-_FOR_TOOL_CALL = (
-    select(ItemRow)
-    .where(
-        ItemRow.session_id == bindparam("in_session"),
-        ItemRow.tenant_id == _TENANT,
-        ItemRow.tool_call_id == bindparam("in_call"),
-    )
-    .order_by(ItemRow.ordinal)
+# Every item of one tool call (each approval and each tool run reads them). No ORDER BY:
+# with one, the planner may walk the session's (session, ordinal) index and filter on the
+# call, reading every item of a long session; for_tool_call sorts the call's few rows.
+_FOR_TOOL_CALL = select(ItemRow).where(
+    ItemRow.session_id == bindparam("in_session"),
+    ItemRow.tenant_id == _TENANT,
+    ItemRow.tool_call_id == bindparam("in_call"),
 )
 
 
@@ -212,12 +210,13 @@ class ItemRepository:
         return CallThread(call, [r for r in rows if r is not call])
 
     async def for_tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> list[ItemRow]:
-        """Every item of this call, in ordinal order."""
+        """Every item of this call, in ordinal order (a handful: the call, its decisions and
+        its result; ids are ours and unique within a session)."""
         rows = await self._db.scalars(
             _FOR_TOOL_CALL,
             {"in_session": session_id, "in_tenant": self._tenant, "in_call": tool_call_id},
         )
-        return list(rows)
+        return sorted(rows, key=lambda row: row.ordinal)
 
     async def window(
         self,

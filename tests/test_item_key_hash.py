@@ -83,27 +83,6 @@ async def test_lookups_by_key_use_the_hash_index_and_no_index_holds_the_key_text
             assert "ux_items_key_hash" in plan
 
 
-async def test_lookups_by_tool_call_use_the_index_that_holds_only_tool_call_items(
-    resources: Resources, tenant: str
-) -> None:
-    # Without the repository's ORDER BY ordinal: with it, the planner may walk the
-    # (session, ordinal) index instead when it expects a short session (docs/BENCHMARKS.md,
-    # runs LL-MM), so that plan is not asserted here.
-    sid = uuid.uuid4()
-    stmt = select(ItemRow).where(
-        ItemRow.session_id == sid, ItemRow.tenant_id == tenant, ItemRow.tool_call_id == "c"
-    )
-    async with resources.sessions() as db:
-        (indexdef,) = await db.scalars(
-            text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_items_session_tool_call'")
-        )
-        compiled = stmt.compile(db.bind, compile_kwargs={"literal_binds": True})
-        await db.execute(text("SET LOCAL enable_seqscan = off"))
-        plan = "\n".join(await db.scalars(text(f"EXPLAIN {compiled}")))
-    assert indexdef.endswith("WHERE (tool_call_id IS NOT NULL)")
-    assert "ix_items_session_tool_call" in plan
-
-
 async def test_item_key_hash_is_sha256_of_the_length_prefixed_tenant_and_key(
     resources: Resources,
 ) -> None:
