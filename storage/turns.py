@@ -9,19 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import TurnRow
 
-# The id of a session's latest turn (None: it has none), as a subquery bound by the
-# statement it is part of (`in_session`, `in_tenant`); built once (storage/sessions.py).
-LATEST_TURN_ID = (
-    select(TurnRow.id)
-    .where(
-        TurnRow.session_id == bindparam("in_session"),
-        TurnRow.tenant_id == bindparam("in_tenant"),
-    )
-    .order_by(TurnRow.turn_no.desc())
-    .limit(1)
-    .scalar_subquery()
-)
-
+# A session's latest turn, bound by `in_session` and `in_tenant`: built once
+# (storage/sessions.py explains why).
 _LATEST = (
     select(TurnRow)
     .where(
@@ -31,6 +20,8 @@ _LATEST = (
     .order_by(TurnRow.turn_no.desc())
     .limit(1)
 )
+# Its id (None: the session has no turn), as a subquery of the statement that binds it.
+LATEST_TURN_ID = _LATEST.with_only_columns(TurnRow.id).scalar_subquery()
 
 
 class TurnRepository:
