@@ -18,6 +18,7 @@ from activities.tools.base import Tool, ToolRegistry
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
 from activities.tools.mcp_servers import McpServer
 from activities.tools.mcp_toolset import McpToolsets
+from activities.tools.tool_identity import make_non_dumpable
 from storage.devices import DeviceRepository, validate_device_id
 from workers.agent_loading import Providers, agents_from, servers_of
 from workers.cloud import build_cloud_worker, cloud_activities, running
@@ -72,6 +73,7 @@ async def run_cloud_worker(
     MCP servers, the agents' toolsets and `mcp_servers` (whose tools join the default
     agent's), are connected and listed once before the worker polls, and closed after it
     stops; device-local ones are left to their device worker."""
+    make_non_dumpable()  # its environment holds the credentials; tool_identity.py
     served = agents_from(settings.agent.definitions, agents)  # refused before connecting
     servers = servers_of(served, mcp_servers)
     provider = build_provider(settings.model)
@@ -79,7 +81,7 @@ async def run_cloud_worker(
     try:
         async with (
             open_resources(settings.database, settings.s3) as res,
-            McpToolsets(servers) as toolsets,
+            McpToolsets(servers, tool_user=settings.agent.tool_user) as toolsets,
         ):
             await res.store.ensure_bucket()
             # Oversized payloads go to the artifact store instead of failing the workflow.
@@ -142,6 +144,7 @@ async def run_device_worker(
     served too, and their specs registered for the cloud to offer (mcp_device.py).
     """
     validate_device_id(device_id)  # before any connection: the id names a task queue
+    make_non_dumpable()
     logger.warning(
         "trusted-operator mode: this device worker holds database, S3 and Temporal "
         "credentials; a device that should hold only a device key sets AGENT_GATEWAY_URL"
@@ -150,7 +153,7 @@ async def run_device_worker(
     servers = servers_of(agents, mcp_servers)
     tenant = settings.agent.tenant_id
     async with (
-        McpToolsets(servers, device=True) as toolsets,
+        McpToolsets(servers, device=True, tool_user=settings.agent.tool_user) as toolsets,
         open_resources(settings.database, settings.s3) as res,
     ):
         registry, registries, served, specs = _device_tools(agents, mcp_servers, toolsets)
@@ -205,9 +208,10 @@ async def run_device_via_gateway(
 ) -> None:
     """Serve this device's tools through the gateway with a device key only, until
     SIGINT/SIGTERM (or `stop`). Reads no database, S3 or Temporal setting."""
+    make_non_dumpable()  # the device key
     agents = agents_from(settings.agent.definitions)
     servers = servers_of(agents, mcp_servers)
-    async with McpToolsets(servers, device=True) as toolsets:
+    async with McpToolsets(servers, device=True, tool_user=settings.agent.tool_user) as toolsets:
         _, registries, served, specs = _device_tools(agents, mcp_servers, toolsets)
         tools = LocalTools(
             registries,

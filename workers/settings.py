@@ -111,6 +111,10 @@ class AgentSettings(BaseSettings):
     # (e.g. myapp.agents:AGENTS); `agentctl start --agent` checks names against them too.
     definitions: str | None = None
     device_id: str | None = None
+    # The user a tool's subprocess (a stdio MCP server) runs as when the worker is root
+    # (unset: nobody); a worker that is not root runs them as itself, and naming another
+    # user there is refused. activities/tools/tool_identity.py says what each keeps out.
+    tool_user: str | None = None
     fetch_max_bytes: int = Field(default=DEFAULT_FETCH_MAX_BYTES, gt=0)
     # One whole fetch_url call, redirects included.
     fetch_timeout_seconds: float = Field(default=DEFAULT_FETCH_TIMEOUT_SECONDS, gt=0)

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 from mcp import ClientSession, McpError, types
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from activities.tools.base import ToolContext, ToolError, ToolOutput, TransientToolError
@@ -33,6 +33,7 @@ from activities.tools.mcp_servers import (
     McpStdio,
 )
 from activities.tools.mcp_tools import McpToolInfo, output_of
+from activities.tools.tool_identity import RunAs, make_non_dumpable
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +55,9 @@ class _Connection:
     """One live client session. The SDK's transports are anyio task groups that must be
     entered and left by one task, so a task of its own holds them open until closed."""
 
-    def __init__(self, server: McpServer) -> None:
+    def __init__(self, server: McpServer, run_as: RunAs | None) -> None:
         self._server = server
+        self._run_as = run_as
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         # A failed connect nobody asked for again is not worth an asyncio warning.
@@ -74,7 +76,9 @@ class _Connection:
     async def _hold(self) -> None:
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(_transport(self._server))
+                read, write = await stack.enter_async_context(
+                    _transport(self._server, self._run_as)
+                )
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
                 self._ready.set_result(session)
@@ -123,12 +127,15 @@ class _Connection:
 
 
 @asynccontextmanager
-async def _transport(server: McpServer) -> AsyncIterator[tuple[Any, Any]]:
-    """The read and write streams of a new connection to `server`."""
+async def _transport(server: McpServer, run_as: RunAs | None) -> AsyncIterator[tuple[Any, Any]]:
+    """The read and write streams of a new connection to `server` (a stdio server
+    spawned as `run_as`, or as the worker's own user when None)."""
     if isinstance(server, McpStdio):
-        params = StdioServerParameters(
-            command=server.command, args=list(server.args), env=dict(server.env), cwd=server.cwd
-        )
+        command, args, env = server.command, list(server.args), dict(server.env)
+        if run_as is not None:
+            command, args = run_as.argv(command, args)
+            env = run_as.env(env)
+        params = StdioServerParameters(command=command, args=args, env=env, cwd=server.cwd)
         async with stdio_client(params) as (read, write):
             yield read, write
         return
@@ -156,10 +163,12 @@ def _transport_failure(exc: BaseException) -> bool:
 
 
 class McpServerClient:
-    """One declared server: its current connection, replaced when it breaks."""
+    """One declared server: its current connection, replaced when it breaks. A stdio
+    server is spawned as `run_as` (tool_identity.py), or as the worker's user when None."""
 
-    def __init__(self, server: McpServer) -> None:
+    def __init__(self, server: McpServer, run_as: RunAs | None = None) -> None:
         self.decl = server
+        self.run_as = run_as
         self._lock = asyncio.Lock()
         self._conn: _Connection | None = None
 
@@ -168,8 +177,19 @@ class McpServerClient:
             if self._conn is None or not self._conn.alive:
                 if self._conn is not None:
                     await self._conn.close()
-                self._conn = _Connection(self.decl)
+                self._conn = _Connection(self.decl, self.run_as)
             return self._conn
+
+    async def prepare(self) -> None:
+        """Before the first spawn of a stdio server: close this process's memory to it,
+        and, as another user, check that user can run its command (ToolIdentityError)."""
+        if not isinstance(self.decl, McpStdio):
+            return
+        make_non_dumpable()
+        if self.run_as is not None:
+            env = {**get_default_environment(), **self.run_as.env(self.decl.env)}
+            what = f"MCP server {self.decl.name!r}"
+            await self.run_as.check_reaches(what, self.decl.command, self.decl.cwd, env)
 
     async def list_tools(self) -> list[types.Tool]:
         session = await (await self.connection()).session()

@@ -57,6 +57,9 @@ class McpStdio:
     `device_local`: the device worker spawns it and its tools run on the device's queue.
     `effects` overrides the effect an MCP tool's annotations imply, by MCP tool name.
     `tools`: when set, only these MCP tools are offered to the model.
+    `run_as`: the user it runs as when the worker is root, instead of the worker's tool
+    user (AGENT_TOOL_USER, default `nobody`); see tool_identity.py for why and what a
+    worker that is not root can and cannot keep from it.
     """
 
     name: str
@@ -68,6 +71,7 @@ class McpStdio:
     effects: Mapping[str, Effect] = field(default_factory=dict)
     tools: tuple[str, ...] = ()
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
+    run_as: str | None = None
 
     def __post_init__(self) -> None:
         _check_common("stdio", self.name, self.effects, self.call_timeout_seconds, self.tools)
@@ -75,6 +79,8 @@ class McpStdio:
             raise ValueError(f"MCP server {self.name!r}: command must be a non-empty string")
         if isinstance(self.args, str):
             raise ValueError(f"MCP server {self.name!r}: args must be a tuple, not a string")
+        if self.run_as is not None and (not isinstance(self.run_as, str) or not self.run_as):
+            raise ValueError(f"MCP server {self.name!r}: run_as must be a user name")
         object.__setattr__(self, "args", tuple(self.args))
         object.__setattr__(self, "tools", tuple(self.tools))
 
@@ -135,6 +141,8 @@ def identity_of(server: McpServer) -> dict[str, object]:
             "cwd": server.cwd,
             "env": sorted(server.env),
             "device_local": server.device_local,
+            # Only when set, so that declarations without it keep their fingerprints.
+            **({"run_as": server.run_as} if server.run_as is not None else {}),
         }
     # A URL may carry credentials in its user info or query: scheme, host and path only.
     parts = urlsplit(server.url)

@@ -23,12 +23,15 @@ from activities.tools.mcp_servers import (
     CONNECT_TIMEOUT_SECONDS,
     McpListingError,
     McpServer,
+    McpStdio,
     check_unique,
 )
+from activities.tools.tool_identity import ToolIdentityError, tool_identity
 
 if TYPE_CHECKING:
     from activities.tools.mcp_client import McpServerClient
     from activities.tools.mcp_tools import McpToolInfo
+    from activities.tools.tool_identity import RunAs
 
 
 class McpToolsets:
@@ -36,16 +39,24 @@ class McpToolsets:
 
     `device=False` (cloud): device-local stdio servers are not started here (their device
     worker runs them). `device=True`: only the device-local ones are.
+    `tool_user` (AGENT_TOOL_USER): the user stdio servers run as when the worker is root
+    and their declaration names none (default `nobody`); tool_identity.py says why. The
+    process that starts a stdio server is made non-dumpable first.
     """
 
-    def __init__(self, servers: Sequence[McpServer], *, device: bool = False) -> None:
+    def __init__(
+        self, servers: Sequence[McpServer], *, device: bool = False, tool_user: str | None = None
+    ) -> None:
         check_unique(list(servers))
         mine = [s for s in servers if s.device_local == device]
         self._servers: list[McpServerClient] = []
         if mine:
             from activities.tools.mcp_client import McpServerClient
 
-            self._servers = [McpServerClient(s) for s in mine]
+            self._servers = [
+                McpServerClient(s, _run_as(s, tool_user) if isinstance(s, McpStdio) else None)
+                for s in mine
+            ]
         self._tools: list[Tool] = []
         self._infos: list[McpToolInfo] = []
 
@@ -72,8 +83,9 @@ class McpToolsets:
             for server in self._servers:
                 try:
                     async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+                        await server.prepare()
                         listed = await server.list_tools()
-                except McpListingError:
+                except (McpListingError, ToolIdentityError):
                     raise
                 except Exception as exc:
                     raise McpListingError(
@@ -108,6 +120,10 @@ class McpToolsets:
     async def aclose(self) -> None:
         """Close every session (stdio servers exit); safe to call twice."""
         await asyncio.gather(*(s.close() for s in self._servers), return_exceptions=True)
+
+
+def _run_as(server: McpStdio, tool_user: str | None) -> RunAs | None:
+    return tool_identity(server.run_as or tool_user, f"MCP server {server.name!r}")
 
 
 def _tool(server: McpServerClient, info: McpToolInfo) -> Tool:

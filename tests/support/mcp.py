@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import socket
 import subprocess
 import sys
@@ -18,6 +19,10 @@ from activities.tools.mcp_servers import McpHttp, McpStdio
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_MODULE = "tests.mcp_servers.toolbox"
+# The toolbox runs from the virtualenv, which a root worker's tool user (nobody) may not
+# reach (a clone in a 0700 directory), so it runs as the tests' own user, as a declaration
+# may choose; tests/test_tool_subprocess_isolation.py covers the default identity.
+OWN_USER = pwd.getpwuid(os.geteuid()).pw_name
 
 
 def toolbox_stdio(
@@ -25,6 +30,7 @@ def toolbox_stdio(
 ) -> McpStdio:
     """The toolbox as a stdio server the worker spawns, recording into `record`."""
     env = {"MCP_RECORD": str(record), "PYTHONPATH": str(REPO), **(env or {})}
+    decl.setdefault("run_as", OWN_USER)
     return McpStdio(name, sys.executable, ("-m", SERVER_MODULE), env=env, **decl)
 
 
