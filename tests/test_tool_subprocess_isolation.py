@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,3 +150,32 @@ def test_a_root_worker_runs_tools_as_nobody_unless_told_otherwise() -> None:
     assert run_as is not None and run_as.user == DEFAULT_TOOL_USER and run_as.uid != 0
     # Named explicitly, the worker's own user is the operator's choice (and logged).
     assert tool_identity("root", "MCP server 'x'") is None
+
+
+def test_the_prefork_supervisor_holds_no_credentials(tmp_path: Path) -> None:
+    """`agentctl worker --processes N`: the parent execs a supervisor, which exec makes
+    dumpable again; it passes signals on, so it is given no credential to show."""
+    pid_file = tmp_path / "supervisor"
+    code = (
+        "import os, time\nfrom pathlib import Path\nfrom workers.prefork import run_forked\n"
+        "def serve(i):\n"
+        f"    Path({str(pid_file)!r}).write_text(str(os.getppid()))\n"
+        "    time.sleep(60)\n"
+        "run_forked(1, serve)\n"
+    )
+    env = {**os.environ, **SECRETS, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        cmdline = b""
+        while b"prefork_supervisor" not in cmdline and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if pid_file.exists():
+                cmdline = Path(f"/proc/{pid_file.read_text()}/cmdline").read_bytes()
+        assert b"prefork_supervisor" in cmdline, "the supervisor did not start"
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().decode(errors="replace")
+        assert "PATH=" in environ  # read: it is there, without the credentials
+        assert [m for m in MARKERS if m in environ] == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)

@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = prefork_supervisor.STOP_SIGNALS
 PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
+# All the supervisor needs of the environment: it passes signals on and prints a line.
+_SUPERVISOR_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
 def threads_in_process() -> int:
@@ -115,9 +117,12 @@ def run_forked(
         sys.stderr.flush()
         # The children keep the imports they share; this process's own copies of the
         # pages they have written since would be waste, so it stops being this process.
-        os.execv(
+        # Without the credentials in its environment: exec makes a process dumpable again,
+        # and a tool's subprocess of the workers' user could read its /proc/<pid>/environ.
+        os.execve(
             sys.executable,
             [sys.executable, "-I", "-S", prefork_supervisor.__file__, *map(str, children)],
+            {name: os.environ[name] for name in _SUPERVISOR_ENV if name in os.environ},
         )
     except BaseException:  # a fork or the exec failed: no worker is left unsupervised
         for pid in children:
