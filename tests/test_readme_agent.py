@@ -13,6 +13,7 @@ from pathlib import Path
 from storage.item_kinds import ItemKind
 from storage.sessions import SessionRepository
 from tests.support.helpers import items_of
+from tests.support.mcp import OWN_USER
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 
@@ -51,6 +52,9 @@ async def test_the_readme_example_runs_as_written(
         "MODEL_PROVIDER": "offline",
         "AGENT_TENANT_ID": tenant,
         "AGENT_WORKSPACE": str(tmp_path / "workspace"),
+        # As root, the example's stdio server would run as nobody, who cannot reach this
+        # venv or tmp_path (0700 directories on the way): the README says to name a user.
+        "AGENT_TOOL_USER": OWN_USER,
     }
     proc = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -36,9 +36,8 @@ DEFAULT_TOOL_USER = "nobody"
 # linux/prctl.h
 _PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4
-# Exit codes of the reachability probe below.
+# The reachability probe's exit code for a cwd it cannot enter (4: the command).
 _NO_CWD = 3
-_NO_COMMAND = 4
 # Enter cwd (when given), find the command on PATH as execvp would, and check that this
 # user may execute it: a 0700 directory on the way (/root, a private clone) fails here.
 _PROBE = (
@@ -118,13 +117,21 @@ class RunAs:
         code = await proc.wait()
         if code == 0:
             return
-        where = f"enter its cwd {cwd}" if code == _NO_CWD else f"execute {command!r}"
-        raise ToolIdentityError(
-            f"{what} runs as {self.user!r} (the worker is root), which cannot {where}: "
-            f"a directory on the way may be private (a 0700 home or clone); install it "
-            f"where {self.user!r} can reach it, or name a user that can in AGENT_TOOL_USER "
-            "(or the declaration's run_as)"
-        )
+        raise _unreachable(what, self.user, command if code != _NO_CWD else None, cwd)
+
+
+def _unreachable(what: str, user: str, command: str | None, cwd: str | None) -> ToolIdentityError:
+    """The refusal of a command (or, when None, a cwd) `user` cannot reach."""
+    if command is None:
+        where = f"enter its cwd {cwd}"
+    else:
+        target = os.path.realpath(command) if "/" in command else command
+        where = f"execute {command}" + (f" (-> {target})" if target != command else "")
+    return ToolIdentityError(
+        f"{what} runs as {user!r} (the worker is root), which cannot {where}: a directory "
+        f"on the way may be private (a 0700 home or clone); install it where {user!r} can "
+        "reach it, or name a user that can in AGENT_TOOL_USER (or the declaration's run_as)"
+    )
 
 
 def tool_identity(user: str | None, what: str) -> RunAs | None:
