@@ -3,7 +3,8 @@
 The schema comes from the context config the call's turn ran with (what the model was
 shown), not from today's agent definition. The approvals inbox shows it so a page can
 check edits as they are typed; approve checks them again here, on the server, and answers
-422 naming the first bad field. Messages name fields and the schema's rules, never the
+422 naming every bad field (in the message and, one by one, in the error's `errors`), so an
+approver fixes an edit in one go. Messages name fields and the schema's rules, never the
 values: edited arguments can be secrets a user pasted.
 """
 
@@ -23,6 +24,8 @@ from workers.gateway.schema_validator import LinearValidator, extra_properties
 _META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 # How much of a name the client chose (a property key) an error message shows.
 _MAX_SHOWN_NAME = 60
+# How many problems one refusal lists: enough for any hand edit, bounded for a pasted blob.
+MAX_LISTED_PROBLEMS = 20
 
 
 async def call_schema(db: AsyncSession, tenant_id: str, call: ItemRow) -> dict[str, Any] | None:
@@ -44,47 +47,65 @@ async def call_schema(db: AsyncSession, tenant_id: str, call: ItemRow) -> dict[s
 
 
 def check_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> None:
-    """Raise a 422 ApiError naming the first field of `arguments` that `schema` refuses."""
+    """Raise a 422 ApiError naming every field of `arguments` that `schema` refuses."""
+    problems = argument_problems(schema, arguments)
+    if not problems:
+        return
+    raise ApiError(
+        422,
+        "invalid_arguments",
+        f"edited arguments refused: {'; '.join(problems)}",
+        details=problems,
+    )
+
+
+def argument_problems(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> list[str]:
+    """What `schema` refuses in `arguments`, one "'field' what is wrong" each, shallow fields
+    first (at most MAX_LISTED_PROBLEMS, the last saying how many more); [] when acceptable."""
     if schema is None:
-        return  # the tool validates its arguments itself when it runs
+        return []  # the tool validates its arguments itself when it runs
     if "properties" in schema and "additionalProperties" not in schema:
         # As activities.tools.args.check_allowed: declared properties are closed.
         schema = {**schema, "additionalProperties": False}
     # A tool's own broken schema is not the approver's mistake: left to the tool. (Not
     # check_schema: its format check compiles patterns with re, which refuses RE2 syntax.)
     if not _META.is_valid(schema):
-        return
-    errors = list(LinearValidator(schema).iter_errors(arguments))
-    if not errors:
-        return
-    first = min(errors, key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    field, problem = _describe(first)
-    raise ApiError(422, "invalid_arguments", f"edited arguments refused: {field!r} {problem}")
+        return []
+    found = {
+        (field, problem)
+        for error in LinearValidator(schema).iter_errors(arguments)
+        for field, problem in _describe(error)
+    }
+    # Shallow fields first, then by name: the same edit is always refused in the same words.
+    lines = [f"{_shown(f)!r} {p}" for f, p in sorted(found, key=lambda fp: (len(fp[0]), fp))]
+    if len(lines) > MAX_LISTED_PROBLEMS:
+        more = len(lines) - MAX_LISTED_PROBLEMS + 1
+        lines = [*lines[: MAX_LISTED_PROBLEMS - 1], f"and {more} more"]
+    return lines
 
 
 def _name(value: object) -> str:
     return str(value)[:_MAX_SHOWN_NAME]
 
 
-def _describe(error: ValidationError) -> tuple[str, str]:
-    """(field, what is wrong), from the schema's side of the error only."""
-    path = ".".join(_name(p) for p in error.absolute_path)
+def _shown(field: tuple[str, ...]) -> str:
+    return ".".join(field) or "(the arguments)"
+
+
+def _describe(error: ValidationError) -> list[tuple[tuple[str, ...], str]]:
+    """[(field path, what is wrong)], from the schema's side of the error only."""
+    path = tuple(_name(p) for p in error.absolute_path)
     rule, expected = error.validator, error.validator_value
     instance = error.instance if isinstance(error.instance, dict) else {}
     if rule == "required" and isinstance(expected, list):
-        missing = next((str(r) for r in expected if r not in instance), "?")
-        return _join(path, missing), "is required"
+        missing = [str(r) for r in expected if r not in instance] or ["?"]
+        return [((*path, _name(m)), "is required") for m in missing]
     if rule == "additionalProperties":
         schema = error.schema if isinstance(error.schema, dict) else {}
-        extra = next(iter(extra_properties(instance, schema)), "?")
-        return _join(path, _name(extra)), "is not an argument of this tool"
-    where = path or "(the arguments)"
+        extras = extra_properties(instance, schema) or ["?"]
+        return [((*path, _name(x)), "is not an argument of this tool") for x in extras]
     if rule == "type":
-        return where, f"must be of type {expected}"
+        return [(path, f"must be of type {expected}")]
     if rule == "enum" and isinstance(expected, list):
-        return where, f"must be one of {', '.join(map(repr, expected))[:200]}"
-    return where, f"does not satisfy {rule} {_name(expected)}"
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+        return [(path, f"must be one of {', '.join(map(repr, expected))[:200]}")]
+    return [(path, f"does not satisfy {rule} {_name(expected)}")]

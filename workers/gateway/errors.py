@@ -1,4 +1,5 @@
-"""Every error the gateway answers with has one JSON shape: {"error": {"type", "message"}}.
+"""Every error the gateway answers with has one JSON shape: {"error": {"type", "message"}},
+plus `errors` (a list of strings, one problem each) where a request has several problems.
 
 Exceptions from workers.tasks and storage map to statuses here, so routes just call them.
 A missing session and another tenant's session raise the same SessionNotFound, so they
@@ -28,17 +29,31 @@ class ApiError(Exception):
     """An answer the gateway gives on purpose (auth, scope, rate limit, ...)."""
 
     def __init__(
-        self, status: int, type_: str, message: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        type_: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        *,
+        details: list[str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.type, self.message, self.headers = status, type_, message, headers
+        self.details = details
 
 
 def error_response(
-    status: int, type_: str, message: str, headers: Mapping[str, str] | None = None
+    status: int,
+    type_: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    details: list[str] | None = None,
 ) -> JSONResponse:
-    body = {"error": {"type": type_, "message": message}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    error: dict[str, Any] = {"type": type_, "message": message}
+    if details:
+        error["errors"] = details
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
 def _validation_message(err: RequestValidationError) -> str:
@@ -71,7 +86,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def api_error(_: Request, err: Exception) -> JSONResponse:
         assert isinstance(err, ApiError)
-        return error_response(err.status, err.type, err.message, err.headers)
+        return error_response(err.status, err.type, err.message, err.headers, details=err.details)
 
     async def validation(_: Request, err: Exception) -> JSONResponse:
         assert isinstance(err, RequestValidationError)

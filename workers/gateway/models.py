@@ -147,6 +147,9 @@ class PendingCall(BaseModel):
         alias="schema",
         description="The tool's JSON schema for its arguments, as the call's turn recorded it.",
     )
+    waiting_since: datetime | None = Field(
+        None, description="When the model asked for the call (its tool_call item committed)."
+    )
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
@@ -169,6 +172,23 @@ class Me(BaseModel):
 
 class Agents(BaseModel):
     agents: list[str]
+
+
+class AgentTool(BaseModel):
+    name: str
+    description: str = Field(description="The first line of the tool's description.")
+    approval: str | None = Field(
+        None, description="The approval policy the agent already applies to it, if any."
+    )
+
+
+class AgentTools(BaseModel):
+    agent: str
+    tools: list[AgentTool]
+    toolsets: list[str] = Field(
+        default_factory=list,
+        description="`server.*` per MCP toolset: policies may name its tools that way.",
+    )
 
 
 class ArtifactLink(BaseModel):

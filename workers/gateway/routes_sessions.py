@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from temporalio.service import RPCError
 
 from activities.agents import DEFAULT_AGENT
+from activities.tools.builtin import builtin_tools
 from storage.api_keys import Principal
 from storage.artifact_records import ArtifactRepository
 from storage.artifact_ref import ArtifactRef
@@ -25,8 +27,11 @@ from workers.agent_loading import load_agents
 from workers.gateway.auth import Reader
 from workers.gateway.call_schemas import call_schema
 from workers.gateway.context import Gateway, GatewayDep
+from workers.gateway.errors import ApiError
 from workers.gateway.models import (
     Agents,
+    AgentTool,
+    AgentTools,
     ArtifactLink,
     Inbox,
     InboxEntry,
@@ -138,6 +143,7 @@ async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> Inb
                     rerun=p.rerun,
                     arguments=arguments if isinstance(arguments, dict) else None,
                     schema=schema,
+                    waiting_since=call.created_at if call is not None else None,
                 )
             )
     return InboxEntry(session=Session.of(row), pending=pending)
@@ -161,6 +167,37 @@ async def agents(_: Reader, gateway: GatewayDep) -> Agents:
     definitions = gateway.settings.agent.definitions
     named = [a.name for a in load_agents(definitions)] if definitions else []
     return Agents(agents=[DEFAULT_AGENT, *(n for n in named if n != DEFAULT_AGENT)])
+
+
+@router.get("/agents/{name}/tools", response_model=AgentTools)
+async def agent_tools(name: str, _: Reader, gateway: GatewayDep) -> AgentTools:
+    """The tools a task of agent `name` can call, as the deployment defines it, and which
+    of them it already asks approval for: what a start form offers to ask about. Tools an
+    MCP toolset lists are known only to a worker: a toolset is named as `server.*`."""
+    definitions = gateway.settings.agent.definitions
+    agent = (
+        next((a for a in load_agents(definitions) if a.name == name), None) if definitions else None
+    )
+    if agent is None and name != DEFAULT_AGENT:
+        raise ApiError(404, "not_found", "no such agent")
+    tools = agent.tools if agent is not None else builtin_tools()
+    policies = agent.approvals if agent is not None else {}
+    return AgentTools(
+        agent=name,
+        tools=[
+            AgentTool(
+                name=t.spec.name,
+                description=_first_sentence(t.spec.description),
+                approval=policies.get(t.spec.name) or ("always" if t.needs_approval else None),
+            )
+            for t in tools
+        ],
+        toolsets=[f"{s.name}.*" for s in agent.toolsets] if agent is not None else [],
+    )
+
+
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=\.)\s", " ".join(text.split()), maxsplit=1)[0][:200]
 
 
 async def _artifact(

@@ -10,10 +10,12 @@ export const keyStore = {
 };
 
 export class ApiError extends Error {
-  constructor(status, type, message) {
+  constructor(status, type, message, problems = []) {
     super(message);
     this.status = status;
     this.type = type;
+    // One string per problem when the server lists several (e.g. refused edited arguments).
+    this.problems = problems;
   }
 }
 
@@ -48,6 +50,7 @@ export async function api(path, { method = "GET", body } = {}) {
       response.status,
       error.type || "http_error",
       error.message || `the gateway answered ${response.status}`,
+      Array.isArray(error.errors) ? error.errors.map(String) : [],
     );
   }
   return data;

@@ -7,15 +7,24 @@ import { el, setText } from "./dom.js";
 import { Inbox } from "./inbox.js";
 import { follow } from "./sse.js";
 import { Timeline } from "./timeline.js";
+import { ago, setBadge, shortId, statusBadge } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
+// The session's event stream, in words (its state stays in data-state).
+const STREAM_WORDS = {
+  connecting: "connecting…",
+  live: "live",
+  reconnecting: "connection lost, reconnecting…",
+  ended: "", // the status badge says how it ended
+  error: "updates stopped",
+};
 
 let current = null; // {id, stream: AbortController}
 let refresher = null;
 
 const timeline = new Timeline($("timeline"), { onArtifact: openArtifact });
-const inbox = new Inbox($("inbox"), $("inbox-empty"), {
+const inbox = new Inbox($("inbox"), $("inbox-empty"), $("inbox-count"), {
   onDecided: () => refreshLists(),
   onOpen: (id) => openSession(id),
 });
@@ -52,8 +61,7 @@ function signOut() {
   $("signin").hidden = false;
   setText($("whoami"), "");
   $("sessions").replaceChildren();
-  $("inbox").replaceChildren();
-  inbox.shown = "";
+  inbox.clear();
 }
 
 async function loadAgents() {
@@ -64,6 +72,42 @@ async function loadAgents() {
     /* the default agent still works */
   }
   $("start-agent").replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+  await loadTools();
+}
+
+// The agent's tools, offered as choices for "ask before running"; those the agent already
+// asks about are shown ticked and fixed (a task can add approvals, not remove them).
+async function loadTools() {
+  const agent = $("start-agent").value;
+  let answer;
+  try {
+    answer = await api(`/v1/agents/${enc(agent)}/tools`);
+  } catch {
+    $("start-tools").replaceChildren(el("span", { class: "muted" }, "The agent's tools could not be listed."));
+    return;
+  }
+  if (agent !== $("start-agent").value) return; // another agent was chosen meanwhile
+  const choices = [...answer.tools, ...answer.toolsets.map((name) => ({ name, description: "every tool of this MCP server" }))];
+  $("start-tools").replaceChildren(
+    ...choices.map((t) => {
+      const fixed = Boolean(t.approval);
+      const box = el("input", {
+        type: "checkbox",
+        value: t.name,
+        checked: fixed,
+        disabled: fixed,
+        dataset: { testid: "approve-tool", tool: t.name },
+      });
+      const why = t.approval === "always" ? "always asks" : t.approval ? `asks when ${t.approval}` : "";
+      return el(
+        "label",
+        { class: `tool-choice${fixed ? " fixed" : ""}`, title: t.description || "" },
+        box,
+        el("code", {}, t.name),
+        why ? el("small", { class: "muted" }, ` ${why}`) : null,
+      );
+    }),
+  );
 }
 
 async function refreshLists() {
@@ -87,8 +131,13 @@ async function refreshSessions() {
         dataset: { testid: "session-row", session: s.id, status: s.status },
         onclick: () => openSession(s.id),
       },
-      el("span", { class: "title" }, s.parent_id ? `↳ ${s.title}` : s.title),
-      el("span", { class: `badge ${s.status}` }, s.status),
+      el(
+        "div",
+        { class: "row-main" },
+        el("span", { class: "title" }, s.parent_id ? `↳ ${s.title}` : s.title),
+        el("span", { class: "meta" }, `${s.agent} agent · ${shortId(s.id)} · ${ago(s.updated_at)}`),
+      ),
+      statusBadge(s.status),
     ),
   );
   $("sessions").replaceChildren(...rows);
@@ -110,6 +159,7 @@ async function openSession(id) {
   try {
     const page = await api(`/v1/sessions/${enc(id)}?limit=1`);
     setText($("session-title"), page.session.title || id);
+    setText($("session-meta"), `${page.session.agent} agent · session ${id} · started ${ago(page.session.created_at)}`);
     showStatus(page.session.status, "");
   } catch (err) {
     setText($("session-title"), err.message);
@@ -122,7 +172,12 @@ async function openSession(id) {
 function startStream(id, stream) {
   follow(`/v1/sessions/${enc(id)}/events`, {
     signal: stream.signal,
-    onState: (state, detail) => setText($("stream-state"), detail ? `${state}: ${detail}` : state),
+    onState: (state, detail) => {
+      const node = $("stream-state");
+      node.dataset.state = state;
+      const words = state in STREAM_WORDS ? STREAM_WORDS[state] : state;
+      setText(node, detail ? `${words}: ${detail}` : words);
+    },
     onEvent: (ev) => {
       if (!current || current.id !== id) return;
       let data;
@@ -143,10 +198,7 @@ function startStream(id, stream) {
 }
 
 function showStatus(status, detail) {
-  const node = $("session-status");
-  setText(node, status);
-  node.className = `badge ${status}`;
-  node.dataset.status = status;
+  setBadge($("session-status"), status);
   setText($("session-detail"), detail || "");
 }
 
@@ -174,9 +226,9 @@ async function refreshTree(id) {
       el(
         "a",
         { class: s.id === id ? "current" : "", onclick: () => openSession(s.id) },
-        `${s.title} (${s.agent}) `,
+        `${s.title} (${s.agent} agent) `,
       ),
-      el("span", { class: `badge ${s.status}` }, s.status),
+      statusBadge(s.status),
       (children.get(s.id) || []).length ? el("ul", {}, children.get(s.id).map(branch)) : null,
     );
   $("tree").replaceChildren(el("div", { class: "muted" }, "Sub-agents"), el("ul", {}, branch(sessions[0])));
@@ -202,14 +254,15 @@ $("signin-form").addEventListener("submit", (ev) => {
 $("signout").addEventListener("click", signOut);
 $("sessions-refresh").addEventListener("click", refreshLists);
 $("inbox-refresh").addEventListener("click", refreshLists);
+$("start-agent").addEventListener("change", loadTools);
 
 $("start-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   setText($("start-error"), "");
   const policies = {};
-  for (const name of $("start-approve").value.split(",").map((n) => n.trim()).filter(Boolean)) {
-    policies[name] = "always";
-  }
+  const ticked = [...$("start-tools").querySelectorAll("input:checked:not(:disabled)")].map((b) => b.value);
+  const typed = $("start-approve").value.split(",").map((n) => n.trim()).filter(Boolean);
+  for (const name of [...ticked, ...typed]) policies[name] = "always";
   try {
     const started = await api("/v1/sessions", {
       method: "POST",

@@ -10,7 +10,9 @@ export function el(tag, props = {}, ...children) {
   for (const [name, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;
     if (name === "class") node.className = value;
-    else if (name === "dataset") Object.assign(node.dataset, value);
+    else if (name === "dataset") {
+      for (const [key, v] of Object.entries(value)) if (v !== undefined && v !== null) node.dataset[key] = v;
+    }
     else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }

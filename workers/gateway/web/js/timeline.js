@@ -4,15 +4,13 @@
 // attempt was retried), and the committed assistant item of the step replaces it.
 
 import { el, pretty } from "./dom.js";
+import { clock } from "./words.js";
 
-const WHO = {
-  user_message: "user",
-  assistant_message: "assistant",
-  tool_call: "tool call",
-  tool_result: "tool result",
-  approval: "approval",
-  error: "error",
-};
+// A decision is committed twice: the request the gateway wrote for the workflow (data.decision,
+// "ann asks to reject") and the decision the loop recorded once it accepted it (data.approved).
+// Only the second is the decision; a request the workflow refused decided nothing.
+const isDecisionRequest = (item) =>
+  item.kind === "approval" && item.data && "decision" in item.data && !("approved" in item.data);
 
 export class Timeline {
   constructor(list, { onArtifact }) {
@@ -24,6 +22,9 @@ export class Timeline {
   reset() {
     this.list.replaceChildren();
     this.seen = new Set();
+    this.userMessages = 0;
+    this.callNames = new Map(); // tool_call_id -> tool name, for the decisions about them
+    this.rejected = new Set(); // tool_call_ids whose rejection is shown
     this.committedSteps = new Set();
     this.partials = new Map(); // step -> {attempt, send, nextSeq, node, text}
   }
@@ -32,37 +33,94 @@ export class Timeline {
   addItem(item) {
     if (this.seen.has(item.ordinal)) return;
     this.seen.add(item.ordinal);
+    if (isDecisionRequest(item)) return;
     const data = item.data || {};
+    if (item.kind === "tool_call" && item.tool_call_id) this.callNames.set(item.tool_call_id, item.tool_name);
+    if (item.kind === "approval" && !data.approved && !data.rerun) this.rejected.add(item.tool_call_id);
+    // A rejection is also the call's result (what the model is told): the decision shown
+    // above already says it, with the reason.
+    if (item.kind === "tool_result" && data.error_type === "Rejected" && this.rejected.has(item.tool_call_id)) return;
     if (item.kind === "assistant_message" && Number.isInteger(data.step)) {
       this.committedSteps.add(data.step);
       const partial = this.partials.get(data.step);
       if (partial) partial.node.remove();
       this.partials.delete(data.step);
     }
+    const tone = this.tone(item);
     const node = el(
       "li",
-      { class: item.kind, dataset: { ordinal: item.ordinal, kind: item.kind, testid: "item" } },
-      el("div", { class: "who" }, `#${item.ordinal} ${this.label(item)}`),
+      {
+        class: `${item.kind}${tone ? ` ${tone}` : ""}`,
+        dataset: {
+          ordinal: item.ordinal,
+          kind: item.kind,
+          testid: "item",
+          step: Number.isInteger(data.step) ? data.step : undefined,
+          call: item.tool_call_id || undefined,
+        },
+      },
+      el("div", { class: "who" }, ...this.label(item)),
       this.body(item),
     );
     this.list.append(node);
     node.scrollIntoView({ block: "nearest" });
   }
 
+  tone(item) {
+    const data = item.data || {};
+    if (item.kind === "approval") return data.approved ? "approved" : "rejected";
+    if (item.kind === "tool_result" && data.error_type) return "failed";
+    return "";
+  }
+
+  /** The headline: who did what, then the step (counted from 1) and the time, muted. */
   label(item) {
-    const who = WHO[item.kind] || item.kind;
-    const step = item.data && Number.isInteger(item.data.step) ? ` · step ${item.data.step}` : "";
-    const tool = item.tool_name ? ` · ${item.tool_name}` : "";
-    return `${who}${tool}${step}`;
+    const data = item.data || {};
+    const tool = (name) => el("code", { class: "tool" }, name || "a tool");
+    let words;
+    switch (item.kind) {
+      case "user_message":
+        this.userMessages += 1;
+        words = data.nudge ? ["Reminder to the model"] : [this.userMessages === 1 ? "Task" : "Follow-up"];
+        break;
+      case "assistant_message":
+        words = ["Agent"];
+        break;
+      case "tool_call":
+        words = ["Agent calls ", tool(item.tool_name)];
+        break;
+      case "tool_result":
+        if (data.error_type === "Rejected" || data.declined) words = [tool(item.tool_name), " did not run"];
+        else if (data.error_type) words = [tool(item.tool_name), " failed"];
+        else words = ["Result of ", tool(item.tool_name)];
+        break;
+      case "approval": {
+        const who = data.decided_by || "Someone";
+        const name = item.tool_name || this.callNames.get(item.tool_call_id);
+        const verb = data.approved
+          ? data.rerun ? "approved running again" : "approved"
+          : data.rerun ? "declined running again" : "rejected";
+        const edited = data.approved && data.arguments !== undefined ? " with edited arguments" : "";
+        words = [`${data.approved ? "✓" : "✕"} ${who} ${verb} `, tool(name), edited];
+        break;
+      }
+      case "error":
+        words = ["The task stopped"];
+        break;
+      default:
+        words = [String(item.kind).replaceAll("_", " ")];
+    }
+    const meta = [];
+    if (Number.isInteger(data.step)) meta.push(`step ${data.step + 1}`);
+    const at = clock(item.created_at);
+    if (at) meta.push(at);
+    return [el("span", { class: "what" }, ...words), el("span", { class: "meta" }, meta.join(" · "))];
   }
 
   body(item) {
     const data = item.data || {};
     if (item.kind === "tool_call") {
-      return [
-        el("div", { class: "text" }, `${item.tool_name || "?"} (${item.tool_call_id || ""})`),
-        el("pre", { dataset: { testid: "arguments" } }, pretty(data.arguments ?? {})),
-      ];
+      return el("pre", { dataset: { testid: "arguments" } }, pretty(data.arguments ?? {}));
     }
     if (item.kind === "tool_result") {
       const parts = [el("pre", { dataset: { testid: "preview" } }, item.text)];
@@ -77,18 +135,26 @@ export class Timeline {
               dataset: { testid: "open-artifact", artifact: item.artifact_id },
               onclick: () => this.onArtifact(item.artifact_id),
             },
-            `Open full result${Number.isInteger(size) ? ` (${size} bytes)` : ""}`,
+            `Open full result${Number.isInteger(size) ? ` (${bytes(size)})` : ""}`,
           ),
         );
       }
       return parts;
     }
-    const edited = data.arguments ?? data.proposed_arguments;
-    if (item.kind === "approval" && edited !== undefined) {
-      return [
-        el("div", { class: "text" }, item.text),
-        el("pre", { dataset: { testid: "edited-arguments" } }, pretty(edited)),
-      ];
+    if (item.kind === "approval") {
+      const parts = [];
+      if (!data.approved) {
+        parts.push(el("div", { class: "text" }, data.reason ? `Reason: ${data.reason}` : "No reason given."));
+      }
+      if (data.arguments !== undefined) {
+        parts.push(el("pre", { dataset: { testid: "edited-arguments" } }, pretty(data.arguments)));
+      }
+      return parts;
+    }
+    const calls = Array.isArray(data.tool_calls) ? data.tool_calls.map((c) => c && c.name).filter(Boolean) : [];
+    if (item.kind === "assistant_message" && !item.text && calls.length) {
+      // A reply that only calls tools: say so rather than show an empty box.
+      return el("div", { class: "text note" }, `wants to run ${calls.join(", ")}`);
     }
     return el("div", { class: "text" }, item.text);
   }
@@ -110,7 +176,12 @@ export class Timeline {
       const node = el(
         "li",
         { class: "partial", dataset: { testid: "partial", step: d.step, attempt, send } },
-        el("div", { class: "who" }, `assistant · step ${d.step} · streaming (attempt ${attempt})`),
+        el(
+          "div",
+          { class: "who" },
+          el("span", { class: "what" }, attempt > 1 ? `Agent · writing (try ${attempt})…` : "Agent · writing…"),
+          el("span", { class: "meta" }, `step ${d.step + 1}`),
+        ),
         text,
       );
       if (partial) partial.node.replaceWith(node);
@@ -122,4 +193,11 @@ export class Timeline {
     partial.nextSeq = seq + 1;
     partial.text.append(document.createTextNode(d.text));
   }
+}
+
+/** A size for people: "812 bytes", "4.2 KB", "1.3 MB". */
+function bytes(n) {
+  if (n < 1024) return `${n} bytes`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
 }
