@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workers.gateway.call_schemas import check_arguments
+from workers.gateway.call_schemas import MAX_LISTED_PROBLEMS, argument_problems, check_arguments
 from workers.gateway.errors import ApiError
 
 SECRET = "s3cr3t-value"
@@ -65,3 +65,36 @@ def test_what_the_check_cannot_use_is_left_to_the_tool() -> None:
     check_arguments(backreference, {"s": "xy"})  # RE2 cannot take it: not checked here
     check_arguments({"type": "object", "properties": {"s": {"type": 12}}}, {"s": "x"})
     check_arguments(None, {"anything": SECRET})
+
+
+def test_every_bad_field_is_named_at_once_shallow_first() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 1},
+            "m": {"type": "integer"},
+            "opts": {"type": "object", "properties": {"depth": {"type": "integer"}}},
+        },
+        "required": ["n", "m", "k"],
+    }
+    arguments = {"opts": {"depth": SECRET}, "x": SECRET, "y": 1}
+    with pytest.raises(ApiError) as caught:
+        check_arguments(schema, arguments)
+    assert caught.value.details == [
+        "'k' is required",
+        "'m' is required",
+        "'n' is required",
+        "'x' is not an argument of this tool",
+        "'y' is not an argument of this tool",
+        "'opts.depth' must be of type integer",
+    ]
+    assert caught.value.message == "edited arguments refused: " + "; ".join(caught.value.details)
+    assert SECRET not in caught.value.message
+
+
+def test_a_pasted_blob_of_problems_is_listed_up_to_a_bound() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    arguments = {f"extra{i}": i for i in range(MAX_LISTED_PROBLEMS + 5)}
+    problems = argument_problems(schema, arguments)
+    assert len(problems) == MAX_LISTED_PROBLEMS
+    assert problems[-1] == "and 6 more"

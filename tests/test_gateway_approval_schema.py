@@ -1,6 +1,6 @@
 """Edited arguments are checked on the server against the tool's JSON schema as the call's
-turn recorded it: the inbox shows that schema, and approve answers 422 naming the bad field
-(never its value) and decides nothing, so the call still waits for a good decision."""
+turn recorded it: the inbox shows that schema, and approve answers 422 naming every bad
+field (never its value) and decides nothing, so the call still waits for a good decision."""
 
 from __future__ import annotations
 
@@ -63,6 +63,11 @@ async def test_edited_arguments_the_schema_refuses_are_422_naming_the_field_not_
                 json={"arguments": {"path": "b.txt", "content": "x", "token": SECRET}},
                 headers=bearer(key),
             ),
+            "all": await http.post(
+                approve,
+                json={"arguments": {"path": 5, "token": SECRET}},
+                headers=bearer(key),
+            ),
         }
         still = await _pending(http, key, sid)
         items = (await http.get(f"/v1/sessions/{sid}", headers=bearer(key))).json()["items"]
@@ -85,6 +90,14 @@ async def test_edited_arguments_the_schema_refuses_are_422_naming_the_field_not_
     assert messages["content"] == "edited arguments refused: 'content' must be of type string"
     assert messages["missing"] == "edited arguments refused: 'content' is required"
     assert messages["extra"] == "edited arguments refused: 'token' is not an argument of this tool"
+    # Every problem at once, each also on its own in `errors` for a page to list.
+    every = [
+        "'content' is required",
+        "'path' must be of type string",
+        "'token' is not an argument of this tool",
+    ]
+    assert refused["all"].json()["error"]["errors"] == every
+    assert messages["all"] == "edited arguments refused: " + "; ".join(every)
     # Refused edits decided nothing and committed nothing: the call still waits.
     assert [p["tool_call_id"] for p in still] == [call["tool_call_id"]]
     assert not [i for i in items if i["kind"] == "approval"]

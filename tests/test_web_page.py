@@ -48,8 +48,7 @@ new MutationObserver(() => {
 # The committed assistant text of each step of the session shown, by step.
 COMMITTED_REPLIES = """
 Object.fromEntries([...document.querySelectorAll('[data-kind="assistant_message"]')].map(
-  (node) => [node.querySelector(".who").textContent.match(/step (\\d+)/)[1],
-             node.querySelector(".text").textContent]))
+  (node) => [node.dataset.step, node.querySelector(".text").textContent]))
 """
 
 
@@ -68,6 +67,12 @@ class Shots:
 
 def _entry(page: Page, tool: str) -> Locator:
     return page.locator(f'[data-testid="inbox-entry"][data-tool="{tool}"]')
+
+
+async def _open(entry: Locator) -> None:
+    """Open an inbox entry (a compact line until then) to its arguments and decision."""
+    await expect(entry).to_be_visible(timeout=WAIT_MS)
+    await entry.get_by_test_id("inbox-summary").click()
 
 
 async def _no_markup_ran(page: Page) -> None:
@@ -170,6 +175,7 @@ async def _approve_with_refused_and_edited_arguments(page: Page, shots: Shots) -
     entry = _entry(page, "read_file")
     await expect(entry).to_be_visible(timeout=WAIT_MS)
     await shots.take(page, "inbox")
+    await _open(entry)
     await entry.get_by_test_id("edit").click()
     editor, error = entry.get_by_test_id("edit-arguments"), entry.get_by_test_id("decision-error")
     # The page's own check names the field...
@@ -189,6 +195,7 @@ async def _approve_with_refused_and_edited_arguments(page: Page, shots: Shots) -
     await expect(write).to_be_visible(timeout=WAIT_MS)
     await expect(write.get_by_test_id("pending-arguments")).to_contain_text("out/report.md")
     # The report is one long JSON line: it wraps, the page does not grow sideways.
+    await _open(write)
     assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
     await write.get_by_test_id("edit").click()
     await write.get_by_test_id("edit-arguments").fill(
@@ -222,6 +229,7 @@ async def _follow_up_and_reject(page: Page, shots: Shots) -> None:
     await expect(
         timeline.locator('[data-kind="user_message"]').filter(has_text="also say hi")
     ).to_be_visible(timeout=WAIT_MS)
+    await _open(write)
     await write.get_by_test_id("reject").click()
     await write.get_by_test_id("reject-reason").fill(f"not now {IMG_PROBE}")
     await shots.take(page, "follow-up-and-reject")
@@ -234,5 +242,5 @@ async def _follow_up_and_reject(page: Page, shots: Shots) -> None:
         has_text="I did not write the report"
     )
     await expect(reply).to_contain_text(IMG_PROBE)
-    await expect(timeline).to_contain_text("rejected by ann")
+    await expect(timeline).to_contain_text("✕ ann rejected write_file")
     await shots.take(page, "rejected")

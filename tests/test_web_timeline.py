@@ -109,7 +109,7 @@ async def test_page_shows_the_partial_reply_of_the_latest_attempt_until_the_item
         items = page.locator('[data-testid="item"]')
         await expect(items).to_have_count(2)
         await expect(items.nth(1)).to_contain_text("Goodbye, committed.")
-        await expect(page.get_by_test_id("stream-state")).to_have_text("ended")
+        await expect(page.get_by_test_id("stream-state")).to_have_attribute("data-state", "ended")
         await page.close()
     # The reconnect asked for what came after the last committed item, not after a delta.
     assert resumed_from == [None, "1"]
