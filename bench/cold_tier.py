@@ -157,7 +157,7 @@ async def run(res: Resources, owner_url: str, n_sessions: int, n_items: int) -> 
         f"p50 {pct(rehydrate_ms, 0.5):.1f}  p95 {pct(rehydrate_ms, 0.95):.1f}"
     )
     print(
-        f"checks: idle sweep left {len(leftover)} to archive; "
+        f"checks: idle sweep left {len(leftover.archived)} to archive; "
         f"{restored} of {n_sessions * n_items} items restored"
     )
 

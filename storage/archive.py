@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import delete, func, select, update
@@ -41,6 +41,7 @@ from storage.workspace_lifecycle import (
     remove_packed,
     restore_workspace,
 )
+from storage.workspace_pack import LeftOut
 from storage.workspaces import WorkspaceLayout
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,28 @@ class ArchiveResult:
     item_count: int
     created: bool  # False: the session was already archived; nothing was done
     workspace_sha256: str | None = None  # the packed workspace, if one was on disk
+    # What the pack could not hold (then the directory stays on disk): the first
+    # MAX_LISTED entries and the count.
+    workspace_left_out: tuple[LeftOut, ...] = ()
+    workspace_left_out_count: int = 0
+
+    @property
+    def workspace_kept(self) -> bool:
+        return self.workspace_left_out_count > 0
+
+
+@dataclass(frozen=True)
+class ArchiveFailure:
+    session_id: uuid.UUID
+    error_type: str
+    message: str  # bounded; for the operator's terminal, never for workflow history
+
+
+@dataclass
+class IdleArchiveReport:
+    archived: list[uuid.UUID] = field(default_factory=list)
+    kept: list[ArchiveResult] = field(default_factory=list)  # archived, workspace on disk
+    failed: list[ArchiveFailure] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -142,6 +165,8 @@ async def archive_session(
     With ``workspaces`` (the cloud workers' layout), the session's own workspace directory
     is packed into a verified artifact held by the session, and removed from disk once that
     is committed (see storage.workspace_lifecycle); shared workspaces stay where they are.
+    What the pack cannot hold is listed in the result and the directory then stays; a
+    workspace no pack of which restores raises WorkspaceNotPackable with nothing changed.
 
     Idempotent: an archived session returns its existing archive. Raises SessionNotArchivable
     for a session that is not completed/failed/cancelled, and the retryable ArchiveConflict if
@@ -194,7 +219,12 @@ async def archive_session(
     if workspace is None:
         return result
     await remove_packed(workspace)
-    return dataclasses.replace(result, workspace_sha256=workspace.ref.sha256)
+    return dataclasses.replace(
+        result,
+        workspace_sha256=workspace.ref.sha256,
+        workspace_left_out=workspace.left_out,
+        workspace_left_out_count=workspace.pack.left_out_count,
+    )
 
 
 async def rehydrate_session(
@@ -256,10 +286,11 @@ async def archive_idle_sessions(
     idle_for: timedelta,
     limit: int = 100,
     workspaces: WorkspaceLayout | None = None,
-) -> list[uuid.UUID]:
+) -> IdleArchiveReport:
     """Archive up to `limit` ended sessions not updated for `idle_for`, oldest first.
 
-    Returns the ids archived; a session that changed or resumed meanwhile is skipped.
+    A session that changed or resumed meanwhile is skipped; one that fails is reported in
+    ``failed`` and the run goes on with the others: one bad session never blocks a tenant.
     """
     async with sessions() as db:
         ids = list(
@@ -274,7 +305,7 @@ async def archive_idle_sessions(
                 .limit(limit)
             )
         )
-    archived: list[uuid.UUID] = []
+    report = IdleArchiveReport()
     for session_id in ids:
         try:
             result = await archive_session(
@@ -283,9 +314,22 @@ async def archive_idle_sessions(
         except (ArchiveConflict, SessionNotArchivable) as err:
             logger.info("not archiving %s now: %s", session_id, err)
             continue
+        except Exception as err:
+            report.failed.append(_failure(session_id, err))
+            # The type only: an OSError's text may quote a path a model chose.
+            logger.warning("archiving %s failed (%s)", session_id, report.failed[-1].error_type)
+            continue
         if result.created:
-            archived.append(session_id)
-    return archived
+            report.archived.append(session_id)
+            if result.workspace_kept:
+                report.kept.append(result)
+    return report
+
+
+def _failure(session_id: uuid.UUID, err: Exception) -> ArchiveFailure:
+    kind = err.error_type if isinstance(err, StorageError) else type(err).__name__
+    text = str(err)
+    return ArchiveFailure(session_id, kind, text if len(text) <= 300 else text[:300] + "...")
 
 
 async def ensure_hot(

@@ -3,15 +3,17 @@ put back when it is needed again, and swept from disk when nothing needs it.
 
 While packed, the session row names the pack (``workspace_sha256``) and a
 required-for-resume ref keeps the artifact; the directory is removed only after the pack
-is committed and only if the tree still packs to the same sha256, so nothing is lost.
-Restoring happens under the session row lock, as does sweeping, so the two never race.
+was proven to restore (workspace_pack.pack_proven), is committed, and only if the tree
+still packs to the same sha256, so nothing is lost. A pack that had to leave something
+out (entries past the path limits, links no restore may recreate) keeps the directory on
+disk for good, and lists what it left out for the operator. Restoring happens under the
+session row lock, as does sweeping, so the two never race.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import stat
 import uuid
 from dataclasses import dataclass, field
@@ -28,7 +30,16 @@ from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore, check_tenant
 from storage.errors import InvalidTenant
 from storage.models import SessionRow
-from storage.workspace_pack import PACK_CONTENT_TYPE, pack_dir, packed_sha256, unpack_into
+from storage.workspace_pack import (
+    PACK_CONTENT_TYPE,
+    LeftOut,
+    Pack,
+    WorkspaceNotPackable,
+    pack_proven,
+    packed_state,
+    unpack_into,
+)
+from storage.workspace_tree import remove_tree
 from storage.workspaces import WorkspaceLayout
 
 logger = logging.getLogger(__name__)
@@ -39,6 +50,11 @@ class PackedWorkspace:
     root: Path
     ref: ArtifactRef
     data: bytes
+    pack: Pack
+
+    @property
+    def left_out(self) -> tuple[LeftOut, ...]:
+        return self.pack.left_out
 
 
 def own_root(layout: WorkspaceLayout, tenant_id: str, session: dict[str, Any]) -> Path | None:
@@ -52,30 +68,45 @@ def own_root(layout: WorkspaceLayout, tenant_id: str, session: dict[str, Any]) -
     return layout.session_root(tenant_id, session_id)
 
 
-def _pack(root: Path, scratch: Path) -> tuple[Path, bytes] | None:
-    if not root.is_dir():
+def _pack(root: Path, scratch: Path) -> tuple[Path, bytes, Pack] | None:
+    try:
+        mode = root.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        # Packing would follow it to whatever it names, and removal would then lose the
+        # session's real directory or remove another one.
+        raise WorkspaceNotPackable("the workspace root is a symbolic link; it was left alone")
+    if not stat.S_ISDIR(mode):
         return None
     out = scratch / f".pack-{root.name}.tar.gz"
-    pack_dir(root, out)
-    return out, out.read_bytes()
+    try:
+        pack = pack_proven(root, out, scratch)
+        return out, out.read_bytes(), pack
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
 
 
 async def pack_workspace(
     store: ArtifactStore, layout: WorkspaceLayout, tenant_id: str, session: dict[str, Any]
 ) -> PackedWorkspace | None:
-    """Upload the session's own workspace as a verified artifact; None if it has none."""
+    """Upload the session's own workspace as a verified artifact; None if it has none.
+
+    Raises WorkspaceNotPackable (nothing uploaded, nothing changed) if no pack of it can be
+    proven to restore."""
     root = own_root(layout, tenant_id, session)
     if root is None:
         return None
     packed = await asyncio.to_thread(_pack, root, root.parent)
     if packed is None:
         return None
-    path, data = packed
+    path, data, pack = packed
     try:
         ref = await store.put(tenant_id, data, PACK_CONTENT_TYPE)
     finally:
         path.unlink(missing_ok=True)
-    return PackedWorkspace(root, ref, data)
+    return PackedWorkspace(root, ref, data, pack)
 
 
 async def record_packed(
@@ -93,19 +124,30 @@ async def record_packed(
 
 
 def _remove_if_unchanged(root: Path, sha256: str) -> bool:
-    if not root.is_dir():
-        return True
-    now = packed_sha256(root, root.parent)
-    if now != sha256:
+    if not stat.S_ISDIR(root.lstat().st_mode):
+        return False
+    now = packed_state(root, root.parent)
+    if now.sha256 != sha256 or not now.complete:
         logger.warning("workspace %s changed after it was packed; kept on disk", root.name)
         return False
-    shutil.rmtree(root)
+    remove_tree(root)
     return True
 
 
 async def remove_packed(packed: PackedWorkspace) -> bool:
-    """After the archive committed: remove the directory if it still packs to the pack."""
-    return await asyncio.to_thread(_remove_if_unchanged, packed.root, packed.ref.sha256)
+    """After the archive committed: remove the directory if its pack is complete (nothing
+    was left out) and the tree still packs to it. False: the directory is kept."""
+    if not packed.pack.complete:
+        logger.warning(
+            "workspace %s kept on disk: its pack left out %d entries",
+            packed.root.name,
+            packed.pack.left_out_count,
+        )
+        return False
+    try:
+        return await asyncio.to_thread(_remove_if_unchanged, packed.root, packed.ref.sha256)
+    except FileNotFoundError:
+        return True  # removed meanwhile (a concurrent archive of the same session)
 
 
 async def restore_workspace(
@@ -182,8 +224,15 @@ def _session_dirs(base: Path) -> list[tuple[str, uuid.UUID, Path]]:
     return found
 
 
-def _older(path: Path, cutoff: datetime) -> bool:
-    return datetime.fromtimestamp(path.lstat().st_mtime, UTC) < cutoff
+def _needless(path: Path, cutoff: datetime, *, exists: bool, packed: str | None) -> bool:
+    """Whether nothing needs the directory: its session is gone (and it is older than the
+    cutoff), or it is the leftover of a pack that alone stands for it (nothing left out)."""
+    if not exists:
+        return datetime.fromtimestamp(path.lstat().st_mtime, UTC) < cutoff
+    if packed is None:
+        return False
+    state = packed_state(path, path.parent)
+    return state.complete and state.sha256 == packed
 
 
 async def sweep_workspaces(
@@ -209,19 +258,21 @@ async def sweep_workspaces(
                 .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant)
                 .with_for_update()
             )
-            if row is None:
-                gone = await asyncio.to_thread(_older, path, cutoff)
-            elif row.workspace_sha256 is not None and row.updated_at < cutoff:
-                sha = row.workspace_sha256
+            packed = None
+            if row is not None and row.updated_at < cutoff:
+                packed = row.workspace_sha256
+            try:
                 gone = await asyncio.to_thread(
-                    lambda: packed_sha256(path, path.parent) == sha  # noqa: B023
+                    _needless, path, cutoff, exists=row is not None, packed=packed
                 )
-            else:
+                if gone and not dry_run:
+                    await asyncio.to_thread(remove_tree, path)
+            except OSError as err:
+                # One directory that cannot be read or removed must not stop the sweep.
+                logger.warning("workspace %s kept (%s)", path.name, type(err).__name__)
                 gone = False
             if not gone:
                 report.kept += 1
                 continue
-            if not dry_run:
-                await asyncio.to_thread(shutil.rmtree, path)
             report.removed.append(path)
     return report

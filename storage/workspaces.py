@@ -24,6 +24,13 @@ SCOPES: tuple[str, ...] = get_args(WorkspaceScope)
 TENANT_DIR = "_tenant"
 PROJECTS_DIR = "_projects"
 
+# How deep (in components) and how long (UTF-8 bytes, relative to the root) a workspace
+# path may be. The file tools refuse paths beyond them, and the packer leaves out (and
+# lists) whatever another writer put beyond them, so a pack always restores: it stays
+# far from PATH_MAX wherever the root sits, and nothing has to recurse 1,000 levels.
+MAX_PATH_DEPTH = 64
+MAX_PATH_BYTES = 2048
+
 _PROJECT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 

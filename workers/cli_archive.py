@@ -6,9 +6,21 @@ from typing import Annotated
 
 import typer
 
-from storage.archive import archive_idle_sessions, archive_session, rehydrate_session
+from storage.archive import (
+    ArchiveResult,
+    archive_idle_sessions,
+    archive_session,
+    rehydrate_session,
+)
 from storage.workspaces import WorkspaceLayout
-from workers.cli_common import Tenant, console, run_async, tenant_or_default, with_resources
+from workers.cli_common import (
+    Tenant,
+    console,
+    err_console,
+    run_async,
+    tenant_or_default,
+    with_resources,
+)
 from workers.cli_gc import parse_duration
 from workers.resources import Resources
 from workers.settings import get_settings, workspace_layout
@@ -21,6 +33,21 @@ MAX_PER_RUN = 10_000
 def _layout() -> WorkspaceLayout:
     # Archive runs where the cloud workers' workspace volume is mounted (AGENT_WORKSPACE).
     return workspace_layout(get_settings().agent)
+
+
+def _print_kept(result: ArchiveResult) -> None:
+    """A workspace whose pack could not hold everything stays on disk: say what and why."""
+    err_console.print(
+        f"  workspace of {result.session_id} kept on disk: its pack left out "
+        f"{result.workspace_left_out_count} entries",
+        markup=False,
+        highlight=False,
+    )
+    for left in result.workspace_left_out:
+        err_console.print(f"    {left.path!r}: {left.why}", markup=False, highlight=False)
+    if result.workspace_left_out_count > len(result.workspace_left_out):
+        more = result.workspace_left_out_count - len(result.workspace_left_out)
+        err_console.print(f"    ... and {more} more", markup=False, highlight=False)
 
 
 archive_app = typer.Typer(
@@ -36,18 +63,34 @@ def idle(
     ] = 100,
     tenant: Tenant = None,
 ) -> None:
-    """Archive ended sessions that have been idle for a while."""
+    """Archive ended sessions that have been idle for a while.
+
+    A session that fails is reported and the run goes on; the exit code is then 1."""
     idle_for, t = parse_duration(older_than), tenant_or_default(tenant)
 
-    async def go(res: Resources) -> None:
-        done = await archive_idle_sessions(
+    async def go(res: Resources) -> int:
+        report = await archive_idle_sessions(
             res.sessions, res.store, t, idle_for=idle_for, limit=limit, workspaces=_layout()
         )
-        for session_id in done:
+        for session_id in report.archived:
             console.print(f"  archived {session_id}")
-        console.print(f"archived {len(done)} sessions idle for {older_than} or more")
+        for kept in report.kept:
+            _print_kept(kept)
+        for failed in report.failed:
+            err_console.print(
+                f"  failed {failed.session_id}: {failed.error_type}: {failed.message}",
+                markup=False,
+                highlight=False,
+            )
+        summary = f"archived {len(report.archived)} sessions idle for {older_than} or more"
+        if report.failed:
+            summary += f"; {len(report.failed)} failed (they stay hot, nothing was removed)"
+        console.print(summary)
+        return 1 if report.failed else 0
 
-    run_async(with_resources(go))
+    code = run_async(with_resources(go))
+    if code:
+        raise typer.Exit(code)
 
 
 @archive_app.command("session")
@@ -64,6 +107,8 @@ def one(session: str, tenant: Tenant = None) -> None:
         )
         if result.workspace_sha256:
             console.print(f"  workspace packed (sha256 {result.workspace_sha256[:16]})")
+        if result.workspace_kept:
+            _print_kept(result)
 
     run_async(with_resources(go))
 
