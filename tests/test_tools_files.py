@@ -23,6 +23,8 @@ from activities.tools.files import (
 )
 from activities.tools.fs_errors import WorkspaceIOError
 from activities.tools.workspace import parse_relative
+from storage.workspace_tree import remove_tree
+from storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
 
 
 @pytest.fixture
@@ -76,6 +78,39 @@ async def test_symlinks_are_never_followed(ws: Path, tmp_path: Path) -> None:
             await read_file(ctx(ws), {"path": rel})
         assert err.value.error_type == "SymlinkRefused"
         assert rel.split("/")[0] in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("tool", "extra"),
+    [(write_file, {"content": "x"}), (read_file, {}), (list_dir, {"recursive": True})],
+)
+async def test_paths_past_the_workspace_depth_are_a_tool_error(
+    ws: Path, tool: Any, extra: dict[str, Any]
+) -> None:
+    # A model once wrote a path 1,100 directories deep; the archive then recursed to death.
+    try:
+        with pytest.raises(ToolError) as err:
+            await tool(ctx(ws), {"path": "/".join(["a"] * 1_100), **extra})
+    finally:
+        # Were it written, pytest's own (recursive) cleanup of tmp dirs would choke on it.
+        remove_tree(ws / "a")
+    assert err.value.error_type == "PathTooDeep"
+    assert f"at most {MAX_PATH_DEPTH} deep" in err.value.message
+    assert len(err.value.message) < 400
+    assert names(ws) == []  # nothing was created on the way
+
+
+async def test_the_deepest_and_longest_paths_allowed_are_written(ws: Path) -> None:
+    deepest = "/".join(["d"] * MAX_PATH_DEPTH)
+    await write_file(ctx(ws), {"path": deepest, "content": "deep"})
+    assert (ws / deepest).read_text() == "deep"
+    longest = "/".join(["n" * 200] * 11)[: MAX_PATH_BYTES - 1] + "z"
+    assert len(longest) == MAX_PATH_BYTES
+    await write_file(ctx(ws), {"path": longest, "content": "long"})
+    with pytest.raises(ToolError) as err:
+        await write_file(ctx(ws), {"path": longest + "z", "content": "x"})
+    assert err.value.error_type == "PathTooLong"
+    assert f"{MAX_PATH_BYTES} bytes" in err.value.message
 
 
 @pytest.mark.parametrize("reserved", [".agent", ".agent/effects/abc.json", "x/../.agent/effects"])

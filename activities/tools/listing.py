@@ -13,10 +13,12 @@ from activities.tools.fd_walk import DIR_FLAGS, held_root, open_dir
 from activities.tools.fs_errors import classified
 from activities.tools.typed import tool
 from activities.tools.workspace import RESERVED_DIR, parse_relative
+from storage.workspaces import MAX_PATH_DEPTH
 
 MAX_LIST_ENTRIES = 2000
-# Deeper trees are listed down to here; the result says it was cut.
-MAX_LIST_DEPTH = 64
+# The workspace's own depth limit, counted from the root: a tree deeper than the tools may
+# write (made by an MCP server, say) is listed down to it, and the result says it was cut.
+MAX_LIST_DEPTH = MAX_PATH_DEPTH
 
 # Errors that make one subdirectory unlistable without sinking the whole listing: it was
 # removed, made unreadable or swapped for a symlink while we walked.
@@ -99,7 +101,7 @@ def _walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[A
             entries.append(described)
             if not recursive or described["type"] != "dir":
                 continue
-            if len(stack) >= MAX_LIST_DEPTH:
+            if len(here) >= MAX_LIST_DEPTH:
                 depth_capped = True
                 continue
             sub = _open_subdir(fd, entry.name)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
 from activities.tools.base import ToolError
+from storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
 
 # Holds the effects ledger; tools must never expose or modify it, or a model could
 # forge "already applied" entries and silently suppress writes.
@@ -58,8 +59,10 @@ def parse_relative(relative: str, *, allow_reserved: bool = False) -> WorkspaceP
     root. Rejects empty, NUL-containing, non-UTF-8 and absolute paths with
     ToolError("PathOutsideWorkspace") / ToolError("InvalidPath"), and paths inside the
     reserved ``.agent/`` directory with ToolError("ReservedPath") unless ``allow_reserved``
-    is set (only the tools' own bookkeeping sets it). Symlinks are dealt with while
-    walking: see fd_walk.
+    is set (only the tools' own bookkeeping sets it), and paths past the workspace limits
+    (MAX_PATH_DEPTH components, MAX_PATH_BYTES bytes) with ToolError("PathTooDeep") /
+    ToolError("PathTooLong"): what a tool may create, a workspace pack can hold. Symlinks
+    are dealt with while walking: see fd_walk.
     """
     if not relative or not relative.strip():
         raise _outside(relative, "the path is empty")
@@ -96,5 +99,17 @@ def parse_relative(relative: str, *, allow_reserved: bool = False) -> WorkspaceP
             "ReservedPath",
             f"path {shown(relative)} is inside the reserved {RESERVED_DIR}/ directory, "
             "which tools cannot read or modify",
+        )
+    if len(parts) > MAX_PATH_DEPTH:
+        raise ToolError(
+            "PathTooDeep",
+            f"path {shown(relative)} is {len(parts)} directories deep; workspace paths may be "
+            f"at most {MAX_PATH_DEPTH} deep, use a shallower path",
+        )
+    if len("/".join(parts).encode("utf-8")) > MAX_PATH_BYTES:
+        raise ToolError(
+            "PathTooLong",
+            f"path {shown(relative)} is longer than the workspace limit of {MAX_PATH_BYTES} "
+            "bytes; use a shorter path",
         )
     return WorkspacePath(tuple(parts))
