@@ -31,6 +31,7 @@ from storage import artifact_streams as streams
 from storage.artifact_ref import ArtifactRef
 from storage.artifact_streams import error_code as _error_code
 from storage.artifact_streams import status as _status
+from storage.download_types import download_headers
 from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
 
 logger = logging.getLogger(__name__)
@@ -368,14 +369,23 @@ class ArtifactStore:
         """A GET URL for the artifact that works without credentials for `expires_in` seconds.
 
         Signing is local (a missing object is a 404 at download time). The downloader skips
-        get()'s integrity check, so it should verify ref.sha256 itself.
+        get()'s integrity check, so it should verify ref.sha256 itself. The URL overrides the
+        response's type and disposition (storage/download_types.py): the stored type is the
+        tool's or device's word, and the store's origin is shared by every tenant's downloads,
+        so an HTML or SVG result must never render there.
         """
         self._check_owner(tenant_id, ref)
         if not 1 <= expires_in <= MAX_PRESIGN_SECONDS:
             raise ValueError(f"expires_in must be 1..{MAX_PRESIGN_SECONDS} seconds")
+        served = download_headers(ref.content_type, ref.sha256)
         url: str = await self._s3.generate_presigned_url(
             "get_object",
-            Params={"Bucket": self.bucket, "Key": ref.key},
+            Params={
+                "Bucket": self.bucket,
+                "Key": ref.key,
+                "ResponseContentType": served.content_type,
+                "ResponseContentDisposition": served.disposition,
+            },
             ExpiresIn=expires_in,
             HttpMethod="GET",
         )

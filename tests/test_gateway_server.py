@@ -1,4 +1,4 @@
-"""`agentctl gateway` serves the app with uvicorn over real HTTP: OpenAPI docs, keys from
+"""`agentctl gateway` serves the app with uvicorn over real HTTP: the OpenAPI schema, keys from
 `agentctl keys`, and a clean stop on SIGTERM."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ async def test_agentctl_gateway_serves_the_api_and_its_docs_on_loopback(
     assert anonymous.status_code == 401
     assert {"/v1/sessions", "/v1/approvals", "/v1/artifacts/{artifact_id}"} <= set(spec["paths"])
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
-    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert docs.status_code == 404  # no HTML docs: their scripts come from a CDN
     assert f"gateway on http://127.0.0.1:{port}" in out.decode()
     # A graceful stop; uvicorn then re-raises the SIGTERM it caught, as a service should.
     assert "Application shutdown complete" in err.decode(), err.decode()[-2000:]

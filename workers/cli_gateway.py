@@ -21,7 +21,7 @@ def gateway(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8000,
 ) -> None:
-    """Serve the gateway (web page at /, REST API under /v1, OpenAPI docs at /docs) until
+    """Serve the gateway (web page at /, REST API under /v1, OpenAPI schema at /openapi.json) until
     interrupted."""
     import uvicorn
 
@@ -36,7 +36,7 @@ def gateway(
         app = create_app(res, client, get_settings())
         config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
         server = uvicorn.Server(config)
-        console.print(f"gateway on http://{host}:{port} (web page: /, API docs: /docs)")
+        console.print(f"gateway on http://{host}:{port} (web page: /, API schema: /openapi.json)")
         await server.serve()
 
     run_async(with_resources(go))

@@ -127,7 +127,8 @@ async def _demo_key(res: Resources) -> str:
 
 def _announce_gateway(console: Console, gateway: Gateway) -> None:
     console.print(
-        f"  gateway on {gateway.url} (web page: {gateway.url}/, API docs: {gateway.url}/docs)",
+        f"  gateway on {gateway.url} (web page: {gateway.url}/, "
+        f"API schema: {gateway.url}/openapi.json)",
         highlight=False,
         soft_wrap=True,
     )

@@ -1,4 +1,8 @@
-"""The gateway's FastAPI app: REST under /v1, OpenAPI at /docs and /openapi.json.
+"""The gateway's FastAPI app: REST under /v1, its OpenAPI schema at /openapi.json.
+
+No HTML docs (/docs, /redoc): FastAPI's load Swagger UI and ReDoc from a CDN, a third
+party's script on the origin where the web page keeps its key, and no package here ships
+their files. Every answer carries the same security headers (security_headers.py).
 
 `create_app` takes what the process already opened (resources, a Temporal client,
 settings), so tests and `agentctl gateway` build it the same way. Routers: tasks, sessions,
@@ -22,6 +26,7 @@ from workers.gateway.context import Gateway
 from workers.gateway.device_relays import DeviceRelays
 from workers.gateway.errors import install_error_handlers
 from workers.gateway.rate_limit import RateLimiter
+from workers.gateway.security_headers import SecuredApp
 from workers.resources import Resources
 from workers.settings import Settings
 
@@ -37,8 +42,10 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         await hub.aclose()  # the LISTEN connection, if a stream opened it
         await relays.aclose()  # the device queues this process served
 
-    app = FastAPI(
+    app = SecuredApp(
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
         title="durable-agents gateway",
         version="1",
         description="Start, steer and read durable agent tasks. Authenticate with "

@@ -1,10 +1,11 @@
 """The web page: `/` and its static files under `/web/`, plain HTML, CSS and ES modules
 from workers/gateway/web/ (package data; nothing is built at install time).
 
-Every answer carries strict headers: the page runs only its own scripts (no inline script,
-no other origin), cannot be framed, and is never content-sniffed. The page renders every
-string it gets from the API as text, so model replies, tool arguments and results cannot
-become markup; the policy is the second line if that ever slips.
+Every answer carries strict headers (workers/gateway/security_headers.py): the page runs
+only its own scripts (no inline script, no other origin), cannot be framed, and is never
+content-sniffed. The page renders every string it gets from the API as text, so model
+replies, tool arguments and results cannot become markup; the policy is the second line
+if that ever slips.
 """
 
 from __future__ import annotations
@@ -20,26 +21,9 @@ from starlette.types import Scope
 
 WEB_DIR = Path(__file__).with_name("web")
 
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self'",
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
-    ]
-)
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    # A new deploy's page and scripts are picked up on the next load.
-    "Cache-Control": "no-cache",
-}
+# A new deploy's page and scripts are picked up on the next load. The security headers
+# (CSP, nosniff, framing) are workers/gateway/security_headers.py's, as on every route.
+PAGE_HEADERS = {"Cache-Control": "no-cache"}
 
 router = APIRouter(include_in_schema=False)
 
@@ -47,7 +31,7 @@ router = APIRouter(include_in_schema=False)
 @router.get("/")
 async def index() -> FileResponse:
     """The page itself."""
-    return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=SECURITY_HEADERS)
+    return FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
 class _PageFiles(StaticFiles):
@@ -59,7 +43,7 @@ class _PageFiles(StaticFiles):
         status_code: int = 200,
     ) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
-        response.headers.update(SECURITY_HEADERS)
+        response.headers.update(PAGE_HEADERS)
         return response
 
 

@@ -18,6 +18,7 @@ from activities.tools.builtin import builtin_tools
 from storage.api_keys import Principal
 from storage.artifact_records import ArtifactRepository
 from storage.artifact_ref import ArtifactRef
+from storage.download_types import download_headers
 from storage.items import MAX_ORDINAL, ItemRepository
 from storage.models import SessionRow
 from storage.session_status import SessionStatus
@@ -236,8 +237,9 @@ async def _presigned(ref: ArtifactRef, encoding: str | None, gateway: Gateway) -
 async def download_artifact(
     artifact_id: uuid.UUID, principal: Reader, gateway: GatewayDep
 ) -> Response:
-    """The artifact's raw bytes; X-Artifact-SHA256 names the digest a downloader should verify
-    them against. A raw object: a redirect to a short-lived URL of the store. A compressed
+    """The artifact's raw bytes, served as text, a raster image or an attachment, never as
+    active content; X-Artifact-SHA256 names the digest a downloader should verify them
+    against. A raw object: a redirect to a short-lived URL of the store. A compressed
     one: streamed from here, decoded — its store URL would hand out zstd bytes."""
     ref, encoding = await _artifact(artifact_id, principal, gateway)
     headers = {"Cache-Control": "no-store", "X-Artifact-SHA256": ref.sha256}
@@ -249,8 +251,12 @@ async def download_artifact(
     # Checked against the sha256 as it streams: a corrupted object ends the response early
     # (the client sees a short body, never a complete wrong one).
     body = gateway.resources.store.iter_chunks(ref.tenant_id, ref)
+    # Served as the presigned URL serves it: never as the stored (untrusted) type, which
+    # could make this the gateway's own HTML page; the sandboxing CSP is the second line.
+    served = download_headers(ref.content_type, ref.sha256)
     headers["Content-Length"] = str(ref.size_bytes)
-    return StreamingResponse(body, media_type=ref.content_type, headers=headers)
+    headers["Content-Disposition"] = served.disposition
+    return StreamingResponse(body, media_type=served.content_type, headers=headers)
 
 
 @router.get("/artifacts/{artifact_id}/link", response_model=ArtifactLink)
