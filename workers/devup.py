@@ -62,7 +62,7 @@ async def dev_up(
             client = await connect_client(data_converter=data_converter_with_offload(res.store))
             async with serving(create_app(res, client, settings), port=gateway_port) as url:
                 console.print(
-                    f"  gateway: {url} (web page: {url}/, API docs: {url}/docs)",
+                    f"  gateway: {url} (web page: {url}/, API schema: {url}/openapi.json)",
                     highlight=False,
                     soft_wrap=True,
                 )
