@@ -7,7 +7,7 @@ import { el, setText } from "./dom.js";
 import { Inbox } from "./inbox.js";
 import { follow } from "./sse.js";
 import { Timeline } from "./timeline.js";
-import { ago, setBadge, shortId, statusBadge } from "./words.js";
+import { ago, clock, setBadge, shortId, statusBadge } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
@@ -160,7 +160,7 @@ async function openSession(id) {
     const page = await api(`/v1/sessions/${enc(id)}?limit=1`);
     setText($("session-title"), page.session.title || id);
     setText($("session-meta"), `${page.session.agent} agent · session ${id} · started ${ago(page.session.created_at)}`);
-    showStatus(page.session.status, "");
+    showStatus(page.session.status, waitWords(page.session));
   } catch (err) {
     setText($("session-title"), err.message);
     return;
@@ -199,7 +199,20 @@ function startStream(id, stream) {
 
 function showStatus(status, detail) {
   setBadge($("session-status"), status);
-  setText($("session-detail"), detail || "");
+  // The badge names the status already: a detail that repeats it as its prefix drops it.
+  let words = String(detail || "");
+  if (words.startsWith(`${status}:`)) words = words.slice(status.length + 1).trim();
+  if (!words && status === "waiting_approval") words = "decide under “Waiting for approval”";
+  setText($("session-detail"), words);
+}
+
+/** What a session waiting for the model waits for, from its wait_detail. */
+function waitWords(session) {
+  const d = session.wait_detail;
+  if (session.status !== "waiting_model" || !d || typeof d !== "object") return "";
+  const what = d.activity === "compact_session" ? "compaction" : "model call";
+  const next = d.next_try_at ? `; next try at ${clock(d.next_try_at)}` : "";
+  return `${what} attempt ${d.attempt ?? "?"} failed${next}`;
 }
 
 async function refreshTree(id) {

@@ -60,6 +60,7 @@ export class Inbox {
     const error = el("ul", { class: "error problems", role: "alert", dataset: { testid: "decision-error" } });
     const showProblems = (problems) => {
       error.replaceChildren(...problems.map((p) => el("li", {}, p)));
+      if (problems.length) error.scrollIntoView({ block: "nearest" });
     };
     const editor = el("textarea", { rows: 5, spellcheck: "false", dataset: { testid: "edit-arguments" } });
     editor.value = pretty(call.arguments ?? {});
