@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 from playwright.async_api import Page, expect
@@ -27,6 +28,7 @@ from temporalio.client import Client
 
 from storage.artifact_commit import register_uploaded
 from storage.artifacts import ArtifactStore
+from storage.download_types import TEXT_TYPE
 from storage.items import ItemRepository, NewItem
 from storage.sessions import SessionRepository
 from tests.support.browser import chromium
@@ -250,7 +252,7 @@ async def test_no_gateway_page_but_the_apps_runs_script_or_reads_the_key(
         await _settle()
         assert marker.ran() == set(), f"a script ran on the gateway's origin: {marker.hits}"
         assert answer is not None and answer.status == 200
-        assert answer.headers["content-type"] == "text/plain; charset=utf-8"
+        assert answer.headers["content-type"] == TEXT_TYPE
         assert "sandbox" in answer.headers["content-security-policy"]
         assert answer.headers["x-content-type-options"] == "nosniff"
         assert await page.evaluate("document.contentType") == "text/plain"
@@ -262,8 +264,8 @@ async def test_presigned_links_name_a_safe_type_whatever_was_stored(
 ) -> None:
     """The store honours the overrides (checked without a browser, for every kind)."""
     kinds = {
-        "text/html": ("text/plain; charset=utf-8", "inline"),
-        "image/svg+xml": ("text/plain; charset=utf-8", "inline"),
+        "text/html": (TEXT_TYPE, "inline"),
+        "image/svg+xml": (TEXT_TYPE, "inline"),
         "image/png": ("image/png", "inline"),
         "application/pdf": ("application/octet-stream", "attachment"),
     }
@@ -276,3 +278,13 @@ async def test_presigned_links_name_a_safe_type_whatever_was_stored(
             assert got.status_code == 200 and got.content == data
             assert got.headers["content-type"] == served, stored
             assert got.headers["content-disposition"].startswith(disposition), stored
+        # The overrides are signed: a link edited back to the stored type is refused.
+        page = await store.put(tenant, b"<script>alert(1)</script>", "text/html")
+        parts = urlsplit(await store.presigned_url(tenant, page))
+        query = dict(parse_qsl(parts.query))
+        assert query["response-content-type"] == TEXT_TYPE
+        edited = {**query, "response-content-type": "text/html"}
+        dropped = {k: v for k, v in query.items() if not k.startswith("response-")}
+        for changed in (edited, dropped):
+            forged = await http.get(urlunsplit(parts._replace(query=urlencode(changed))))
+            assert forged.status_code == 403
