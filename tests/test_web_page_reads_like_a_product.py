@@ -106,8 +106,8 @@ async def test_the_inbox_timeline_and_forms_read_in_words_and_show_every_edit_pr
         await expect(page.get_by_test_id("inbox-count")).to_have_text("12")
         # Compact: a line per call, arguments hidden until opened; the sessions stay in view.
         for i in range(12):
-            box = await entries.nth(i).bounding_box()
-            assert box is not None and box["height"] < 64, box
+            rect = await entries.nth(i).bounding_box()
+            assert rect is not None and rect["height"] < 64, rect
         await expect(page.get_by_test_id("pending-arguments").first).to_be_hidden()
         sessions = await page.get_by_test_id("sessions").bounding_box()
         assert sessions is not None and sessions["y"] < 1300, sessions
