@@ -140,7 +140,8 @@ async def test_compose_init_script_makes_the_roles_compose_logs_in_with(
     server.psql("DROP DATABASE IF EXISTS compose_agent WITH (FORCE)")
     server.psql("CREATE DATABASE compose_agent")  # the entrypoint's POSTGRES_DB
     env = {**os.environ, **env_of("agentstate-db")}
-    env.update(PGHOST="127.0.0.1", PGPORT=str(server.port))
+    # The entrypoint runs its init scripts with PGPASSWORD set to POSTGRES_PASSWORD.
+    env.update(PGHOST="127.0.0.1", PGPORT=str(server.port), PGPASSWORD=server.password("postgres"))
     entrypoint = [str(pg_bin_dir() / "psql"), "-v", "ON_ERROR_STOP=1", "--username", "postgres"]
     entrypoint += ["--no-password", "--no-psqlrc", "--dbname", "compose_agent"]
     argv = [*entrypoint, "-f", str(ROLES_SQL)]
@@ -148,9 +149,10 @@ async def test_compose_init_script_makes_the_roles_compose_logs_in_with(
     assert done.returncode == 0, done.stderr.decode()
 
     app, owner = env["AGENTSTATE_APP_ROLE"], env["AGENTSTATE_OWNER_ROLE"]
-    base = f"postgresql://{{}}@127.0.0.1:{server.port}/compose_agent"
-    as_owner = await asyncpg.connect(base.format(owner))
-    as_app = await asyncpg.connect(base.format(app))
+    app_password, owner_password = env["AGENTSTATE_APP_PASSWORD"], env["AGENTSTATE_OWNER_PASSWORD"]
+    base = f"postgresql://{{}}:{{}}@127.0.0.1:{server.port}/compose_agent"
+    as_owner = await asyncpg.connect(base.format(owner, owner_password))
+    as_app = await asyncpg.connect(base.format(app, app_password))
     try:
         await as_owner.execute("CREATE TABLE migrated (id bigserial PRIMARY KEY)")
         assert await as_app.fetchval("INSERT INTO migrated DEFAULT VALUES RETURNING id") == 1

@@ -7,9 +7,10 @@ postgres/ (cluster), s3/ (weed data), temporal.db, logs/.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -55,11 +56,13 @@ class StackEndpoints:
     """Where a running stack's services are, and how to log in."""
 
     temporal_address: str
-    database_url: str  # the least-privilege app role: workers, gateway, repositories
-    database_migration_url: str  # the owner role: migrations only
+    # The least-privilege app role: workers, gateway, repositories. Both URLs carry the
+    # role's password (the state dir's postgres.passwords.json), so no repr shows them.
+    database_url: str = field(repr=False)
+    database_migration_url: str = field(repr=False)  # the owner role: migrations only
     s3_endpoint_url: str
     s3_access_key_id: str
-    s3_secret_access_key: str
+    s3_secret_access_key: str = field(repr=False)
     s3_bucket: str
     temporal_ui_url: str | None = None
 
@@ -97,11 +100,18 @@ class StackEndpoints:
 class _Service(Protocol):
     def check_ports(self) -> None: ...
     def start(self) -> None: ...
-    def stop(self) -> None: ...
+    def stop(self, *, now: bool = False) -> None: ...
+
+
+_STOPPED = "dev stack: stopped while starting"
 
 
 class DevStack:
-    """Temporal + PostgreSQL + S3 under one state dir; a port of 0 means any free port."""
+    """Temporal + PostgreSQL + S3 under one state dir; a port of 0 means any free port.
+
+    One start, one stop: stop() may come from another thread at any time, a start still
+    under way included, and nothing runs after it returns.
+    """
 
     def __init__(
         self,
@@ -141,6 +151,8 @@ class DevStack:
         )
         self._services: list[_Service] = [self.postgres, self.seaweed, self.temporal]
         self._endpoints: StackEndpoints | None = None
+        self._stopped = threading.Event()
+        self._starting = threading.Lock()  # held for the whole of start()
 
     @property
     def endpoints(self) -> StackEndpoints:
@@ -150,18 +162,27 @@ class DevStack:
         return self._endpoints
 
     def start(self) -> StackEndpoints:
-        """Start all three services in parallel; on any failure stop them all and raise."""
+        """Start all three services in parallel; on any failure stop them all and raise.
+        StackError when stop() came first or meanwhile."""
+        with self._starting:
+            return self._start()
+
+    def _start(self) -> StackEndpoints:
         began = time.monotonic()
+        if self._stopped.is_set():
+            raise StackError(_STOPPED)
         # Every port up front, so a taken one fails before anything is launched.
         for service in self._services:
             service.check_ports()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(exist_ok=True)
         with ThreadPoolExecutor(len(self._services), thread_name_prefix="devstack") as pool:
-            futures = [pool.submit(service.start) for service in self._services]
+            futures = [pool.submit(self._start_one, service) for service in self._services]
             errors = [exc for f in futures if (exc := f.exception()) is not None]
+        if self._stopped.is_set():
+            errors.insert(0, StackError(_STOPPED))
         if errors:
-            self.stop()
+            self._stop_services()
             for extra in errors[1:]:
                 logger.error("dev stack: another service failed too: %s", extra)
             raise errors[0]
@@ -178,16 +199,37 @@ class DevStack:
         logger.info("dev stack up in %.2fs (state in %s)", time.monotonic() - began, self.state_dir)
         return self._endpoints
 
-    def stop(self) -> None:
-        """Stop every service, also after a failed start; errors are logged, not raised."""
+    def _start_one(self, service: _Service) -> None:
+        if self._stopped.is_set():
+            raise StackError(_STOPPED)
+        service.start()
+
+    def stop(self, *, now: bool = False) -> None:
+        """Stop every service, also after a failed start or during one (from another
+        thread; it waits for that start to give up); errors are logged, not raised.
+        now: kill rather than shut down (PostgreSQL recovers on its next start)."""
         began = time.monotonic()
-        with ThreadPoolExecutor(len(self._services), thread_name_prefix="devstack") as pool:
-            futures = [pool.submit(service.stop) for service in self._services]
-        for future in futures:
-            if (exc := future.exception()) is not None:
-                logger.error("dev stack: stop failed: %s", exc)
+        self._stopped.set()
+        # A start under way may launch a service after any one pass: stop (quietly: a
+        # service half started may refuse) until it gave up, its waits ending as soon as
+        # their process is gone; then once more.
+        if not self._starting.acquire(blocking=False):
+            self._stop_services(now=now, quiet=True)
+            while not self._starting.acquire(timeout=0.5):
+                self._stop_services(now=now, quiet=True)
+        self._starting.release()
+        self._stop_services(now=now)
         self._endpoints = None
         logger.info("dev stack stopped in %.2fs", time.monotonic() - began)
+
+    def _stop_services(self, *, now: bool = False, quiet: bool = False) -> None:
+        with ThreadPoolExecutor(len(self._services), thread_name_prefix="devstack") as pool:
+            futures = [pool.submit(service.stop, now=now) for service in self._services]
+        for future in futures:
+            if (exc := future.exception()) is not None:
+                logger.log(
+                    logging.DEBUG if quiet else logging.ERROR, "dev stack: stop failed: %s", exc
+                )
 
     def __enter__(self) -> StackEndpoints:
         return self.start()

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -62,6 +63,10 @@ class ServiceProcess:
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
+        # Launch and stop exclude each other, and nothing launches after a stop: a stop
+        # from another thread (Ctrl-C during start-up) never misses the process.
+        self._lock = threading.Lock()
+        self._stopped = False
 
     @property
     def pid(self) -> int | None:
@@ -72,9 +77,11 @@ class ServiceProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
-        """Launch the process; output is appended to log_path."""
+        """Launch the process; output is appended to log_path. StackError after stop()."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
+        with self._lock, self.log_path.open("ab") as log:
+            if self._stopped:
+                raise StackError(f"{self.name}: stopped before it started")
             stamp = datetime.now(UTC).isoformat(timespec="seconds")
             log.write(f"--- {stamp} start: {' '.join(self.argv)}\n".encode())
             log.flush()
@@ -89,14 +96,19 @@ class ServiceProcess:
                 env=self.env,
                 start_new_session=True,
             )
-        logger.debug("%s started, pid %s", self.name, self._proc.pid)
+            logger.debug("%s started, pid %s", self.name, self._proc.pid)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the group, SIGKILL it after timeout seconds."""
-        proc = self._proc
+        """SIGTERM the group, SIGKILL it after timeout seconds (at once when timeout <= 0)."""
+        with self._lock:
+            self._stopped = True
+            proc = self._proc
         if proc is None:
             return
-        if proc.poll() is None:
+        if timeout <= 0:
+            self._signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        elif proc.poll() is None:
             self._signal_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout)

@@ -3,12 +3,14 @@
 The wheel's own get_server() is not used: as root it adds system users and chmods parent
 folders. Postgres refuses to run as root; see _runas for how it runs when we are root.
 The database has two roles (storage/roles.sql): the owner, for migrations, and the app
-role workers log in as, which may only read and write rows.
+role workers log in as, which may only read and write rows. Every role, the superuser too,
+logs in with a password generated for the state dir (pg_auth), from loopback only.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -21,6 +23,7 @@ from workers.stack._pginstall import DEFAULT_CACHE_ROOT, PgInstall, wheel_instal
 from workers.stack._process import child_env, log_tail
 from workers.stack._runas import Launch, pg_launch
 from workers.stack.errors import StackError
+from workers.stack.pg_auth import HBA_CONF, role_passwords, scram_verifier
 from workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
 
 logger = logging.getLogger(__name__)
@@ -29,6 +32,7 @@ logger = logging.getLogger(__name__)
 _MAX_SOCKET_PATH = 100
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 ROLES_SQL = Path(storage.__file__).parent / "roles.sql"
+SUPERUSER = "postgres"
 
 
 def pg_bin_dir() -> Path:
@@ -42,6 +46,8 @@ class PostgresServer:
 
     install_dir is a pginstall tree (bin/, lib/, share/), by default the wheel's; as root,
     cache_root is where a copy goes when the unprivileged user cannot reach it.
+    password_file (default: beside data_dir, `<data_dir>.passwords.json`) holds the roles'
+    passwords, made on first use; it stays ours and 0600 (pg_auth).
     """
 
     def __init__(
@@ -57,6 +63,7 @@ class PostgresServer:
         start_timeout: float = 60.0,
         install_dir: Path | None = None,
         cache_root: Path = DEFAULT_CACHE_ROOT,
+        password_file: Path | None = None,
     ) -> None:
         for name in (user, owner, database):
             _check_name(name)
@@ -72,7 +79,17 @@ class PostgresServer:
         self.start_timeout = start_timeout
         self.install = PgInstall(install_dir.absolute()) if install_dir else wheel_install()
         self.cache_root = cache_root
+        default_file = self.data_dir.with_name(f"{self.data_dir.name}.passwords.json")
+        self.password_file = (password_file or default_file).absolute()
         self._launch: Launch | None = None
+        self._passwords: dict[str, str] | None = None
+
+    def password(self, role: str) -> str:
+        """The password role logs in with (the superuser's too), made on first use."""
+        if self._passwords is None or role not in self._passwords:
+            roles = (SUPERUSER, self.owner, self.user, role)
+            self._passwords, _ = role_passwords(self.password_file, roles)
+        return self._passwords[role]
 
     @property
     def url(self) -> str:
@@ -87,11 +104,14 @@ class PostgresServer:
     @property
     def dsn(self) -> str:
         """Plain libpq/asyncpg DSN of the agent database, as the app role."""
-        return f"postgresql://{self.user}@{LOOPBACK}:{self.port}/{self.database}"
+        return self.url_for(self.database).replace("postgresql+asyncpg://", "postgresql://", 1)
 
     def url_for(self, database: str, *, role: str | None = None) -> str:
-        """SQLAlchemy URL of a database on this server, as role (default: the app role)."""
-        return f"postgresql+asyncpg://{role or self.user}@{LOOPBACK}:{self.port}/{database}"
+        """SQLAlchemy URL of a database on this server, as role (default: the app role),
+        with its password."""
+        role = role or self.user
+        login = f"{role}:{self.password(role)}"  # token_urlsafe: nothing to escape
+        return f"postgresql+asyncpg://{login}@{LOOPBACK}:{self.port}/{database}"
 
     def check_ports(self) -> None:
         """Raise PortInUseError when the postgres port is taken."""
@@ -101,13 +121,19 @@ class PostgresServer:
         """initdb if needed, start the server, create the role and database if missing."""
         began = time.monotonic()
         self.check_ports()
+        self._passwords = None  # re-read: a deleted file means new passwords
         self._prepare_dirs()
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
+        # Before the server listens: a cluster made by initdb -A trust (here a moment ago,
+        # or by an older dev stack) never takes a login without a password.
+        self._write_hba()
+        self._set_superuser_password()
         options = [
             f"-p {self.port}",
             f"-k {shlex.quote(self._socket_dir())}",
             f"-c listen_addresses={LOOPBACK}",
+            "-c password_encryption=scram-sha-256",
             f"-c fsync={'on' if self.fsync else 'off'}",
         ]
         if not self.fsync:
@@ -120,14 +146,16 @@ class PostgresServer:
             "postgres ready on %s:%d in %.2fs", LOOPBACK, self.port, time.monotonic() - began
         )
 
-    def stop(self) -> None:
-        """Fast shutdown; a no-op when the server is not running."""
+    def stop(self, *, now: bool = False) -> None:
+        """Fast shutdown (now: immediate, recovery on the next start); a no-op when the
+        server is not running."""
         if not (self.data_dir / "postmaster.pid").exists():
             return
         # Status 3: a stale pid file from a crashed server, nothing to stop.
         if self._pg("pg_ctl", "status", "-D", str(self.data_dir), what="status", ok=(0, 3)) == 3:
             return
-        self._pg("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", what="stop")
+        mode = "immediate" if now else "fast"
+        self._pg("pg_ctl", "stop", "-D", str(self.data_dir), "-m", mode, "-w", what="stop")
         logger.info("postgres on port %d stopped", self.port)
 
     def create_database(self, name: str) -> str:
@@ -165,6 +193,7 @@ class PostgresServer:
         ]
         full_env = child_env(("PG", "AGENTSTATE_"))
         full_env["PGCONNECT_TIMEOUT"] = "10"
+        full_env["PGPASSWORD"] = self.password(SUPERUSER)  # not in argv, where ps shows it
         full_env.update(env or {})
         done = subprocess.run(argv, capture_output=True, text=True, env=full_env, check=False)
         if done.returncode != 0:
@@ -175,17 +204,25 @@ class PostgresServer:
         """name exists, owned by the owner role, and the app role may only use its rows."""
         if not self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'"):
             self.psql(f'CREATE DATABASE "{name}"')
-        roles = {"AGENTSTATE_OWNER_ROLE": self.owner, "AGENTSTATE_APP_ROLE": self.user}
+        roles = {
+            "AGENTSTATE_OWNER_ROLE": self.owner,
+            "AGENTSTATE_APP_ROLE": self.user,
+            # Verifiers, not the passwords: a failed statement is logged with its text.
+            "AGENTSTATE_OWNER_PASSWORD": scram_verifier(self.password(self.owner)),
+            "AGENTSTATE_APP_PASSWORD": scram_verifier(self.password(self.user)),
+        }
         self._psql(["-f", str(ROLES_SQL)], name, what=ROLES_SQL.name, env=roles)
 
     def _initdb(self) -> None:
         began = time.monotonic()
+        # -A trust only because initdb wants a plain password to hash for anything else;
+        # _write_hba and _set_superuser_password replace it before the server first starts.
         self._pg(
             "initdb",
             "-D",
             str(self.data_dir),
             "-U",
-            "postgres",
+            SUPERUSER,
             "-A",
             "trust",
             "-E",
@@ -196,6 +233,42 @@ class PostgresServer:
             what="initdb",
         )
         logger.info("initdb %s in %.2fs", self.data_dir, time.monotonic() - began)
+
+    def _write_hba(self) -> None:
+        hba = self.data_dir / "pg_hba.conf"
+        if hba.exists() and hba.read_text() == HBA_CONF:
+            return
+        owner = self.data_dir.stat()
+        staging = hba.with_name(".pg_hba.conf.new")
+        staging.unlink(missing_ok=True)
+        staging.write_text(HBA_CONF)
+        staging.chmod(0o600)
+        if os.geteuid() == 0:
+            os.chown(staging, owner.st_uid, owner.st_gid)  # the server's user reads it
+        staging.replace(hba)
+        logger.info("postgres: %s now asks every role for its password", hba)
+
+    def _set_superuser_password(self) -> None:
+        """The superuser's verifier from the password file, in single-user mode: nothing
+        listens meanwhile, and no login is needed to set it."""
+        sql = f"ALTER ROLE {SUPERUSER} PASSWORD '{scram_verifier(self.password(SUPERUSER))}'\n"
+        argv = [*self._launcher().prefix, str(self._launcher().install.tool("postgres"))]
+        argv += ["--single", "-D", str(self.data_dir), "-F", "-c", "exit_on_error=on"]
+        argv += ["-c", "listen_addresses=", "-c", "log_min_error_statement=panic", SUPERUSER]
+        done = subprocess.run(
+            argv, input=sql, capture_output=True, text=True, check=False, cwd="/",
+            start_new_session=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            output = "\n".join(
+                line
+                for line in (done.stdout + done.stderr).splitlines()
+                if "SCRAM-SHA-256$" not in line  # never the verifier
+            )
+            raise StackError(
+                f"postgres: setting the superuser's password failed (data {self.data_dir}):\n"
+                f"{output.strip()}"
+            )
 
     def _prepare_dirs(self) -> None:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -208,12 +281,20 @@ class PostgresServer:
         # Empty -k disables the unix socket; every client here uses TCP anyway.
         return str(self.data_dir) if len(str(socket_path)) <= _MAX_SOCKET_PATH else ""
 
-    def _pg(self, tool: str, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> int:
+    def _launcher(self) -> Launch:
         if self._launch is None:
             self._launch = self._pg_launch()
-        argv = [*self._launch.prefix, str(self._launch.install.tool(tool)), *args]
-        # cwd /: the user the tools run as may not be able to enter ours.
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd="/")
+        return self._launch
+
+    def _pg(self, tool: str, *args: str, what: str, ok: tuple[int, ...] = (0,)) -> int:
+        launch = self._launcher()
+        argv = [*launch.prefix, str(launch.install.tool(tool)), *args]
+        # cwd /: the user the tools run as may not be able to enter ours. A session of its
+        # own: a Ctrl-C in our terminal must not reach initdb or the server pg_ctl starts;
+        # they stop when we stop them, in order.
+        done = subprocess.run(
+            argv, capture_output=True, text=True, check=False, cwd="/", start_new_session=True
+        )
         if done.returncode not in ok:
             output = (done.stdout + done.stderr).strip()
             tail = log_tail(self.log_path, 10)

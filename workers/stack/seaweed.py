@@ -104,7 +104,7 @@ class SeaweedServer:
         config_path = self.data_dir / "s3.json"
         config_path.write_text(json.dumps(self._identities()))
         config_path.chmod(0o600)
-        self._process = ServiceProcess(
+        process = self._process = ServiceProcess(
             "seaweedfs",
             self._argv(config_path),
             self.log_path,
@@ -112,28 +112,32 @@ class SeaweedServer:
             cwd=self.data_dir,
             env=child_env(("S3_", "AWS_")),
         )
-        self._process.start()
-        probe = self.client(attempts=1)
-        self._process.wait_until(
-            lambda: _succeeds(probe.list_buckets),
-            timeout=self.start_timeout,
-            what="serving S3 on port " + str(self.port),
-        )
-        self._process.wait_until(
-            lambda: _succeeds(lambda: self._ensure_bucket(probe)),
-            timeout=self.start_timeout,
-            what=f"accepting writes to bucket {self.bucket!r}",
-        )
+        try:
+            process.start()
+            probe = self.client(attempts=1)
+            process.wait_until(
+                lambda: _succeeds(probe.list_buckets),
+                timeout=self.start_timeout,
+                what="serving S3 on port " + str(self.port),
+            )
+            process.wait_until(
+                lambda: _succeeds(lambda: self._ensure_bucket(probe)),
+                timeout=self.start_timeout,
+                what=f"accepting writes to bucket {self.bucket!r}",
+            )
+        except BaseException:
+            process.stop()  # not left running for a caller that never learns of it
+            raise
         logger.info(
             "seaweedfs S3 ready on %s in %.2fs", self.endpoint_url, time.monotonic() - began
         )
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM weed (SIGKILL after timeout) and remove its /tmp sockets."""
-        if self._process is None:
+    def stop(self, timeout: float = 15.0, *, now: bool = False) -> None:
+        """SIGTERM weed (SIGKILL after timeout; now: at once) and remove its /tmp sockets."""
+        process, self._process = self._process, None
+        if process is None:
             return
-        self._process.stop(timeout)
-        self._process = None
+        process.stop(0 if now else timeout)
         # weed leaves unix sockets named after its ports in /tmp.
         for port in (self.port, *self.internal_ports.values()):
             for sock in Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):

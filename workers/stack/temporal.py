@@ -81,27 +81,31 @@ class TemporalDevServer:
         self.check_ports()
         if self.db_file:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
-        self._process = ServiceProcess("temporal", self._argv(), self.log_path)
-        self._process.start()
-        self._process.wait_until(
-            self._namespace_ready,
-            timeout=self.start_timeout,
-            what=f"serving namespace {self.namespace!r} on port {self.port}",
-        )
-        if not self.headless:
-            self._process.wait_until(
-                lambda: _accepts(self.ui_port),
+        process = self._process = ServiceProcess("temporal", self._argv(), self.log_path)
+        try:
+            process.start()
+            process.wait_until(
+                self._namespace_ready,
                 timeout=self.start_timeout,
-                what=f"serving the web ui on port {self.ui_port}",
+                what=f"serving namespace {self.namespace!r} on port {self.port}",
             )
+            if not self.headless:
+                process.wait_until(
+                    lambda: _accepts(self.ui_port),
+                    timeout=self.start_timeout,
+                    what=f"serving the web ui on port {self.ui_port}",
+                )
+        except BaseException:
+            process.stop()  # not left running for a caller that never learns of it
+            raise
         logger.info("temporal ready on %s in %.2fs", self.address, time.monotonic() - began)
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM the server, SIGKILL it after timeout."""
-        if self._process is None:
+    def stop(self, timeout: float = 15.0, *, now: bool = False) -> None:
+        """SIGTERM the server, SIGKILL it after timeout (now: SIGKILL at once)."""
+        process, self._process = self._process, None
+        if process is None:
             return
-        self._process.stop(timeout)
-        self._process = None
+        process.stop(0 if now else timeout)
         logger.info("temporal on port %d stopped", self.port)
 
     def _argv(self) -> list[str]:
