@@ -11,7 +11,7 @@ from activities.providers.errors import RAW_ARGUMENTS_KEY
 from activities.providers.text_tool_calls import (
     MAX_TEXT_CALLS,
     parse_text_tool_calls,
-    without_echoed_results,
+    read_reply_text,
 )
 
 OFFERED = ("read_file", "write_file", "list_files")
@@ -97,8 +97,9 @@ def test_call_without_arguments_has_none() -> None:
         "",
         "   ",
         "The answer is 42.",
-        # A bare call to a tool not offered is an answer that happens to be JSON.
-        '{"name": "grep", "arguments": {"q": "x"}}',
+        # An object naming a tool not offered, without arguments, is data, not a call.
+        '{"name": "grep"}',
+        '{"name": "Ada Lovelace", "arguments": {}}',
         # Not the whole reply: an example in prose stays prose.
         'Call it like {"name": "read_file", "arguments": {"path": "a"}} next time.',
         'Here:\n```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
@@ -195,15 +196,16 @@ def test_a_call_in_tools_tags_as_measured_from_qwen_coder_1_5b() -> None:
     ):
         [call] = calls_of(text)
         assert (call.name, call.arguments) == ("read_file", {"path": "facts/launch.md"})
-    # Inside those tags only offered tools count: this is an answer quoting a schema.
-    assert (
-        parse_text_tool_calls('<tools>{"name": "rm_rf", "arguments": {}}</tools>', OFFERED) is None
-    )
+    # A guessed tool inside them is a call too: the tool layer answers it with UnknownTool.
+    [call] = calls_of('<tools>{"name": "rm_rf", "arguments": {}}</tools>')
+    assert call.name == "rm_rf"
 
 
 def test_an_echoed_tool_response_is_not_an_answer() -> None:
     # The final "answer" of the malformed-first-call task in the real-model tier.
+    shown = ["error (InvalidArguments): not valid JSON"]
     echo = "<tool_response>\nerror (InvalidArguments): not valid JSON\n</tool_response>"
-    assert without_echoed_results(echo) == ""
-    assert without_echoed_results(f"{echo}\nThe code word is X.") == "The code word is X."
-    assert without_echoed_results("A plain answer.") == "A plain answer."
+    assert read_reply_text(echo, OFFERED, shown).text == ""
+    found = read_reply_text(f"{echo}\nThe code word is X.", OFFERED, shown)
+    assert found.text == "The code word is X."
+    assert read_reply_text("A plain answer.", OFFERED, shown).text == "A plain answer."

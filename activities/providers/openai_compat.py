@@ -32,7 +32,7 @@ from activities.providers.base import (
 )
 from activities.providers.context_window import DiscoveredWindow, discover_window
 from activities.providers.openai_stream import StreamedReply, read_stream
-from activities.providers.text_tool_calls import parse_text_tool_calls, without_echoed_results
+from activities.providers.text_tool_calls import read_reply_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
@@ -90,6 +90,8 @@ class OpenAICompatibleProvider:
         tools = [_to_openai_tool(t) for t in request.tools]
         budget = request.max_output_tokens
         offered = [t.name for t in request.tools]
+        # What the model was shown as tool results: a block repeating one is an echo.
+        shown = [m.content for m in request.messages if m.role == "tool"]
         # Some compatible servers reject an empty tools list, so it is left out; "auto" is
         # the API's default, but some compatible servers only use tools when told.
         chosen: Literal["auto"] | Omit = "auto" if tools else omit
@@ -107,7 +109,7 @@ class OpenAICompatibleProvider:
                     max_tokens=max_tokens,
                     extra_headers=headers,
                 )
-                return _from_completion(completion, self.name, offered)
+                return _from_completion(completion, self.name, offered, shown)
             stream = await self._client.chat.completions.create(
                 model=request.model or self._model,
                 messages=messages,
@@ -141,7 +143,7 @@ class OpenAICompatibleProvider:
         except (AttributeError, TypeError, ValueError):
             # A chunk that is not JSON or not a chunk; its text is not repeated (untrusted).
             raise errors.bad_response(self.name, "malformed stream chunk") from None
-        return _from_stream(streamed, self.name, offered)
+        return _from_stream(streamed, self.name, offered, shown)
 
     async def context_window(self) -> DiscoveredWindow | None:
         """The window a compatible server advertises; api.openai.com advertises none."""
@@ -211,7 +213,9 @@ def _to_openai_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
     }
 
 
-def _from_completion(completion: ChatCompletion, provider: str, offered: list[str]) -> ModelReply:
+def _from_completion(
+    completion: ChatCompletion, provider: str, offered: list[str], shown: list[str]
+) -> ModelReply:
     if not completion.choices:
         raise errors.bad_response(provider, "no choices")
     choice = completion.choices[0]
@@ -227,10 +231,13 @@ def _from_completion(completion: ChatCompletion, provider: str, offered: list[st
         ),
         completion.model or "",
         offered,
+        shown,
     )
 
 
-def _from_stream(streamed: StreamedReply, provider: str, offered: list[str]) -> ModelReply:
+def _from_stream(
+    streamed: StreamedReply, provider: str, offered: list[str], shown: list[str]
+) -> ModelReply:
     if streamed.chunks == 0:
         raise errors.bad_response(provider, "an empty stream")
     if streamed.finish_reason is None:
@@ -247,6 +254,7 @@ def _from_stream(streamed: StreamedReply, provider: str, offered: list[str]) -> 
         streamed.usage or Usage(),
         streamed.model,
         offered,
+        shown,
     )
 
 
@@ -257,14 +265,13 @@ def _reply(
     usage: Usage,
     model: str,
     offered: list[str],
+    shown: list[str],
 ) -> ModelReply:
     """Our reply from what the server sent, whole or streamed: the same reading of both."""
     if not tool_calls and text:
         # A server that did not parse the model's tool-call text returns it as the answer.
-        written = parse_text_tool_calls(text, offered)
-        if written is not None:
-            tool_calls, text = written.calls, written.text
-        text = without_echoed_results(text)
+        written = read_reply_text(text, offered, shown)
+        tool_calls, text = written.calls, written.text
     # Compatible servers may not validate; fall back rather than fail on a missing field.
     finish = finish_reason or "stop"
     if tool_calls and finish == "stop":

@@ -1,9 +1,10 @@
 """Tool calls a model wrote as text instead of returning them natively.
 
 Small local models served without a tool-call parser (or with one that does not know their
-format) answer a tool call as text: Hermes/Qwen ``<tool_call>{...}</tool_call>`` tags, or a
-bare ``{"name": ..., "arguments": ...}`` object, often inside a ```json fence. Taken as the
-final answer, that text would end the task with a tool call as its result.
+format) answer a tool call as text: Hermes/Qwen ``<tool_call>{...}</tool_call>`` tags, the
+same in ``<tool_response>`` tags, or a bare ``{"name": ..., "arguments": ...}`` object, often
+inside a ```json fence. Taken as the final answer, that text would end the task with a tool
+call as its result; so would a reply of empty markup, which is no answer at all.
 
 Pure functions, no I/O. What a model wrote is untrusted: anything malformed becomes a call
 whose arguments are kept raw (``RAW_ARGUMENTS_KEY``), which the tool layer reports back to
@@ -28,26 +29,61 @@ _MAX_NAME_CHARS = 200
 # Where a Hermes tag holds no parseable object, the name is still worth recovering so the
 # model hears which call was malformed.
 _NAME_IN_BROKEN_JSON = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
-_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
 # Tags a small model puts around (or beside) a call written as text: Qwen's template lists the
 # tools inside <tools>, and Qwen2.5-Coder 1.5B echoes its calls in them, or writes an empty
 # pair before a fenced call. They are dropped before a whole reply is judged, as is a stray
-# closing fence; what remains still counts only if it is calls of offered tools.
+# closing fence; what remains still counts only if it is calls (see `_whole_reply_calls`).
 _WRAPPER_TAG = re.compile(r"</?(?:tools|tool_calls|function_call)>")
 
 
-# The tool result as the chat template showed it to the model. A model never writes one for
-# a reason; Qwen2.5-Coder 1.5B echoed a whole one as its "final answer" (real-model tier).
-_ECHOED_RESULT = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DOTALL)
+# A reply's text as the loop takes it ------------------------------------------------------
+
+# Qwen's chat template shows each tool result as <tool_response>...</tool_response>. Models of
+# that family copy such a block from the prompt (an echo), but also put their own calls in one
+# (the 1.5B wrote its survey's write_file call so, twice): only a block repeating an earlier
+# result is an echo; a block holding a call is that call; anything else in one is text.
+_BLOCK = re.compile(
+    r"<(tool_call|tool_response)>(.*?)(?:</(?:tool_call|tool_response)>|\Z)", re.DOTALL
+)
+_BLOCK_TAG = re.compile(r"</?(?:tool_call|tool_response)>")
+# Markup with nothing in it is not an answer: tags (`<tools></tools>`), fences, chat-template
+# tokens (`<|im_end|>`). A reply of only these is empty, which the loop nudges.
+_MARKUP = re.compile(r"</?[A-Za-z_][A-Za-z0-9_:-]*\s*/?>|<\|[A-Za-z0-9_]+\|>|```[A-Za-z0-9_-]*")
+_SPACE = re.compile(r"\s+")
+# A name a tool could have: a JSON object naming anything else is data, not a call.
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
+# A reply is bounded by its output budget; past this many blocks the rest stays text, so a
+# hostile one cannot make the echo check compare every block with every result.
+_MAX_BLOCKS = 64
 
 
-def without_echoed_results(text: str) -> str:
-    """``text`` without ``<tool_response>`` blocks a model copied from its prompt; a reply
-    that was only that becomes empty, which the loop treats as no answer (one nudge)."""
-    if "<tool_response>" not in text:
-        return text
-    return _ECHOED_RESULT.sub("", text).strip()
+def read_reply_text(
+    text: str, offered: Collection[str], results: Collection[str] = ()
+) -> TextToolCalls:
+    """The calls written in a reply's ``text`` and the answer left once they, echoes of
+    ``results`` (the tool results the model was shown) and bare markup are removed.
+
+    ``offered`` is the tools of the request: a whole reply that is one call of one of them
+    needs no ``arguments``; a call of any other name does (it becomes an UnknownTool result).
+    """
+    found = parse_text_tool_calls(text, offered, results)
+    if found is not None:
+        return found
+    if "<tool_response>" in text:
+        text = _blocks(text, offered, results).text
+    return TextToolCalls([], "" if is_bare_markup(text) else text.strip())
+
+
+def is_bare_markup(text: str) -> bool:
+    """True when ``text`` holds nothing but tags, fences and whitespace."""
+    return not _MARKUP.sub("", text).strip()
+
+
+def _is_echo(body: str, shown: list[str]) -> bool:
+    """``body`` repeats (all or part of) an earlier result verbatim, spacing aside."""
+    said = _SPACE.sub(" ", body).strip()
+    return not said or any(said in r for r in shown)
 
 
 @dataclass(frozen=True)
@@ -58,29 +94,49 @@ class TextToolCalls:
     text: str
 
 
-def parse_text_tool_calls(text: str, offered: Collection[str]) -> TextToolCalls | None:
+def parse_text_tool_calls(
+    text: str, offered: Collection[str], results: Collection[str] = ()
+) -> TextToolCalls | None:
     """The tool calls written in ``text``, or None when it holds none.
 
-    ``<tool_call>`` tags always count. A bare or fenced JSON call counts only when it is the
-    whole reply and names a tool in ``offered``: an answer that merely contains JSON (or
-    shows a call as an example) stays an answer.
+    A call in a ``<tool_call>`` tag always counts, and so does one that is all of a
+    ``<tool_response>`` block that does not repeat one of ``results``. A bare or fenced JSON
+    call counts only when it is the whole reply (an answer that merely contains JSON, or shows
+    a call as an example, stays an answer): of a tool in ``offered``, or of any tool name
+    when it carries arguments, so that a guessed name is answered with the real ones.
     """
-    if "<tool_call>" in text:
-        return _tagged(text)
-    calls = _whole_reply_calls(text.strip(), offered)
+    text_left = text
+    if "<tool_call>" in text or "<tool_response>" in text:
+        found = _blocks(text, offered, results)
+        if found.calls:
+            return found
+        text_left = found.text
+    calls = _whole_reply_calls(text_left.strip(), offered)
     return TextToolCalls(calls, "") if calls else None
 
 
-def _tagged(text: str) -> TextToolCalls:
+def _blocks(text: str, offered: Collection[str], results: Collection[str]) -> TextToolCalls:
     calls: list[ProviderCall] = []
     kept: list[str] = []
     position = 0
-    for match in _TAG.finditer(text):
-        if len(calls) == MAX_TEXT_CALLS:
+    shown = [_SPACE.sub(" ", r) for r in results] if "<tool_response>" in text else []
+    for n, match in enumerate(_BLOCK.finditer(text)):
+        if len(calls) >= MAX_TEXT_CALLS or n == _MAX_BLOCKS:
             break
         kept.append(text[position : match.start()])
         position = match.end()
-        calls.append(_tag_call(_unfence(match.group(1).strip())))
+        # A block closed with the other tag, or one inside the other, is the same block.
+        body = _unfence(_BLOCK_TAG.sub("", match.group(2)).strip())
+        if match.group(1) == "tool_call":
+            calls.append(_tag_call(body))
+        elif _is_echo(body, shown):
+            continue
+        elif found := _whole_reply_calls(body, offered):
+            calls.extend(found[: MAX_TEXT_CALLS - len(calls)])
+        elif body.startswith("{") and _NAME_IN_BROKEN_JSON.search(body[:10_000]):
+            calls.append(_tag_call(body))  # a cut-off call: the model hears it was malformed
+        else:
+            kept.append(body)
     kept.append(text[position:])
     return TextToolCalls(calls, "".join(kept).strip())
 
@@ -113,11 +169,21 @@ def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall
         return []
     calls = []
     for obj in objects:
-        call = _call_of(obj) if isinstance(obj, dict) else None
-        if call is None or call.name not in offered:
+        if not isinstance(obj, dict):
+            return []
+        call = _call_of(obj)
+        if call is None or not (call.name in offered or _guessed_call(obj)):
             return []
         calls.append(call)
     return calls
+
+
+def _guessed_call(obj: dict[str, Any]) -> bool:
+    """A call of a tool not offered, as a small model guesses one (`read_files`): a name a
+    tool could have, with arguments. The tool layer answers it with the real tools' names."""
+    name = obj.get("name")
+    has_arguments = "arguments" in obj or "parameters" in obj
+    return has_arguments and isinstance(name, str) and _TOOL_NAME.fullmatch(name) is not None
 
 
 def _json_values(text: str) -> list[object]:
