@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import gc
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ import httpx
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from sqlalchemy.engine import make_url
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from workers.settings import S3Settings
@@ -89,7 +91,7 @@ def test_ports_are_distinct_and_free() -> None:
     assert free_port() not in ports
 
 
-def test_endpoints_env(endpoints: StackEndpoints) -> None:
+def test_endpoints_env(devstack: DevStack, endpoints: StackEndpoints) -> None:
     env = endpoints.env()
     assert set(env) == {
         "TEMPORAL_ADDRESS",
@@ -102,8 +104,15 @@ def test_endpoints_env(endpoints: StackEndpoints) -> None:
         "S3_BUCKET",
     }
     assert env["TEMPORAL_NAMESPACE"] == "default"
-    assert env["DATABASE_URL"].startswith("postgresql+asyncpg://agent@127.0.0.1:")
-    assert env["DATABASE_MIGRATION_URL"].startswith("postgresql+asyncpg://agent_owner@127.0.0.1:")
+    pg = devstack.postgres
+    for key, role in (("DATABASE_URL", "agent"), ("DATABASE_MIGRATION_URL", "agent_owner")):
+        url = make_url(env[key])
+        assert (url.drivername, url.username, url.host) == ("postgresql+asyncpg", role, "127.0.0.1")
+        assert url.password == pg.password(role)
+    # The superuser's password is handed to no one.
+    assert not [k for k, v in env.items() if pg.password("postgres") in v]
+    assert pg.password("postgres") not in repr(endpoints)
+    assert pg.password("agent") not in repr(endpoints)
     assert DEFAULT_BUCKET == S3Settings.model_fields["bucket"].default == env["S3_BUCKET"]
     assert endpoints.temporal_ui_url is None
 
@@ -308,6 +317,15 @@ async def test_dev_up_serves_the_gateway_and_prints_its_url(state_root: Path) ->
     assert "agentctl keys create --tenant default --user you --scope read --scope start" in text
     assert "AGENT_GATEWAY_URL=http://127.0.0.1:" in text
     assert not [p for p in _cmdlines() if str(state_root / "up") in p], "dev up left services"
+    # The passwords are in two 0600 files (the env file for other terminals), never printed.
+    passwords = json.loads((state_root / "up" / "postgres.passwords.json").read_text())
+    assert not [role for role, password in passwords.items() if password in text]
+    env_file = state_root / "up" / "env"
+    assert f". {env_file}" in text
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    assert f"export DATABASE_URL=postgresql+asyncpg://agent:{passwords['agent']}@" in (
+        env_file.read_text()
+    )
 
 
 def _cmdlines() -> list[str]:

@@ -134,10 +134,14 @@ class SeaweedServer:
 
     def stop(self, timeout: float = 15.0, *, now: bool = False) -> None:
         """SIGTERM weed (SIGKILL after timeout; now: at once) and remove its /tmp sockets."""
-        process, self._process = self._process, None
+        process = self._process
         if process is None:
             return
+        # Cleared only once it is down: a stop(now=True) from another thread meanwhile
+        # must still find the process to kill.
         process.stop(0 if now else timeout)
+        if self._process is process:
+            self._process = None
         # weed leaves unix sockets named after its ports in /tmp.
         for port in (self.port, *self.internal_ports.values()):
             for sock in Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):

@@ -102,10 +102,14 @@ class TemporalDevServer:
 
     def stop(self, timeout: float = 15.0, *, now: bool = False) -> None:
         """SIGTERM the server, SIGKILL it after timeout (now: SIGKILL at once)."""
-        process, self._process = self._process, None
+        process = self._process
         if process is None:
             return
+        # Cleared only once it is down: a stop(now=True) from another thread meanwhile
+        # must still find the process to kill.
         process.stop(0 if now else timeout)
+        if self._process is process:
+            self._process = None
         logger.info("temporal on port %d stopped", self.port)
 
     def _argv(self) -> list[str]:
