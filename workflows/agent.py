@@ -13,6 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.approval_waits import Waiting, check_decision, pending_approvals
+from workflows.cancels import cancelled_activity
 from workflows.compactions import Compactions
 from workflows.contracts import (
     AgentInput,
@@ -105,6 +106,14 @@ class AgentWorkflow:
             raise
 
     async def _loop(self) -> AgentResult:
+        try:
+            return await self._steps()
+        except ActivityError as err:
+            if cancelled_activity(err):  # a compaction (or a write) the loop awaited
+                raise asyncio.CancelledError from None
+            raise
+
+    async def _steps(self) -> AgentResult:
         inp = self._inp
         final_item: str | None = None
         nudged_at: int | None = None
@@ -122,6 +131,8 @@ class AgentWorkflow:
             try:
                 result = await self._call_model(step)
             except ActivityError as err:
+                if cancelled_activity(err):
+                    raise asyncio.CancelledError from None
                 raise await self._fail(model_failure(err, inp), "ModelFailed") from err
             self._step += 1
             self._seen = seen
