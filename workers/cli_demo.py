@@ -27,7 +27,10 @@ def demo(
     ] = DemoModel.offline,
     local_model: ModelOption = DEFAULT_MODEL,
 ) -> None:
-    """Start a throwaway stack, run the demo task to completion, show what happened, stop."""
+    """Start a throwaway stack, run the demo task to completion, show what happened, stop.
+
+    Exits 1 unless the task completed and wrote out/report.md naming the workspace's files.
+    """
     from workers.demo import run_demo
 
     ask = sys.stdin.isatty() if interactive is None else interactive

@@ -4,7 +4,8 @@ Start Temporal + PostgreSQL + SeaweedFS, run a cloud worker with the offline mod
 `--model local`, a real model served by llama.cpp on loopback) and the gateway, start a task
 that reads the workspace and writes a report (which needs approval), follow it live through
 the gateway's event stream (as `agentctl watch --gateway` does), then show the timeline,
-verify every artifact against its sha256 and stop everything.
+verify every artifact against its sha256, say whether the task did what it was asked (the
+report exists and names the workspace's files; exit status 1 if not) and stop everything.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from activities.tools.builtin import default_registry
 from storage.api_keys import ApiKeyRepository
 from storage.artifact_records import ArtifactRepository
 from storage.db import migrate
-from storage.session_status import SessionStatus
 from storage.workspaces import WorkspaceLayout
 from workers import tasks
 from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.demo_outcome import check_report, workspace_files
 from workers.gateway.app import create_app
 from workers.gateway.serving import serving
 from workers.gateway_client import KEY_ENV, URL_ENV, Gateway
@@ -217,6 +218,7 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
     model = model_named(local_model) if local_model else None  # before anything is made
     session_id = uuid.uuid4()  # chosen first, so its workspace can be seeded before it starts
     state, workspace, root = await asyncio.to_thread(_prepare_dirs, session_id)
+    seeded = await asyncio.to_thread(workspace_files, root)  # what the report must name
     console.print(Panel.fit("durable-agents demo: a durable agent loop on real services"))
     console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
     stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
@@ -279,10 +281,13 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
                 f"(ids, cursors and refs only); {checked} artifacts verified"
             )
         report = root / REPORT_PATH
-        if report.exists():
-            console.print(Panel(report.read_text(), title=str(REPORT_PATH)))
+        if report.is_file():
+            console.print(Panel(escape(report.read_text(errors="replace")), title=REPORT_PATH))
+        goal = check_report(status, root, REPORT_PATH, seeded)
+        console.print(goal.line(), style="bold green" if goal.done else "bold red")
         console.print(f"task {status} in {time.monotonic() - began:.1f}s; stopping the stack")
-        return 0 if status == SessionStatus.COMPLETED else 1
+        # The demo asked for a report: a task that ended without it did not do its job.
+        return 0 if goal.done else 1
     finally:
         await provider.aclose()
         if server is not None:
