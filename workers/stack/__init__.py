@@ -1,7 +1,8 @@
 """The embedded dev stack: Temporal, PostgreSQL and S3 (SeaweedFS) on loopback, no Docker.
 
 Used by `agentctl dev up` and by the pytest fixtures. Layout of state_dir:
-postgres/ (cluster), s3/ (weed data), temporal.db, logs/.
+postgres/ (cluster), postgres.passwords.json (0600: the roles' passwords, pg_auth),
+s3/ (weed data), temporal.db, logs/; `dev up` adds env (0600: the settings, for a shell).
 """
 
 from __future__ import annotations

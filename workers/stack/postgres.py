@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import shlex
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from workers.stack._runas import Launch, pg_launch
 from workers.stack.errors import StackError
 from workers.stack.pg_auth import HBA_CONF, role_passwords, scram_verifier
 from workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
+from workers.stack.private_file import write_private_file
 
 logger = logging.getLogger(__name__)
 
@@ -236,16 +238,12 @@ class PostgresServer:
 
     def _write_hba(self) -> None:
         hba = self.data_dir / "pg_hba.conf"
-        if hba.exists() and hba.read_text() == HBA_CONF:
+        if _read_regular(hba) == HBA_CONF:
             return
-        owner = self.data_dir.stat()
-        staging = hba.with_name(".pg_hba.conf.new")
-        staging.unlink(missing_ok=True)
-        staging.write_text(HBA_CONF)
-        staging.chmod(0o600)
-        if os.geteuid() == 0:
-            os.chown(staging, owner.st_uid, owner.st_gid)  # the server's user reads it
-        staging.replace(hba)
+        # The data dir may belong to the server's user (nobody, when we are root): the
+        # file is made so that nothing planted there is followed, then given to it.
+        st = self.data_dir.stat()
+        write_private_file(hba, HBA_CONF, owner=(st.st_uid, st.st_gid))
         logger.info("postgres: %s now asks every role for its password", hba)
 
     def _set_superuser_password(self) -> None:
@@ -306,6 +304,18 @@ class PostgresServer:
 
     def _pg_launch(self) -> Launch:
         return pg_launch(self.data_dir, self.install, self.cache_root, [self.log_path])
+
+
+def _read_regular(path: Path) -> str | None:
+    """path's text, or None when it is missing or not a regular file (never followed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        return f.read().decode(errors="replace")
 
 
 def _check_name(name: str) -> None:
