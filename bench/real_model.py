@@ -2,7 +2,8 @@
 
 Runs tasks on Qwen2.5-Coder (llama.cpp's llama-server, `make local-model` installs both)
 with a cloud worker on a throwaway embedded stack. A pass-through proxy in front of the
-server times every model request and keeps llama.cpp's own `timings`, so each run splits
+server (bench/timing_proxy.py; it relays streamed replies as they come) times every model
+request and keeps llama.cpp's own `timings`, so each run splits
 into time inside the model server and time outside it (Temporal, PostgreSQL, S3, tools,
 context assembly): our overhead per step = (task wall - model wall) / steps.
 
@@ -16,20 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shutil
 import statistics
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiohttp import ClientSession, web
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
+from timing_proxy import Timed, TimingProxy, serving
 
 from activities.providers.factory import build_provider
 from activities.tools.builtin import default_registry
@@ -46,60 +43,6 @@ QUEUE = "bench-real-model"
 FACT = "PELICAN-7342"
 ANSWER_TASK = "Read the file facts/launch.md and tell me the launch code word it gives."
 DEMO_FILES = Path(__file__).resolve().parents[1] / "workers" / "demo_workspace"
-
-
-@dataclass
-class Timed:
-    """The model requests of one run, as the proxy saw them."""
-
-    wall: list[float] = field(default_factory=list)
-    prompt_tokens: int = 0
-    prompt_ms: float = 0.0
-    predicted_tokens: int = 0
-    predicted_ms: float = 0.0
-
-
-class TimingProxy:
-    """Forwards Chat Completions to llama-server unchanged, timing each request."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.current = Timed()
-        self.url = ""
-
-    async def handle(self, request: web.Request) -> web.Response:
-        body = await request.read()
-        began = time.monotonic()
-        async with ClientSession() as http:
-            headers = {"Content-Type": "application/json"}
-            url = f"{self.upstream}/chat/completions"
-            async with http.post(url, data=body, headers=headers) as reply:
-                payload = await reply.read()
-                status = reply.status
-        self.current.wall.append(time.monotonic() - began)
-        if status == 200:
-            timings: dict[str, Any] = json.loads(payload).get("timings") or {}
-            self.current.prompt_tokens += int(timings.get("prompt_n", 0))
-            self.current.prompt_ms += float(timings.get("prompt_ms", 0.0))
-            self.current.predicted_tokens += int(timings.get("predicted_n", 0))
-            self.current.predicted_ms += float(timings.get("predicted_ms", 0.0))
-        return web.Response(body=payload, status=status, content_type="application/json")
-
-
-@asynccontextmanager
-async def serving(proxy: TimingProxy) -> AsyncIterator[None]:
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", proxy.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    proxy.url = f"http://127.0.0.1:{port}/v1"
-    try:
-        yield
-    finally:
-        await runner.cleanup()
 
 
 def seed(root: Path, task: str) -> list[str]:
@@ -187,6 +130,7 @@ async def one_run(
         "gen_tps": t.predicted_tokens / (t.predicted_ms / 1000) if t.predicted_ms else 0.0,
         "prompt_tokens": t.prompt_tokens,
         "generated_tokens": t.predicted_tokens,
+        "timings_unread": t.unread,
     }
 
 
@@ -207,6 +151,9 @@ HEADER = (
 
 
 def summarize(rows: list[dict[str, Any]]) -> None:
+    unread = sum(r["timings_unread"] for r in rows)
+    if unread:
+        print(f"\nnote: {unread} replies carried no llama.cpp timings (tokens/s undercounted)")
     ok = sum(r["ok"] for r in rows)
     overhead = [r["overhead_per_step"] for r in rows]
     model = [r["model_per_step"] for r in rows]
