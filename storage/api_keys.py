@@ -13,11 +13,11 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.artifacts import check_user_tenant
@@ -174,6 +174,20 @@ class ApiKeyRepository:
             .values(revoked_at=datetime.now(UTC))
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def still_valid(self, key_ids: Collection[str]) -> set[str]:
+        """Which of `key_ids` are neither revoked nor expired now (the database's clock):
+        one primary-key read for all of them, so open streams can re-check cheaply."""
+        if not key_ids:
+            return set()
+        rows = await self._db.scalars(
+            select(ApiKeyRow.key_id).where(
+                ApiKeyRow.key_id.in_(list(key_ids)),
+                ApiKeyRow.revoked_at.is_(None),
+                or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > func.now()),
+            )
+        )
+        return set(rows)
 
     async def authenticate(self, key: str, *, now: datetime | None = None) -> Principal | None:
         """The principal of a valid key; None for a malformed, unknown, wrong, revoked or

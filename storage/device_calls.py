@@ -19,6 +19,9 @@ from storage.devices import validate_device_id
 from storage.models import DeviceCallRow
 
 PENDING, LEASED, DONE = "pending", "leased", "done"
+# Object-store folder of a tenant where devices upload results before they are verified:
+# `{prefix}/{tenant}/device-uploads/{call id}/{lease}` (storage.gc collects leftovers).
+STAGING_DIR = "device-uploads"
 
 
 class DeviceCallRepository:
@@ -144,11 +147,32 @@ class DeviceCallRepository:
         )
         return row
 
-    async def release(self, call_id: uuid.UUID) -> None:
-        """Offer the call again (its completion was refused)."""
+    async def lease_left(self, call_id: uuid.UUID, lease: int) -> timedelta | None:
+        """How long this device's lease `lease` (the call's offer count when it was leased)
+        has left; None once it is not the current lease, or has run out, or the call is
+        pending, done or not this device's."""
+        left: timedelta | None = await self._db.scalar(
+            select(DeviceCallRow.lease_expires_at - func.now()).where(
+                self._mine(),
+                DeviceCallRow.id == call_id,
+                DeviceCallRow.state == LEASED,
+                DeviceCallRow.offers == lease,
+                DeviceCallRow.lease_expires_at > func.now(),
+            )
+        )
+        return left
+
+    async def release(self, call_id: uuid.UUID, lease: int) -> None:
+        """Offer the call again (its completion was refused), if `lease` is still the
+        current lease: a newer one is not taken from whoever holds it."""
         await self._db.execute(
             update(DeviceCallRow)
-            .where(self._mine(), DeviceCallRow.id == call_id, DeviceCallRow.state == LEASED)
+            .where(
+                self._mine(),
+                DeviceCallRow.id == call_id,
+                DeviceCallRow.state == LEASED,
+                DeviceCallRow.offers == lease,
+            )
             .values(state=PENDING, lease_expires_at=None, updated_at=func.now())
         )
 

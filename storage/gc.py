@@ -4,8 +4,10 @@ Mark: an artifact with no live reference becomes `unreachable` with a timestamp 
 that gained a live reference again goes back to `active`). Sweep: only artifacts still
 unreachable after the safety window lose their object, then their metadata. Orphans are
 objects in the bucket with no metadata row (uploaded, never committed) older than the
-window. A reference is live while `required_for_resume` is set or `expires_at` has not
-passed (NULL means no expiry).
+window, and so are device uploads left in staging (storage.device_calls.STAGING_DIR: a
+result is read from there once, at its completion, which deletes it; what a device wrote
+after that, or under a lease that ended, is never read). A reference is live while
+`required_for_resume` is set or `expires_at` has not passed (NULL means no expiry).
 
 Races with committers are closed by a per-(tenant, sha256) advisory lock: a committer
 takes it, registers the row and confirms the object exists before committing (see
@@ -26,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
+from storage.device_calls import STAGING_DIR
 from storage.models import ArtifactRefRow, ArtifactRow
 
 logger = logging.getLogger(__name__)
@@ -33,6 +36,7 @@ logger = logging.getLogger(__name__)
 # Tenants whose objects are not described by agent_artifacts (e.g. offloaded Temporal
 # payloads, kept as long as the workflow histories that name them) start with "_".
 _KEY_RE = re.compile(r"^(?P<tenant>[^/]+)/sha256/[0-9a-f]{2}/[0-9a-f]{2}/(?P<sha>[0-9a-f]{64})$")
+_STAGING_RE = re.compile(rf"^[^/]+/{STAGING_DIR}/")
 
 
 @dataclass
@@ -42,11 +46,13 @@ class GcReport:
     revived: int = 0
     swept: list[tuple[str, str, int]] = field(default_factory=list)  # tenant, sha256, bytes
     orphans: list[tuple[str, int]] = field(default_factory=list)  # key, bytes
+    staging: list[tuple[str, int]] = field(default_factory=list)  # key, bytes
     skipped: int = 0
 
     @property
     def bytes_reclaimed(self) -> int:
-        return sum(s for *_, s in self.swept) + sum(s for _, s in self.orphans)
+        uploads = sum(s for _, s in self.orphans) + sum(s for _, s in self.staging)
+        return sum(s for *_, s in self.swept) + uploads
 
 
 def _live_ref(now: datetime) -> Any:
@@ -135,14 +141,21 @@ async def _delete(store: ArtifactStore, key: str) -> None:
 
 async def _orphan_keys(
     store: ArtifactStore, cutoff: datetime, tenant_id: str | None
-) -> list[tuple[str, str, str, int]]:
-    found = []
+) -> tuple[list[tuple[str, str, str, int]], list[tuple[str, int]]]:
+    """Content objects older than `cutoff` that may be orphans; staging objects as old."""
+    found, staging = [], []
     async for key, size, modified in _objects(store, tenant_id):
-        match = _KEY_RE.match(key.removeprefix(f"{store.prefix}/"))
-        if match is None or match["tenant"].startswith("_") or modified >= cutoff:
+        if modified >= cutoff:
+            continue
+        relative = key.removeprefix(f"{store.prefix}/")
+        if _STAGING_RE.match(relative):
+            staging.append((key, size))
+            continue
+        match = _KEY_RE.match(relative)
+        if match is None or match["tenant"].startswith("_"):
             continue
         found.append((key, match["tenant"], match["sha"], size))
-    return found
+    return found, staging
 
 
 async def collect(
@@ -185,7 +198,12 @@ async def collect(
         except Exception:  # one bad row must not stop the pass; it is retried next time
             logger.exception("could not sweep artifact %s/%s", row.tenant_id, row.sha256)
             report.skipped += 1
-    for key, tenant, sha, size in await _orphan_keys(store, cutoff, tenant_id):
+    orphans, staging = await _orphan_keys(store, cutoff, tenant_id)
+    for key, size in staging:
+        if not dry_run:
+            await _delete(store, key)
+        report.staging.append((key, size))
+    for key, tenant, sha, size in orphans:
         async with sessions() as db, db.begin():
             repo = ArtifactRepository(db, tenant)
             await repo.lock_content(sha)
@@ -200,12 +218,13 @@ async def collect(
                 await _delete(store, key)
             report.orphans.append((key, size))
     logger.info(
-        "gc%s: marked %d, revived %d, swept %d, orphans %d, %d bytes",
+        "gc%s: marked %d, revived %d, swept %d, orphans %d, staging %d, %d bytes",
         " (dry run)" if dry_run else "",
         report.marked,
         report.revived,
         len(report.swept),
         len(report.orphans),
+        len(report.staging),
         report.bytes_reclaimed,
     )
     return report

@@ -56,9 +56,16 @@ async def test_a_renewed_lease_keeps_a_long_call_with_its_device_and_its_first_a
             other = await http.post("/v1/device/calls/next", params={"wait": 0}, headers=auth)
             assert other.status_code == 204
         body = b"a long read"
-        put = await http.put(got.json()["upload"]["url"], content=body)
-        assert put.status_code == 200
         sha = hashlib.sha256(body).hexdigest()
+        # The offer's upload URL ended with the lease it came with: a fresh one, as the
+        # device link asks for, lives as long as the renewed lease.
+        bound = await http.post(
+            f"/v1/device/calls/{cid}/upload", json={"sha256": sha}, headers=auth
+        )
+        assert bound.status_code == 200, bound.text
+        target = bound.json()
+        put = await http.put(target["url"], content=body, headers=target["headers"])
+        assert put.status_code == 200
         done = await http.post(
             f"/v1/device/calls/{cid}/complete",
             json={"result": {"size_bytes": len(body), "sha256": sha}},

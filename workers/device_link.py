@@ -157,7 +157,9 @@ async def _upload(
     http: httpx.AsyncClient, call: dict[str, Any], result: LocalResult
 ) -> dict[str, Any]:
     """The completion body; a result's bytes are PUT to the call's target first."""
-    body: dict[str, Any] = {}
+    # The lease it ran under, named so that one which since ran out is refused, not taken.
+    lease = {"lease": call["lease"]} if "lease" in call else {}
+    body: dict[str, Any] = dict(lease)
     if result.effect is not None:
         body["effect"] = result.effect
     if result.output is None:
@@ -166,7 +168,9 @@ async def _upload(
     content = result.output.content
     sha = hashlib.sha256(content).hexdigest()
     # A target bound to these bytes too (S3 refuses others), for exactly this call.
-    bound = await http.post(f"/v1/device/calls/{call['call_id']}/upload", json={"sha256": sha})
+    bound = await http.post(
+        f"/v1/device/calls/{call['call_id']}/upload", json={"sha256": sha, **lease}
+    )
     if bound.status_code != 200:
         raise GatewayRefused(f"no upload target: {_error_of(bound)}")
     target = bound.json()

@@ -225,6 +225,18 @@ class GatewaySettings(BaseSettings):
     # Far above any text a task takes inline (AGENT_MAX_*_BYTES apply after); a cap here
     # keeps one request from making the process buffer an unbounded body.
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    # Per client address, in-process: failed authentications allowed (burst, then per
+    # second) before the address is answered 429 without its key being looked up.
+    auth_failure_rate_per_second: float = Field(default=1.0, gt=0)
+    auth_failure_burst: int = Field(default=30, ge=1)
+    # Per key, in-process: open event streams and device long-polls at once (429 past them).
+    max_streams_per_key: int = Field(default=16, ge=1)
+    max_polls_per_key: int = Field(default=4, ge=1)
+    # How often open streams and long-polls look again at their key: a revoked or expired
+    # key ends them within this plus a second.
+    key_recheck_seconds: float = Field(default=2.0, gt=0, le=4.0)
+    # A device's lease on a call (renewed by its heartbeats); its upload URL ends with it.
+    device_lease_seconds: int = Field(default=30, ge=2, le=300)
 
 
 class Settings(BaseSettings):

@@ -25,22 +25,33 @@ from workers.gateway.body_limit import BodyLimit
 from workers.gateway.context import Gateway
 from workers.gateway.device_relays import DeviceRelays
 from workers.gateway.errors import install_error_handlers
+from workers.gateway.key_holds import POLL, STREAM, OpenHolds
 from workers.gateway.rate_limit import RateLimiter
 from workers.gateway.security_headers import SecuredApp
 from workers.resources import Resources
 from workers.settings import Settings
+
+# Client addresses whose failed authentications are remembered at once (memory bound).
+MAX_THROTTLED_ADDRESSES = 100_000
 
 
 def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
     """The gateway app, serving with these resources as the tenants of its API keys."""
     hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
     relays = DeviceRelays(client, resources.sessions, store_prefix=resources.store.prefix)
+    limits = settings.gateway
+    holds = OpenHolds(
+        resources.sessions,
+        {STREAM: limits.max_streams_per_key, POLL: limits.max_polls_per_key},
+        recheck_seconds=limits.key_recheck_seconds,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await hub.aclose()  # the LISTEN connection, if a stream opened it
         await relays.aclose()  # the device queues this process served
+        await holds.aclose()  # the re-check of open streams' keys
 
     app = SecuredApp(
         lifespan=lifespan,
@@ -51,9 +62,18 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         description="Start, steer and read durable agent tasks. Authenticate with "
         "`Authorization: Bearer <key>` (`agentctl keys create`).",
     )
-    limits = settings.gateway
     app.state.gateway = Gateway(
-        resources, client, settings, RateLimiter(limits.rate_per_second, limits.burst), hub
+        resources,
+        client,
+        settings,
+        RateLimiter(limits.rate_per_second, limits.burst),
+        hub,
+        auth_failures=RateLimiter(
+            limits.auth_failure_rate_per_second,
+            limits.auth_failure_burst,
+            max_keys=MAX_THROTTLED_ADDRESSES,
+        ),
+        holds=holds,
     )
     app.state.device_relays = relays
     install_error_handlers(app)

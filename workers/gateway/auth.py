@@ -2,8 +2,9 @@
 
 `require(scope)` is the dependency every route (and any router added later, e.g. the event
 stream) uses: it answers 401 for a missing, malformed, unknown, wrong, revoked or expired
-key with one and the same body (no oracle), 429 when the key is over its rate, and 403 when
-the key lacks the scope. The Principal it returns is where a route takes the tenant from.
+key with one and the same body (no oracle), 429 when the key is over its rate or its client
+address failed to authenticate too often, and 403 when the key lacks the scope. The
+Principal it returns is where a route takes the tenant from.
 """
 
 from __future__ import annotations
@@ -24,10 +25,17 @@ _bearer = HTTPBearer(auto_error=False, description="An API key from `agentctl ke
 UNAUTHORIZED_MESSAGE = "a valid API key is required (Authorization: Bearer <key>)"
 
 
-def _unauthorized() -> ApiError:
+def unauthorized() -> ApiError:
+    """The one 401 (no oracle: every reason a key is refused answers this)."""
     return ApiError(
         401, "unauthorized", UNAUTHORIZED_MESSAGE, headers={"WWW-Authenticate": "Bearer"}
     )
+
+
+def client_address(request: Request) -> str:
+    """The peer's address as the socket saw it. X-Forwarded-For is not believed: anyone
+    can send it (behind a proxy, every client shares the proxy's address)."""
+    return request.client.host if request.client is not None else ""
 
 
 async def _authenticated(
@@ -35,12 +43,24 @@ async def _authenticated(
 ) -> Principal:
     """The key's Principal, within its rate; 401 or 429 otherwise."""
     if credentials is None:
-        raise _unauthorized()
+        raise unauthorized()
     gateway = gateway_of(request)
+    address = client_address(request)
+    # An address that failed too often is refused before its key is looked up: guessing
+    # keys costs the guesser time, and a valid key from there is no oracle meanwhile.
+    throttled = gateway.auth_failures.wait(address)
+    if throttled > 0:
+        raise ApiError(
+            429,
+            "auth_throttled",
+            "too many failed authentications from this address; retry later",
+            headers={"Retry-After": str(max(1, math.ceil(throttled)))},
+        )
     async with gateway.resources.sessions() as db:
         found = await ApiKeyRepository(db).authenticate(credentials.credentials)
     if found is None:
-        raise _unauthorized()
+        gateway.auth_failures.take(address)
+        raise unauthorized()
     wait = gateway.limiter.take(found.key_id)
     if wait > 0:
         raise ApiError(

@@ -1,5 +1,5 @@
 """What every gateway route works with: the process's resources, Temporal client,
-settings and rate limiter (one per app)."""
+settings, rate limiters and open long requests (one of each per app)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from temporalio.client import Client
 
 from storage.session_events import EventHub
+from workers.gateway.key_holds import OpenHolds
 from workers.gateway.live_status import LiveStatusCache
 from workers.gateway.rate_limit import RateLimiter
 from workers.resources import Resources
@@ -24,6 +25,10 @@ class Gateway:
     limiter: RateLimiter
     # Session events (LISTEN/NOTIFY), shared by every stream this process serves.
     hub: EventHub
+    # Failed authentications per client address.
+    auth_failures: RateLimiter
+    # Event streams and device long-polls open per key (capped; ended on revocation).
+    holds: OpenHolds
     # The inbox's workflow queries, asked again only when a session changes.
     live: LiveStatusCache = field(default_factory=LiveStatusCache)
 

@@ -28,24 +28,24 @@ from activities.tool_effects import EFFECT_IN_DOUBT
 from activities.tool_run import call_arguments, outcome_of
 from storage.api_keys import Principal
 from storage.artifact_streams import status as s3_status
-from storage.device_calls import DONE, DeviceCallRepository
+from storage.device_calls import DONE, STAGING_DIR, DeviceCallRepository
 from storage.devices import DeviceRepository
 from storage.items import ItemRepository
 from storage.models import DeviceCallRow, ItemRow
 from storage.sessions import SessionRepository
 from storage.tool_effects import EffectState
 from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
+from workers.gateway.auth import unauthorized
 from workers.gateway.context import Gateway
 from workers.gateway.device_models import Completion, OfferedCall, UploadTarget
 from workers.gateway.device_relays import DeviceRelays
 from workers.gateway.errors import ApiError
+from workers.gateway.key_holds import POLL
 
 logger = logging.getLogger(__name__)
 
-# A device renews its lease well within this; a device gone this long is taken as gone
-# (the call's Temporal heartbeat timeout is 30 s too).
-LEASE = timedelta(seconds=30)
-UPLOAD_EXPIRES_SECONDS = 900
+# An upload URL lives as long as the lease it was given under has left, within these.
+UPLOAD_MIN_SECONDS, UPLOAD_MAX_SECONDS = 1, 900
 # What the gateway reads back to verify, in memory: a larger result is refused.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 # How often a waiting poll looks at the table anyway (a call handed over by another
@@ -54,8 +54,35 @@ _RECHECK_SECONDS = 1.0
 
 
 def staging_key(prefix: str, call: DeviceCallRow) -> str:
-    """Where the device uploads this call's result: one key per call, under its tenant."""
-    return f"{prefix}/{call.tenant_id}/device-uploads/{call.id}"
+    """Where the device uploads this call's result under its current lease: one key per
+    call and lease, under its tenant (an upload made under an older lease is never read;
+    storage.gc collects what was left behind)."""
+    return f"{prefix}/{call.tenant_id}/{STAGING_DIR}/{call.id}/{call.offers}"
+
+
+def _lease(gateway: Gateway) -> timedelta:
+    # A device renews its lease well within this; a device gone this long is taken as
+    # gone (the call's Temporal heartbeat timeout is 30 s, the default lease).
+    return timedelta(seconds=gateway.settings.gateway.device_lease_seconds)
+
+
+def _not_leased() -> ApiError:
+    return ApiError(
+        409, "not_leased", "this device holds no current lease on that call; poll for it again"
+    )
+
+
+async def _held(gateway: Gateway, call: DeviceCallRow, lease: int | None) -> timedelta:
+    """What is left of the current lease on `call` (the one it was read under, or `lease`
+    when the device names it); 409 when there is none."""
+    if lease is not None and lease != call.offers:
+        raise _not_leased()
+    async with gateway.resources.sessions() as db:
+        repo = DeviceCallRepository(db, call.tenant_id, call.device_id)
+        left = await repo.lease_left(call.id, call.offers)
+    if left is None:
+        raise _not_leased()
+    return left
 
 
 def _call_id(raw: str) -> uuid.UUID:
@@ -85,25 +112,31 @@ async def next_call(
     async with gateway.resources.sessions() as db, db.begin():
         if not await DeviceRepository(db, tenant).heartbeat(device):
             raise ApiError(409, "not_registered", "register the device first (POST /v1/device)")
-    offered = relays.polled(tenant, device)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_seconds
-    while True:
-        offered.clear()
-        found = await _claim(gateway, tenant, device)
-        if found is not None:
-            return found
-        left = deadline - loop.time()
-        if left <= 0:
-            return None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(offered.wait(), timeout=min(left, _RECHECK_SECONDS))
-        relays.polled(tenant, device)
+    hold = gateway.holds.acquire(principal.key_id, POLL)  # 429 past the key's cap
+    try:
+        offered = relays.polled(tenant, device)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        while True:
+            if hold.ended.is_set():  # the key was revoked or expired while it waited
+                raise unauthorized()
+            offered.clear()
+            found = await _claim(gateway, tenant, device)
+            if found is not None:
+                return found
+            left = deadline - loop.time()
+            if left <= 0:
+                return None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(offered.wait(), timeout=min(left, _RECHECK_SECONDS))
+            relays.polled(tenant, device)
+    finally:
+        hold.release()
 
 
 async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | None:
     async with gateway.resources.sessions() as db, db.begin():
-        call = await DeviceCallRepository(db, tenant, device).claim(LEASE)
+        call = await DeviceCallRepository(db, tenant, device).claim(_lease(gateway))
         if call is None:
             return None
         items = ItemRepository(db, tenant)
@@ -117,16 +150,20 @@ async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | No
         agent=session.agent_definition,
         step=call.step,
         offered_before=call.offers > 1,
-        lease_seconds=int(LEASE.total_seconds()),
-        upload=await _upload_target(gateway, call),
+        lease=call.offers,
+        lease_seconds=gateway.settings.gateway.device_lease_seconds,
+        upload=await _upload_target(gateway, call, _lease(gateway)),
     )
 
 
 async def _upload_target(
-    gateway: Gateway, call: DeviceCallRow, sha256: str | None = None
+    gateway: Gateway, call: DeviceCallRow, lease_left: timedelta, sha256: str | None = None
 ) -> UploadTarget:
-    """A presigned PUT for the call's staging key; with `sha256`, bound to those bytes too
-    (SeaweedFS and S3 refuse a body whose sha256 differs: 400 BadDigest)."""
+    """A presigned PUT for the call's staging key under its current lease, valid no longer
+    than that lease has left; with `sha256`, bound to those bytes too (SeaweedFS and S3
+    refuse a body whose sha256 differs: 400 BadDigest)."""
+    expires = int(lease_left.total_seconds())
+    expires = max(UPLOAD_MIN_SECONDS, min(UPLOAD_MAX_SECONDS, expires))
     store = gateway.resources.store
     params = {"Bucket": store.bucket, "Key": staging_key(store.prefix, call)}
     headers: dict[str, str] = {}
@@ -135,13 +172,13 @@ async def _upload_target(
         params["ChecksumSHA256"] = checksum
         headers["x-amz-checksum-sha256"] = checksum
     url: str = await store.client.generate_presigned_url(
-        "put_object", Params=params, ExpiresIn=UPLOAD_EXPIRES_SECONDS, HttpMethod="PUT"
+        "put_object", Params=params, ExpiresIn=expires, HttpMethod="PUT"
     )
-    return UploadTarget(url=url, expires_in=UPLOAD_EXPIRES_SECONDS, headers=headers)
+    return UploadTarget(url=url, expires_in=expires, headers=headers)
 
 
 async def bound_upload(
-    gateway: Gateway, principal: Principal, raw_id: str, sha256: str
+    gateway: Gateway, principal: Principal, raw_id: str, sha256: str, lease: int | None = None
 ) -> UploadTarget:
     """An upload target for this device's call bound to the bytes of `sha256`."""
     tenant, device = principal.tenant_id, device_of(principal)
@@ -151,7 +188,7 @@ async def bound_upload(
         raise _no_such_call()
     if call.state == DONE:
         raise ApiError(409, "already_committed", "this call's result is committed already")
-    return await _upload_target(gateway, call, sha256)
+    return await _upload_target(gateway, call, await _held(gateway, call, lease), sha256)
 
 
 async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:
@@ -160,7 +197,7 @@ async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:
     call_id = _call_id(raw_id)
     async with gateway.resources.sessions() as db, db.begin():
         repo = DeviceCallRepository(db, tenant, device)
-        call = await repo.extend(call_id, LEASE)
+        call = await repo.extend(call_id, _lease(gateway))
         if call is None and await repo.get(call_id) is None:
             raise _no_such_call()
     if call is None:
@@ -188,6 +225,9 @@ async def complete(
         # Committed before; the activity may not have heard (a failed completion): tell it.
         await _complete_again(gateway, call)
         return str(call.id), True
+    # Only under the current lease: a device whose lease was released or ran out (the
+    # call offered again) has nothing to complete.
+    await _held(gateway, call, body.lease)
     artifact = await _verified_upload(gateway, call, body) if body.result is not None else None
     async with gateway.resources.sessions() as db, db.begin():
         repo = DeviceCallRepository(db, tenant, device)
@@ -195,6 +235,8 @@ async def complete(
         if locked is None:
             raise _no_such_call()
         already = locked.state == DONE
+        if not already and await repo.lease_left(call_id, call.offers) is None:
+            raise _not_leased()  # lost between the check and the lock: nothing committed
         item = await commit_tool_result(
             db, tenant, _tool_result(locked, body, artifact), store=gateway.resources.store
         )
@@ -243,7 +285,7 @@ async def _verified_upload(
 async def _refuse(gateway: Gateway, call: DeviceCallRow, why: str) -> Any:
     """Commit nothing; hand the call out again (to this device's next poll)."""
     async with gateway.resources.sessions() as db, db.begin():
-        await DeviceCallRepository(db, call.tenant_id, call.device_id).release(call.id)
+        await DeviceCallRepository(db, call.tenant_id, call.device_id).release(call.id, call.offers)
     await _forget_upload(gateway, call)
     raise ApiError(422, "result_refused", f"{why}; the call is offered again")
 

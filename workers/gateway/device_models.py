@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from activities.tools.base import Effect
+from activities.tools.mcp_tools import MAX_MCP_NAME_CHARS
 from storage.tool_effects import SETTLED, EffectState
 from workers.gateway.models import Request
 
@@ -19,13 +21,31 @@ ERROR_TYPE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 MAX_TOOLS = 500
 MAX_ERROR_CHARS = 4000
+MAX_SERVER_CHARS = 64
+
+
+class ToolSpecRecord(Request):
+    """One device-local MCP tool as registered (McpToolInfo.record): these keys and no
+    others, so nothing a device adds (a command, an environment) is ever stored."""
+
+    server: str = Field(min_length=1, max_length=MAX_SERVER_CHARS)
+    mcp_name: str = Field(min_length=1, max_length=MAX_MCP_NAME_CHARS)
+    description: str | None = None
+    parameters: dict[str, Any]
+    effect: Effect
 
 
 class DeviceRegistration(Request):
     tools: list[str] = Field(max_length=MAX_TOOLS, description="Tools the device serves.")
-    tool_specs: list[dict[str, Any]] | None = Field(
+    tool_specs: list[ToolSpecRecord] | None = Field(
         None, max_length=MAX_TOOLS, description="Specs of its device-local MCP tools."
     )
+
+    def spec_records(self) -> list[dict[str, Any]] | None:
+        """The specs as stored (devices.tool_specs) and read back by the cloud."""
+        if not self.tool_specs:
+            return None
+        return [spec.model_dump() for spec in self.tool_specs]
 
 
 class DeviceIdentity(BaseModel):
@@ -48,6 +68,8 @@ class UploadRequest(Request):
     """What the device is about to upload: the target it gets is bound to this sha256."""
 
     sha256: str = Field(pattern=SHA256_PATTERN)
+    # The lease the device holds (OfferedCall.lease): refused if no longer the current one.
+    lease: int | None = Field(None, ge=1)
 
 
 class OfferedCall(BaseModel):
@@ -61,6 +83,9 @@ class OfferedCall(BaseModel):
     # True when a device was handed this call before (it went away mid-call): an
     # effectful tool reconciles before it runs again.
     offered_before: bool
+    # Which lease the device holds; uploads and the completion name it (a newer offer of
+    # the call, after this lease ran out or was released, makes it stale).
+    lease: int
     lease_seconds: int
     upload: UploadTarget
 
@@ -83,6 +108,9 @@ class Completion(Request):
     error: ErrorInfo | None = None
     # For an effectful tool: whether it acted (the effects contract), as a call settles.
     effect: EffectState | None = None
+    # The lease it was done under (OfferedCall.lease); without it, the current lease is
+    # taken, which must still be live either way.
+    lease: int | None = Field(None, ge=1)
 
     @field_validator("effect")
     @classmethod

@@ -11,7 +11,7 @@ missed notification (a lost LISTEN connection) only delays an event, never drops
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -60,7 +60,7 @@ async def session_events(
     store: ArtifactStore | None = None,
     recheck_seconds: float = RECHECK_SECONDS,
     deltas: bool = True,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """SSE events (dicts for sse-starlette) for one session until it ends. The session must
     belong to `tenant_id` (SessionNotFound otherwise, before anything is sent); `store`
     brings an archived session back to read it; `deltas`: include token deltas."""

@@ -60,13 +60,14 @@ async def register(
     bad = [t for t in body.tools if not re.fullmatch(TOOL_NAME_PATTERN, t)]
     if bad:
         raise ApiError(422, "invalid_request", f"invalid tool name {bad[0][:64]!r}")
+    specs = body.spec_records()
     try:
-        device_mcp_tools(body.tool_specs)  # checked as the cloud will read them
+        device_mcp_tools(specs)  # checked as the cloud will read them
     except McpListingError as err:
         raise ApiError(422, "invalid_request", str(err)) from None
     async with gateway.resources.sessions() as db, db.begin():
         await DeviceRepository(db, principal.tenant_id).register(
-            device_id, sorted(set(body.tools)), body.tool_specs or None
+            device_id, sorted(set(body.tools)), specs
         )
     return DeviceIdentity(
         key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=device_id
@@ -84,7 +85,8 @@ async def next_call(
     gateway: GatewayDep,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = 20.0,
 ) -> OfferedCall | Response:
-    """Long-poll: this device's next call (leased to it), or 204 after `wait` seconds."""
+    """Long-poll: this device's next call (leased to it), or 204 after `wait` seconds; 429
+    past the key's open long-polls, 401 once its key is revoked or expires meanwhile."""
     found = await device_calls.next_call(gateway, relays_of(request), principal, wait)
     if found is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -102,14 +104,15 @@ async def upload_target(
     call_id: str, body: UploadRequest, principal: DeviceKey, gateway: GatewayDep
 ) -> UploadTarget:
     """A presigned PUT for this call's result bound to its sha256 as well as its key."""
-    return await device_calls.bound_upload(gateway, principal, call_id, body.sha256)
+    return await device_calls.bound_upload(gateway, principal, call_id, body.sha256, body.lease)
 
 
 @router.post("/calls/{call_id}/complete", response_model=CompletionAnswer)
 async def complete(
     call_id: str, body: Completion, principal: DeviceKey, gateway: GatewayDep
 ) -> CompletionAnswer:
-    """The call's result (uploaded to its target first) or its error. A result whose
-    uploaded object does not match size and sha256 is refused (422), nothing committed."""
+    """The call's result (uploaded to its target first) or its error, under the device's
+    current lease (409 otherwise). A result whose uploaded object does not match size and
+    sha256 is refused (422), nothing committed."""
     done, already = await device_calls.complete(gateway, principal, call_id, body)
     return CompletionAnswer(call_id=done, status="already_committed" if already else "committed")
