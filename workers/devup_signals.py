@@ -68,7 +68,10 @@ class StopOnSignals:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        # The watchdog, if started, stays: it ends the process should it not end by itself.
+        if self.signalled is not None:
+            # Stopping: the watchdog and these handlers stay until the process ends, so a
+            # shutdown that hangs past here (a thread that will not join) still ends.
+            return
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
 
