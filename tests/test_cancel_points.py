@@ -6,11 +6,13 @@ cancel and by the tenant-checked `cancel` update that `agentctl cancel` sends.""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.worker import Replayer
 
 from activities.providers.base import ModelReply, ModelRequest, ToolSpec
 from activities.providers.scripted import ScriptedProvider
@@ -20,6 +22,9 @@ from tests.conftest import AgentRunner
 from tests.support.helpers import files_to_read, start
 from workers import tasks
 from workers.resources import Resources
+from workflows.agent import AgentWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
 
 How = Literal["temporal", "update"]
 # Small enough that a compaction is due after a few reads (tests/test_background_compaction.py).
@@ -109,6 +114,11 @@ async def test_a_cancel_while_the_model_call_is_in_flight_records_cancelled(
     finally:
         provider.release.set()
     assert provider.answered == 1  # the held call never became a reply of the task
+    history = await tasks.task_handle(client, session_id).fetch_history()
+    replay = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
+    assert replay.replay_failure is None
+    if os.environ.get("RECORD_HISTORIES") and how == "update":
+        (HISTORIES / "cancel_during_model_call.json").write_text(history.to_json())
 
 
 @pytest.mark.parametrize("how", ["temporal", "update"])
