@@ -128,3 +128,9 @@ def test_many_echo_blocks_are_bounded() -> None:
     found = read_reply_text(echo * 10_000, OFFERED, SHOWN * 50)
     assert found.calls == []
     assert found.text.count("<tool_response>") < 10_000
+
+
+def test_with_no_tools_offered_a_guessed_call_stays_the_answer() -> None:
+    # A summary request offers no tools: its reply is the summary, whatever it looks like.
+    text = '{"name": "survey_files", "arguments": {}}'
+    assert read_reply_text(text, (), SHOWN).calls == []

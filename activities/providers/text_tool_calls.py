@@ -65,7 +65,8 @@ def read_reply_text(
     ``results`` (the tool results the model was shown) and bare markup are removed.
 
     ``offered`` is the tools of the request: a whole reply that is one call of one of them
-    needs no ``arguments``; a call of any other name does (it becomes an UnknownTool result).
+    needs no ``arguments``; a call of any other name does (it becomes an UnknownTool result),
+    and counts only when some tools were offered.
     """
     found = parse_text_tool_calls(text, offered, results)
     if found is not None:
@@ -172,7 +173,8 @@ def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall
         if not isinstance(obj, dict):
             return []
         call = _call_of(obj)
-        if call is None or not (call.name in offered or _guessed_call(obj)):
+        # With no tools offered (a summary request) nothing is a call the model could mean.
+        if call is None or not (call.name in offered or (offered and _guessed_call(obj))):
             return []
         calls.append(call)
     return calls
