@@ -58,22 +58,46 @@ _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
 _MAX_BLOCKS = 64
 
 
+@dataclass(frozen=True)
+class TextToolCalls:
+    """The calls found in a reply's text and the text that is left once they are removed."""
+
+    calls: list[ProviderCall]
+    text: str
+
+
 def read_reply_text(
     text: str, offered: Collection[str], results: Collection[str] = ()
 ) -> TextToolCalls:
     """The calls written in a reply's ``text`` and the answer left once they, echoes of
     ``results`` (the tool results the model was shown) and bare markup are removed.
 
-    ``offered`` is the tools of the request: a whole reply that is one call of one of them
-    needs no ``arguments``; a call of any other name does (it becomes an UnknownTool result),
-    and counts only when some tools were offered.
+    A call in a ``<tool_call>`` tag always counts, and so does one that is all of a
+    ``<tool_response>`` block that does not repeat one of ``results``. A bare or fenced JSON
+    call counts only when it is the whole reply (an answer that merely contains JSON, or shows
+    a call as an example, stays an answer): of a tool in ``offered`` (``arguments`` may be
+    left out), or of any tool name when it carries arguments and some tools were offered, so
+    that a guessed name is answered with the real ones (an UnknownTool result).
     """
-    found = parse_text_tool_calls(text, offered, results)
-    if found is not None:
-        return found
-    if "<tool_response>" in text:
-        text = _blocks(text, offered, results).text
-    return TextToolCalls([], "" if is_bare_markup(text) else text.strip())
+    left = text
+    if "<tool_call>" in text or "<tool_response>" in text:
+        found = _blocks(text, offered, results)
+        left = found.text
+        if found.calls:
+            return TextToolCalls(found.calls, "" if is_bare_markup(left) else left)
+    calls = _whole_reply_calls(left.strip(), offered)
+    if calls:
+        return TextToolCalls(calls, "")
+    return TextToolCalls([], "" if is_bare_markup(left) else left.strip())
+
+
+def parse_text_tool_calls(
+    text: str, offered: Collection[str], results: Collection[str] = ()
+) -> TextToolCalls | None:
+    """The tool calls written in ``text`` (see ``read_reply_text``), or None when it holds
+    none."""
+    found = read_reply_text(text, offered, results)
+    return found if found.calls else None
 
 
 def is_bare_markup(text: str) -> bool:
@@ -85,35 +109,6 @@ def _is_echo(body: str, shown: list[str]) -> bool:
     """``body`` repeats (all or part of) an earlier result verbatim, spacing aside."""
     said = _SPACE.sub(" ", body).strip()
     return not said or any(said in r for r in shown)
-
-
-@dataclass(frozen=True)
-class TextToolCalls:
-    """The calls found in a reply's text and the text that is left once they are removed."""
-
-    calls: list[ProviderCall]
-    text: str
-
-
-def parse_text_tool_calls(
-    text: str, offered: Collection[str], results: Collection[str] = ()
-) -> TextToolCalls | None:
-    """The tool calls written in ``text``, or None when it holds none.
-
-    A call in a ``<tool_call>`` tag always counts, and so does one that is all of a
-    ``<tool_response>`` block that does not repeat one of ``results``. A bare or fenced JSON
-    call counts only when it is the whole reply (an answer that merely contains JSON, or shows
-    a call as an example, stays an answer): of a tool in ``offered``, or of any tool name
-    when it carries arguments, so that a guessed name is answered with the real ones.
-    """
-    text_left = text
-    if "<tool_call>" in text or "<tool_response>" in text:
-        found = _blocks(text, offered, results)
-        if found.calls:
-            return found
-        text_left = found.text
-    calls = _whole_reply_calls(text_left.strip(), offered)
-    return TextToolCalls(calls, "") if calls else None
 
 
 def _blocks(text: str, offered: Collection[str], results: Collection[str]) -> TextToolCalls:
