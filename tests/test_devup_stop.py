@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -81,16 +81,17 @@ def dev_up(state: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen[byte
     argv = [str(AGENTCTL), "dev", "up", "--state-dir", str(state), "--no-ui"]
     argv += ["--temporal-port", "0", "--postgres-port", "0", "--s3-port", "0"]
     argv += ["--model-provider", "offline", "--gateway-port", "0"]
-    log = (cwd / "dev-up.log").open("wb")
-    # A session of its own, as a terminal's foreground job would be: our signals only.
-    return subprocess.Popen(
-        argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-    )
+    with (cwd / "dev-up.log").open("wb") as log:
+        return subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
 
 
-def wait_for(what: str, ready: object, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+def wait_for(
+    what: str, ready: Callable[[], object], timeout: float, proc: subprocess.Popen[bytes]
+) -> None:
     deadline = time.monotonic() + timeout
-    while not ready():  # type: ignore[operator]
+    while not ready():
         assert proc.poll() is None, f"dev up exited before {what}"
         assert time.monotonic() < deadline, f"no {what} after {timeout:.0f}s"
         time.sleep(0.05)
