@@ -14,6 +14,10 @@ def non_retryable(error_type: str, message: str) -> ApplicationError:
     return ApplicationError(message, type=error_type, non_retryable=True)
 
 
+def retryable(error_type: str, message: str) -> ApplicationError:
+    return ApplicationError(message, type=error_type, non_retryable=False)
+
+
 @asynccontextmanager
 async def storage_errors_are_final() -> AsyncIterator[None]:
     """A missing session or a corrupt artifact will not heal on retry: fail fast, typed."""

@@ -17,6 +17,7 @@ from activities.context import ContextBudget
 from activities.context_windows import ContextWindows, WindowSource
 from activities.delegation import DelegationActivities
 from activities.device_presence import DevicePresenceActivities
+from activities.failure_words import FailureWords
 from activities.gc import GcActivities
 from activities.model_call import ModelActivities
 from activities.providers.base import ModelProvider
@@ -155,7 +156,7 @@ def build_cloud_worker(
         task_queue=task_queue,
         workflows=[AgentWorkflow, ArtifactGcWorkflow],
         activities=list(activities),
-        interceptors=list(interceptors),
+        interceptors=[FailureWords(), *interceptors],
         plugins=list(plugins),
         workflow_runner=runner_for(sandbox),
         **extra,

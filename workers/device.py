@@ -5,6 +5,7 @@ from __future__ import annotations
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.failure_words import FailureWords
 from activities.tool_run import ToolActivities
 from workflows.policies import device_task_queue
 
@@ -15,5 +16,8 @@ def build_device_worker(
     """Poll the queue of (tenant, device) only: another tenant's device of the same name
     polls a queue of its own."""
     return Worker(
-        client, task_queue=device_task_queue(tenant_id, device_id), activities=[tools.run_tool]
+        client,
+        task_queue=device_task_queue(tenant_id, device_id),
+        activities=[tools.run_tool],
+        interceptors=[FailureWords()],
     )

@@ -1,0 +1,53 @@
+"""Activity failures in our words: the one edge where an unexpected exception is translated.
+
+Our own failures are ApplicationErrors with a type and fixed words, or exceptions of our
+own packages whose messages are written that way (TransientToolError, StorageError). Any
+other exception (a database driver's that quotes the statement's parameters, a library's
+that quotes a page, a builtin's that quotes a value) would reach workflow history as its
+message and stack; here it becomes an ApplicationError carrying only its class name, still
+retryable, and the worker log gets the class and where it was raised, never the message.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import FailureError
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+)
+
+from activities.errors import retryable
+
+log = logging.getLogger(__name__)
+
+# Exceptions defined here carry our words (their docstrings say so); others may not.
+OUR_PACKAGES = frozenset({"activities", "storage", "workers", "workflows"})
+
+
+class FailureWords(Interceptor):
+    """Put first in a worker's interceptors: it sees what every other one lets through."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Inbound(next)
+
+
+class _Inbound(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        try:
+            return await self.next.execute_activity(input)
+        except FailureError:
+            raise  # ours (ApplicationError) or Temporal's own: already fixed words
+        except Exception as err:
+            if type(err).__module__.partition(".")[0] in OUR_PACKAGES:
+                raise
+            kind = type(err).__name__
+            where = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+            place = f"{where[0].filename}:{where[0].lineno}" if where else "?"
+            log.warning("activity %s raised %s at %s", activity.info().activity_type, kind, place)
+            raise retryable(kind, f"{kind} in {activity.info().activity_type}") from None
