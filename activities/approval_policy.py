@@ -69,6 +69,29 @@ def policy_for(
     return default
 
 
+def call_policies(
+    name: str,
+    aliases: Sequence[str],
+    *,
+    default: str,
+    agent: Mapping[str, str],
+    task: Mapping[str, str],
+    loosened: Mapping[str, str],
+) -> tuple[str, ...]:
+    """Every policy a call of tool `name` must pass. The agent's (or, with none, the tool's
+    `default`) always applies unless a loosening an authorised caller committed replaces
+    it; the task's own policy, if any, is one more condition: a task can ask for more
+    approvals than its agent, never for fewer."""
+    base = policy_for(loosened, name, aliases, "") or policy_for(agent, name, aliases, default)
+    extra = policy_for(task, name, aliases, "")
+    return (base, extra) if extra else (base,)
+
+
+def needs_any(policies: Sequence[str], arguments: dict[str, Any]) -> bool:
+    """Whether any of `policies` holds a call with `arguments` for a decision."""
+    return any(needs_approval(policy, arguments) for policy in policies)
+
+
 def _inside(path: object, directory: str) -> bool:
     if not isinstance(path, str) or not path or path.startswith("/"):
         return False

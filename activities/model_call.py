@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
-from activities.approval_policy import needs_approval, policy_for
+from activities.approval_policy import call_policies, needs_any
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget, pending_note
 from activities.context_windows import ContextWindows, Fitted, call_within_window
@@ -113,7 +113,7 @@ class ModelActivities:
                 )
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
-                    return await self._result_of(db, inp, done, agent, config)
+                    return await self._result_of(db, inp, done, agent, config, session.approvals)
             compaction: CompactionRow | None = None
             pending = {
                 p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls
@@ -178,7 +178,9 @@ class ModelActivities:
                         db, inp, session_id, fitted, config, compaction
                     )
                     await trace.committed(db)  # audit mode: the event commits with the reply
-                    return await self._result_of(db, inp, row, agent, config, call_rows)
+                    return await self._result_of(
+                        db, inp, row, agent, config, session.approvals, call_rows
+                    )
 
     def _delta_stream(self, inp: ModelCallInput, send: int) -> DeltaStream | None:
         if self._deltas is None:
@@ -314,12 +316,17 @@ class ModelActivities:
         row: ItemRow,
         agent: AgentRuntime,
         config: ContextConfig,
+        approvals: dict[str, Any] | None,
         call_rows: dict[str, ItemRow] | None = None,
     ) -> ModelCallResult:
         """`call_rows`: the tool_call items when this attempt just wrote them. `config`: the
-        turn's, whose agent approvals hold for the turn; the task's own policies win."""
+        turn's, whose agent approvals hold for the turn. `approvals`: what the session
+        committed (the task's policies, and loosenings with who made them); a session
+        started before it kept them has them in `inp` instead, and they only tighten."""
         items = ItemRepository(db, inp.tenant_id)
-        policies = {**config.agent.get("approvals", {}), **inp.approval_policies}
+        agent_policies = config.agent.get("approvals", {})
+        record = approvals or {"policies": inp.approval_policies}
+        task_policies, loosened = record.get("policies", {}), record.get("loosened", {})
         calls = []
         for call in row.data.get("tool_calls", []):
             tool = agent.registry.get(call["name"])
@@ -332,9 +339,14 @@ class ModelActivities:
                 if thread is None:
                     raise non_retryable("ToolCallNotFound", f"no tool call {call['id']} in session")
                 call_row, decision = thread.call, decision_of(thread.others)
-            default = "always" if tool and tool.needs_approval else "never"
-            aliases = tool.policy_names if tool is not None else ()
-            policy = policy_for(policies, call["name"], aliases, default)
+            policies = call_policies(
+                call["name"],
+                tool.policy_names if tool is not None else (),
+                default="always" if tool and tool.needs_approval else "never",
+                agent=agent_policies,
+                task=task_policies,
+                loosened=loosened,
+            )
             calls.append(
                 ToolCallRef(
                     tool_call_id=call["id"],
@@ -342,7 +354,7 @@ class ModelActivities:
                     # made up stays in AgentState, where run_tool reads it to say so.
                     name=call["name"] if tool is not None else "",
                     item_id=str(call_row.id),
-                    needs_approval=needs_approval(policy, call_row.data.get("arguments", {})),
+                    needs_approval=needs_any(policies, call_row.data.get("arguments", {})),
                     known=tool is not None,
                     decision=decision,
                     on_device=call["name"] in agent.on_device,

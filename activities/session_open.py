@@ -19,20 +19,22 @@ from temporalio.client import Client
 from activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
 from activities.agents import check_agent_name
 from activities.errors import non_retryable, storage_errors_are_final
-from activities.text_limits import utf8_size
+from activities.task_rules import check_task_settings
+from activities.text_limits import check_text, utf8_size
 from activities.user_messages import stage_user_text, user_message_item
 from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.errors import InvalidTenant, SessionNotFound
 from storage.items import ItemRepository
-from storage.sessions import SessionRepository
+from storage.sessions import SessionRepository, session_id_taken
 from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
-from workflows.policies import MAX_INLINE_TASK_BYTES
+from workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
 
 TITLE_CHARS = 200
 
 
 def check_task_text(text: str, max_bytes: int) -> str:
     """`text` if it can be a task: not blank, at most `max_bytes` of UTF-8 (ValueError)."""
+    check_text("the task text", text)
     if not text.strip():
         raise ValueError("the task text is empty")
     size = utf8_size(text)
@@ -75,33 +77,50 @@ class SessionOpenActivities:
         """Create the session (tenant and agent from the start input) and commit its task.
 
         Refused, non-retryable and before anything is committed: a tenant a user may not
-        act as, a bad agent name or text, and a session id that another tenant's session
-        (or this session with another task) already holds: no writing into it."""
+        act as, a bad agent name, text or option, a workflow id not derived from the
+        session id, and a session id that any session created before this run holds,
+        another tenant's or this tenant's: no writing into it."""
+        info = activity.info()
         try:
             check_user_tenant(inp.tenant_id)
             check_agent_name(inp.agent)
             session_id = uuid.UUID(inp.session_id)
         except (InvalidTenant, ValueError) as err:
             raise non_retryable("InvalidTaskInput", str(err)) from None
-        text = await self._start_text()
+        if info.workflow_id != workflow_id_for(str(session_id)):
+            # Never written under another id: a held id is taken, any other id refused.
+            async with self._sessions() as db:
+                if await session_id_taken(db, session_id):
+                    raise _taken(session_id)
+            raise non_retryable(
+                "InvalidTaskInput", f"a task of session {session_id} runs as its own workflow only"
+            )
+        start = await self._start_input()
+        text = start.task_text or ""
         staged = await stage_user_text(self._store, inp.tenant_id, text, self._inline_bytes)
+        # Approval overrides (the older spelling) only add approvals here: a plain start
+        # holds no scope that may loosen the agent's.
+        folded = start.with_overrides_folded().approval_policies
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            info = activity.info()
             try:
                 # Does nothing when the id exists; reading it back under our tenant then
                 # fails for another tenant's session.
-                await SessionRepository(db, inp.tenant_id).create(
+                session = await SessionRepository(db, inp.tenant_id).create(
                     session_id,
                     title=text[:TITLE_CHARS],
                     model_config={},
                     workflow_id=info.workflow_id,
+                    workflow_run_id=info.workflow_run_id,
                     agent_definition=inp.agent,
+                    approvals={"policies": folded, "loosened": {}, "loosened_by": None},
                 )
             except SessionNotFound:
-                raise non_retryable(
-                    "SessionIdTaken",
-                    f"session id {session_id} is taken; start the task with a new session id",
-                ) from None
+                raise _taken(session_id) from None
+            # A session this run did not create (a retry of this activity finds its own).
+            # Rows created before runs were recorded compare their task below instead.
+            run = session.workflow_run_id
+            if run is not None and run != info.workflow_run_id:
+                raise _taken(session_id)
             item = await user_message_item(
                 db,
                 self._store,
@@ -123,7 +142,9 @@ class SessionOpenActivities:
                 )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
 
-    async def _start_text(self) -> str:
+    async def _start_input(self) -> AgentInput:
+        """The run's start input, checked by the command layer's rules (as the workflow
+        checked it); InvalidTaskInput in fixed words otherwise."""
         info = activity.info()
         start = None
         if info.workflow_id is not None:
@@ -133,6 +154,15 @@ class SessionOpenActivities:
                 "InvalidTaskInput", f"run {info.workflow_run_id} started without a task text"
             )
         try:
-            return check_task_text(start.task_text, MAX_INLINE_TASK_BYTES)
+            check_task_text(start.task_text, MAX_INLINE_TASK_BYTES)
+            check_task_settings(start)
         except ValueError as err:
             raise non_retryable("InvalidTaskInput", str(err)) from None
+        return start
+
+
+def _taken(session_id: uuid.UUID) -> Exception:
+    return non_retryable(
+        "SessionIdTaken",
+        f"session id {session_id} is taken; start the task with a new session id",
+    )

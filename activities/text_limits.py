@@ -74,3 +74,53 @@ def oversized_arguments(arguments: dict[str, Any], max_bytes: int) -> str | None
         f"the tool arguments were {size} bytes, over the limit of {max_bytes} bytes "
         "(AGENT_MAX_TOOL_ARGUMENT_BYTES); send smaller arguments"
     )
+
+
+class InvalidText(ValueError):
+    """A user's text that AgentState cannot hold as text; nothing was committed. The
+    message names the field and the position, never the text."""
+
+
+def check_text(field: str, text: str) -> str:
+    """`text` if it is storable as text: no NUL (PostgreSQL's text type refuses it) and no
+    lone surrogate (not encodable as UTF-8). The one rule for every entrance's user text."""
+    if not isinstance(text, str):
+        raise InvalidText(f"{field} must be a string, got {type(text).__name__}")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InvalidText(f"{field} contains a NUL character (U+0000) at offset {nul}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidText(
+            f"{field} contains a lone surrogate at offset {err.start}; send valid Unicode"
+        ) from None
+    return text
+
+
+def check_json_text(field: str, value: Any) -> Any:
+    """`value` (decoded JSON) if every key and string in it passes check_text."""
+    stack: list[tuple[str, Any]] = [(field, value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, str):
+            check_text(where, node)
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                check_text(f"{where} (a key)", str(key))
+                stack.append((f"{where}.{str(key)[:40]}", child))
+        elif isinstance(node, list):
+            stack.extend((f"{where}[{i}]", child) for i, child in enumerate(node))
+    return value
+
+
+def storable_text(text: str) -> str:
+    """`text` made storable as text for a preview or a model-facing excerpt: NUL and lone
+    surrogates become U+FFFD. The bytes themselves stay as they were, in the artifact."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text

@@ -106,7 +106,8 @@ async def one_run(
             tenant_id=TENANT,
             task_queue=QUEUE,
             max_steps=20,
-            approval_policies={"write_file": "never"},
+            loosened_approvals={"write_file": "never"},
+            loosened_by="bench",
         ),
         session_id=sid,
     )

@@ -65,6 +65,9 @@ class SessionRow(Base):
     # While status is waiting_model: the provider's redacted error, the attempt and the next
     # try (activities/model_wait.py writes it; any other status clears it).
     wait_detail: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The task's approvals: {"policies": tool -> policy (each adds approvals), "loosened":
+    # tool -> policy replacing the agent's, "loosened_by": who did}. NULL before 0016.
+    approvals: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -15,10 +15,16 @@ def bounded(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def make_preview(content: bytes, content_type: str, limit: int = PREVIEW_CHARS) -> str:
-    """The preview of a stored result: its text, bounded; a one-line note for binary data."""
+    """The preview of a stored result: its text, bounded; a one-line note for binary data.
+
+    Text with a NUL is binary here: PostgreSQL's text and jsonb types refuse U+0000, and a
+    preview that cannot be committed failed the step with the content in the error."""
+    text: str | None
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
         return f"[binary {content_type}, {len(content)} bytes]"
     return bounded(text, limit)
 

@@ -44,6 +44,13 @@ _TAKE_WITH_TURN = _TAKE_ORDINALS.returning(
 )
 
 
+async def session_id_taken(db: AsyncSession, session_id: uuid.UUID) -> bool:
+    """Whether any tenant's session holds `session_id` (ids are unique across tenants). Says
+    nothing else of that session: for refusing a start that would reuse the id."""
+    found = await db.scalar(select(SessionRow.id).where(SessionRow.id == session_id))
+    return found is not None
+
+
 class SessionRepository:
     def __init__(self, db: AsyncSession, tenant_id: str) -> None:
         self._db = db
@@ -60,11 +67,15 @@ class SessionRepository:
         agent_name: str = "agent",
         project: str | None = None,
         agent_definition: str = "default",
+        approvals: dict[str, Any] | None = None,
+        workflow_run_id: str | None = None,
     ) -> SessionRow:
         """Create the session, or return it unchanged if this id already exists for the tenant.
 
         A child session (a sub-agent's) names its parent and shares the parent's root,
-        project (so its tools see the same workspace) and agent definition.
+        project (so its tools see the same workspace), agent definition and approvals.
+        `workflow_run_id`: the run creating it, so a later run can tell its own retry from
+        a session that existed before it.
         """
         root_id = session_id
         if project is not None:
@@ -74,6 +85,7 @@ class SessionRepository:
             root_id = parent.root_id or parent.id
             project = parent.project
             agent_definition = parent.agent_definition
+            approvals = parent.approvals
         stmt = (
             insert(SessionRow)
             .values(
@@ -83,6 +95,8 @@ class SessionRepository:
                 status=SessionStatus.CREATED,
                 model_config_json=model_config,
                 workflow_id=workflow_id,
+                workflow_run_id=workflow_run_id,
+                approvals=approvals,
                 next_ordinal=1,
                 parent_id=parent_id,
                 root_id=root_id,

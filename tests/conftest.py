@@ -104,6 +104,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         agents: tuple[Agent, ...] = (),
         max_cached_workflows: int = 0,
         sandbox: SandboxMode = "strict",
+        agent_settings: dict[str, Any] | None = None,
         **model: Any,
     ) -> AsyncIterator[str]:
         queue = queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -113,6 +114,8 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             settings.model = settings.model.model_copy(update=model)
         if system_prompt is not None:
             settings.agent = settings.agent.model_copy(update={"system_prompt": system_prompt})
+        if agent_settings:
+            settings.agent = settings.agent.model_copy(update=agent_settings)
         registry = registry or default_registry()
         acts = cloud_activities(settings, resources, provider, registry, agents=agents)
         worker = build_cloud_worker(

@@ -48,6 +48,7 @@ def every_setting_changed() -> AgentInput:
         continue_as_new_every=4,
         task_text="Survey the workspace.",
         agent="researcher",
+        approvals_in_state=True,
     )
 
 
@@ -88,15 +89,16 @@ def test_a_child_gets_its_parents_settings_fresh_cursors_and_no_device() -> None
 def test_task_options_carry_every_setting_to_the_start_input() -> None:
     inp = every_setting_changed()
     settings = {f.name for f in fields(AgentInput)} - CURSORS - FIRST_RUN_ONLY
-    settings -= {"session_id", "depth"}
+    settings -= {"session_id", "depth", "approvals_in_state"}
     values: dict[str, Any] = {name: getattr(inp, name) for name in settings}
-    started = TaskOptions(**values).agent_input("s")
-    # Approval overrides arrive as policies (tests/test_approval_overrides.py).
-    folded = {
-        "approval_overrides": {},
-        "approval_policies": inp.with_overrides_folded().approval_policies,
-    }
+    options = TaskOptions(**values)
+    started = options.agent_input("s")
+    # An override that asks is a policy; one that stops asking is a loosening, which the
+    # session keeps (tests/test_approval_overrides.py); the start input names neither.
+    folded = {"approval_overrides": {}, "approval_policies": {"fetch_url": "always"}}
     assert {n: getattr(started, n) for n in settings} == {**values, **folded}
+    assert options.loosened_approvals == {"write_file": "never"}
+    assert started.approvals_in_state
     assert (started.step, started.depth, started.compaction) == (0, 0, None)
 
 

@@ -37,16 +37,19 @@ SCRIPT: list[dict[str, Any]] = [
 
 
 def test_task_options_turn_overrides_into_policies_that_beat_a_policy_for_the_same_tool() -> None:
+    """An override that asks adds a policy; one that stops asking is a loosening by the
+    code holding TaskOptions (an operator), recorded as such with the session."""
     opts = TaskOptions(
         approval_overrides=OVERRIDES,
         approval_policies={"write_file": "always", "fetch_url": "outside:out"},
     )
     inp = opts.agent_input("s")
     assert inp.approval_overrides == {}
-    assert inp.approval_policies == {
-        "write_file": "never",
-        "list_dir": "always",
-        "fetch_url": "outside:out",
+    assert inp.approval_policies == {"list_dir": "always", "fetch_url": "outside:out"}
+    assert opts.approvals_record() == {
+        "policies": {"list_dir": "always", "fetch_url": "outside:out"},
+        "loosened": {"write_file": "never"},
+        "loosened_by": "operator",
     }
 
 

@@ -65,9 +65,14 @@ CASES: dict[str, Case] = {
     # Ranges: usage errors from the CLI library, before anything is reached.
     "sessions-limit-negative": Case(["sessions", "--limit", "-1"], 2, "--limit"),
     "sessions-limit-huge": Case(["sessions", "--limit", "100000000000000000000"], 2, "--limit"),
-    "start-max-steps-0": Case(["start", "x", "--max-steps", "0"], 2, "--max-steps"),
-    "start-max-steps-negative": Case(["start", "x", "--max-steps", "-1"], 2, "--max-steps"),
-    "start-max-steps-huge": Case(["start", "x", "--max-steps", "10" * 12], 2, "--max-steps"),
+    # Ranges are the command layer's, in the words every door uses (tests/test_one_door.py).
+    "start-max-steps-0": Case(["start", "x", "--max-steps", "0"], 1, "max_steps must be >= 1"),
+    "start-max-steps-negative": Case(
+        ["start", "x", "--max-steps", "-1"], 1, "max_steps must be >= 1"
+    ),
+    "start-max-steps-huge": Case(
+        ["start", "x", "--max-steps", "10" * 12], 1, "max_steps must be >= 1 and <= 10000"
+    ),
     "show-limit-0": Case(["show", UNKNOWN, "--limit", "0"], 2, "--limit"),
     "show-after-negative": Case(["show", UNKNOWN, "--after", "-1"], 2, "--after"),
     "watch-after-negative": Case(["watch", UNKNOWN, "--after", "-1"], 2, "--after"),
@@ -93,7 +98,7 @@ CASES: dict[str, Case] = {
     "sessions-bad-tenant": Case(["sessions", "--tenant", "a b"], 1, "invalid tenant"),
     "start-reserved-tenant": Case(["start", "x", "--tenant", "_system"], 1, "reserved"),
     "bad-default-tenant": Case(["devices"], 1, "invalid tenant", {"AGENT_TENANT_ID": "a/b"}),
-    "start-bad-device": Case(["start", "x", "--device", "a b"], 1, "invalid device id"),
+    "start-bad-device": Case(["start", "x", "--device", "a b"], 1, "device_id must be"),
     "start-device-tool-without-device": Case(
         ["start", "x", "--device-tool", "read_file"], 1, "--device"
     ),

@@ -156,7 +156,7 @@ async def test_bad_task_options_are_refused_with_the_reason_before_anything_comm
         empty = await http.post("/v1/sessions", json={"text": "   "}, headers=bearer(key))
         listed = await http.get("/v1/sessions", headers=bearer(key))
     assert bad_policy.status_code == 400 and "sometimes" in bad_policy.json()["error"]["message"]
-    assert bad_steps.status_code == 422 and "max_steps" in bad_steps.json()["error"]["message"]
+    assert bad_steps.status_code == 400 and "max_steps" in bad_steps.json()["error"]["message"]
     assert empty.status_code == 400 and "empty" in empty.json()["error"]["message"]
     assert listed.json()["sessions"] == []
 

@@ -150,23 +150,28 @@ async def test_continue_as_new_drops_the_task_text(
     assert [i.text for i in items if i.kind == ItemKind.USER_MESSAGE] == [text]
 
 
-async def test_a_repeated_start_of_the_same_task_commits_it_once(
+async def test_a_repeated_start_of_the_same_task_is_refused_and_commits_nothing_more(
     client: Client,
     resources: Resources,
     agent_worker: AgentRunner,
     workspace: Path,
     tenant: str,
 ) -> None:
-    """The idempotency key comes from the workflow id: the second open_session finds what
-    the first committed (as a retried attempt would) and returns the same item."""
+    """A session id that exists is taken, whichever run made it: a second start under the
+    same id (Temporal lets a closed workflow's id be reused) writes nothing into it. A
+    retried open_session of the same run finds its own session and item instead."""
     sid = str(uuid.uuid4())
     copy_demo_workspace(session_root(workspace, tenant, sid))
     text = task_text()
     async with agent_worker(OfflineProvider(), workspace) as queue:
-        for _ in range(2):
-            handle = await plain_start(client, queue, sid, tenant, text)
-            await approve_until_done(client, handle, sid, tenant)
+        handle = await plain_start(client, queue, sid, tenant, text)
+        await approve_until_done(client, handle, sid, tenant)
+        before = await items_of(resources, tenant, sid)
+        again = await plain_start(client, queue, sid, tenant, text)
+        cause = await failure_of(again)
+    assert cause.type == "SessionIdTaken"
     items = await items_of(resources, tenant, sid)
+    assert [i.id for i in items] == [i.id for i in before]
     assert [i.text for i in items if i.kind == ItemKind.USER_MESSAGE] == [text]
 
 
@@ -182,7 +187,7 @@ async def failure_of(handle: WorkflowHandle[Any, Any]) -> ApplicationError:
 @pytest.mark.parametrize(
     ("session_id", "text", "message"),
     [
-        (f"not-a-uuid-{uuid.uuid4().hex}", "Survey.", "badly formed hexadecimal UUID string"),
+        (f"not-a-uuid-{uuid.uuid4().hex}", "Survey.", "session_id must be a UUID"),
         (None, "   \n", "the task text is empty"),
         (None, "x" * (MAX_INLINE_TASK_BYTES + 1), "over the inline limit of 32768 bytes"),
     ],
@@ -277,7 +282,7 @@ async def test_a_session_with_another_task_is_refused_and_left_untouched(
         again = await plain_start(client, queue, str(sid), tenant, "Delete the report.")
         cause = await failure_of(again)
     assert cause.type == "SessionIdTaken"
-    assert "already has another task" in cause.message
+    assert "is taken" in cause.message
     assert await committed_rows(resources, tenant) == before
 
 

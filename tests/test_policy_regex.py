@@ -10,7 +10,8 @@ import uuid
 import pytest
 from temporalio.client import Client
 
-from activities.approval_policy import PolicyError, needs_approval
+from activities.approval_policy import needs_approval
+from activities.task_rules import InvalidTaskInput
 from tests.support.helpers import committed_rows
 from workers import tasks
 from workers.resources import Resources
@@ -51,8 +52,8 @@ def test_a_catastrophic_backtracking_pattern_is_matched_without_hanging() -> Non
 async def test_a_pattern_re2_cannot_take_is_refused_at_start_and_nothing_is_committed(
     client: Client, resources: Resources, tenant: str, pattern: str, reason: str
 ) -> None:
-    with pytest.raises(PolicyError, match=r"bad regex|longer than") as refused:
-        # TaskOptions already refuses it; start_task would too (its own check stays).
+    with pytest.raises(InvalidTaskInput, match=r"bad regex|longer than") as refused:
+        # TaskOptions refuses it (the command layer's rules), before anything commits.
         options = tasks.TaskOptions(
             tenant_id=tenant,
             task_queue=f"nobody-{uuid.uuid4().hex[:8]}",

@@ -88,7 +88,9 @@ async def test_outside_policy_lets_reports_through_and_holds_anything_else(
             resources,
             queue,
             tenant=tenant,
-            approval_policies={"write_file": "outside:out"},
+            # Loosening write_file's own "always": the operator's choice, recorded as such.
+            loosened_approvals={"write_file": "outside:out"},
+            loosened_by="operator",
         )
         pending = await wait_for_pending(client, session_id)
         assert pending == ["call_0_1"]  # only the write outside out/ waits

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from workers.task_options import MAX_PENDING_DEVICE_CALLS, MAX_STEPS, TaskOptions
+from activities.task_rules import MAX_PENDING_DEVICE_CALLS, MAX_STEPS
+from workers.task_options import TaskOptions
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ def test_an_out_of_range_option_is_refused_naming_the_field(field: str, value: A
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"device_id": "a b"}, "invalid device id"),
+        ({"device_id": "a b"}, "device_id must be"),
         ({"device_tools": ["read_file"]}, "device_id"),
         ({"task_queue": ""}, "task_queue"),
         ({"approval_policies": {"write_file": "sometimes"}}, "unknown approval policy"),

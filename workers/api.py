@@ -38,6 +38,7 @@ from storage.items import ItemRepository
 from storage.session_status import TERMINAL_STATUSES, SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
+from workers.commands import Caller, StartRequest, start_command
 from workers.payload_offload import data_converter_with_offload
 from workers.processes import run_cloud_worker
 from workers.resources import Resources, open_resources
@@ -186,16 +187,17 @@ class AgentClient:
 
     async def start(self, agent: Agent | str, text: str, **options: Any) -> Task:
         """Start a task of `agent` (an Agent, or the name of one the workers serve).
-        `options`: TaskOptions fields (max_steps, approval_policies, device_id, ...)."""
-        settings = get_settings()
-        options.setdefault("tenant_id", self.tenant_id)
-        options.setdefault("task_queue", settings.agent.task_queue)
-        if isinstance(agent, Agent):
-            opts = TaskOptions.for_agent(agent, **options)
-        else:
-            opts = TaskOptions(agent=agent, **options)
+        `options`: TaskOptions fields (max_steps, approval_policies, device_id, ...), checked
+        by the command layer as at every other door; the tenant is this client's."""
+        caller = Caller.operator(self.tenant_id, user_id=f"api:{self.tenant_id}")
+        command = start_command(caller, StartRequest(text, agent, options), get_settings())
         handle = await tasks.start_task(
-            self.temporal, self.resources.sessions, text, opts, store=self.resources.store
+            self.temporal,
+            self.resources.sessions,
+            command.text,
+            command.options,
+            store=self.resources.store,
+            limits=command.limits,
         )
         return Task(self, handle.id.removeprefix("agent-"))
 

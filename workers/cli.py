@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import logging
 import os
@@ -20,7 +21,6 @@ from storage.item_kinds import ItemKind
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
-from workers.agent_loading import task_options_for
 from workers.cli_archive import archive_app
 from workers.cli_artifacts import artifacts_app
 from workers.cli_common import (
@@ -44,6 +44,7 @@ from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
 from workers.cli_watch import watch_cmd
 from workers.cli_workers import device, worker
+from workers.commands import Caller, StartRequest, start_command
 from workers.resources import Resources
 from workers.session_view import load_view, render_view, sessions_table
 from workers.settings import get_settings
@@ -79,9 +80,7 @@ def start(
     max_steps: Annotated[
         int | None,
         typer.Option(
-            min=1,
-            max=MAX_STEPS,
-            help="Model steps before the task stops (default: the agent's, or 24).",
+            help=f"Model steps before the task stops, 1-{MAX_STEPS} (default: the agent's, or 24).",
         ),
     ] = None,
     agent: Annotated[
@@ -94,31 +93,44 @@ def start(
     watch: Annotated[bool, typer.Option(help="Follow the task after starting it.")] = False,
     policy: Annotated[
         list[str] | None,
-        typer.Option(help="TOOL=never|always|outside:DIR|match:ARG:REGEX (repeatable)."),
+        typer.Option(
+            help="TOOL=never|always|outside:DIR|match:ARG:REGEX (repeatable); adds approvals "
+            "to the agent's, never removes them."
+        ),
+    ] = None,
+    loosen: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="TOOL=POLICY replacing the agent's own approval for TOOL (repeatable); who "
+            "loosened it is kept with the session."
+        ),
     ] = None,
 ) -> None:
     """Start a task; prints its session id."""
     if device_tool and device is None:
         raise ValueError("--device-tool needs --device (the device that runs it)")
-    s = get_settings()
     given: dict[str, Any] = {
-        "tenant_id": tenant_or_default(tenant),
         "device_id": device,
-        "task_queue": s.agent.task_queue,
-        "model_outage_seconds": s.agent.model_outage_seconds,
-        "model_retry_max_interval_seconds": s.agent.model_retry_max_interval_seconds,
-        "model_config": {"provider": s.model.provider, "model": s.model.name},
         "approval_policies": _policies(policy),
+        "loosened_approvals": _policies(loosen),
     }
     if max_steps is not None:
         given["max_steps"] = max_steps
     if device_tool:
         given["device_tools"] = list(device_tool)
-    opts = task_options_for(agent, s.agent.definitions, **given)
+    caller = Caller.operator(tenant_or_default(tenant), user_id=_operator_name())
+    command = start_command(caller, StartRequest(task, agent, given), get_settings())
 
     async def go(res: Resources) -> str:
         client = await temporal_client()
-        handle = await tasks.start_task(client, res.sessions, task, opts, store=res.store)
+        handle = await tasks.start_task(
+            client,
+            res.sessions,
+            command.text,
+            command.options,
+            store=res.store,
+            limits=command.limits,
+        )
         return handle.id.removeprefix("agent-")
 
     started = run_async(with_resources(go))
@@ -215,6 +227,15 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("--edit must be a JSON object of arguments")
     return value
+
+
+def _operator_name() -> str:
+    """Who a loosening from this shell is recorded as: the OS user, as `cli:NAME`."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = "unknown"
+    return f"cli:{name[:64]}"
 
 
 def _policies(pairs: list[str] | None) -> dict[str, str]:

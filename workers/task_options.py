@@ -7,27 +7,15 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from activities.agents import DEFAULT_AGENT, Agent, check_agent_name
-from activities.approval_policy import validate as validate_policy
-from storage.devices import validate_device_id
+from activities.task_rules import MAX_STEPS as MAX_STEPS
+from activities.task_rules import (
+    InvalidTaskInput,
+    check_model_config,
+    check_policies,
+    check_task_settings,
+)
 from workflows.contracts import AgentInput
 from workflows.policies import CLOUD_TASK_QUEUE
-
-# Upper bounds a task may ask for: past them a value is a typo, not a plan.
-MAX_STEPS = 10_000
-MAX_APPROVAL_WAIT_SECONDS = 30 * 24 * 3600
-MAX_TOOL_TIMEOUT_SECONDS = 24 * 3600
-MAX_DEVICE_WAIT_SECONDS = 7 * 24 * 3600
-MAX_MODEL_OUTAGE_SECONDS = 30 * 24 * 3600
-MAX_MODEL_RETRY_INTERVAL_SECONDS = 3600
-MAX_PENDING_DEVICE_CALLS = 64
-
-
-def _check_range(name: str, value: float, low: float, high: float, *, open_low: bool) -> None:
-    # Written so NaN fails too: every comparison with it is False.
-    inside = (low < value if open_low else low <= value) and value <= high
-    if not inside:
-        bound = f"> {low:g}" if open_low else f">= {low:g}"
-        raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
 
 
 @dataclass
@@ -52,38 +40,44 @@ class TaskOptions:
     project: str | None = None
     # The agent definition the task runs (stored with the session; workers resolve it).
     agent: str = DEFAULT_AGENT
+    # Policies that replace the agent's own for these tools, so they may ask less: only a
+    # caller whose scopes allow it sets them (workers/commands.py), and who did is committed
+    # with the session (`loosened_by`). approval_policies above can only add approvals.
+    loosened_approvals: dict[str, str] = field(default_factory=dict)
+    loosened_by: str | None = None
 
     def __post_init__(self) -> None:
-        """Refuse options that would fail the task at once or make it wait forever, so
-        nothing is committed for them (ValueError naming the field)."""
-        _check_range("max_steps", self.max_steps, 1, MAX_STEPS, open_low=False)
-        _check_range(
-            "continue_as_new_every", self.continue_as_new_every, 0, MAX_STEPS, open_low=False
-        )
-        _check_range(
-            "max_pending_device_calls",
-            self.max_pending_device_calls,
-            1,
-            MAX_PENDING_DEVICE_CALLS,
-            open_low=False,
-        )
-        for name, high in (
-            ("approval_timeout_seconds", MAX_APPROVAL_WAIT_SECONDS),
-            ("tool_timeout_seconds", MAX_TOOL_TIMEOUT_SECONDS),
-            ("device_schedule_to_start_seconds", MAX_DEVICE_WAIT_SECONDS),
-            ("model_outage_seconds", MAX_MODEL_OUTAGE_SECONDS),
-            ("model_retry_max_interval_seconds", MAX_MODEL_RETRY_INTERVAL_SECONDS),
-        ):
-            _check_range(name, getattr(self, name), 0, high, open_low=True)
-        if self.device_id is not None:
-            validate_device_id(self.device_id)
-        elif self.device_tools:
-            raise ValueError("device_tools need a device_id to run on")
+        """Refuse options that would fail the task at once, make it wait forever or load
+        every worker, so nothing is committed for them (InvalidTaskInput naming the field).
+
+        Approval overrides (the older spelling) become policies here: True asks ("always",
+        a tightening), False stops asking (a loosening, as this code's caller decided)."""
+        check_task_settings(self)
+        self.approval_policies = dict(self.approval_policies)
+        self.loosened_approvals = dict(self.loosened_approvals)
+        for tool, ask in self.approval_overrides.items():
+            if ask:
+                self.approval_policies[tool] = "always"
+            else:  # as an override did, it beats a policy given for the same tool
+                self.approval_policies.pop(tool, None)
+                self.loosened_approvals[tool] = "never"
+                self.loosened_by = self.loosened_by or "operator"
+        self.approval_overrides = {}
+        check_policies("loosened_approvals", self.loosened_approvals)
+        if self.loosened_approvals and not self.loosened_by:
+            raise InvalidTaskInput("loosened_by", "loosened approvals need who loosened them")
+        check_model_config(self.model_config)
         if not self.task_queue:
-            raise ValueError("task_queue is empty")
+            raise InvalidTaskInput("task_queue", "task_queue is empty")
         check_agent_name(self.agent)
-        for policy in self.approval_policies.values():
-            validate_policy(policy)
+
+    def approvals_record(self) -> dict[str, Any]:
+        """What the session keeps of its approvals (SessionRow.approvals)."""
+        return {
+            "policies": dict(self.approval_policies),
+            "loosened": dict(self.loosened_approvals),
+            "loosened_by": self.loosened_by,
+        }
 
     @classmethod
     def for_agent(cls, agent: Agent, **options: Any) -> TaskOptions:
@@ -103,5 +97,6 @@ class TaskOptions:
         over by name, so a setting added to both is never left behind here."""
         shared = {f.name for f in fields(AgentInput)} & {f.name for f in fields(self)}
         values = {name: copy.deepcopy(getattr(self, name)) for name in shared}
-        # The workflow hears approval overrides as policies.
-        return AgentInput(session_id=session_id, **{**values, **overrides}).with_overrides_folded()
+        # The session holds the approvals (committed with it): model calls read them there.
+        values["approvals_in_state"] = True
+        return AgentInput(session_id=session_id, **{**values, **overrides})

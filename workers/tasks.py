@@ -16,8 +16,14 @@ from temporalio.client import (
     WorkflowHandle,
 )
 
-from activities.approval_policy import validate as validate_policy
-from activities.text_limits import TextLimits, check_size, json_size, utf8_size
+from activities.text_limits import (
+    TextLimits,
+    check_json_text,
+    check_size,
+    check_text,
+    json_size,
+    utf8_size,
+)
 from activities.user_messages import stage_user_text, user_message_item
 from storage.archive import rehydrate_for_read
 from storage.artifacts import ArtifactStore, check_user_tenant
@@ -71,12 +77,12 @@ async def start_task(
 
     A task over the inline limit is stored as an artifact first (needs `store`)."""
     limits = limits or get_settings().agent.text_limits()
+    check_text("text", text)
     check_size("the task text", utf8_size(text), limits.max_task_bytes, "AGENT_MAX_TASK_BYTES")
     if not text.strip():
         raise ValueError("the task text is empty")
     # Validate everything before anything is committed.
     check_user_tenant(options.tenant_id)
-    policies = {tool: validate_policy(p) for tool, p in options.approval_policies.items()}
     if options.project is not None:
         validate_project(options.project)
     staged = await stage_user_text(store, options.tenant_id, text, limits.inline_message_bytes)
@@ -92,6 +98,7 @@ async def start_task(
             workflow_id=workflow_id,
             project=options.project,
             agent_definition=options.agent,
+            approvals=options.approvals_record(),
         )
         item = await user_message_item(
             db,
@@ -104,7 +111,7 @@ async def start_task(
         await ItemRepository(db, options.tenant_id).append(item)
     return await client.start_workflow(
         AgentWorkflow.run,
-        options.agent_input(str(session_id), approval_policies=policies),
+        options.agent_input(str(session_id)),
         id=workflow_id,
         task_queue=options.task_queue,
     )
@@ -148,6 +155,7 @@ async def send_message(
 
     A message over the inline limit is stored as an artifact first (needs `store`)."""
     limits = limits or get_settings().agent.text_limits()
+    check_text("text", text)
     check_size("the message", utf8_size(text), limits.max_message_bytes, "AGENT_MAX_MESSAGE_BYTES")
     if not text.strip():
         raise ValueError("the message is empty")
@@ -195,6 +203,8 @@ async def _commit_decision(
     """Commit who decides, why, and any edited arguments as one item; its id goes to the
     workflow instead of the text. The item is a request: the decision itself is recorded
     by the loop once the workflow accepted it, so a refused update decides nothing."""
+    check_text("decided_by", by)
+    check_text("reason", reason)
     if not by.strip() or len(by) > MAX_DECIDER_CHARS:
         raise ValueError(f"who decides must be 1-{MAX_DECIDER_CHARS} characters")
     if len(reason) > MAX_REASON_CHARS:
@@ -240,6 +250,7 @@ async def approve(
     update carries the item's id.
     """
     if edited_arguments is not None:
+        check_json_text("arguments", edited_arguments)
         limits = limits or get_settings().agent.text_limits()
         size = json_size(edited_arguments)
         check_size("the edited arguments", size, limits.max_edit_bytes, "AGENT_MAX_EDIT_BYTES")

@@ -7,6 +7,7 @@ lives in AgentState and is assembled inside the call_model activity.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
@@ -39,6 +40,7 @@ from workflows.device_waits import (
 from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
 from workflows.model_calls import model_call_options, model_failure
 from workflows.session_open import open_session
+from workflows.start_checks import ONE_DOOR_PATCH, check_identity, check_options, refused
 from workflows.state_writes import write_state_in_task
 from workflows.tool_calls import device_of, run_tool_call
 
@@ -48,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
+    from activities.task_rules import InvalidTaskInput
     from storage.session_status import SessionStatus
 
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
@@ -94,8 +97,13 @@ class AgentWorkflow:
 
     async def _run(self) -> AgentResult:
         try:
+            checked = workflow.patched(ONE_DOOR_PATCH)
+            if checked:
+                await self._check_start()
             if self._inp.task_text is not None:  # a plain client's start: no command otherwise
                 await open_session(self._inp)
+                if checked:  # open_session committed the task's approvals with the session
+                    self._inp = replace(self._inp, approvals_in_state=True)
             await self._set_status(SessionStatus.RUNNING)
             return await self._loop()
         except asyncio.CancelledError:
@@ -214,7 +222,9 @@ class AgentWorkflow:
                 tenant_id=self._inp.tenant_id,
                 step=step,
                 idempotency_key=self._key(step, "model"),
-                approval_policies=dict(self._inp.approval_policies),
+                approval_policies=(
+                    {} if self._inp.approvals_in_state else dict(self._inp.approval_policies)
+                ),
                 device_id=self._inp.device_id,
                 pending_device_calls=self._device_calls.refs(),
             ),
@@ -394,6 +404,24 @@ class AgentWorkflow:
                 workflow_run_id=workflow.info().run_id,
             ),
         )
+
+    async def _check_start(self) -> None:
+        """Refuse a start no door accepts before the first command. Under another id nothing
+        is written; a bad option of a session that exists marks it failed (never stuck)."""
+        try:
+            check_identity(self._inp, workflow.info().workflow_id)
+        except InvalidTaskInput as err:
+            if self._inp.task_text is not None and err.field == "workflow_id":
+                # open_session writes nothing here: it says whether the id is taken.
+                await open_session(self._inp)
+            raise refused(err) from None
+        try:
+            check_options(self._inp)
+        except InvalidTaskInput as err:
+            if self._inp.task_text is not None:  # no session yet: nothing to mark
+                raise refused(err) from None
+            await self._fail(f"cannot run the task: {err}", "InvalidTaskInput")
+            raise refused(err) from None
 
     async def _fail(self, message: str, error_type: str) -> ApplicationError:
         """Record the failure in AgentState; the caller raises what this returns."""

@@ -92,6 +92,10 @@ class AgentInput:
     # Only a first run carries the text: every input derived from this one drops it.
     task_text: str | None = None
     agent: str | None = None
+    # The session holds the task's approvals (SessionRow.approvals): model calls read them
+    # there, so the policies are not sent again with every step. False in inputs started
+    # before sessions kept them.
+    approvals_in_state: bool = False
 
     # Copies go through replace() on a deep copy, never field by field: a field left out of
     # a hand-written copy would silently reset to its default at continue-as-new.

@@ -20,6 +20,7 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeou
 from temporalio.service import RPCError, RPCStatusCode
 
 from storage.errors import ArtifactNotFound, InvalidTenant, SessionNotFound
+from workers.commands import ScopeRefused
 from workers.tasks import TaskNotResumable, TaskNotRunning
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ def install_error_handlers(app: FastAPI) -> None:
     on(InvalidTenant, 400, "invalid_request")
     on(TaskNotRunning, 409, "conflict")
     on(TaskNotResumable, 409, "conflict")
+    on(ScopeRefused, 403, "forbidden")
     on(ValueError, 400, "invalid_request")
     on(WorkflowUpdateRPCTimeoutOrCancelledError, 504, "timeout")
     app.add_exception_handler(Exception, internal)

@@ -20,11 +20,21 @@ class Request(BaseModel):
 
 
 class StartTask(Request):
-    text: str = Field(min_length=1, description="What the agent should do.")
+    """Ranges, sizes and scopes are checked by the command layer (workers/commands.py), as
+    at every other door, so a refusal reads the same here as from agentctl or Python."""
+
+    text: str = Field(description="What the agent should do.")
     agent: str = Field(DEFAULT_AGENT, description="The agent definition to run.")
-    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+    max_steps: int | None = Field(None, description=f"1-{MAX_STEPS} model steps.")
     approval_policies: dict[str, str] = Field(
-        default_factory=dict, description="TOOL -> never|always|outside:DIR|match:ARG:REGEX"
+        default_factory=dict,
+        description="TOOL -> never|always|outside:DIR|match:ARG:REGEX; each only adds "
+        "approvals to what the agent asks for.",
+    )
+    loosened_approvals: dict[str, str] = Field(
+        default_factory=dict,
+        description="TOOL -> policy replacing the agent's own, so it may ask less (admin "
+        "scope; who loosened what is kept with the session).",
     )
     project: str | None = None
 

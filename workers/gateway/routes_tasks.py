@@ -8,7 +8,6 @@ before anything else, so another tenant's session is a 404 whatever state it is 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from fastapi import APIRouter, status
 
@@ -16,7 +15,7 @@ from storage.api_keys import Principal
 from storage.items import ItemRepository
 from storage.sessions import SessionRepository
 from workers import tasks
-from workers.agent_loading import task_options_for
+from workers.commands import Caller, StartRequest, start_command
 from workers.gateway.auth import Approver, Starter
 from workers.gateway.call_schemas import call_schema, check_arguments
 from workers.gateway.context import Gateway, GatewayDep
@@ -46,27 +45,18 @@ async def owned_session(gateway: Gateway, principal: Principal, session_id: str)
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Started)
 async def start(body: StartTask, principal: Starter, gateway: GatewayDep) -> Started:
-    """Start a task of an agent; options are checked as TaskOptions checks them."""
-    s = gateway.settings
-    given: dict[str, Any] = {
-        "tenant_id": principal.tenant_id,
-        "task_queue": s.agent.task_queue,
-        "model_outage_seconds": s.agent.model_outage_seconds,
-        "model_retry_max_interval_seconds": s.agent.model_retry_max_interval_seconds,
-        "model_config": {"provider": s.model.provider, "model": s.model.name},
-        "approval_policies": body.approval_policies,
-        "project": body.project,
-    }
-    if body.max_steps is not None:
-        given["max_steps"] = body.max_steps
-    options = task_options_for(body.agent, s.agent.definitions, **given)
+    """Start a task of an agent, through the one command layer (workers/commands.py): the
+    options a key's scopes allow, checked as at every other door."""
+    options = body.model_dump(exclude_unset=True, exclude_none=True, exclude={"text", "agent"})
+    request = StartRequest(body.text, body.agent, options)
+    command = start_command(Caller.of_key(principal), request, gateway.settings)
     handle = await tasks.start_task(
         gateway.client,
         gateway.resources.sessions,
-        body.text,
-        options,
+        command.text,
+        command.options,
         store=gateway.resources.store,
-        limits=s.agent.text_limits(),
+        limits=command.limits,
     )
     return Started(session_id=uuid.UUID(handle.id.removeprefix("agent-")))
 

@@ -1,0 +1,86 @@
+"""A run's start input, checked before the run's first command.
+
+Every door but one builds the input through the command layer, which checks it; a plain
+Temporal client builds it by hand. So the workflow checks every input with the layer's own
+rules (activities/task_rules.py) and in its own id: a session's workflow id is derived from
+the session id, so no start under another id can write into a session, running or not.
+Deterministic code only.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from workflows.contracts import AgentInput
+from workflows.policies import workflow_id_for
+
+with workflow.unsafe.imports_passed_through():
+    # Passed through: pure functions and constants, and the RE2 binding the policy check
+    # compiles with (a C extension, imported once per process, not per workflow run).
+    from activities.agents import check_agent_name
+    from activities.task_rules import MAX_DEPTH, InvalidTaskInput, check_task_settings
+    from activities.text_limits import check_text
+
+# Runs from this patch on check their input and id first, and keep the task's approvals in
+# the session; replays of earlier histories do neither, as those runs did not.
+ONE_DOOR_PATCH = "one-door-start-checks"
+
+
+def refused(err: InvalidTaskInput) -> ApplicationError:
+    """The run's failure for `err`: the rule's own words (field, bound), never free text."""
+    return ApplicationError(
+        f"cannot run the task: {err}", err.field, type="InvalidTaskInput", non_retryable=True
+    )
+
+
+def check_identity(inp: AgentInput, workflow_id: str) -> None:
+    """InvalidTaskInput unless the session id is a UUID in its one spelling and the
+    workflow runs under the id derived from it (nothing may be written otherwise)."""
+    try:
+        canonical = str(uuid.UUID(inp.session_id))
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidTaskInput("session_id", "session_id must be a UUID") from None
+    if inp.session_id != canonical:
+        raise InvalidTaskInput(
+            "session_id", f"session_id must be spelled as a lower-case UUID ({canonical})"
+        )
+    expected = workflow_id_for(canonical)
+    if workflow_id != expected:
+        raise InvalidTaskInput(
+            "workflow_id", f"a task of session {canonical} runs as workflow {expected} only"
+        )
+
+
+def check_options(inp: AgentInput) -> None:
+    """InvalidTaskInput for an option no door accepts (the command layer's rules), a depth
+    or cursor out of range, or a first run's start that is not a fresh task."""
+    check_task_settings(inp)
+    if (
+        isinstance(inp.depth, bool)
+        or not isinstance(inp.depth, int)
+        or not (0 <= inp.depth <= MAX_DEPTH)
+    ):
+        raise InvalidTaskInput("depth", f"depth must be >= 0 and <= {MAX_DEPTH}")
+    for name in ("step", "seen_messages", "received_messages"):
+        value = getattr(inp, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidTaskInput(name, f"{name} must be a whole number >= 0")
+    if inp.task_text is not None:
+        try:
+            check_text("task_text", inp.task_text)
+        except ValueError as err:
+            raise InvalidTaskInput("task_text", str(err)) from None
+        fresh = (inp.step, inp.seen_messages, inp.received_messages, inp.depth) == (0, 0, 0, 0)
+        if not fresh or inp.compaction is not None:
+            raise InvalidTaskInput(
+                "task_text", "a start with task_text begins a new task: no cursors, depth 0"
+            )
+        try:
+            check_agent_name(inp.agent or "default")
+        except ValueError:
+            raise InvalidTaskInput(
+                "agent", "agent must be 1-64 letters, digits, '_' or '-'"
+            ) from None
