@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -136,11 +136,17 @@ class DeviceCallRepository:
         )
         return row
 
-    async def extend(self, call_id: uuid.UUID, lease: timedelta) -> DeviceCallRow | None:
-        """Renew the lease of a call this device holds; None if it holds no such call."""
+    async def extend(
+        self, call_id: uuid.UUID, lease: timedelta, *, held: int | None = None
+    ) -> DeviceCallRow | None:
+        """Renew the lease of a call this device holds (lease `held` only, when given: not
+        a newer one); None if it holds no such call."""
+        current = DeviceCallRow.offers == held if held is not None else true()
         row: DeviceCallRow | None = await self._db.scalar(
             update(DeviceCallRow)
-            .where(self._mine(), DeviceCallRow.id == call_id, DeviceCallRow.state == LEASED)
+            .where(
+                self._mine(), DeviceCallRow.id == call_id, DeviceCallRow.state == LEASED, current
+            )
             .values(lease_expires_at=func.now() + lease, updated_at=func.now())
             .returning(DeviceCallRow),
             execution_options={"populate_existing": True},

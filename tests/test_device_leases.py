@@ -131,6 +131,14 @@ async def test_a_completion_needs_the_current_lease(
         assert put.status_code == 200
         stale = await device.complete(cid, _claim(REAL, lease=1))
         assert stale.status_code == 409, stale.text
+        old_beat = await device.http.post(
+            f"/v1/device/calls/{cid}/heartbeat", params={"lease": 1}, headers=device.auth
+        )
+        assert old_beat.status_code == 409, old_beat.text
+        beat = await device.http.post(
+            f"/v1/device/calls/{cid}/heartbeat", params={"lease": 2}, headers=device.auth
+        )
+        assert beat.status_code == 204, beat.text
         assert await _results(resources, tenant, session_id) == []
         done = await device.complete(cid, _claim(REAL, lease=2))
         assert done.status_code == 200 and done.json()["status"] == "committed", done.text

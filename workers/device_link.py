@@ -131,7 +131,7 @@ async def _serve_one(
     http: httpx.AsyncClient, tools: LocalTools, tenant: str, call: dict[str, Any]
 ) -> None:
     call_id = call["call_id"]
-    renew = asyncio.create_task(_renew(http, call_id))
+    renew = asyncio.create_task(_renew(http, call_id, call.get("lease")))
     try:
         result = await tools.run(
             tool_name=call["tool"],
@@ -189,11 +189,12 @@ async def _upload(
     return body
 
 
-async def _renew(http: httpx.AsyncClient, call_id: str) -> None:
+async def _renew(http: httpx.AsyncClient, call_id: str, lease: int | None) -> None:
+    params = {"lease": lease} if lease is not None else {}
     while True:
         await asyncio.sleep(LEASE_RENEW_SECONDS)
         try:
-            await http.post(f"/v1/device/calls/{call_id}/heartbeat")
+            await http.post(f"/v1/device/calls/{call_id}/heartbeat", params=params)
         except httpx.TransportError:
             logger.warning("lease renewal of call %s failed; retrying", call_id)
 

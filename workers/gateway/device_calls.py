@@ -191,13 +191,16 @@ async def bound_upload(
     return await _upload_target(gateway, call, await _held(gateway, call, lease), sha256)
 
 
-async def renew(gateway: Gateway, principal: Principal, raw_id: str) -> None:
-    """The device is still at it: renew its lease and heartbeat the Temporal activity."""
+async def renew(
+    gateway: Gateway, principal: Principal, raw_id: str, lease: int | None = None
+) -> None:
+    """The device is still at it: renew its lease (`lease`, when named) and heartbeat the
+    Temporal activity."""
     tenant, device = principal.tenant_id, device_of(principal)
     call_id = _call_id(raw_id)
     async with gateway.resources.sessions() as db, db.begin():
         repo = DeviceCallRepository(db, tenant, device)
-        call = await repo.extend(call_id, _lease(gateway))
+        call = await repo.extend(call_id, _lease(gateway), held=lease)
         if call is None and await repo.get(call_id) is None:
             raise _no_such_call()
     if call is None:

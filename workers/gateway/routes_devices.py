@@ -94,9 +94,15 @@ async def next_call(
 
 
 @router.post("/calls/{call_id}/heartbeat", status_code=status.HTTP_204_NO_CONTENT)
-async def heartbeat(call_id: str, principal: DeviceKey, gateway: GatewayDep) -> None:
-    """Still running: renew the lease (else the call is offered again once it runs out)."""
-    await device_calls.renew(gateway, principal, call_id)
+async def heartbeat(
+    call_id: str,
+    principal: DeviceKey,
+    gateway: GatewayDep,
+    lease: Annotated[int | None, Query(ge=1)] = None,
+) -> None:
+    """Still running: renew the lease (else the call is offered again once it runs out);
+    `lease` (OfferedCall.lease): only that one, not a newer offer's (409)."""
+    await device_calls.renew(gateway, principal, call_id, lease)
 
 
 @router.post("/calls/{call_id}/upload", response_model=UploadTarget)
