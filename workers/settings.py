@@ -25,7 +25,10 @@ from storage.workspaces import WorkspaceLayout, WorkspaceScope
 from workers.workflow_sandbox import SandboxMode
 from workflows.contracts import AgentInput
 
-# Defaults match `agentctl dev up`, so a second terminal needs no exports.
+# Defaults match `agentctl dev up`, so a second terminal in the same directory needs no
+# exports: the database passwords dev up generates are read from the 0600 env file it
+# writes (DEV_ENV_FILE), below any variable actually set.
+DEV_ENV_FILE = Path(".devstack") / "env"
 DEV_POSTGRES_PORT = 54329
 DEV_S3_PORT = 8333
 DEV_TEMPORAL_PORT = 7233
@@ -34,7 +37,9 @@ DEV_S3_SECRET_KEY = "durable-agents-dev-secret"
 
 
 class DatabaseSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="DATABASE_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="DATABASE_", extra="ignore", env_file=DEV_ENV_FILE, env_file_encoding="utf-8"
+    )
 
     # Workers and the gateway: a role that may only read and write rows (storage/roles.sql).
     url: SecretStr = SecretStr(f"postgresql+asyncpg://agent@127.0.0.1:{DEV_POSTGRES_PORT}/agent")
