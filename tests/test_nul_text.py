@@ -6,9 +6,12 @@ the first attempt and no failure quotes the content."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from aiohttp import web
 from temporalio.api.enums.v1 import EventType
@@ -20,6 +23,7 @@ from activities.tools.fetch_policy import FetchAllowlist
 from storage.item_kinds import ItemKind
 from storage.previews import make_preview
 from tests.conftest import AgentRunner
+from tests.support.device_gateway import gateway_server, make_device_key
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import items_of, start
 from workers.resources import Resources
@@ -140,3 +144,43 @@ async def test_a_nul_in_any_users_text_at_the_gateway_is_a_400_naming_the_field(
             f"/v1/sessions/{sid}/calls/{call}/approve", json={}, headers=bearer(key)
         )
         assert ok.status_code == 200, ok.text
+
+
+async def test_a_device_result_with_a_nul_commits_as_bytes_not_a_500(
+    client: Client,
+    resources: Resources,
+    migrated: StackEndpoints,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    auth = bearer(await make_device_key(resources, tenant, device_id))
+    read = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "n.txt"}}]}]
+    provider = ScriptedProvider.from_data([*read, {"text": "done"}])
+    async with (
+        agent_worker(provider, workspace) as queue,
+        gateway_server(migrated, resources, client) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        registered = await http.post("/v1/device", json={"tools": ["read_file"]}, headers=auth)
+        assert registered.status_code == 200, registered.text
+        sid, handle = await start(
+            client, resources, queue, tenant=tenant, device_id=device_id, device_tools=["read_file"]
+        )
+        offered = await http.post("/v1/device/calls/next", params={"wait": 20}, headers=auth)
+        call = offered.json()
+        assert (await http.put(call["upload"]["url"], content=PAGE)).status_code == 200
+        claim = {
+            "size_bytes": len(PAGE),
+            "sha256": hashlib.sha256(PAGE).hexdigest(),
+            "content_type": "text/plain",
+        }
+        done = await http.post(
+            f"/v1/device/calls/{call['call_id']}/complete", json={"result": claim}, headers=auth
+        )
+        assert done.status_code == 200 and done.json()["status"] == "committed", done.text
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "completed"
+    [stored] = [i for i in await items_of(resources, tenant, sid) if i.kind == ItemKind.TOOL_RESULT]
+    assert stored.text == f"[binary text/plain, {len(PAGE)} bytes]"
