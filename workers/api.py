@@ -191,15 +191,8 @@ class AgentClient:
         by the command layer as at every other door; the tenant is this client's."""
         caller = Caller.operator(self.tenant_id, user_id=f"api:{self.tenant_id}")
         command = start_command(caller, StartRequest(text, agent, options), get_settings())
-        handle = await tasks.start_task(
-            self.temporal,
-            self.resources.sessions,
-            command.text,
-            command.options,
-            store=self.resources.store,
-            limits=command.limits,
-        )
-        return Task(self, handle.id.removeprefix("agent-"))
+        res = self.resources
+        return Task(self, await command.start(self.temporal, res.sessions, res.store))
 
     def task(self, session_id: str) -> Task:
         """A task started earlier (from any device)."""

@@ -122,16 +122,7 @@ def start(
     command = start_command(caller, StartRequest(task, agent, given), get_settings())
 
     async def go(res: Resources) -> str:
-        client = await temporal_client()
-        handle = await tasks.start_task(
-            client,
-            res.sessions,
-            command.text,
-            command.options,
-            store=res.store,
-            limits=command.limits,
-        )
-        return handle.id.removeprefix("agent-")
+        return await command.start(await temporal_client(), res.sessions, res.store)
 
     started = run_async(with_resources(go))
     console.print(started)

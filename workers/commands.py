@@ -17,10 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.client import Client, WorkflowHandle
+
 from activities.agents import DEFAULT_AGENT, Agent
 from activities.text_limits import TextLimits, check_size, check_text, utf8_size
 from storage.api_keys import Principal
-from storage.artifacts import check_user_tenant
+from storage.artifacts import ArtifactStore, check_user_tenant
+from workers import tasks
 from workers.agent_loading import task_options_for
 from workers.settings import Settings
 from workers.task_options import TaskOptions
@@ -86,6 +90,18 @@ class StartCommand:
     text: str
     options: TaskOptions
     limits: TextLimits
+
+    async def start(
+        self,
+        client: Client,
+        sessions: async_sessionmaker[AsyncSession],
+        store: ArtifactStore | None,
+    ) -> str:
+        """Commit the session and its task, start its workflow; the session id."""
+        handle: WorkflowHandle[Any, Any] = await tasks.start_task(
+            client, sessions, self.text, self.options, store=store, limits=self.limits
+        )
+        return handle.id.removeprefix("agent-")
 
 
 def check_scopes(caller: Caller, names: Iterable[str]) -> None:

@@ -50,15 +50,10 @@ async def start(body: StartTask, principal: Starter, gateway: GatewayDep) -> Sta
     options = body.model_dump(exclude_unset=True, exclude_none=True, exclude={"text", "agent"})
     request = StartRequest(body.text, body.agent, options)
     command = start_command(Caller.of_key(principal), request, gateway.settings)
-    handle = await tasks.start_task(
-        gateway.client,
-        gateway.resources.sessions,
-        command.text,
-        command.options,
-        store=gateway.resources.store,
-        limits=command.limits,
+    res = gateway.resources
+    return Started(
+        session_id=uuid.UUID(await command.start(gateway.client, res.sessions, res.store))
     )
-    return Started(session_id=uuid.UUID(handle.id.removeprefix("agent-")))
 
 
 @router.post(
