@@ -27,6 +27,7 @@ from activities.model_context import (
 )
 from activities.model_deltas import DeltaStream
 from activities.model_wait import outage_aware
+from activities.pricing import PriceTable
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
@@ -42,6 +43,7 @@ from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
 from storage.session_deltas import DeltaPublisher
 from storage.sessions import SessionRepository
+from storage.usage import UsageRecord, UsageRepository
 from workflows.contracts import ModelCallInput, ModelCallResult, ToolCallRef
 
 
@@ -62,13 +64,16 @@ class ModelActivities:
         windows: ContextWindows | None = None,
         agents: AgentCatalog | None = None,
         deltas: DeltaPublisher | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
         agent; `agents`: every agent this worker serves (default: that one alone).
         `windows`: what the worker knows of its server's context window (shared with
         compaction); by default learned from overflow errors only. `deltas`: where the
-        reply's text is published as it streams (None: providers do not stream)."""
+        reply's text is published as it streams (None: providers do not stream).
+        `prices`: what each reply's tokens cost (default: every model unpriced)."""
         self._sessions = sessions
+        self._prices = prices or PriceTable()
         self._deltas = deltas
         self._windows = windows if windows is not None else ContextWindows()
         self._max_argument_bytes = max_tool_argument_bytes
@@ -177,10 +182,37 @@ class ModelActivities:
                     row, call_rows = await self._persist(
                         db, inp, session_id, fitted, config, compaction
                     )
+                    # In the reply's transaction, under its key: counted once, or not at all.
+                    await self._count(db, inp, session.agent_definition, agent, config, reply)
                     await trace.committed(db)  # audit mode: the event commits with the reply
                     return await self._result_of(
                         db, inp, row, agent, config, session.approvals, call_rows
                     )
+
+    async def _count(
+        self,
+        db: AsyncSession,
+        inp: ModelCallInput,
+        agent_name: str,
+        agent: AgentRuntime,
+        config: ContextConfig,
+        reply: ModelReply,
+    ) -> None:
+        """The reply's usage as its provider reported it, priced by the configured model."""
+        provider, usage = agent.provider.name, reply.usage
+        await UsageRepository(db, inp.tenant_id).record(
+            UsageRecord(
+                idempotency_key=inp.idempotency_key,
+                session_id=uuid.UUID(inp.session_id),
+                agent=agent_name,
+                provider=provider,
+                model=config.model,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached_tokens=usage.cached_tokens,
+                cost_usd=self._prices.cost(provider, config.model, usage),
+            )
+        )
 
     def _delta_stream(self, inp: ModelCallInput, send: int) -> DeltaStream | None:
         if self._deltas is None:
@@ -284,6 +316,7 @@ class ModelActivities:
                 "usage": {
                     "input_tokens": reply.usage.input_tokens,
                     "output_tokens": reply.usage.output_tokens,
+                    **({"cached_tokens": n} if (n := reply.usage.cached_tokens) else {}),
                 },
                 "context": self._context_stats(fitted, config, compaction),
             },

@@ -4,18 +4,21 @@ for the schema; these mappings must match it (a test compares them)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
+    Numeric,
     String,
     Text,
     UniqueConstraint,
@@ -339,6 +342,41 @@ class ToolEffectRow(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ModelUsageRow(Base):
+    """One model reply's usage, under the reply's idempotency key (storage/usage.py).
+
+    No foreign key to sessions: what was spent stays spent when a session is archived.
+    """
+
+    __tablename__ = "model_usage"
+    __table_args__ = (
+        CheckConstraint(
+            "input_tokens >= 0 AND output_tokens >= 0 AND cached_tokens >= 0",
+            name="ck_model_usage_tokens",
+        ),
+        Index("ix_model_usage_session", "tenant_id", "session_id"),
+        Index("ix_model_usage_day", "tenant_id", "day"),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    idempotency_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column()
+    agent: Mapped[str] = mapped_column(Text)
+    provider: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    # "chat" (a step of the loop) or "compaction" (a summary of the conversation).
+    purpose: Mapped[str] = mapped_column(String(16), server_default="chat")
+    # Input counts every prompt token, cached ones too; cached is the part read from a cache.
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    # NULL: the model has no price in the worker's table (never a guess).
+    cost_usd: Mapped[Decimal | None] = mapped_column(Numeric(20, 9))
+    # The UTC day the reply committed: what per-day reads and quotas group by.
+    day: Mapped[date] = mapped_column(Date)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class ApiKeyRow(Base):

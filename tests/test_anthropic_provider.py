@@ -80,6 +80,8 @@ async def test_tool_call_round_trip(server: FakeAnthropic, provider: AnthropicPr
     assert reply.finish_reason == "tool_calls"
     # Cached prompt tokens count as input.
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (42, 9)
+    # ...and the part read from the cache is reported as cached (cache writes are not).
+    assert reply.usage.cached_tokens == 10
     assert reply.model == "claude-fake"
 
     assert len(server.requests) == 1

@@ -165,6 +165,10 @@ async def test_spans_once_each_under_invoke_agent_and_content_only_by_reference(
     assert sum(p.count for p in otel.points("gen_ai.client.operation.duration")) == 2
     tokens = {p.attributes["gen_ai.token.type"] for p in otel.points("agent.model.tokens")}
     assert tokens == {"input", "output"}
+    # The GenAI convention's histogram: a point per reply and token type.
+    usage = otel.points("gen_ai.client.token.usage")
+    assert {p.attributes["gen_ai.token.type"] for p in usage} == {"input", "output"}
+    assert all(p.count == 2 and p.attributes["gen_ai.system"] == "scripted" for p in usage)
     (tool_latency,) = otel.points("gen_ai.execute_tool.duration")
     assert tool_latency.count == 1 and tool_latency.attributes["gen_ai.tool.name"] == "read_file"
 

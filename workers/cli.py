@@ -42,6 +42,7 @@ from workers.cli_gc import gc_app
 from workers.cli_keys import keys_app
 from workers.cli_local_model import local_model_app
 from workers.cli_resume import resume
+from workers.cli_usage import usage
 from workers.cli_watch import watch_cmd
 from workers.cli_workers import device, worker
 from workers.commands import Caller, StartRequest, start_command
@@ -68,6 +69,7 @@ app.command("worker")(worker)
 app.command("gateway")(gateway)
 app.command("device")(device)
 app.command("watch")(watch_cmd)
+app.command("usage")(usage)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
 MAX_PAGE = 1000

@@ -93,6 +93,7 @@ def cloud_activities(
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
         windows=windows,
         deltas=resources.deltas if m.stream else None,
+        prices=m.price_table(),
     )
     tools = ToolActivities(
         resources.sessions,

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from activities.pricing import Price, PriceTable
 from activities.text_limits import TextLimits
 from activities.tools.fetch_policy import (
     DEFAULT_FETCH_MAX_BYTES,
@@ -100,6 +101,13 @@ class ModelSettings(BaseSettings):
     # The offline model streams its reply in a few pieces, this far apart (a demo or a
     # browser test can watch tokens arrive).
     offline_piece_seconds: float = Field(default=0.0, ge=0, le=5)
+    # USD per million tokens by "provider/model" ("provider/*": its other models), as JSON:
+    # MODEL_PRICES='{"openai/gpt-4o-mini": {"input": 0.15, "output": 0.6, "cached": 0.075}}'.
+    # Default: none, so every reply is unpriced (cost null, never a guess).
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    def price_table(self) -> PriceTable:
+        return PriceTable(prices=self.prices)
 
 
 class AgentSettings(BaseSettings):

@@ -246,6 +246,12 @@ def _from_message(message: Message) -> ModelReply:
         text="".join(texts),
         tool_calls=calls,
         finish_reason=_FINISH_REASONS.get(stop_reason, stop_reason),
-        usage=Usage(input_tokens=input_tokens, output_tokens=usage.output_tokens),
+        usage=Usage(
+            input_tokens=input_tokens,
+            output_tokens=usage.output_tokens,
+            # Tokens written to the cache are priced as input here (cache writes cost more
+            # at Anthropic: a table that wants that exact prices them into `input`).
+            cached_tokens=usage.cache_read_input_tokens or 0,
+        ),
         model=message.model or "",
     )

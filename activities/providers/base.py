@@ -54,8 +54,12 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Usage:
+    """As the provider reported it. `input_tokens` counts every prompt token, cached ones
+    too; `cached_tokens` is the part of them read from the provider's prompt cache."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from activities.providers.base import (
     Usage,
 )
 from activities.providers.context_window import DiscoveredWindow, discover_window
-from activities.providers.openai_stream import StreamedReply, read_stream
+from activities.providers.openai_stream import StreamedReply, read_stream, usage_of
 from activities.providers.text_tool_calls import read_reply_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -225,10 +225,7 @@ def _from_completion(
         message.content or message.refusal or "",
         list(_from_tool_calls(message.tool_calls or ())),
         choice.finish_reason,
-        Usage(
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
-        ),
+        usage_of(usage),
         completion.model or "",
         offered,
         shown,

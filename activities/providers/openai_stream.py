@@ -40,6 +40,20 @@ class StreamedReply:
     chunks: int = 0
 
 
+def usage_of(usage: object) -> Usage:
+    """A Chat Completions `usage` object (streamed or not) as ours. Cached prompt tokens are
+    OpenAI's `prompt_tokens_details.cached_tokens` (llama.cpp's server reports the same
+    field); a server that omits them cached nothing we can count."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(
+        input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
+        output_tokens=_int(getattr(usage, "completion_tokens", 0)),
+        cached_tokens=_int(getattr(details, "cached_tokens", 0)),
+    )
+
+
 async def read_stream(
     stream: AsyncIterable[ChatCompletionChunk], on_text: TextSink
 ) -> StreamedReply:
@@ -54,10 +68,7 @@ async def read_stream(
             reply.model = chunk.model
         usage = getattr(chunk, "usage", None)
         if usage is not None:
-            reply.usage = Usage(
-                input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
-                output_tokens=_int(getattr(usage, "completion_tokens", 0)),
-            )
+            reply.usage = usage_of(usage)
         for choice in chunk.choices or ():
             if _int(getattr(choice, "index", 0)) != 0:
                 continue  # we ask for one choice; a second one is not ours to merge

@@ -57,6 +57,7 @@ _PAYLOAD_STEMS: dict[str, str] = {
 MODEL_DURATION = "gen_ai.client.operation.duration"
 TOOL_DURATION = "gen_ai.execute_tool.duration"
 TOKENS = "agent.model.tokens"
+TOKEN_USAGE = "gen_ai.client.token.usage"
 TOOL_ERRORS = "agent.tool.errors"
 APPROVALS_WAITING = "agent.approvals.waiting"
 
@@ -194,6 +195,14 @@ def model_metric_attributes(ev: ModelCallEvent, error_type: str | None = None) -
 
 def token_attributes(ev: ModelCallEvent, token_type: Literal["input", "output"]) -> Attributes:
     return {**model_metric_attributes(ev), "gen_ai.token.type": token_type}
+
+
+def token_usage_attributes(
+    ev: ModelCallEvent, token_type: Literal["input", "output"]
+) -> Attributes:
+    """`gen_ai.client.token.usage`'s dimensions: the convention's, and `gen_ai.system`, the
+    older name of the provider attribute that dashboards built on it still group by."""
+    return {**token_attributes(ev, token_type), "gen_ai.system": ev.provider}
 
 
 def tool_metric_attributes(ev: ToolCallEvent, error_type: str | None = None) -> Attributes:

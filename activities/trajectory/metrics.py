@@ -19,6 +19,11 @@ class TrajectoryMetrics:
         self._tokens = meter.create_counter(
             genai.TOKENS, unit="{token}", description="Tokens in and out, by model."
         )
+        # The GenAI convention's histogram: one point per reply and token type, as the
+        # provider reported them (the counter above stays for dashboards built on it).
+        self._token_usage = meter.create_histogram(
+            genai.TOKEN_USAGE, unit="{token}", description="Tokens used per model reply."
+        )
         self._tool_duration = meter.create_histogram(
             genai.TOOL_DURATION, unit="s", description="Tool execution latency."
         )
@@ -43,6 +48,12 @@ class TrajectoryMetrics:
         if reply is not None:
             self._tokens.add(reply.usage.input_tokens, genai.token_attributes(ev, "input"))
             self._tokens.add(reply.usage.output_tokens, genai.token_attributes(ev, "output"))
+            usage = reply.usage
+            input_attrs = genai.token_usage_attributes(ev, "input")
+            self._token_usage.record(usage.input_tokens, input_attrs)
+            self._token_usage.record(
+                usage.output_tokens, genai.token_usage_attributes(ev, "output")
+            )
 
     def tool_call(self, ev: genai.ToolCallEvent, seconds: float, error_type: str | None) -> None:
         """One tool call: its latency, and an error count when it failed."""

@@ -148,6 +148,20 @@ def completion(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
     }
 
 
+def with_usage(
+    reply: dict[str, Any], prompt: int, completion: int, cached: int = 0
+) -> dict[str, Any]:
+    """`reply` reporting this usage, as OpenAI and llama.cpp's server do (cached prompt
+    tokens in `prompt_tokens_details`); streamed, it rides in the last chunk."""
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+    return {**reply, "usage": usage}
+
+
 def tool_call_reply(arguments: str, *more: str, ids: tuple[str | None, ...] = ()) -> dict[str, Any]:
     """A reply calling read_file once per `arguments`; `ids` (None: no id sent) default to
     call_2, call_3, ..."""

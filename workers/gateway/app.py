@@ -20,7 +20,14 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from storage.session_events import EventHub, listen_dsn
-from workers.gateway import page, routes_devices, routes_events, routes_sessions, routes_tasks
+from workers.gateway import (
+    page,
+    routes_devices,
+    routes_events,
+    routes_sessions,
+    routes_tasks,
+    routes_usage,
+)
 from workers.gateway.body_limit import BodyLimit
 from workers.gateway.context import Gateway
 from workers.gateway.device_relays import DeviceRelays
@@ -86,6 +93,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
 
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
+    app.include_router(routes_usage.router)
     app.include_router(routes_events.router)
     app.include_router(routes_devices.router)
     app.include_router(page.router)

@@ -1,0 +1,179 @@
+"""Model usage: what each reply cost, recorded once under its idempotency key, and the sums
+read per session, agent, tenant and day. All SQL on `model_usage`, scoped to one tenant.
+Never commits: a reply's usage commits in the unit of work that commits the reply."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Table, bindparam, case, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import ModelUsageRow
+
+_USAGE: Table = ModelUsageRow.__table__  # type: ignore[assignment]
+# Built once, bound per reply (see storage/sessions.py): every model step runs it.
+_RECORD = (
+    insert(_USAGE)
+    .values(
+        tenant_id=bindparam("in_tenant"),
+        idempotency_key=bindparam("in_key"),
+        session_id=bindparam("in_session"),
+        agent=bindparam("in_agent"),
+        provider=bindparam("in_provider"),
+        model=bindparam("in_model"),
+        purpose=bindparam("in_purpose"),
+        input_tokens=bindparam("in_input"),
+        output_tokens=bindparam("in_output"),
+        cached_tokens=bindparam("in_cached"),
+        cost_usd=bindparam("in_cost"),
+        day=bindparam("in_day"),
+    )
+    # The key was counted: a retry or a replay of the same reply adds nothing.
+    .on_conflict_do_nothing(index_elements=[_USAGE.c.tenant_id, _USAGE.c.idempotency_key])
+)
+
+# Figures no reply comes near; a provider reporting more is refused rather than stored.
+MAX_TOKENS = 2**40
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """One reply's usage as its provider reported it."""
+
+    idempotency_key: str
+    session_id: uuid.UUID
+    agent: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+    cost_usd: Decimal | None = None
+    purpose: str = "chat"
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    """Which replies to sum; None: any. `since` and `day` are UTC days."""
+
+    session_id: uuid.UUID | None = None
+    agent: str | None = None
+    day: date | None = None
+    since: date | None = None
+
+
+@dataclass(frozen=True)
+class UsageSum:
+    """Sums over a group of replies. `cost_usd` is None when any of them was unpriced:
+    a partial sum would read as the whole bill."""
+
+    replies: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: Decimal | None
+    unpriced_replies: int
+    day: date | None = None
+    agent: str | None = None
+    provider: str | None = None
+    model: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+GROUPS = ("day", "agent", "model")
+
+
+class UsageRepository:
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def record(self, usage: UsageRecord, *, day: date | None = None) -> bool:
+        """Count a reply's usage once; False when its key was already counted."""
+        figures = (usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+        if any(n < 0 or n > MAX_TOKENS for n in figures):
+            raise ValueError(f"usage: token counts must be 0..{MAX_TOKENS}")
+        result: Any = await self._db.execute(
+            _RECORD,
+            {
+                "in_tenant": self._tenant,
+                "in_key": usage.idempotency_key,
+                "in_session": usage.session_id,
+                "in_agent": usage.agent,
+                "in_provider": usage.provider,
+                "in_model": usage.model,
+                "in_purpose": usage.purpose,
+                "in_input": usage.input_tokens,
+                "in_output": usage.output_tokens,
+                "in_cached": min(usage.cached_tokens, usage.input_tokens),
+                "in_cost": usage.cost_usd,
+                "in_day": day or datetime.now(UTC).date(),
+            },
+        )
+        return bool(result.rowcount)
+
+    async def total(self, where: UsageFilter = UsageFilter()) -> UsageSum:
+        """The tenant's usage matching `where`, summed."""
+        rows = await self.grouped(where, by=())
+        return rows[0]
+
+    async def grouped(
+        self, where: UsageFilter = UsageFilter(), *, by: tuple[str, ...] = GROUPS
+    ) -> list[UsageSum]:
+        """Sums per group of `by` (day, agent, model: model means provider and model),
+        ordered by day then name. With no `by`, one row (zeros when nothing matched)."""
+        unknown = set(by) - set(GROUPS)
+        if unknown:
+            raise ValueError(f"usage: cannot group by {sorted(unknown)}")
+        keys = []
+        if "day" in by:
+            keys.append(_USAGE.c.day)
+        if "agent" in by:
+            keys.append(_USAGE.c.agent)
+        if "model" in by:
+            keys += [_USAGE.c.provider, _USAGE.c.model]
+        unpriced = func.count() - func.count(_USAGE.c.cost_usd)
+        query = select(
+            *keys,
+            func.count(),
+            func.coalesce(func.sum(_USAGE.c.input_tokens), 0),
+            func.coalesce(func.sum(_USAGE.c.output_tokens), 0),
+            func.coalesce(func.sum(_USAGE.c.cached_tokens), 0),
+            case((unpriced == 0, func.coalesce(func.sum(_USAGE.c.cost_usd), 0))),
+            unpriced,
+        ).where(_USAGE.c.tenant_id == self._tenant)
+        if where.session_id is not None:
+            query = query.where(_USAGE.c.session_id == where.session_id)
+        if where.agent is not None:
+            query = query.where(_USAGE.c.agent == where.agent)
+        if where.day is not None:
+            query = query.where(_USAGE.c.day == where.day)
+        if where.since is not None:
+            query = query.where(_USAGE.c.day >= where.since)
+        if keys:
+            query = query.group_by(*keys).order_by(*keys)
+        out = []
+        for row in (await self._db.execute(query)).all():
+            named = dict(zip([k.name for k in keys], row[: len(keys)], strict=True))
+            replies, inp, outp, cached, cost, unpriced_n = row[len(keys) :]
+            out.append(
+                UsageSum(
+                    replies=int(replies),
+                    input_tokens=int(inp),
+                    output_tokens=int(outp),
+                    cached_tokens=int(cached),
+                    cost_usd=None if cost is None else Decimal(cost),
+                    unpriced_replies=int(unpriced_n),
+                    **named,
+                )
+            )
+        return out
