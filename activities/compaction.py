@@ -23,13 +23,15 @@ from activities.model_context import (
     window_items,
 )
 from activities.model_wait import outage_aware
-from activities.providers.base import ChatMessage, ModelProvider, ModelRequest
+from activities.pricing import PriceTable
+from activities.providers.base import ChatMessage, ModelProvider, ModelReply, ModelRequest
 from activities.providers.overflow import overflow_of
 from activities.tokens import count_tokens
 from storage.compactions import CompactionRepository
 from storage.context_configs import ContextConfig
 from storage.models import CompactionRow, ItemRow
 from storage.sessions import SessionRepository
+from storage.usage import UsageRecord, UsageRepository
 from workflows.contracts import CompactInput, CompactionRef
 
 SUMMARY_INSTRUCTIONS = (
@@ -63,12 +65,15 @@ class CompactionActivities:
         current: ContextConfig,
         windows: ContextWindows | None = None,
         agents: AgentCatalog | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         """`provider`/`current`: the default agent's; `agents`: every agent this worker
         serves (ModelActivities.agents), each summarised through its own provider.
         `windows`: the model activities' (ModelActivities.windows), so a summary is
-        asked for within the server's real window too."""
+        asked for within the server's real window too. `prices`: what a summary's tokens
+        cost (default: unpriced)."""
         self._sessions = sessions
+        self._prices = prices or PriceTable()
         self._provider = provider
         self._current = current
         self._agents = agents
@@ -87,7 +92,7 @@ class CompactionActivities:
                 done = await repo.by_key(inp.idempotency_key)
                 if done is not None:
                     return _ref(done)
-                provider, current = await self._agent_of(db, inp.tenant_id, session_id)
+                agent_name, provider, current = await self._agent_of(db, inp.tenant_id, session_id)
                 _, config = await turn_config(db, inp.tenant_id, session_id, current)
                 budget = self._windows.budget(config.model, budget_of(config))
                 previous = await repo.latest(session_id)
@@ -96,8 +101,24 @@ class CompactionActivities:
             floor = previous.covers_through_ordinal if previous else 0
             if cut is None or cut <= floor:
                 return _ref(previous) if previous else None
-            summary = await self._summarise(inp, provider, config, budget, previous, window, cut)
+            reply = await self._summarise(inp, provider, config, budget, previous, window, cut)
+            summary = reply.text
             async with self._sessions() as db, db.begin():
+                # A summary is a model reply too: its usage commits with it, under its key.
+                await UsageRepository(db, inp.tenant_id).record(
+                    UsageRecord(
+                        idempotency_key=inp.idempotency_key,
+                        session_id=session_id,
+                        agent=agent_name,
+                        provider=provider.name,
+                        model=config.model,
+                        input_tokens=reply.usage.input_tokens,
+                        output_tokens=reply.usage.output_tokens,
+                        cached_tokens=reply.usage.cached_tokens,
+                        cost_usd=self._prices.cost(provider.name, config.model, reply.usage),
+                        purpose="compaction",
+                    )
+                )
                 row, _ = await CompactionRepository(db, inp.tenant_id).add(
                     session_id,
                     covers_through_ordinal=cut,
@@ -113,13 +134,13 @@ class CompactionActivities:
 
     async def _agent_of(
         self, db: AsyncSession, tenant_id: str, session_id: uuid.UUID
-    ) -> tuple[ModelProvider, ContextConfig]:
-        """The provider and the new-turn config of the session's agent."""
-        if self._agents is None:
-            return self._provider, self._current
+    ) -> tuple[str, ModelProvider, ContextConfig]:
+        """The session's agent definition, and its provider and new-turn config."""
         session = await SessionRepository(db, tenant_id).get(session_id)
+        if self._agents is None:
+            return session.agent_definition, self._provider, self._current
         agent = self._agents.get(session.agent_definition)
-        return agent.provider, agent.config
+        return session.agent_definition, agent.provider, agent.config
 
     async def _summarise(
         self,
@@ -130,7 +151,7 @@ class CompactionActivities:
         previous: CompactionRow | None,
         window: list[ItemRow],
         cut: int,
-    ) -> str:
+    ) -> ModelReply:
         async def previews_only(_: uuid.UUID, __: int) -> tuple[bytes, str]:
             raise LookupError  # never called: the budget below leaves no room to expand
 
@@ -165,7 +186,7 @@ class CompactionActivities:
                 sent = context.input_tokens + count_tokens(SUMMARY_INSTRUCTIONS, budget.encoding)
                 self._windows.learn(config.model, overflow, sent, budget)
             raise
-        return reply.text
+        return reply
 
 
 def _ref(row: CompactionRow) -> CompactionRef:

@@ -5,6 +5,7 @@ and read per session, agent, tenant and day through agentctl and GET /v1/usage."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -17,11 +18,14 @@ from sqlalchemy import func, select
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
+from activities.compaction import CompactionActivities
 from activities.context import ContextBudget
 from activities.model_call import ModelActivities
+from activities.model_context import config_of
 from activities.pricing import Price, PriceTable
-from activities.providers.base import ChatMessage, ModelRequest, Usage
+from activities.providers.base import ChatMessage, ModelReply, ModelRequest, Usage
 from activities.providers.openai_compat import OpenAICompatibleProvider
+from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
@@ -40,7 +44,7 @@ from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start
 from workers.resources import Resources
 from workers.stack import StackEndpoints
-from workflows.contracts import ModelCallInput
+from workflows.contracts import CompactInput, ModelCallInput
 
 PRICE = Price(input=Decimal("1"), output=Decimal("2"), cached=Decimal("0.5"))
 # Two replies as the server reports them: (prompt, completion, cached).
@@ -281,3 +285,47 @@ async def test_sums_by_day_and_agent_and_a_partly_unpriced_sum_is_null(
         (date(2026, 1, 2), "b", None),
     ]
     assert (other.replies, other.input_tokens, other.cost_usd) == (0, 0, Decimal(0))
+
+
+class _Recording:
+    """A provider that reports a different usage for every reply, and keeps them."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self._inner = ScriptedProvider([])
+        self.usages: list[Usage] = []
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        usage = Usage(input_tokens=500 + len(self.usages), output_tokens=60)
+        self.usages.append(usage)
+        return dataclasses.replace(await self._inner.complete(request), usage=usage)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_a_summary_counts_once_as_compaction(resources: Resources, tenant: str) -> None:
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        items = ItemRepository(db, tenant)
+        for n in range(40):
+            text = f"message {n} " + "y " * 200
+            await items.append(NewItem(sid, ItemKind.USER_MESSAGE, "user", f"{sid}:{n}", text=text))
+    provider = _Recording()
+    current = config_of("scripted", "m", "p", [], ContextBudget(context_tokens=4_000))
+    acts = CompactionActivities(resources.sessions, provider, current)
+    inp = CompactInput(str(sid), tenant, 7, f"{sid}:7:compact")
+    env = ActivityEnvironment()
+    # Racing attempts of one compaction (a retry while the first still ran): one summary...
+    await asyncio.gather(*(env.run(acts.compact_session, inp) for _ in range(3)))
+    assert provider.usages
+    # ...and its usage once, as the provider reported it, under the compaction's key.
+    rows = await _usage_rows(resources, tenant, str(sid))
+    assert [(r.idempotency_key, r.purpose, r.agent, r.cost_usd) for r in rows] == [
+        (inp.idempotency_key, "compaction", "default", None)
+    ]
+    assert (rows[0].input_tokens, rows[0].output_tokens) in {
+        (u.input_tokens, u.output_tokens) for u in provider.usages
+    }

@@ -108,7 +108,12 @@ def cloud_activities(
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(
-        resources.sessions, provider, model.current_config, windows=windows, agents=catalog
+        resources.sessions,
+        provider,
+        model.current_config,
+        windows=windows,
+        agents=catalog,
+        prices=m.price_table(),
     )
     gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)
