@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from activities.approval_policy import PolicyError
 from activities.approval_policy import validate as validate_policy
+from activities.task_rules import BUDGET_FIGURES, InvalidTaskInput, check_budget_figure
 from activities.tools.base import Tool
 from activities.tools.mcp_servers import McpServer, identity_of
 
@@ -57,12 +58,34 @@ class Limits:
 
     max_steps: int | None = None
     tool_timeout_seconds: float | None = None
+    # A task's budget by default (activities/task_rules.py bounds them): tokens in and
+    # out, cost in USD, tool calls, seconds since the task started.
+    budget_tokens: int | None = None
+    budget_cost_usd: float | None = None
+    budget_tool_calls: int | None = None
+    budget_seconds: float | None = None
+
+    def budget(self) -> dict[str, int | float | None]:
+        """The budget figures by name (tokens, cost_usd, tool_calls, seconds)."""
+        return {
+            "tokens": self.budget_tokens,
+            "cost_usd": self.budget_cost_usd,
+            "tool_calls": self.budget_tool_calls,
+            "seconds": self.budget_seconds,
+        }
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps <= 0:
             raise AgentDefinitionError(f"max_steps must be positive, got {self.max_steps}")
         if self.tool_timeout_seconds is not None and self.tool_timeout_seconds <= 0:
             raise AgentDefinitionError("tool_timeout_seconds must be positive")
+        for name, high, integer in BUDGET_FIGURES:
+            try:
+                check_budget_figure(
+                    f"budget_{name}", getattr(self, f"budget_{name}"), high, integer
+                )
+            except InvalidTaskInput as err:
+                raise AgentDefinitionError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -114,7 +137,13 @@ class Agent:
             "toolset_tools": list(tool_specs),
             "approvals": dict(sorted(self.approvals.items())),
             "device_tools": sorted(self.device_tools),
-            "limits": asdict(self.limits),
+            # Budget figures left unset are left out: a definition without them keeps the
+            # fingerprint it had before there were budgets.
+            "limits": {
+                k: v
+                for k, v in asdict(self.limits).items()
+                if v is not None or not k.startswith("budget_")
+            },
         }
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()

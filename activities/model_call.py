@@ -12,6 +12,7 @@ from temporalio import activity
 
 from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
 from activities.approval_policy import call_policies, needs_any
+from activities.budget_check import budget_reached
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget, pending_note
 from activities.context_windows import ContextWindows, Fitted, call_within_window
@@ -119,6 +120,11 @@ class ModelActivities:
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
                     return await self._result_of(db, inp, done, agent, config, session.approvals)
+                if inp.budget is not None:
+                    # Against what is committed; a reply committed already was spent already.
+                    reached = await budget_reached(db, inp.tenant_id, session, inp.budget)
+                    if reached is not None:
+                        return ModelCallResult(item_id="", ordinal=0, budget_exhausted=reached)
             compaction: CompactionRow | None = None
             pending = {
                 p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls

@@ -46,6 +46,20 @@ SECONDS_FIELDS = (
 )
 
 
+# A task's budget (each optional): past these a value is a typo, not a plan.
+MAX_BUDGET_TOKENS = 10**12
+MAX_BUDGET_COST_USD = 1_000_000.0
+MAX_BUDGET_TOOL_CALLS = 1_000_000
+MAX_BUDGET_SECONDS = 365 * 24 * 3600.0
+# (name, bound, whole number): a budget_{name} option, or a raise's {name}.
+BUDGET_FIGURES: tuple[tuple[str, float, bool], ...] = (
+    ("tokens", MAX_BUDGET_TOKENS, True),
+    ("cost_usd", MAX_BUDGET_COST_USD, False),
+    ("tool_calls", MAX_BUDGET_TOOL_CALLS, True),
+    ("seconds", MAX_BUDGET_SECONDS, False),
+)
+
+
 class InvalidTaskInput(ValueError):
     """An option no door accepts; nothing was committed. `field` names the option."""
 
@@ -70,6 +84,10 @@ class TaskSettings(Protocol):
     device_tools: list[str]
     approval_policies: dict[str, str]
     approval_overrides: dict[str, bool]
+    budget_tokens: int | None
+    budget_cost_usd: float | None
+    budget_tool_calls: int | None
+    budget_seconds: float | None
 
 
 def _number(field: str, value: object, *, integer: bool) -> float:
@@ -88,6 +106,27 @@ def check_range(field: str, value: object, low: float, high: float, *, open_low:
     if not inside:
         bound = f"> {low:g}" if open_low else f">= {low:g}"
         raise InvalidTaskInput(field, f"{field} must be {bound} and <= {high:g}, got {value!r}")
+
+
+def check_budget_figure(field: str, value: object, high: float, integer: bool) -> None:
+    """None (no limit), or a whole number >= 1 / a number > 0, up to `high`."""
+    if value is None:
+        return
+    if integer:
+        check_range(field, value, 1, high, open_low=False)
+    else:
+        check_range(field, value, 0, high, open_low=True)
+
+
+def check_budget_raise(request: object) -> None:
+    """A raise names at least one figure, each in its budget option's range."""
+    given = [name for name, _, _ in BUDGET_FIGURES if getattr(request, name, None) is not None]
+    if not given:
+        raise InvalidTaskInput(
+            "budget", "a budget raise names tokens, cost_usd, tool_calls or seconds"
+        )
+    for name, high, integer in BUDGET_FIGURES:
+        check_budget_figure(name, getattr(request, name, None), high, integer)
 
 
 def check_policies(field: str, policies: object) -> dict[str, str]:
@@ -161,6 +200,9 @@ def check_task_settings(options: TaskSettings) -> None:
     )
     for name, high in SECONDS_FIELDS:
         check_range(name, getattr(options, name), 0, high, open_low=True)
+    for figure, bound, integer in BUDGET_FIGURES:
+        field = f"budget_{figure}"
+        check_budget_figure(field, getattr(options, field, None), bound, integer)
     check_policies("approval_policies", options.approval_policies)
     overrides = options.approval_overrides
     if not isinstance(overrides, Mapping) or len(overrides) > MAX_POLICIES:

@@ -20,6 +20,9 @@ class SessionStatus(StrEnum):
     ARCHIVED = "archived"
     # Ended without an answer: the model's replies stayed empty (see workflows/agent.py).
     NO_ANSWER = "no_answer"
+    # Parked at its budget (tokens, cost, tool calls or time): nothing runs until someone
+    # with the approve scope raises it, then the loop takes the step it stopped before.
+    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 # The loop has ended: nothing changes the session until someone resumes it, a watcher may

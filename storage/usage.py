@@ -14,7 +14,8 @@ from sqlalchemy import Table, bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import ModelUsageRow
+from storage.item_kinds import ItemKind
+from storage.models import ItemRow, ModelUsageRow
 
 _USAGE: Table = ModelUsageRow.__table__  # type: ignore[assignment]
 # Built once, bound per reply (see storage/sessions.py): every model step runs it.
@@ -91,6 +92,38 @@ class UsageSum:
 
 GROUPS = ("day", "agent", "model")
 
+_ITEMS: Table = ItemRow.__table__  # type: ignore[assignment]
+# What a budget check reads before every model step of a task with a budget: one round
+# trip, on the session's index of each table. Built once (see _RECORD).
+_SPEND = select(
+    select(func.coalesce(func.sum(_USAGE.c.input_tokens + _USAGE.c.output_tokens), 0))
+    .where(_USAGE.c.tenant_id == bindparam("in_tenant"))
+    .where(_USAGE.c.session_id == bindparam("in_session"))
+    .scalar_subquery(),
+    select(func.sum(_USAGE.c.cost_usd))
+    .where(_USAGE.c.tenant_id == bindparam("in_tenant"))
+    .where(_USAGE.c.session_id == bindparam("in_session"))
+    .scalar_subquery(),
+    select(func.count() - func.count(_USAGE.c.cost_usd))
+    .where(_USAGE.c.tenant_id == bindparam("in_tenant"))
+    .where(_USAGE.c.session_id == bindparam("in_session"))
+    .scalar_subquery(),
+    select(func.count())
+    .where(_ITEMS.c.tenant_id == bindparam("in_tenant"))
+    .where(_ITEMS.c.session_id == bindparam("in_session"))
+    .where(_ITEMS.c.kind == ItemKind.TOOL_CALL.value)
+    .scalar_subquery(),
+)
+
+
+@dataclass(frozen=True)
+class SessionSpend:
+    """What one session has spent, as committed. `cost_usd` None: some reply unpriced."""
+
+    tokens: int
+    cost_usd: Decimal | None
+    tool_calls: int
+
 
 class UsageRepository:
     def __init__(self, db: AsyncSession, tenant_id: str) -> None:
@@ -120,6 +153,18 @@ class UsageRepository:
             },
         )
         return bool(result.rowcount)
+
+    async def session_spend(self, session_id: uuid.UUID) -> SessionSpend:
+        """Tokens, cost and tool calls the session committed (a budget's figures)."""
+        row = (
+            await self._db.execute(_SPEND, {"in_tenant": self._tenant, "in_session": session_id})
+        ).one()
+        tokens, cost, unpriced, calls = row
+        return SessionSpend(
+            tokens=int(tokens),
+            cost_usd=None if unpriced else Decimal(cost or 0),
+            tool_calls=int(calls),
+        )
 
     async def total(self, where: UsageFilter = UsageFilter()) -> UsageSum:
         """The tenant's usage matching `where`, summed."""

@@ -49,6 +49,10 @@ def every_setting_changed() -> AgentInput:
         task_text="Survey the workspace.",
         agent="researcher",
         approvals_in_state=True,
+        budget_tokens=5_000,
+        budget_cost_usd=1.5,
+        budget_tool_calls=12,
+        budget_seconds=600,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import logging
 import os
@@ -23,10 +22,12 @@ from storage.sessions import SessionRepository
 from workers import tasks
 from workers.cli_archive import archive_app
 from workers.cli_artifacts import artifacts_app
+from workers.cli_budget import BudgetOption, budget_app, budget_options
 from workers.cli_common import (
     After,
     Tenant,
     console,
+    operator_name,
     run_async,
     session_id,
     temporal_client,
@@ -61,6 +62,7 @@ app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(gc_app, name="gc")
 app.add_typer(keys_app, name="keys")
 app.add_typer(archive_app, name="archive")
+app.add_typer(budget_app, name="budget")
 app.add_typer(local_model_app, name="local-model")
 app.command()(demo)
 app.command("devices")(devices)
@@ -107,6 +109,7 @@ def start(
             "loosened it is kept with the session."
         ),
     ] = None,
+    budget: BudgetOption = None,
 ) -> None:
     """Start a task; prints its session id."""
     if device_tool and device is None:
@@ -120,7 +123,8 @@ def start(
         given["max_steps"] = max_steps
     if device_tool:
         given["device_tools"] = list(device_tool)
-    caller = Caller.operator(tenant_or_default(tenant), user_id=_operator_name())
+    given |= budget_options(budget)
+    caller = Caller.operator(tenant_or_default(tenant), user_id=operator_name())
     command = start_command(caller, StartRequest(task, agent, given), get_settings())
 
     async def go(res: Resources) -> str:
@@ -220,15 +224,6 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("--edit must be a JSON object of arguments")
     return value
-
-
-def _operator_name() -> str:
-    """Who a loosening from this shell is recorded as: the OS user, as `cli:NAME`."""
-    try:
-        name = getpass.getuser()
-    except (KeyError, OSError):
-        name = "unknown"
-    return f"cli:{name[:64]}"
 
 
 def _policies(pairs: list[str] | None) -> dict[str, str]:

@@ -4,6 +4,7 @@ async work against the configured PostgreSQL, S3 and Temporal."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any, TypeVar
@@ -38,6 +39,16 @@ Tenant = Annotated[
 def tenant_or_default(tenant: str | None) -> str:
     """The tenant to act as, checked: --tenant, else AGENT_TENANT_ID."""
     return check_user_tenant(tenant or get_settings().agent.tenant_id)
+
+
+def operator_name() -> str:
+    """Who a decision from this shell (a loosening, a budget raise) is recorded as: the OS
+    user, as `cli:NAME`."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = "unknown"
+    return f"cli:{name[:64]}"
 
 
 def session_id(text: str) -> str:

@@ -14,13 +14,14 @@ plain Temporal client's start is checked by the workflow with the same rules
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowHandle
 
 from activities.agents import DEFAULT_AGENT, Agent
+from activities.task_rules import BUDGET_FIGURES
 from activities.text_limits import TextLimits, check_size, check_text, utf8_size
 from storage.api_keys import Principal
 from storage.artifacts import ArtifactStore, check_user_tenant
@@ -33,7 +34,9 @@ from workers.task_options import TaskOptions
 # definition says, asking for more approvals at most; "admin" may also loosen them;
 # "operator" is whoever holds the deployment's own credentials (agentctl, the Python API,
 # a trusted backend): it may set anything but the tenant, which is bound once.
-START_OPTIONS = frozenset({"max_steps", "approval_policies", "project"})
+START_OPTIONS = frozenset(
+    {"max_steps", "approval_policies", "project"} | {f"budget_{n}" for n, _, _ in BUDGET_FIGURES}
+)
 OPERATOR = "operator"
 _BOUND = frozenset({"tenant_id", "loosened_by"})
 SCOPE_OPTIONS: Mapping[str, frozenset[str]] = {
@@ -147,4 +150,24 @@ def start_command(caller: Caller, request: StartRequest, settings: Settings) -> 
         options = TaskOptions.for_agent(request.agent, **given)
     else:
         options = task_options_for(request.agent, settings.agent.definitions, **given)
+    options = _with_tenant_budget(options, request.options, settings, caller.tenant_id)
     return StartCommand(request.text, options, limits)
+
+
+def _with_tenant_budget(
+    options: TaskOptions, given: Mapping[str, Any], settings: Settings, tenant_id: str
+) -> TaskOptions:
+    """The tenant's default budget under what the agent's Limits set: the tighter figure of
+    the two holds. A figure the request set itself stays as set (its scope allowed it)."""
+    budgets = settings.agent.tenant_budgets
+    defaults = budgets.get(tenant_id) or budgets.get("*")
+    if defaults is None:
+        return options
+    changes: dict[str, Any] = {}
+    for name, _, _ in BUDGET_FIGURES:
+        option, tenant = f"budget_{name}", getattr(defaults, name)
+        if option in given or tenant is None:
+            continue
+        agent = getattr(options, option)
+        changes[option] = tenant if agent is None else min(agent, tenant)
+    return replace(options, **changes) if changes else options

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.pricing import Price, PriceTable
@@ -110,6 +110,17 @@ class ModelSettings(BaseSettings):
         return PriceTable(prices=self.prices)
 
 
+class BudgetDefaults(BaseModel):
+    """A tenant's default task budget (each figure optional; ranges: activities/task_rules)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
+
+
 class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore")
 
@@ -153,6 +164,10 @@ class AgentSettings(BaseSettings):
     # Replaced by AGENT_WORKFLOW_SANDBOX=strict; still set, it is refused, not ignored.
     strict_workflow_sandbox: bool | None = None
     # Limits on text put into a session (activities/text_limits.py says why).
+    # Default task budgets by tenant ("*": every tenant not named), as JSON:
+    # AGENT_TENANT_BUDGETS='{"acme": {"tokens": 200000, "tool_calls": 50}}'. Where an
+    # agent's Limits set the same figure, the tighter one holds; a start may set its own.
+    tenant_budgets: dict[str, BudgetDefaults] = Field(default_factory=dict)
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
     max_edit_bytes: int = Field(default=TextLimits.max_edit_bytes, gt=0)

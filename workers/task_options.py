@@ -45,6 +45,12 @@ class TaskOptions:
     # with the session (`loosened_by`). approval_policies above can only add approvals.
     loosened_approvals: dict[str, str] = field(default_factory=dict)
     loosened_by: str | None = None
+    # The task's budget (None: no limit on that figure); AgentInput's fields of the same
+    # names. Defaults: the agent's Limits, then the tenant's (workers/commands.py).
+    budget_tokens: int | None = None
+    budget_cost_usd: float | None = None
+    budget_tool_calls: int | None = None
+    budget_seconds: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse options that would fail the task at once, make it wait forever or load
@@ -88,6 +94,11 @@ class TaskOptions:
             defaults["max_steps"] = agent.limits.max_steps
         if agent.limits.tool_timeout_seconds is not None:
             defaults["tool_timeout_seconds"] = agent.limits.tool_timeout_seconds
+        defaults |= {
+            f"budget_{name}": value
+            for name, value in agent.limits.budget().items()
+            if value is not None
+        }
         if options.get("device_id") is not None and agent.device_tools:
             defaults["device_tools"] = list(agent.device_tools)
         return cls(**{**defaults, **options})

@@ -14,6 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.approval_waits import Waiting, check_decision, pending_approvals
+from workflows.budgets import BUDGETS_PATCH, raised
 from workflows.cancels import cancelled_activity
 from workflows.compactions import Compactions
 from workflows.contracts import (
@@ -26,6 +27,8 @@ from workflows.contracts import (
     DecisionResult,
     ModelCallInput,
     ModelCallResult,
+    RaiseBudgetInput,
+    RaiseBudgetResult,
     RejectInput,
     SendMessageInput,
     SessionStatusInput,
@@ -48,9 +51,10 @@ with workflow.unsafe.imports_passed_through():
     # No I/O, enum values only: shared with the host, not re-imported per workflow.
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
+    from activities.budget_check import budget_words
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
-    from activities.task_rules import InvalidTaskInput
+    from activities.task_rules import InvalidTaskInput, check_budget_raise
     from storage.session_status import SessionStatus
 
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
@@ -80,6 +84,8 @@ class AgentWorkflow:
         self._device_calls = PendingDeviceCalls()
         self._main: asyncio.Task[AgentResult] | None = None
         self._cancel_requested = False
+        # Raises accepted in this run; the loop parked at its budget waits for the next.
+        self._budget_raises = 0
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -142,6 +148,10 @@ class AgentWorkflow:
                 if cancelled_activity(err):
                     raise asyncio.CancelledError from None
                 raise await self._fail(model_failure(err, inp), "ModelFailed") from err
+            if result.budget_exhausted is not None and workflow.patched(BUDGETS_PATCH):
+                # Nothing was called or committed: once raised, the same step again.
+                await self._park_at_budget(result)
+                continue
             self._step += 1
             self._seen = seen
             final_item = result.item_id
@@ -227,9 +237,21 @@ class AgentWorkflow:
                 ),
                 device_id=self._inp.device_id,
                 pending_device_calls=self._device_calls.refs(),
+                budget=self._inp.budget(),
             ),
             **model_call_options(self._inp),
         )
+
+    async def _park_at_budget(self, result: ModelCallResult) -> None:
+        assert result.budget_exhausted is not None
+        raises = self._budget_raises
+        self._status = SessionStatus.BUDGET_EXHAUSTED
+        self._last_error = budget_words(result.budget_exhausted, self._inp.budget())
+        await self._set_status(SessionStatus.BUDGET_EXHAUSTED, self._last_error, f"budget{raises}")
+        # A cancel ends the wait as it ends any other (the loop's task is cancelled).
+        await workflow.wait_condition(lambda: self._budget_raises > raises)
+        self._status, self._last_error = SessionStatus.RUNNING, None
+        await self._set_status(SessionStatus.RUNNING)
 
     # -- one tool call ------------------------------------------------------------------------
 
@@ -351,6 +373,32 @@ class AgentWorkflow:
     def _validate_decision(self, tool_call_id: str, tenant_id: str | None) -> None:
         self._check_tenant(tenant_id)
         check_decision(self._waiting, self._decided, tool_call_id)
+
+    @workflow.update(name="raise_budget")
+    def raise_budget(self, inp: RaiseBudgetInput) -> RaiseBudgetResult:
+        """New budget figures; a task parked at its budget goes on with them."""
+        parked = self._status == SessionStatus.BUDGET_EXHAUSTED
+        self._inp = raised(self._inp, inp)
+        self._budget_raises += 1
+        i = self._inp
+        return RaiseBudgetResult(
+            i.session_id,
+            resumed=parked,
+            tokens=i.budget_tokens,
+            cost_usd=i.budget_cost_usd,
+            tool_calls=i.budget_tool_calls,
+            seconds=i.budget_seconds,
+        )
+
+    @raise_budget.validator
+    def _validate_raise_budget(self, inp: RaiseBudgetInput) -> None:
+        self._check_tenant(inp.tenant_id)
+        try:
+            check_budget_raise(inp)
+        except InvalidTaskInput as err:
+            raise ApplicationError(
+                str(err), err.field, type="InvalidTaskInput", non_retryable=True
+            ) from None
 
     @workflow.signal(name="send_message")
     def send_message(self, inp: SendMessageInput) -> None:

@@ -67,6 +67,30 @@ class CancelResult:
 
 
 @dataclass
+class RaiseBudgetInput:
+    """New figures for a task's budget (None: that figure stays as it is). Who decided is
+    in the request item the client committed first (`decision_item_id`)."""
+
+    tenant_id: str | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
+    decision_item_id: str | None = None
+
+
+@dataclass
+class RaiseBudgetResult:
+    session_id: str
+    # True: the task was parked at its budget and goes on now.
+    resumed: bool
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
+
+
+@dataclass
 class PendingApproval:
     tool_call_id: str
     name: str

@@ -35,6 +35,12 @@ from workflows.client_contracts import (
     PendingApproval as PendingApproval,
 )
 from workflows.client_contracts import (
+    RaiseBudgetInput as RaiseBudgetInput,
+)
+from workflows.client_contracts import (
+    RaiseBudgetResult as RaiseBudgetResult,
+)
+from workflows.client_contracts import (
     RejectInput as RejectInput,
 )
 from workflows.client_contracts import (
@@ -49,6 +55,35 @@ class CompactionRef:
     compaction_id: str
     version: int
     covers_through_ordinal: int
+
+
+@dataclass
+class TaskBudget:
+    """What a task may spend; None: no limit on that figure."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
+
+    def limited(self) -> bool:
+        return any(
+            v is not None for v in (self.tokens, self.cost_usd, self.tool_calls, self.seconds)
+        )
+
+
+@dataclass
+class BudgetFigures:
+    """What a task had spent when it reached its budget; `reached` names the figures
+    (tokens, cost_usd, tool_calls, seconds) at or past their limit."""
+
+    reached: list[str]
+    tokens: int = 0
+    tool_calls: int = 0
+    seconds: float = 0.0
+    # None: some reply was unpriced, so the cost is not known (a cost budget then counts
+    # as reached: it cannot be kept).
+    cost_usd: float | None = 0.0
 
 
 @dataclass
@@ -96,6 +131,20 @@ class AgentInput:
     # there, so the policies are not sent again with every step. False in inputs started
     # before sessions kept them.
     approvals_in_state: bool = False
+    # The task's budget (None: no limit on that figure), checked before each model call
+    # against what is committed: tokens in and out, cost in USD (priced replies), tool
+    # calls, and seconds since the session was created. A raise replaces the figures.
+    budget_tokens: int | None = None
+    budget_cost_usd: float | None = None
+    budget_tool_calls: int | None = None
+    budget_seconds: float | None = None
+
+    def budget(self) -> "TaskBudget | None":
+        """The budget a model call is checked against; None when the task has none."""
+        budget = TaskBudget(
+            self.budget_tokens, self.budget_cost_usd, self.budget_tool_calls, self.budget_seconds
+        )
+        return budget if budget.limited() else None
 
     # Copies go through replace() on a deep copy, never field by field: a field left out of
     # a hand-written copy would silently reset to its default at continue-as-new.
@@ -181,6 +230,8 @@ class ModelCallInput:
     # Device calls still running while the loop takes this step (bounded by the task's
     # max_pending_device_calls).
     pending_device_calls: list[PendingDeviceCall] = field(default_factory=list)
+    # Checked against the session's committed usage before the provider is called.
+    budget: TaskBudget | None = None
 
 
 @dataclass
@@ -212,6 +263,9 @@ class ModelCallResult:
     compaction_due: bool = False
     # No text and no tool calls: not an answer (the loop nudges the model once).
     empty_reply: bool = False
+    # Set: the budget was reached before this step; nothing was called or committed, and
+    # `item_id` is empty. The loop parks and takes the same step once it is raised.
+    budget_exhausted: BudgetFigures | None = None
 
 
 @dataclass

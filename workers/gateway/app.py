@@ -22,6 +22,7 @@ from temporalio.client import Client
 from storage.session_events import EventHub, listen_dsn
 from workers.gateway import (
     page,
+    routes_budget,
     routes_devices,
     routes_events,
     routes_sessions,
@@ -94,6 +95,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_usage.router)
+    app.include_router(routes_budget.router)
     app.include_router(routes_events.router)
     app.include_router(routes_devices.router)
     app.include_router(page.router)

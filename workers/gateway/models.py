@@ -37,6 +37,10 @@ class StartTask(Request):
         "scope; who loosened what is kept with the session).",
     )
     project: str | None = None
+    budget_tokens: int | None = Field(None, description="Tokens in and out the task may use.")
+    budget_cost_usd: float | None = Field(None, description="USD the task may spend.")
+    budget_tool_calls: int | None = Field(None, description="Tool calls the task may make.")
+    budget_seconds: float | None = Field(None, description="Seconds the task may run.")
 
 
 class FollowUp(Request):

@@ -1,0 +1,237 @@
+"""Budgets per task: checked before each model call against committed usage; a task that
+reaches its budget parks as budget_exhausted (not failed) with its figures, and a person
+with the approve scope raises it: the task goes on from the step it stopped before, with
+nothing repeated."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from temporalio.client import Client, WorkflowHandle
+
+from activities.agents import Agent, AgentDefinitionError, Limits
+from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+from activities.task_rules import InvalidTaskInput
+from storage.errors import SessionNotFound
+from storage.item_kinds import ItemKind
+from storage.models import ItemRow, ModelUsageRow, SessionRow
+from storage.session_status import SessionStatus
+from tests.conftest import AgentRunner
+from tests.support.gateway import bearer, gateway_http, make_key, poll
+from tests.support.helpers import session_root, start
+from workers.budget_raise import raise_budget
+from workers.commands import Caller, ScopeRefused, StartRequest, start_command
+from workers.resources import Resources
+from workers.settings import BudgetDefaults, Settings
+from workers.stack import StackEndpoints
+from workers.tasks import live_status
+
+PER_REPLY = (100, 10)  # input and output tokens each reply reports
+
+
+class Runaway:
+    """A model that calls a tool every step, forever (until `answer_at` calls, if set)."""
+
+    name = "runaway"
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.answer_at: int | None = None
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.keys.append(request.idempotency_key)
+        usage = Usage(*PER_REPLY)
+        if self.answer_at is not None and len(self.keys) >= self.answer_at:
+            return ModelReply(text="Enough reading.", usage=usage, model="runaway")
+        call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments={"path": "a.txt"})
+        return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls", usage=usage)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _status(res: Resources, tenant: str, sid: uuid.UUID) -> str:
+    async with res.sessions() as db:
+        row = await db.scalar(
+            select(SessionRow.status).where(SessionRow.id == sid, SessionRow.tenant_id == tenant)
+        )
+    return str(row)
+
+
+async def _parked(res: Resources, tenant: str, sid: uuid.UUID) -> None:
+    async def status() -> str:
+        return await _status(res, tenant, sid)
+
+    await poll(status, lambda s: s == SessionStatus.BUDGET_EXHAUSTED, within_seconds=60)
+
+
+async def _counts(res: Resources, tenant: str, sid: uuid.UUID) -> dict[str, int]:
+    async with res.sessions() as db:
+        rows = await db.execute(
+            select(ItemRow.kind, func.count())
+            .where(ItemRow.session_id == sid, ItemRow.tenant_id == tenant)
+            .group_by(ItemRow.kind)
+        )
+        usage = await db.scalar(
+            select(func.count()).where(
+                ModelUsageRow.session_id == sid, ModelUsageRow.tenant_id == tenant
+            )
+        )
+    return {str(k): int(n) for k, n in rows.all()} | {"usage": int(usage or 0)}
+
+
+async def _replies(res: Resources, sid: uuid.UUID) -> list[ItemRow]:
+    async with res.sessions() as db:
+        return list(
+            await db.scalars(
+                select(ItemRow)
+                .where(ItemRow.session_id == sid, ItemRow.kind == ItemKind.ASSISTANT_MESSAGE)
+                .order_by(ItemRow.ordinal)
+            )
+        )
+
+
+async def test_a_runaway_model_parks_at_its_budget_and_a_raise_continues_it_without_repeats(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    migrated: StackEndpoints,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    model = Runaway()
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "a.txt").write_text("alpha")
+    async with agent_worker(model, workspace) as queue:
+        # 110 tokens a reply: after 3 replies (330) the budget of 250 is reached.
+        _, handle = await start(
+            client, resources, queue, tenant=tenant, session_id=sid, budget_tokens=250
+        )
+        await _parked(resources, tenant, sid)
+        parked = await _counts(resources, tenant, sid)
+        live = await live_status(client, str(sid))
+        # Not failed: parked with its figures, every committed item intact.
+        assert live.status == SessionStatus.BUDGET_EXHAUSTED
+        assert live.last_error == "budget reached: tokens 330 of 250"
+        assert len(model.keys) == 3
+        assert parked["tool_call"] == parked["tool_result"] == parked["usage"] == 3
+        assert parked["assistant_message"] == 3
+
+        # Another tenant cannot raise it (its session is not found under that tenant).
+        with pytest.raises(SessionNotFound):
+            await raise_budget(
+                client,
+                str(sid),
+                "mallory",
+                sessions=resources.sessions,
+                tenant_id=f"{tenant}-x",
+                tokens=10_000,
+            )
+        # Raised by a person: more tokens, and a tool-call budget that stops it again at 5.
+        raised = await raise_budget(
+            client,
+            str(sid),
+            "ann",
+            sessions=resources.sessions,
+            tenant_id=tenant,
+            tokens=10_000,
+            tool_calls=5,
+        )
+        assert raised.resumed and (raised.tokens, raised.tool_calls) == (10_000, 5)
+
+        async def steps() -> int:
+            return len(model.keys)
+
+        await poll(steps, lambda n: n >= 5, within_seconds=60)
+        await _parked(resources, tenant, sid)
+        live = await live_status(client, str(sid))
+        assert live.last_error == "budget reached: tool_calls 5 of 5"
+        assert len(model.keys) == 5
+
+        # The gateway's door: the approve scope raises it; a read key may not.
+        model.answer_at = 7
+        reader = await make_key(resources, tenant, "read")
+        approver = await make_key(resources, tenant, "approve", user="bo")
+        async with gateway_http(migrated, resources, client, queue=queue) as http:
+            refused = await http.post(
+                f"/v1/sessions/{sid}/budget", json={"tool_calls": 50}, headers=bearer(reader)
+            )
+            bad = await http.post(
+                f"/v1/sessions/{sid}/budget", json={"tool_calls": 0}, headers=bearer(approver)
+            )
+            ok = await http.post(
+                f"/v1/sessions/{sid}/budget", json={"tool_calls": 50}, headers=bearer(approver)
+            )
+        assert refused.status_code == 403
+        assert bad.status_code == 400 and "tool_calls" in bad.text
+        assert ok.status_code == 200, ok.text
+        assert ok.json()["resumed"] is True and ok.json()["decided_by"] == "bo"
+        result = await asyncio.wait_for(_result(handle), 60)
+    assert result["status"] == SessionStatus.COMPLETED
+
+    # Every step once: one provider call per step key, one reply per step, in order.
+    replies = await _replies(resources, sid)
+    assert len(model.keys) == len(set(model.keys)) == 7
+    assert [r.data["step"] for r in replies] == list(range(7))
+    assert [r.idempotency_key for r in replies] == model.keys
+    done = await _counts(resources, tenant, sid)
+    assert done["tool_call"] == done["tool_result"] == 6 and done["usage"] == 7
+    # Who raised it, and to what, is in AgentState.
+    async with resources.sessions() as db:
+        raises = list(
+            await db.scalars(
+                select(ItemRow)
+                .where(ItemRow.session_id == sid, ItemRow.kind == ItemKind.APPROVAL)
+                .order_by(ItemRow.ordinal)
+            )
+        )
+    assert [(r.data["decided_by"], r.data["budget_raise"]) for r in raises] == [
+        ("ann", {"tokens": 10_000, "tool_calls": 5}),
+        ("bo", {"tool_calls": 50}),
+    ]
+
+
+async def _result(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    done = await handle.result()
+    return {"status": done.status, "steps": done.steps}
+
+
+def _settings(migrated: StackEndpoints, **agent: Any) -> Settings:
+    settings = migrated.settings(workspace=Path("unused"), task_queue="q", provider="scripted")
+    settings.agent = settings.agent.model_copy(update=agent)
+    return settings
+
+
+async def test_budget_options_are_checked_scoped_and_default_from_agent_and_tenant(
+    migrated: StackEndpoints,
+) -> None:
+    starter = Caller("acme", "ann", frozenset({"start"}))
+    reader = Caller("acme", "ann", frozenset({"read"}))
+    settings = _settings(migrated)
+    command = start_command(starter, StartRequest("go", options={"budget_tokens": 500}), settings)
+    assert command.options.budget_tokens == 500
+    assert command.options.agent_input("s").budget_tokens == 500
+    with pytest.raises(ScopeRefused, match="budget_tokens needs the start scope"):
+        start_command(reader, StartRequest("go", options={"budget_tokens": 500}), settings)
+    for bad in ({"budget_tokens": 0}, {"budget_cost_usd": -1.0}, {"budget_tool_calls": 1.5}):
+        with pytest.raises(InvalidTaskInput, match=next(iter(bad))):
+            start_command(starter, StartRequest("go", options=bad), settings)
+    with pytest.raises(AgentDefinitionError, match="budget_seconds"):
+        Limits(budget_seconds=0)
+
+    # Defaults: the agent's Limits and the tenant's, the tighter holding; a start's own wins.
+    agent = Agent("capped", "Be brief.", limits=Limits(budget_tokens=1_000, budget_tool_calls=9))
+    tenants = {"acme": BudgetDefaults(tokens=600, cost_usd=2.0), "*": BudgetDefaults(tokens=1)}
+    settings = _settings(migrated, tenant_budgets=tenants)
+    options = start_command(starter, StartRequest("go", agent), settings).options
+    assert (options.budget_tokens, options.budget_tool_calls) == (600, 9)
+    assert (options.budget_cost_usd, options.budget_seconds) == (2.0, None)
+    own = StartRequest("go", agent, {"budget_tokens": 5_000})
+    assert start_command(starter, own, settings).options.budget_tokens == 5_000
+    other = Caller("other", "ann", frozenset({"start"}))
+    assert start_command(other, StartRequest("go"), settings).options.budget_tokens == 1

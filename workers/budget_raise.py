@@ -1,0 +1,69 @@
+"""Raise a task's budget: a person with the approve scope gives new figures, and a task
+parked at its budget (budget_exhausted) goes on from the step it stopped before."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.client import Client
+
+from activities.task_rules import check_budget_raise
+from activities.text_limits import check_text
+from storage.item_kinds import ItemKind
+from storage.items import ItemRepository, NewItem
+from workers.tasks import MAX_DECIDER_CHARS, session_uuid, task_handle
+from workflows.agent import AgentWorkflow
+from workflows.contracts import RaiseBudgetInput, RaiseBudgetResult
+from workflows.policies import workflow_id_for
+
+
+async def raise_budget(
+    client: Client,
+    session_id: str,
+    by: str,
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    tokens: int | None = None,
+    cost_usd: float | None = None,
+    tool_calls: int | None = None,
+    seconds: float | None = None,
+) -> RaiseBudgetResult:
+    """New budget figures (None: unchanged), checked before anything commits. Who raised it
+    and to what is committed first, under the caller's tenant (another tenant's session is
+    not found); the update carries that item's id and the figures, and the loop checks the
+    tenant again."""
+    request = RaiseBudgetInput(
+        tenant_id=tenant_id,
+        tokens=tokens,
+        cost_usd=cost_usd,
+        tool_calls=tool_calls,
+        seconds=seconds,
+    )
+    check_budget_raise(request)
+    check_text("decided_by", by)
+    if not by.strip() or len(by) > MAX_DECIDER_CHARS:
+        raise ValueError(f"who decides must be 1-{MAX_DECIDER_CHARS} characters")
+    figures = {k: v for k, v in asdict(request).items() if k in _FIGURES and v is not None}
+    async with sessions() as db, db.begin():
+        row, _ = await ItemRepository(db, tenant_id).append(
+            NewItem(
+                session_id=session_uuid(session_id),
+                kind=ItemKind.APPROVAL,
+                role="user",
+                idempotency_key=f"{workflow_id_for(session_id)}:budget:{uuid.uuid4()}",
+                text=f"{by} raises the budget: "
+                + ", ".join(f"{k} {v:g}" for k, v in figures.items()),
+                data={"budget_raise": figures, "decided_by": by},
+            )
+        )
+    request.decision_item_id = str(row.id)
+    result: RaiseBudgetResult = await task_handle(client, session_id).execute_update(
+        AgentWorkflow.raise_budget, request, id=f"raise_budget:{uuid.uuid4()}"
+    )
+    return result
+
+
+_FIGURES = ("tokens", "cost_usd", "tool_calls", "seconds")

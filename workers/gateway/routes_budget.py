@@ -1,0 +1,66 @@
+"""POST /v1/sessions/{id}/budget: raise a task's budget (approve scope); a task parked at
+its budget goes on from the step it stopped before."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict
+
+from workers.budget_raise import raise_budget
+from workers.gateway.auth import Approver
+from workers.gateway.context import GatewayDep
+from workers.gateway.routes_tasks import owned_session
+
+router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
+
+
+class RaiseBudget(BaseModel):
+    """New figures (unnamed ones stay); ranges are the command layer's
+    (activities/task_rules.py), as at every door."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
+
+
+class BudgetRaised(BaseModel):
+    session_id: uuid.UUID
+    resumed: bool
+    decided_by: str
+    tokens: int | None
+    cost_usd: float | None
+    tool_calls: int | None
+    seconds: float | None
+
+
+@router.post("/{session_id}/budget", response_model=BudgetRaised)
+async def raise_task_budget(
+    session_id: str, body: RaiseBudget, principal: Approver, gateway: GatewayDep
+) -> BudgetRaised:
+    """Raise the budget of a task of the key's tenant; who raised it is the key's user."""
+    sid = await owned_session(gateway, principal, session_id)
+    result = await raise_budget(
+        gateway.client,
+        sid,
+        principal.user_id,
+        sessions=gateway.resources.sessions,
+        tenant_id=principal.tenant_id,
+        tokens=body.tokens,
+        cost_usd=body.cost_usd,
+        tool_calls=body.tool_calls,
+        seconds=body.seconds,
+    )
+    return BudgetRaised(
+        session_id=uuid.UUID(result.session_id),
+        resumed=result.resumed,
+        decided_by=principal.user_id,
+        tokens=result.tokens,
+        cost_usd=result.cost_usd,
+        tool_calls=result.tool_calls,
+        seconds=result.seconds,
+    )
