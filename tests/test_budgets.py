@@ -6,6 +6,8 @@ nothing repeated."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Replayer
 
 from activities.agents import Agent, AgentDefinitionError, Limits
 from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
@@ -23,13 +26,15 @@ from storage.models import ItemRow, ModelUsageRow, SessionRow
 from storage.session_status import SessionStatus
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
-from tests.support.helpers import session_root, start
+from tests.support.helpers import agentctl, session_root, start, tenant_root
+from tests.test_replay import HISTORIES
 from workers.budget_raise import raise_budget
 from workers.commands import Caller, ScopeRefused, StartRequest, start_command
 from workers.resources import Resources
 from workers.settings import BudgetDefaults, Settings
 from workers.stack import StackEndpoints
 from workers.tasks import live_status
+from workflows.agent import AgentWorkflow
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports
 
@@ -173,6 +178,12 @@ async def test_a_runaway_model_parks_at_its_budget_and_a_raise_continues_it_with
         assert ok.json()["resumed"] is True and ok.json()["decided_by"] == "bo"
         result = await asyncio.wait_for(_result(handle), 60)
     assert result["status"] == SessionStatus.COMPLETED
+    # Parked twice and raised twice, the run replays as it ran (kept as a recorded history).
+    history = await handle.fetch_history()
+    if os.environ.get("RECORD_HISTORIES"):
+        (HISTORIES / "budget_exhausted_raised.json").write_text(history.to_json())
+    replayed = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
+    assert replayed.replay_failure is None
 
     # Every step once: one provider call per step key, one reply per step, in order.
     replies = await _replies(resources, sid)
@@ -235,3 +246,44 @@ async def test_budget_options_are_checked_scoped_and_default_from_agent_and_tena
     assert start_command(starter, own, settings).options.budget_tokens == 5_000
     other = Caller("other", "ann", frozenset({"start"}))
     assert start_command(other, StartRequest("go"), settings).options.budget_tokens == 1
+
+
+async def test_agentctl_starts_with_a_budget_shows_the_park_and_raises_it(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    cli_env: None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = Runaway()
+    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    async with agent_worker(model, workspace, workspace_scope="tenant") as queue:
+        monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
+        code, out, err = await agentctl(capsys, "start", "read", "--budget", "tool_calls=1")
+        assert code == 0, err
+        session = out.strip()
+        sid = uuid.UUID(session)
+        await _parked(resources, tenant, sid)
+        code, out, _ = await agentctl(capsys, "status", session)
+        assert code == 0 and "status=budget_exhausted" in out
+        assert "budget reached: tool_calls 1 of 1" in out
+        code, out, _ = await agentctl(capsys, "budget", "raise", session, "--tool-calls", "2")
+        assert code == 0 and out.startswith("resumed;") and "tool_calls=2" in out
+
+        async def steps() -> int:
+            return len(model.keys)
+
+        await poll(steps, lambda n: n >= 2, within_seconds=60)
+        await _parked(resources, tenant, sid)
+        code, out, _ = await agentctl(capsys, "show", session)
+        assert code == 0 and "budget reached: tool_calls 2 of 2" in out
+        assert re.search(r"raises the budget: tool_calls 2", out)
+        code, _, err = await agentctl(capsys, "budget", "raise", session, "--tool-calls", "0")
+        assert code == 1 and "tool_calls" in err
+        code, _, err = await agentctl(capsys, "start", "x", "--budget", "tokens=lots")
+        assert code == 1 and "--budget tokens" in err
+        await agentctl(capsys, "cancel", session)
+    assert len(model.keys) == 2

@@ -7,6 +7,8 @@ Set RECORD_HISTORIES=1 to (re)record the demo history after an intended change.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import uuid
 from pathlib import Path
@@ -21,6 +23,7 @@ from tests.support.helpers import copy_demo_workspace, run_approving, session_ro
 from workers.resources import Resources
 from workers.workflow_sandbox import runner_for
 from workflows.agent import AgentWorkflow
+from workflows.policies import workflow_id_for
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -42,6 +45,17 @@ async def test_demo_history_replays_without_nondeterminism(
     assert result.replay_failure is None
 
 
+def recorded_workflow_id(path: Path, text: str) -> str:
+    """The id the history ran under: a run with the start checks (one-door patch) checks
+    it against its session, so replaying under another id would take another path."""
+    try:
+        started = json.loads(text)["events"][0]["workflowExecutionStartedEventAttributes"]
+        payload = json.loads(base64.b64decode(started["input"]["payloads"][0]["data"]))
+        return workflow_id_for(str(payload["session_id"]))
+    except (KeyError, IndexError, ValueError, TypeError):
+        return path.stem
+
+
 async def test_recorded_histories_replay_with_current_code() -> None:
     files = sorted(HISTORIES.glob("*.json"))
     assert files, "no recorded histories: run with RECORD_HISTORIES=1 once"
@@ -49,6 +63,7 @@ async def test_recorded_histories_replay_with_current_code() -> None:
     for runner in (SandboxedWorkflowRunner(), runner_for("shared"), runner_for("off")):
         replayer = Replayer(workflows=[AgentWorkflow], workflow_runner=runner)
         for path in files:
-            history = WorkflowHistory.from_json(path.stem, path.read_text())
+            text = path.read_text()
+            history = WorkflowHistory.from_json(recorded_workflow_id(path, text), text)
             result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
             assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
