@@ -163,6 +163,7 @@ async def test_a_runaway_model_parks_at_its_budget_and_a_raise_continues_it_with
         reader = await make_key(resources, tenant, "read")
         approver = await make_key(resources, tenant, "approve", user="bo")
         async with gateway_http(migrated, resources, client, queue=queue) as http:
+            inbox = (await http.get("/v1/approvals", headers=bearer(reader))).json()
             refused = await http.post(
                 f"/v1/sessions/{sid}/budget", json={"tool_calls": 50}, headers=bearer(reader)
             )
@@ -172,6 +173,10 @@ async def test_a_runaway_model_parks_at_its_budget_and_a_raise_continues_it_with
             ok = await http.post(
                 f"/v1/sessions/{sid}/budget", json={"tool_calls": 50}, headers=bearer(approver)
             )
+        (entry,) = inbox["budgets"]
+        assert entry["session"]["id"] == str(sid)
+        assert entry["session"]["status"] == "budget_exhausted"
+        assert entry["reached"] == "budget reached: tool_calls 5 of 5"
         assert refused.status_code == 403
         assert bad.status_code == 400 and "tool_calls" in bad.text
         assert ok.status_code == 200, ok.text

@@ -173,8 +173,17 @@ class InboxEntry(BaseModel):
     pending: list[PendingCall]
 
 
+class BudgetEntry(BaseModel):
+    """A session parked at its budget: what it had spent (the park's note)."""
+
+    session: Session
+    reached: str
+
+
 class Inbox(BaseModel):
     entries: list[InboxEntry]
+    # Sessions parked at their budget, for someone with the approve scope to raise.
+    budgets: list[BudgetEntry] = []
 
 
 class Me(BaseModel):

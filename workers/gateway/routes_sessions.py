@@ -19,6 +19,7 @@ from storage.api_keys import Principal
 from storage.artifact_records import ArtifactRepository
 from storage.artifact_ref import ArtifactRef
 from storage.download_types import download_headers
+from storage.item_kinds import ItemKind
 from storage.items import MAX_ORDINAL, ItemRepository
 from storage.models import SessionRow
 from storage.session_status import SessionStatus
@@ -34,6 +35,7 @@ from workers.gateway.models import (
     AgentTool,
     AgentTools,
     ArtifactLink,
+    BudgetEntry,
     Inbox,
     InboxEntry,
     Item,
@@ -108,13 +110,33 @@ async def inbox(
     gateway: GatewayDep,
     limit: Annotated[int, Query(ge=1, le=MAX_INBOX)] = 50,
 ) -> Inbox:
-    """Sessions waiting for approval, with each call waiting and its arguments."""
+    """Sessions waiting for approval, with each call waiting and its arguments; and those
+    parked at their budget, with what they spent."""
     async with gateway.resources.sessions() as db:
         rows = await SessionRepository(db, principal.tenant_id).listing(
             limit=limit, status=SessionStatus.WAITING_APPROVAL
         )
     entries = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
-    return Inbox(entries=[e for e in entries if e is not None and e.pending])
+    return Inbox(
+        entries=[e for e in entries if e is not None and e.pending],
+        budgets=await _parked_at_budget(gateway, principal, limit),
+    )
+
+
+async def _parked_at_budget(
+    gateway: Gateway, principal: Principal, limit: int
+) -> list[BudgetEntry]:
+    """From AgentState alone (no workflow query): the park's note names the figures."""
+    async with gateway.resources.sessions() as db:
+        rows = await SessionRepository(db, principal.tenant_id).listing(
+            limit=limit, status=SessionStatus.BUDGET_EXHAUSTED
+        )
+        items = ItemRepository(db, principal.tenant_id)
+        parked = []
+        for row in rows:
+            note = await items.first_of_kind(row.id, ItemKind.ERROR, last=True)
+            parked.append(BudgetEntry(session=Session.of(row), reached=note.text if note else ""))
+    return parked
 
 
 async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> InboxEntry | None:
