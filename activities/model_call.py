@@ -217,6 +217,7 @@ class ModelActivities:
                 output_tokens=usage.output_tokens,
                 cached_tokens=usage.cached_tokens,
                 cost_usd=self._prices.cost(provider, config.model, usage),
+                tool_calls=len(reply.tool_calls),
             )
         )
 

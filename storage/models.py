@@ -372,11 +372,27 @@ class ModelUsageRow(Base):
     input_tokens: Mapped[int] = mapped_column(BigInteger)
     output_tokens: Mapped[int] = mapped_column(BigInteger)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    # The tool calls the reply asked for.
+    tool_calls: Mapped[int] = mapped_column(Integer, server_default="0")
     # NULL: the model has no price in the worker's table (never a guess).
     cost_usd: Mapped[Decimal | None] = mapped_column(Numeric(20, 9))
     # The UTC day the reply committed: what per-day reads and quotas group by.
     day: Mapped[date] = mapped_column(Date)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class SessionSpendRow(Base):
+    """A session's running sums of model_usage (storage/usage.py), grown with each reply
+    counted: what a budget check reads."""
+
+    __tablename__ = "session_spend"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tokens: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    cost_usd: Mapped[Decimal] = mapped_column(Numeric(20, 9), server_default="0")
+    unpriced_replies: Mapped[int] = mapped_column(Integer, server_default="0")
+    tool_calls: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
 class ApiKeyRow(Base):

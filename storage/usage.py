@@ -14,8 +14,7 @@ from sqlalchemy import Table, bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.item_kinds import ItemKind
-from storage.models import ItemRow, ModelUsageRow
+from storage.models import ModelUsageRow, SessionSpendRow
 
 _USAGE: Table = ModelUsageRow.__table__  # type: ignore[assignment]
 # Built once, bound per reply (see storage/sessions.py): every model step runs it.
@@ -32,6 +31,7 @@ _RECORD = (
         input_tokens=bindparam("in_input"),
         output_tokens=bindparam("in_output"),
         cached_tokens=bindparam("in_cached"),
+        tool_calls=bindparam("in_calls"),
         cost_usd=bindparam("in_cost"),
         day=bindparam("in_day"),
     )
@@ -57,6 +57,8 @@ class UsageRecord:
     cached_tokens: int = 0
     cost_usd: Decimal | None = None
     purpose: str = "chat"
+    # The tool calls the reply asked for (a budget's tool_calls figure).
+    tool_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,27 +94,30 @@ class UsageSum:
 
 GROUPS = ("day", "agent", "model")
 
-_ITEMS: Table = ItemRow.__table__  # type: ignore[assignment]
-# What a budget check reads before every model step of a task with a budget: one round
-# trip, on the session's index of each table. Built once (see _RECORD).
+_SPENT: Table = SessionSpendRow.__table__  # type: ignore[assignment]
+_NEW_SPEND = insert(_SPENT).values(
+    tenant_id=bindparam("in_tenant"),
+    session_id=bindparam("in_session"),
+    tokens=bindparam("in_tokens"),
+    cost_usd=bindparam("in_cost"),
+    unpriced_replies=bindparam("in_unpriced"),
+    tool_calls=bindparam("in_calls"),
+)
+# Grown only by a reply whose usage row was just inserted: counted once, as model_usage.
+_GROW_SPEND = _NEW_SPEND.on_conflict_do_update(
+    index_elements=[_SPENT.c.tenant_id, _SPENT.c.session_id],
+    set_={
+        "tokens": _SPENT.c.tokens + _NEW_SPEND.excluded.tokens,
+        "cost_usd": _SPENT.c.cost_usd + _NEW_SPEND.excluded.cost_usd,
+        "unpriced_replies": _SPENT.c.unpriced_replies + _NEW_SPEND.excluded.unpriced_replies,
+        "tool_calls": _SPENT.c.tool_calls + _NEW_SPEND.excluded.tool_calls,
+    },
+)
+# What a budget check reads before every model step: one primary-key row.
 _SPEND = select(
-    select(func.coalesce(func.sum(_USAGE.c.input_tokens + _USAGE.c.output_tokens), 0))
-    .where(_USAGE.c.tenant_id == bindparam("in_tenant"))
-    .where(_USAGE.c.session_id == bindparam("in_session"))
-    .scalar_subquery(),
-    select(func.sum(_USAGE.c.cost_usd))
-    .where(_USAGE.c.tenant_id == bindparam("in_tenant"))
-    .where(_USAGE.c.session_id == bindparam("in_session"))
-    .scalar_subquery(),
-    select(func.count() - func.count(_USAGE.c.cost_usd))
-    .where(_USAGE.c.tenant_id == bindparam("in_tenant"))
-    .where(_USAGE.c.session_id == bindparam("in_session"))
-    .scalar_subquery(),
-    select(func.count())
-    .where(_ITEMS.c.tenant_id == bindparam("in_tenant"))
-    .where(_ITEMS.c.session_id == bindparam("in_session"))
-    .where(_ITEMS.c.kind == ItemKind.TOOL_CALL.value)
-    .scalar_subquery(),
+    _SPENT.c.tokens, _SPENT.c.cost_usd, _SPENT.c.unpriced_replies, _SPENT.c.tool_calls
+).where(
+    _SPENT.c.tenant_id == bindparam("in_tenant"), _SPENT.c.session_id == bindparam("in_session")
 )
 
 
@@ -132,7 +137,7 @@ class UsageRepository:
 
     async def record(self, usage: UsageRecord, *, day: date | None = None) -> bool:
         """Count a reply's usage once; False when its key was already counted."""
-        figures = (usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+        figures = (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.tool_calls)
         if any(n < 0 or n > MAX_TOKENS for n in figures):
             raise ValueError(f"usage: token counts must be 0..{MAX_TOKENS}")
         result: Any = await self._db.execute(
@@ -148,17 +153,33 @@ class UsageRepository:
                 "in_input": usage.input_tokens,
                 "in_output": usage.output_tokens,
                 "in_cached": min(usage.cached_tokens, usage.input_tokens),
+                "in_calls": usage.tool_calls,
                 "in_cost": usage.cost_usd,
                 "in_day": day or datetime.now(UTC).date(),
             },
         )
-        return bool(result.rowcount)
+        if not result.rowcount:
+            return False
+        await self._db.execute(
+            _GROW_SPEND,
+            {
+                "in_tenant": self._tenant,
+                "in_session": usage.session_id,
+                "in_tokens": usage.input_tokens + usage.output_tokens,
+                "in_cost": usage.cost_usd or 0,
+                "in_unpriced": int(usage.cost_usd is None),
+                "in_calls": usage.tool_calls,
+            },
+        )
+        return True
 
     async def session_spend(self, session_id: uuid.UUID) -> SessionSpend:
         """Tokens, cost and tool calls the session committed (a budget's figures)."""
         row = (
             await self._db.execute(_SPEND, {"in_tenant": self._tenant, "in_session": session_id})
-        ).one()
+        ).one_or_none()
+        if row is None:
+            return SessionSpend(tokens=0, cost_usd=Decimal(0), tool_calls=0)
         tokens, cost, unpriced, calls = row
         return SessionSpend(
             tokens=int(tokens),

@@ -241,7 +241,10 @@ async def test_a_retried_model_step_counts_once(
     ] == [(inp.idempotency_key, *REPORTED[0])]
     async with resources.sessions() as db:
         total = await UsageRepository(db, tenant).total(UsageFilter(session_id=uuid.UUID(sid)))
+        spend = await UsageRepository(db, tenant).session_spend(uuid.UUID(sid))
     assert (total.replies, total.input_tokens, total.cost_usd) == (1, 1200, _cost(*REPORTED[0]))
+    # The running sums a budget check reads grew once too.
+    assert (spend.tokens, spend.cost_usd, spend.tool_calls) == (1230, _cost(*REPORTED[0]), 0)
 
 
 async def test_sums_by_day_and_agent_and_a_partly_unpriced_sum_is_null(
@@ -268,6 +271,8 @@ async def test_sums_by_day_and_agent_and_a_partly_unpriced_sum_is_null(
         day2 = await repo.total(UsageFilter(day=date(2026, 1, 2)))
         since2 = await repo.grouped(UsageFilter(since=date(2026, 1, 2)))
         other = await UsageRepository(db, f"{tenant}-x").total()
+        spend = await repo.session_spend(sid)
+        stranger = await UsageRepository(db, f"{tenant}-x").session_spend(sid)
         count = await db.scalar(
             select(func.count()).select_from(ModelUsageRow).where(ModelUsageRow.tenant_id == tenant)
         )
@@ -285,6 +290,9 @@ async def test_sums_by_day_and_agent_and_a_partly_unpriced_sum_is_null(
         (date(2026, 1, 2), "b", None),
     ]
     assert (other.replies, other.input_tokens, other.cost_usd) == (0, 0, Decimal(0))
+    # One unpriced reply: the session's cost is unknown, never the priced part alone.
+    assert (spend.tokens, spend.cost_usd, spend.tool_calls) == (330, None, 0)
+    assert (stranger.tokens, stranger.cost_usd) == (0, Decimal(0))
 
 
 class _Recording:
