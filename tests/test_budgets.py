@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Replayer
 
 from activities.agents import Agent, AgentDefinitionError, Limits
@@ -28,13 +28,16 @@ from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root
 from tests.test_replay import HISTORIES
+from workers import tasks
+from workers.api import connect
 from workers.budget_raise import raise_budget
 from workers.commands import Caller, ScopeRefused, StartRequest, start_command
 from workers.resources import Resources
-from workers.settings import BudgetDefaults, Settings
+from workers.settings import BudgetDefaults, Settings, get_settings
 from workers.stack import StackEndpoints
 from workers.tasks import live_status
 from workflows.agent import AgentWorkflow
+from workflows.contracts import RaiseBudgetInput
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports
 
@@ -291,4 +294,40 @@ async def test_agentctl_starts_with_a_budget_shows_the_park_and_raises_it(
         code, _, err = await agentctl(capsys, "start", "x", "--budget", "tokens=lots")
         assert code == 1 and "--budget tokens" in err
         await agentctl(capsys, "cancel", session)
+    assert len(model.keys) == 2
+
+
+async def test_the_python_api_starts_with_a_budget_and_raises_it(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    cli_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = Runaway()
+    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    async with agent_worker(model, workspace, workspace_scope="tenant") as queue:
+        monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
+        get_settings.cache_clear()
+        async with connect(tenant_id=tenant, settings=get_settings()) as api:
+            task = await api.start("default", "read", budget_tool_calls=1)
+            sid = uuid.UUID(task.session_id)
+            await _parked(resources, tenant, sid)
+            assert (await task.status()).status == SessionStatus.BUDGET_EXHAUSTED
+            raised = await task.raise_budget(by="carol", tool_calls=2)
+            assert raised.resumed and raised.tool_calls == 2
+            with pytest.raises(WorkflowUpdateFailedError):
+                # Refused by the loop's own check too (a client that skipped ours).
+                await tasks.task_handle(client, task.session_id).execute_update(
+                    AgentWorkflow.raise_budget, RaiseBudgetInput(tenant_id=tenant, tokens=-5)
+                )
+
+            async def steps() -> int:
+                return len(model.keys)
+
+            await poll(steps, lambda n: n >= 2, within_seconds=60)
+            await _parked(resources, tenant, sid)
+            await task.cancel()
     assert len(model.keys) == 2

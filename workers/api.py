@@ -38,6 +38,7 @@ from storage.items import ItemRepository
 from storage.session_status import TERMINAL_STATUSES, SessionStatus
 from storage.sessions import SessionRepository
 from workers import tasks
+from workers.budget_raise import raise_budget
 from workers.commands import Caller, StartRequest, start_command
 from workers.payload_offload import data_converter_with_offload
 from workers.processes import run_cloud_worker
@@ -45,7 +46,7 @@ from workers.resources import Resources, open_resources
 from workers.settings import Settings, get_settings
 from workers.task_options import TaskOptions
 from workers.temporal_client import connect_client
-from workflows.contracts import AgentStatus, PendingApproval
+from workflows.contracts import AgentStatus, PendingApproval, RaiseBudgetResult
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -133,6 +134,28 @@ class Task:
             by,
             sessions=self._client.resources.sessions,
             tenant_id=self._client.tenant_id,
+        )
+
+    async def raise_budget(
+        self,
+        *,
+        by: str = "api",
+        tokens: int | None = None,
+        cost_usd: float | None = None,
+        tool_calls: int | None = None,
+        seconds: float | None = None,
+    ) -> RaiseBudgetResult:
+        """New budget figures (unnamed ones stay); a task parked at its budget goes on."""
+        return await raise_budget(
+            self._client.temporal,
+            self.session_id,
+            by,
+            sessions=self._client.resources.sessions,
+            tenant_id=self._client.tenant_id,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            tool_calls=tool_calls,
+            seconds=seconds,
         )
 
     async def send(self, text: str) -> None:
