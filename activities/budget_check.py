@@ -42,21 +42,3 @@ async def budget_reached(
         seconds=round(seconds, 3),
         cost_usd=cost,
     )
-
-
-def budget_words(figures: BudgetFigures, budget: TaskBudget | None) -> str:
-    """The park's note: our words and numbers only."""
-    limits = {
-        "tokens": budget.tokens if budget else None,
-        "cost_usd": budget.cost_usd if budget else None,
-        "tool_calls": budget.tool_calls if budget else None,
-        "seconds": budget.seconds if budget else None,
-    }
-    spent = {
-        "tokens": figures.tokens,
-        "cost_usd": "unpriced" if figures.cost_usd is None else f"{figures.cost_usd:.6f}",
-        "tool_calls": figures.tool_calls,
-        "seconds": f"{figures.seconds:.0f}",
-    }
-    parts = [f"{name} {spent[name]} of {limits[name]}" for name in figures.reached]
-    return "budget reached: " + ", ".join(parts)

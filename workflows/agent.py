@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.approval_waits import Waiting, check_decision, pending_approvals
-from workflows.budgets import BUDGETS_PATCH, raised
+from workflows.budgets import BUDGETS_PATCH, budget_words, raised
 from workflows.cancels import cancelled_activity
 from workflows.compactions import Compactions
 from workflows.contracts import (
@@ -51,7 +51,6 @@ with workflow.unsafe.imports_passed_through():
     # No I/O, enum values only: shared with the host, not re-imported per workflow.
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
-    from activities.budget_check import budget_words
     from activities.model_call import ModelActivities
     from activities.session_state import SessionStateActivities
     from activities.task_rules import InvalidTaskInput, check_budget_raise

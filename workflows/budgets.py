@@ -1,11 +1,11 @@
-"""A task's budget in the loop: the patch that marks runs which park at it, and a raise
-applied to the task's input. Deterministic code only."""
+"""A task's budget in the loop: the patch that marks runs which park at it, a raise
+applied to the task's input, and the park's note. Deterministic code only."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from workflows.contracts import AgentInput, RaiseBudgetInput
+from workflows.contracts import AgentInput, BudgetFigures, RaiseBudgetInput, TaskBudget
 
 # From this patch on, a model call that finds the budget reached parks the task as
 # budget_exhausted until a raise; runs recorded before never got such a result.
@@ -22,3 +22,21 @@ def raised(inp: AgentInput, request: RaiseBudgetInput) -> AgentInput:
         if getattr(request, name) is not None
     }
     return replace(inp, **changes)
+
+
+def budget_words(figures: BudgetFigures, budget: TaskBudget | None) -> str:
+    """The park's note: our words and numbers only."""
+    limits = {
+        "tokens": budget.tokens if budget else None,
+        "cost_usd": budget.cost_usd if budget else None,
+        "tool_calls": budget.tool_calls if budget else None,
+        "seconds": budget.seconds if budget else None,
+    }
+    spent = {
+        "tokens": figures.tokens,
+        "cost_usd": "unpriced" if figures.cost_usd is None else f"{figures.cost_usd:.6f}",
+        "tool_calls": figures.tool_calls,
+        "seconds": f"{figures.seconds:.0f}",
+    }
+    parts = [f"{name} {spent[name]} of {limits[name]}" for name in figures.reached]
+    return "budget reached: " + ", ".join(parts)
