@@ -28,6 +28,7 @@ from activities.trajectory import (
 from storage.models import ArtifactRefRow, ArtifactRow
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
+from tests.test_replay import recorded_workflow_id
 from workers import tasks
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -217,7 +218,8 @@ async def test_recorded_histories_replay_with_the_interceptors_and_emit_nothing(
     files = sorted(HISTORIES.glob("*.json"))
     assert files
     for path in files:
-        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        text = path.read_text()
+        history = WorkflowHistory.from_json(recorded_workflow_id(path, text), text)
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
     assert otel.spans.get_finished_spans() == ()
