@@ -9,21 +9,26 @@ import asyncio
 import os
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Replayer
 
 from activities.agents import Agent, AgentDefinitionError, Limits
+from activities.budget_check import budget_reached
 from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
 from activities.task_rules import InvalidTaskInput
 from storage.errors import SessionNotFound
 from storage.item_kinds import ItemKind
 from storage.models import ItemRow, ModelUsageRow, SessionRow
 from storage.session_status import SessionStatus
+from storage.sessions import SessionRepository
+from storage.usage import UsageRecord, UsageRepository
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root
@@ -37,7 +42,8 @@ from workers.settings import BudgetDefaults, Settings, get_settings
 from workers.stack import StackEndpoints
 from workers.tasks import live_status
 from workflows.agent import AgentWorkflow
-from workflows.contracts import RaiseBudgetInput
+from workflows.budgets import budget_words
+from workflows.contracts import BudgetFigures, RaiseBudgetInput, TaskBudget
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports
 
@@ -331,3 +337,47 @@ async def test_the_python_api_starts_with_a_budget_and_raises_it(
             await _parked(resources, tenant, sid)
             await task.cancel()
     assert len(model.keys) == 2
+
+
+async def test_cost_and_wall_clock_budgets_are_reached_from_committed_figures(
+    resources: Resources, tenant: str
+) -> None:
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        usage = UsageRepository(db, tenant)
+        for n, cost in enumerate((Decimal("0.40"), Decimal("0.35"))):
+            await usage.record(UsageRecord(f"k{n}", sid, "default", "p", "m", 10, 5, 0, cost))
+        # Created an hour ago: the wall clock counts from the session's start.
+        await db.execute(
+            update(SessionRow)
+            .where(SessionRow.id == sid)
+            .values(created_at=datetime.now(UTC) - timedelta(hours=1))
+        )
+
+    async def reached(budget: TaskBudget) -> BudgetFigures | None:
+        async with resources.sessions() as db:
+            session = await SessionRepository(db, tenant).get(sid)
+            return await budget_reached(db, tenant, session, budget)
+
+    assert await reached(TaskBudget(cost_usd=1.0, seconds=7200, tokens=31)) is None
+    at_cost = await reached(TaskBudget(cost_usd=0.75, tokens=31))
+    assert at_cost is not None and at_cost.reached == ["cost_usd"]
+    assert (at_cost.cost_usd, at_cost.tokens) == (0.75, 30)
+    late = await reached(TaskBudget(seconds=3500))
+    assert late is not None and late.reached == ["seconds"] and late.seconds >= 3600
+    assert budget_words(late, TaskBudget(seconds=3500)).startswith("budget reached: seconds 36")
+    # An unpriced reply leaves the cost unknown: a cost budget cannot be kept, so it stops.
+    async with resources.sessions() as db, db.begin():
+        await UsageRepository(db, tenant).record(
+            UsageRecord("k9", sid, "default", "p", "unpriced", 1, 1, 0, None)
+        )
+    unknown = await reached(TaskBudget(cost_usd=100.0))
+    assert unknown is not None and unknown.reached == ["cost_usd"] and unknown.cost_usd is None
+    assert budget_words(unknown, TaskBudget(cost_usd=100.0)) == (
+        "budget reached: cost_usd unpriced of 100.0"
+    )
+    # Another tenant's read of the same session id finds nothing spent.
+    async with resources.sessions() as db:
+        spend = await UsageRepository(db, f"{tenant}-x").session_spend(sid)
+    assert (spend.tokens, spend.tool_calls) == (0, 0)
