@@ -29,16 +29,24 @@ from workers.workflow_sandbox import SandboxMode
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[StackEndpoints]:
+def devstack() -> Iterator[DevStack]:
+    """The session's stack itself, for the few tests that act as its operator (the
+    PostgreSQL superuser creating a scratch database); others use `stack`."""
     # Not under pytest's 0700 tmp: as root, PostgreSQL runs as an unprivileged user.
     state = Path(tempfile.mkdtemp(prefix="durable-agents-test-"))
     state.chmod(0o755)
     devstack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     try:
-        yield devstack.start()
+        devstack.start()
+        yield devstack
     finally:
         devstack.stop()
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stack(devstack: DevStack) -> StackEndpoints:
+    return devstack.endpoints
 
 
 @pytest.fixture(scope="session")

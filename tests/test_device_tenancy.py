@@ -92,7 +92,7 @@ async def _counts(res: Resources, tenant: str) -> tuple[int, int]:
     ("device", "tools", "refusal"),
     [
         ("phone", ["read_file"], r"no device 'phone' is registered for tenant"),
-        ("bad id!", ["read_file"], r"invalid device id"),
+        ("bad id!", ["read_file"], r"device_id must be"),
         ("laptop", ["write_file"], r"does not serve 'write_file'"),
         (None, ["read_file"], r"need a device_id"),
     ],

@@ -8,9 +8,7 @@ import asyncio
 import hashlib
 import uuid
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
 
-import asyncpg
 import pytest
 from alembic import command
 from sqlalchemy import select, text
@@ -24,7 +22,7 @@ from storage.items import _BY_KEY, ItemRepository, NewItem
 from storage.models import ArtifactRow, ItemRow
 from storage.sessions import SessionRepository
 from workers.resources import Resources
-from workers.stack import StackEndpoints
+from workers.stack import DevStack, StackEndpoints
 
 
 def msg(sid: uuid.UUID, key: str, text: str = "hi") -> NewItem:
@@ -107,19 +105,18 @@ async def test_new_artifact_rows_leave_the_uri_to_the_store(
 
 
 @pytest.fixture
-async def scratch_db(migrated: StackEndpoints) -> AsyncIterator[str]:
-    """A database of its own, migrated only to 0014, as the owner role."""
-    owner = urlsplit(migrated.database_migration_url)
+async def scratch_db(migrated: StackEndpoints, devstack: DevStack) -> AsyncIterator[str]:
+    """A database of its own, migrated only to 0014, as the owner role (made by the stack's
+    superuser, which logs in with its own password like every role)."""
+    postgres = devstack.postgres
     name = f"mig_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(f"postgresql://postgres@{owner.hostname}:{owner.port}/postgres")
+    await asyncio.to_thread(postgres.create_database, name)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}" OWNER "{owner.username}"')
-        url = migrated.database_migration_url.rsplit("/", 1)[0] + f"/{name}"
+        url = postgres.url_for(name, role=postgres.owner)
         await asyncio.to_thread(command.upgrade, _alembic_config(url), "0014")
         yield url
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        await asyncio.to_thread(postgres.psql, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def test_rows_written_before_0015_read_after_upgrade_and_survive_a_downgrade(
