@@ -59,8 +59,14 @@ async def _decider(items: ItemRepository, inp: ApprovalRecordInput) -> tuple[str
     return str(data.get("decided_by", "")), str(data.get("reason", ""))
 
 
+# Said of a reply that was empty, only markup, or only a copy of a tool result shown in the
+# prompt. Told "your reply was empty" after a copy, Qwen2.5-Coder 1.5B apologised and asked
+# for the task again (issue 30, `make test-real-model`); named for what it was and told what
+# a good next reply is, it answers.
 EMPTY_REPLY_NUDGE = (
-    "Your last reply was empty. Answer the task now, or call one of the tools to make progress."
+    "Your last reply held no answer and no tool call: it was empty, or only repeated a tool "
+    "result. If the tool results above give what the task asks for, reply now with the final "
+    "answer in plain text, stating the result itself; otherwise call the next tool."
 )
 
 
