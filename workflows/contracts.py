@@ -46,6 +46,36 @@ from workflows.client_contracts import (
 from workflows.client_contracts import (
     SendMessageInput as SendMessageInput,
 )
+from workflows.state_contracts import (
+    ApprovalRecordInput as ApprovalRecordInput,
+)
+from workflows.state_contracts import (
+    ChildSession as ChildSession,
+)
+from workflows.state_contracts import (
+    ChildSessionInput as ChildSessionInput,
+)
+from workflows.state_contracts import (
+    DelegationResultInput as DelegationResultInput,
+)
+from workflows.state_contracts import (
+    DevicePresenceInput as DevicePresenceInput,
+)
+from workflows.state_contracts import (
+    GcInput as GcInput,
+)
+from workflows.state_contracts import (
+    GcResult as GcResult,
+)
+from workflows.state_contracts import (
+    NudgeInput as NudgeInput,
+)
+from workflows.state_contracts import (
+    SessionStatusInput as SessionStatusInput,
+)
+from workflows.state_contracts import (
+    ToolErrorInput as ToolErrorInput,
+)
 
 
 @dataclass
@@ -326,116 +356,3 @@ class OpenSessionInput:
 class CommittedItem:
     item_id: str
     ordinal: int
-
-
-@dataclass
-class ApprovalRecordInput:
-    session_id: str
-    tenant_id: str
-    step: int
-    tool_call_id: str
-    approved: bool
-    # Our own words only ("timeout", "no decision within 60s"): a person's name and reason
-    # are in the decision item the client committed (decision_item_id).
-    decided_by: str
-    reason: str
-    idempotency_key: str
-    device_id: str | None = None
-    edited_arguments_item_id: str | None = None
-    decision_item_id: str | None = None
-    # n > 0: the decision on re-run n of a call reported in doubt; a refusal's result then
-    # says the call may or may not have taken effect.
-    rerun: int = 0
-
-
-@dataclass
-class SessionStatusInput:
-    session_id: str
-    tenant_id: str
-    status: str
-    # A short, content-free reason; recorded as an error item when given with a key.
-    detail: str | None = None
-    idempotency_key: str | None = None
-    workflow_run_id: str | None = None
-
-
-@dataclass
-class NudgeInput:
-    """Tell the model its reply at `step` was empty; the words are the activity's own."""
-
-    session_id: str
-    tenant_id: str
-    step: int
-    idempotency_key: str
-
-
-@dataclass
-class ToolErrorInput:
-    """A tool call that could not produce a result (retries exhausted, device offline).
-
-    `message` is built by the loop from our own vocabulary (error types, the device id,
-    attempt counts): never from a model reply, a tool's output or a provider's error text.
-    """
-
-    session_id: str
-    tenant_id: str
-    step: int
-    tool_call_id: str
-    name: str
-    error_type: str
-    message: str
-    idempotency_key: str
-
-
-@dataclass
-class GcInput:
-    window_seconds: float = 24 * 3600
-    tenant_id: str | None = None
-    dry_run: bool = False
-
-
-@dataclass
-class GcResult:
-    marked: int
-    revived: int
-    swept: int
-    orphans: int
-    bytes_reclaimed: int
-    dry_run: bool = False
-
-
-@dataclass
-class DevicePresenceInput:
-    tenant_id: str
-    device_id: str
-    # Seen within this many seconds counts as online.
-    within_seconds: float = 30.0
-
-
-@dataclass
-class ChildSessionInput:
-    """Open the sub-agent session a `delegate` call asked for (arguments stay in AgentState)."""
-
-    parent_session_id: str
-    tenant_id: str
-    step: int
-    tool_call_id: str
-    idempotency_key: str
-
-
-@dataclass
-class ChildSession:
-    session_id: str
-    agent_name: str
-
-
-@dataclass
-class DelegationResultInput:
-    parent_session_id: str
-    tenant_id: str
-    step: int
-    tool_call_id: str
-    child_session_id: str
-    child_status: str
-    idempotency_key: str
-    error: str | None = None
