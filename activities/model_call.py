@@ -11,7 +11,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
-from activities.approval_policy import call_policies, needs_any
 from activities.budget_check import budget_reached
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget, pending_note
@@ -32,6 +31,7 @@ from activities.pricing import PriceTable
 from activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from activities.text_limits import TextLimits, bounded_arguments
 from activities.tokens import count_tokens
+from activities.tool_call_refs import tool_call_refs
 from activities.tools.base import ToolRegistry
 from activities.tools.mcp_servers import McpListingError
 from activities.trajectory import ModelCallEvent, TrajectoryRecorder
@@ -45,7 +45,7 @@ from storage.models import CompactionRow, ItemRow
 from storage.session_deltas import DeltaPublisher
 from storage.sessions import SessionRepository
 from storage.usage import UsageRecord, UsageRepository
-from workflows.contracts import ModelCallInput, ModelCallResult, ToolCallRef
+from workflows.contracts import ModelCallInput, ModelCallResult
 
 
 class ModelActivities:
@@ -363,43 +363,14 @@ class ModelActivities:
         turn's, whose agent approvals hold for the turn. `approvals`: what the session
         committed (the task's policies, and loosenings with who made them); a session
         started before it kept them has them in `inp` instead, and they only tighten."""
-        items = ItemRepository(db, inp.tenant_id)
-        agent_policies = config.agent.get("approvals", {})
-        record = approvals or {"policies": inp.approval_policies}
-        task_policies, loosened = record.get("policies", {}), record.get("loosened", {})
-        calls = []
-        for call in row.data.get("tool_calls", []):
-            tool = agent.registry.get(call["name"])
-            call_row = (call_rows or {}).get(call["id"])
-            decision = None
-            if call_row is None:
-                # A re-read of a committed step (a retry, a resumed run): decisions made
-                # since travel with the call, so nobody is asked twice.
-                thread = await items.call_thread(row.session_id, call["id"])
-                if thread is None:
-                    raise non_retryable("ToolCallNotFound", f"no tool call {call['id']} in session")
-                call_row, decision = thread.call, decision_of(thread.others)
-            policies = call_policies(
-                call["name"],
-                tool.policy_names if tool is not None else (),
-                default="always" if tool and tool.needs_approval else "never",
-                agent=agent_policies,
-                task=task_policies,
-                loosened=loosened,
-            )
-            calls.append(
-                ToolCallRef(
-                    tool_call_id=call["id"],
-                    # Only names of our own tools enter history; an unknown name the model
-                    # made up stays in AgentState, where run_tool reads it to say so.
-                    name=call["name"] if tool is not None else "",
-                    item_id=str(call_row.id),
-                    needs_approval=needs_any(policies, call_row.data.get("arguments", {})),
-                    known=tool is not None,
-                    decision=decision,
-                    on_device=call["name"] in agent.on_device,
-                )
-            )
+        calls = await tool_call_refs(
+            ItemRepository(db, inp.tenant_id),
+            row,
+            agent,
+            config.agent.get("approvals", {}),
+            approvals or {"policies": inp.approval_policies},
+            call_rows or {},
+        )
         stats = row.data.get("context", {})
         # Judged against the window the server really has, once it is known.
         budget = self._windows.budget(config.model, budget_of(config))
@@ -411,12 +382,3 @@ class ModelActivities:
             compaction_due=compaction_due(budget, stats),
             empty_reply=not calls and not row.text.strip(),
         )
-
-
-def decision_of(call_items: list[ItemRow]) -> bool | None:
-    """The approval decision the loop recorded for a call (record_approval), if any."""
-    for item in call_items:
-        # A re-run's decision (the call was in doubt) is not the call's first approval.
-        if item.kind == ItemKind.APPROVAL and "approved" in item.data and "rerun" not in item.data:
-            return bool(item.data["approved"])
-    return None
