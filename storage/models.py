@@ -4,21 +4,18 @@ for the schema; these mappings must match it (a test compares them)."""
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime
-from decimal import Decimal
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
-    Date,
     DateTime,
     ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
-    Numeric,
     String,
     Text,
     UniqueConstraint,
@@ -342,57 +339,6 @@ class ToolEffectRow(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-
-
-class ModelUsageRow(Base):
-    """One model reply's usage, under the reply's idempotency key (storage/usage.py).
-
-    No foreign key to sessions: what was spent stays spent when a session is archived.
-    """
-
-    __tablename__ = "model_usage"
-    __table_args__ = (
-        CheckConstraint(
-            "input_tokens >= 0 AND output_tokens >= 0 AND cached_tokens >= 0",
-            name="ck_model_usage_tokens",
-        ),
-        Index("ix_model_usage_session", "tenant_id", "session_id"),
-        Index("ix_model_usage_day", "tenant_id", "day"),
-    )
-
-    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    idempotency_key: Mapped[str] = mapped_column(String(512), primary_key=True)
-    session_id: Mapped[uuid.UUID] = mapped_column()
-    agent: Mapped[str] = mapped_column(Text)
-    provider: Mapped[str] = mapped_column(Text)
-    model: Mapped[str] = mapped_column(Text)
-    # "chat" (a step of the loop) or "compaction" (a summary of the conversation).
-    purpose: Mapped[str] = mapped_column(String(16), server_default="chat")
-    # Input counts every prompt token, cached ones too; cached is the part read from a cache.
-    input_tokens: Mapped[int] = mapped_column(BigInteger)
-    output_tokens: Mapped[int] = mapped_column(BigInteger)
-    cached_tokens: Mapped[int] = mapped_column(BigInteger, server_default="0")
-    # The tool calls the reply asked for.
-    tool_calls: Mapped[int] = mapped_column(Integer, server_default="0")
-    # NULL: the model has no price in the worker's table (never a guess).
-    cost_usd: Mapped[Decimal | None] = mapped_column(Numeric(20, 9))
-    # The UTC day the reply committed: what per-day reads and quotas group by.
-    day: Mapped[date] = mapped_column(Date)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-
-
-class SessionSpendRow(Base):
-    """A session's running sums of model_usage (storage/usage.py), grown with each reply
-    counted: what a budget check reads."""
-
-    __tablename__ = "session_spend"
-
-    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    session_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
-    tokens: Mapped[int] = mapped_column(BigInteger, server_default="0")
-    cost_usd: Mapped[Decimal] = mapped_column(Numeric(20, 9), server_default="0")
-    unpriced_replies: Mapped[int] = mapped_column(Integer, server_default="0")
-    tool_calls: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
 class ApiKeyRow(Base):

@@ -14,7 +14,7 @@ from sqlalchemy import Table, bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import ModelUsageRow, SessionSpendRow
+from storage.usage_models import ModelUsageRow, SessionSpendRow
 
 _USAGE: Table = ModelUsageRow.__table__  # type: ignore[assignment]
 # Built once, bound per reply (see storage/sessions.py): every model step runs it.

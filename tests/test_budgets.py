@@ -25,10 +25,11 @@ from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Us
 from activities.task_rules import InvalidTaskInput
 from storage.errors import SessionNotFound
 from storage.item_kinds import ItemKind
-from storage.models import ItemRow, ModelUsageRow, SessionRow
+from storage.models import ItemRow, SessionRow
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
 from storage.usage import UsageRecord, UsageRepository
+from storage.usage_models import ModelUsageRow
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root

@@ -29,9 +29,10 @@ from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import default_registry
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow, ModelUsageRow
+from storage.models import ItemRow
 from storage.sessions import SessionRepository
 from storage.usage import UsageFilter, UsageRecord, UsageRepository
+from storage.usage_models import ModelUsageRow
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,

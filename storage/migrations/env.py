@@ -8,7 +8,10 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from storage import outbox_models  # noqa: F401  (registers trajectory_outbox on Base)
+from storage import (
+    outbox_models,  # noqa: F401  (registers trajectory_outbox on Base)
+    usage_models,  # noqa: F401  (registers model_usage, session_spend)
+)
 from storage.models import Base
 
 target_metadata = Base.metadata
