@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from storage import (
     outbox_models,  # noqa: F401  (registers trajectory_outbox on Base)
+    rate_limits,  # noqa: F401  (registers rate_limits)
     usage_models,  # noqa: F401  (registers model_usage, session_spend)
 )
 from storage.models import Base

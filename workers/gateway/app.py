@@ -34,7 +34,7 @@ from workers.gateway.context import Gateway
 from workers.gateway.device_relays import DeviceRelays
 from workers.gateway.errors import install_error_handlers
 from workers.gateway.key_holds import POLL, STREAM, OpenHolds
-from workers.gateway.rate_limit import RateLimiter
+from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
 from workers.gateway.security_headers import SecuredApp
 from workers.resources import Resources
 from workers.settings import Settings
@@ -74,7 +74,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         resources,
         client,
         settings,
-        RateLimiter(limits.rate_per_second, limits.burst),
+        SharedRateLimiter(resources.sessions, limits.rate_per_second, limits.burst),
         hub,
         auth_failures=RateLimiter(
             limits.auth_failure_rate_per_second,

@@ -61,7 +61,7 @@ async def _authenticated(
     if found is None:
         gateway.auth_failures.take(address)
         raise unauthorized()
-    wait = gateway.limiter.take(found.key_id)
+    wait = await gateway.limiter.take(found.key_id)
     if wait > 0:
         raise ApiError(
             429,

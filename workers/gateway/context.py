@@ -12,7 +12,7 @@ from temporalio.client import Client
 from storage.session_events import EventHub
 from workers.gateway.key_holds import OpenHolds
 from workers.gateway.live_status import LiveStatusCache
-from workers.gateway.rate_limit import RateLimiter
+from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
 from workers.resources import Resources
 from workers.settings import Settings
 
@@ -22,7 +22,8 @@ class Gateway:
     resources: Resources
     client: Client
     settings: Settings
-    limiter: RateLimiter
+    # Requests per key, shared by every gateway process (AgentState).
+    limiter: SharedRateLimiter
     # Session events (LISTEN/NOTIFY), shared by every stream this process serves.
     hub: EventHub
     # Failed authentications per client address.
