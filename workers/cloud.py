@@ -8,7 +8,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Interceptor, Plugin, Worker
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Interceptor, Plugin, Worker, WorkerDeploymentConfig
 
 from activities.agent_catalog import build_catalog, default_runtime
 from activities.agents import Agent, ModelChoice
@@ -28,10 +29,19 @@ from activities.tools.base import Tool, ToolRegistry
 from activities.trajectory import TrajectoryRecorder
 from storage.artifact_cache import ArtifactReadCache
 from workers.resources import Resources
-from workers.settings import Settings, workspace_layout
+from workers.settings import AgentSettings, Settings, workspace_layout
 from workers.workflow_sandbox import SandboxMode, runner_for
 from workflows.agent import AgentWorkflow
 from workflows.gc import ArtifactGcWorkflow
+
+# The workflows a cloud worker serves: what `agentctl deploy check` replays histories
+# against, so a deploy is checked with exactly the code the workers will run.
+CLOUD_WORKFLOWS: tuple[type, ...] = (AgentWorkflow, ArtifactGcWorkflow)
+
+_BEHAVIORS = {
+    "auto_upgrade": VersioningBehavior.AUTO_UPGRADE,
+    "pinned": VersioningBehavior.PINNED,
+}
 
 # Awaited after a worker stops: exiting the process at once can abort inside the SDK's
 # native runtime at interpreter shutdown (seen with temporalio 1.30-1.35).
@@ -94,6 +104,7 @@ def cloud_activities(
         windows=windows,
         deltas=resources.deltas if m.stream else None,
         prices=m.price_table(),
+        quotas=settings.agent.tenant_quotas,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -139,6 +150,18 @@ def cloud_activities(
     ]
 
 
+def deployment_config(agent: AgentSettings) -> WorkerDeploymentConfig | None:
+    """Worker Deployment Versioning as AGENT_DEPLOYMENT_NAME/AGENT_BUILD_ID/
+    AGENT_VERSIONING_BEHAVIOR ask for it (docs/DEPLOY.md); None when they are unset."""
+    if agent.deployment_name is None or agent.build_id is None:
+        return None
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(agent.deployment_name, agent.build_id),
+        use_worker_versioning=True,
+        default_versioning_behavior=_BEHAVIORS[agent.versioning_behavior],
+    )
+
+
 def build_cloud_worker(
     client: Client,
     activities: Sequence[Any],
@@ -148,19 +171,23 @@ def build_cloud_worker(
     sandbox: SandboxMode = "off",
     interceptors: Sequence[Interceptor] = (),
     plugins: Sequence[Plugin] = (),
+    deployment: WorkerDeploymentConfig | None = None,
 ) -> Worker:
     """`interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
     must not repeat ones the client already carries: a worker runs its client's too.
 
     `sandbox`: the workflow sandbox (workers/workflow_sandbox.py): none by default; the
-    tests' workers run "strict", re-importing and checking our workflow modules per run."""
+    tests' workers run "strict", re-importing and checking our workflow modules per run.
+    `deployment`: deployment_config(settings.agent), or None for an unversioned worker."""
     extra: dict[str, Any] = {}
     if max_cached_workflows is not None:
         extra["max_cached_workflows"] = max_cached_workflows
+    if deployment is not None:
+        extra["deployment_config"] = deployment
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow, ArtifactGcWorkflow],
+        workflows=list(CLOUD_WORKFLOWS),
         activities=list(activities),
         interceptors=[FailureWords(), *interceptors],
         plugins=list(plugins),

@@ -21,7 +21,7 @@ from activities.tools.mcp_toolset import McpToolsets
 from activities.tools.tool_identity import make_non_dumpable
 from storage.devices import DeviceRepository, validate_device_id
 from workers.agent_loading import Providers, agents_from, servers_of
-from workers.cloud import build_cloud_worker, cloud_activities, running
+from workers.cloud import build_cloud_worker, cloud_activities, deployment_config, running
 from workers.device import build_device_worker
 from workers.device_calls_local import LocalTools
 from workers.device_link import DeviceLinkSettings, run_device_link
@@ -106,6 +106,7 @@ async def run_cloud_worker(
                 sandbox=settings.agent.workflow_sandbox,
                 interceptors=recorder.interceptors(),
                 plugins=recorder.plugins(),
+                deployment=deployment_config(settings.agent),
             )
             try:
                 async with running(worker):

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from activities.pricing import Price, PriceTable
@@ -22,6 +22,7 @@ from activities.tools.fetch_policy import (
     FetchAllowlist,
     FetchPolicy,
 )
+from storage.quotas import Quotas
 from storage.workspaces import WorkspaceLayout, WorkspaceScope
 from workers.workflow_sandbox import SandboxMode
 from workflows.contracts import AgentInput
@@ -163,11 +164,24 @@ class AgentSettings(BaseSettings):
     workflow_sandbox: SandboxMode = "off"
     # Replaced by AGENT_WORKFLOW_SANDBOX=strict; still set, it is refused, not ignored.
     strict_workflow_sandbox: bool | None = None
+    # Worker Deployment Versioning (docs/DEPLOY.md), off unless both are set: the cloud
+    # worker then polls as version DEPLOYMENT_NAME.BUILD_ID and gets tasks only once that
+    # version is current (or ramping) on the server. auto_upgrade: a running agent moves
+    # to the current version at its next workflow task, so its history must replay on the
+    # new code (workflow.patched, checked by `agentctl deploy check`); pinned: it stays on
+    # the version it started on, which then serves until its last run closes.
+    deployment_name: str | None = Field(default=None, min_length=1, max_length=255)
+    build_id: str | None = Field(default=None, min_length=1, max_length=255)
+    versioning_behavior: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
     # Limits on text put into a session (activities/text_limits.py says why).
     # Default task budgets by tenant ("*": every tenant not named), as JSON:
     # AGENT_TENANT_BUDGETS='{"acme": {"tokens": 200000, "tool_calls": 50}}'. Where an
     # agent's Limits set the same figure, the tighter one holds; a start may set its own.
     tenant_budgets: dict[str, BudgetDefaults] = Field(default_factory=dict)
+    # Default quotas by tenant ("*": every tenant not named), as JSON:
+    # AGENT_TENANT_QUOTAS='{"*": {"tokens_per_day": 2000000, "running_tasks": 20}}'. A figure
+    # `agentctl quota set` gave a tenant replaces its default; unset in both: unlimited.
+    tenant_quotas: dict[str, Quotas] = Field(default_factory=dict)
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
     max_edit_bytes: int = Field(default=TextLimits.max_edit_bytes, gt=0)
@@ -209,6 +223,22 @@ class AgentSettings(BaseSettings):
                 "AGENT_STRICT_WORKFLOW_SANDBOX was replaced by AGENT_WORKFLOW_SANDBOX "
                 "(off, shared or strict): set AGENT_WORKFLOW_SANDBOX=strict for what true meant"
             )
+
+    @field_validator("deployment_name")
+    @classmethod
+    def _deployment_name(cls, value: str | None) -> str | None:
+        # The server spells a version DEPLOYMENT.BUILD_ID, split at the first dot.
+        if value is not None and "." in value:
+            raise ValueError("AGENT_DEPLOYMENT_NAME must not contain '.'")
+        return value
+
+    @model_validator(mode="after")
+    def _versioning_pair(self) -> AgentSettings:
+        if (self.deployment_name is None) != (self.build_id is None):
+            raise ValueError(
+                "set both AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID (worker versioning) or neither"
+            )
+        return self
 
     @field_validator("fetch_allow", mode="before")
     @classmethod
