@@ -23,6 +23,11 @@ class SessionStatus(StrEnum):
     # Parked at its budget (tokens, cost, tool calls or time): nothing runs until someone
     # with the approve scope raises it, then the loop takes the step it stopped before.
     BUDGET_EXHAUSTED = "budget_exhausted"
+    # Parked at its tenant's token or cost quota (per day or month, storage/quotas.py): it
+    # goes on when the quota is raised or its period rolls over (UTC).
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    # Parked because its tenant was frozen (the kill switch): it goes on at thaw.
+    FROZEN = "frozen"
 
 
 # The loop has ended: nothing changes the session until someone resumes it, a watcher may

@@ -14,6 +14,7 @@ from sqlalchemy import Table, bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.quotas import TenantControls
 from storage.usage_models import ModelUsageRow, SessionSpendRow
 
 _USAGE: Table = ModelUsageRow.__table__  # type: ignore[assignment]
@@ -59,6 +60,9 @@ class UsageRecord:
     purpose: str = "chat"
     # The tool calls the reply asked for (a budget's tool_calls figure).
     tool_calls: int = 0
+    # A sub-agent's reply counts against its root task's budget too: that session's sums
+    # grow with it (None: the session is its own budget's).
+    budget_session_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,7 @@ class UsageRepository:
 
     async def record(self, usage: UsageRecord, *, day: date | None = None) -> bool:
         """Count a reply's usage once; False when its key was already counted."""
+        day = day or datetime.now(UTC).date()
         figures = (usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.tool_calls)
         if any(n < 0 or n > MAX_TOKENS for n in figures):
             raise ValueError(f"usage: token counts must be 0..{MAX_TOKENS}")
@@ -155,22 +160,30 @@ class UsageRepository:
                 "in_cached": min(usage.cached_tokens, usage.input_tokens),
                 "in_calls": usage.tool_calls,
                 "in_cost": usage.cost_usd,
-                "in_day": day or datetime.now(UTC).date(),
+                "in_day": day,
             },
         )
         if not result.rowcount:
             return False
-        await self._db.execute(
-            _GROW_SPEND,
-            {
-                "in_tenant": self._tenant,
-                "in_session": usage.session_id,
-                "in_tokens": usage.input_tokens + usage.output_tokens,
-                "in_cost": usage.cost_usd or 0,
-                "in_unpriced": int(usage.cost_usd is None),
-                "in_calls": usage.tool_calls,
-            },
-        )
+        tokens = usage.input_tokens + usage.output_tokens
+        # Row locks in one order (the session, its root, the tenant's day): no deadlock.
+        spenders = [usage.session_id]
+        root = usage.budget_session_id
+        if root is not None and root != usage.session_id:
+            spenders.append(root)
+        for session_id in spenders:
+            await self._db.execute(
+                _GROW_SPEND,
+                {
+                    "in_tenant": self._tenant,
+                    "in_session": session_id,
+                    "in_tokens": tokens,
+                    "in_cost": usage.cost_usd or 0,
+                    "in_unpriced": int(usage.cost_usd is None),
+                    "in_calls": usage.tool_calls,
+                },
+            )
+        await TenantControls(self._db, self._tenant).grow(day, tokens, usage.cost_usd)
         return True
 
     async def session_spend(self, session_id: uuid.UUID) -> SessionSpend:

@@ -74,3 +74,9 @@ class SessionSpendRow(Base):
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(20, 9), server_default="0")
     unpriced_replies: Mapped[int] = mapped_column(Integer, server_default="0")
     tool_calls: Mapped[int] = mapped_column(Integer, server_default="0")
+
+
+# The tenant's side of spend (tenant_spend, and the quotas it is held to) lives with the
+# quotas; imported here so whoever loads the spend tables (storage/migrations/env.py, the
+# schema test) loads all of them.
+from storage import quota_models as quota_models  # noqa: E402

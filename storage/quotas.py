@@ -1,0 +1,353 @@
+"""A tenant's quotas and kill switch (tenant_controls) and its spend by UTC day
+(tenant_spend). All SQL on them, scoped to one tenant; never commits.
+
+Quotas: tokens and cost per UTC day and per UTC month (checked before every model step
+against committed spend), running tasks, parked tasks and starts per minute (checked when
+a task starts). A figure the table holds replaces the settings' default for the tenant; a
+figure neither sets is unlimited. Frozen: no model step runs and no task starts until thaw.
+"""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Table, bindparam, func, literal, select, text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.errors import StorageError
+from storage.models import SessionRow
+from storage.quota_models import TenantControlRow, TenantSpendRow
+from storage.session_status import SessionStatus
+
+Count = Annotated[int, Field(ge=0, le=2**40)]
+Usd = Annotated[float, Field(ge=0, le=1e9)]
+
+
+class Quotas(BaseModel):
+    """A tenant's quotas; None: no limit on that figure (or, in the table: the default)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens_per_day: Count | None = None
+    cost_usd_per_day: Usd | None = None
+    tokens_per_month: Count | None = None
+    cost_usd_per_month: Usd | None = None
+    running_tasks: Count | None = None
+    parked_tasks: Count | None = None
+    starts_per_minute: Count | None = None
+
+    def over(self, defaults: Quotas | None) -> Quotas:
+        """These figures, each unset one taken from `defaults`."""
+        if defaults is None:
+            return self
+        mine = self.model_dump(exclude_none=True)
+        return Quotas(**{**defaults.model_dump(exclude_none=True), **mine})
+
+    def spend_limited(self) -> bool:
+        return any(getattr(self, n) is not None for n in SPEND_QUOTAS)
+
+
+SPEND_QUOTAS = ("tokens_per_day", "cost_usd_per_day", "tokens_per_month", "cost_usd_per_month")
+START_QUOTAS = ("running_tasks", "parked_tasks", "starts_per_minute")
+QUOTA_NAMES = SPEND_QUOTAS + START_QUOTAS
+
+# A task counts as running while the loop may call a model or a tool for it, and as parked
+# while it waits for a person (an approval, a raise, a quota, a thaw) to go on.
+RUNNING_STATUSES = (
+    SessionStatus.CREATED,
+    SessionStatus.RUNNING,
+    SessionStatus.WAITING_DEVICE,
+    SessionStatus.WAITING_MODEL,
+)
+PARKED_STATUSES = (
+    SessionStatus.WAITING_APPROVAL,
+    SessionStatus.BUDGET_EXHAUSTED,
+    SessionStatus.QUOTA_EXHAUSTED,
+    SessionStatus.FROZEN,
+)
+
+
+class QuotaRefused(StorageError):
+    """A start the tenant's quotas do not allow; nothing was committed."""
+
+    error_type = "QuotaRefused"
+
+
+class TenantFrozen(QuotaRefused):
+    """The tenant is frozen: no start, no model step, no device call until thaw."""
+
+    error_type = "TenantFrozen"
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__(
+            f"tenant {tenant_id!r} is frozen: nothing starts or runs until an operator thaws it"
+        )
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def next_period(day: date, monthly: bool) -> date:
+    """The first UTC day after `day`'s day (or month): when a quota of it resets."""
+    if not monthly:
+        return day + timedelta(days=1)
+    return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """Committed spend over a period; `cost_usd` None: some reply in it was unpriced."""
+
+    tokens: int
+    cost_usd: Decimal | None
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """What one model step's checks read, in one round trip: the spend its budget counts,
+    the tenant's quotas (table figures only) and frozen flag, and its day and month."""
+
+    session_tokens: int
+    session_cost_usd: Decimal | None
+    session_tool_calls: int
+    quotas: Quotas
+    frozen: bool
+    day: Spent
+    month: Spent
+
+
+_CONTROLS: Table = TenantControlRow.__table__  # type: ignore[assignment]
+_DAYS: Table = TenantSpendRow.__table__  # type: ignore[assignment]
+
+_NEW_DAY = insert(_DAYS).values(
+    tenant_id=bindparam("in_tenant"),
+    day=bindparam("in_day"),
+    tokens=bindparam("in_tokens"),
+    cost_usd=bindparam("in_cost"),
+    unpriced_replies=bindparam("in_unpriced"),
+)
+GROW_DAY = _NEW_DAY.on_conflict_do_update(
+    index_elements=[_DAYS.c.tenant_id, _DAYS.c.day],
+    set_={
+        "tokens": _DAYS.c.tokens + _NEW_DAY.excluded.tokens,
+        "cost_usd": _DAYS.c.cost_usd + _NEW_DAY.excluded.cost_usd,
+        "unpriced_replies": _DAYS.c.unpriced_replies + _NEW_DAY.excluded.unpriced_replies,
+    },
+)
+
+# Every figure a model step is checked against, by primary key and one month's day rows
+# (at most 31): one statement before every step, however long the session or busy the
+# tenant. bench/budget_check.py measures it.
+_STEP = text(
+    """
+    SELECT s.tokens, s.cost_usd, s.unpriced_replies, s.tool_calls,
+           c.tokens_per_day, c.cost_usd_per_day, c.tokens_per_month, c.cost_usd_per_month,
+           COALESCE(c.frozen, false),
+           d.tokens, d.cost_usd, d.unpriced_replies,
+           m.tokens, m.cost_usd, m.unpriced_replies
+      FROM (SELECT 1) AS one
+      LEFT JOIN session_spend AS s ON s.tenant_id = :tenant AND s.session_id = :session
+      LEFT JOIN tenant_controls AS c ON c.tenant_id = :tenant
+      LEFT JOIN tenant_spend AS d ON d.tenant_id = :tenant AND d.day = :day
+      CROSS JOIN LATERAL (
+        SELECT SUM(tokens) AS tokens, SUM(cost_usd) AS cost_usd,
+               SUM(unpriced_replies) AS unpriced_replies
+          FROM tenant_spend WHERE tenant_id = :tenant AND day >= :month AND day <= :day
+      ) AS m
+    """
+)
+
+
+def _spent(tokens: Any, cost: Any, unpriced: Any) -> Spent:
+    return Spent(int(tokens or 0), None if unpriced else Decimal(cost or 0))
+
+
+def _figure(value: Any) -> Any:
+    return float(value) if isinstance(value, Decimal) else value
+
+
+class TenantControls:
+    """One tenant's quotas, kill switch and spend by day."""
+
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def step_figures(
+        self, session_id: uuid.UUID, *, budget_session: uuid.UUID | None = None, day: date
+    ) -> StepFigures:
+        """What a model step of `session_id` is checked against on `day`; its budget
+        counts the spend of `budget_session` (a sub-agent's: its root task's) if given."""
+        row = (
+            await self._db.execute(
+                _STEP,
+                {
+                    "tenant": self._tenant,
+                    "session": budget_session or session_id,
+                    "day": day,
+                    "month": month_start(day),
+                },
+            )
+        ).one()
+        s_tokens, s_cost, s_unpriced, s_calls, tpd, cpd, tpm, cpm, frozen = row[:9]
+        return StepFigures(
+            session_tokens=int(s_tokens or 0),
+            session_cost_usd=None if s_unpriced else Decimal(s_cost or 0),
+            session_tool_calls=int(s_calls or 0),
+            quotas=Quotas(
+                tokens_per_day=tpd,
+                cost_usd_per_day=_figure(cpd),
+                tokens_per_month=tpm,
+                cost_usd_per_month=_figure(cpm),
+            ),
+            frozen=bool(frozen),
+            day=_spent(*row[9:12]),
+            month=_spent(*row[12:15]),
+        )
+
+    async def spent(self, since: date, until: date) -> Spent:
+        """The tenant's committed spend over UTC days since..until (inclusive)."""
+        row = (
+            await self._db.execute(
+                select(
+                    func.sum(_DAYS.c.tokens),
+                    func.sum(_DAYS.c.cost_usd),
+                    func.sum(_DAYS.c.unpriced_replies),
+                ).where(
+                    _DAYS.c.tenant_id == self._tenant, _DAYS.c.day >= since, _DAYS.c.day <= until
+                )
+            )
+        ).one()
+        return _spent(*row)
+
+    async def grow(self, day: date, tokens: int, cost_usd: Decimal | None) -> None:
+        """Add one counted reply to the tenant's day (in the reply's transaction)."""
+        await self._db.execute(
+            GROW_DAY,
+            {
+                "in_tenant": self._tenant,
+                "in_day": day,
+                "in_tokens": tokens,
+                "in_cost": cost_usd or 0,
+                "in_unpriced": int(cost_usd is None),
+            },
+        )
+
+    async def row(self) -> TenantControlRow | None:
+        return await self._db.get(TenantControlRow, self._tenant)
+
+    async def quotas(self) -> Quotas:
+        """The figures the table holds for the tenant (None: not set there)."""
+        row = await self.row()
+        if row is None:
+            return Quotas()
+        return Quotas(**{n: _figure(getattr(row, n)) for n in QUOTA_NAMES})
+
+    async def frozen(self) -> bool:
+        row = await self.row()
+        return row is not None and row.frozen
+
+    async def set_quotas(self, changes: dict[str, Any], by: str) -> Quotas:
+        """Set (a number) or clear (None: back to the default) the named figures."""
+        unknown = sorted(set(changes) - set(QUOTA_NAMES))
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not a quota (one of {', '.join(QUOTA_NAMES)})")
+        Quotas(**{k: v for k, v in changes.items() if v is not None})  # ranges, by field
+        values = {**changes, "updated_by": by, "updated_at": func.now()}
+        stmt = insert(_CONTROLS).values(tenant_id=self._tenant, **values)
+        await self._db.execute(
+            stmt.on_conflict_do_update(index_elements=[_CONTROLS.c.tenant_id], set_=values)
+        )
+        await self._db.flush()
+        self._db.expire_all()
+        return await self.quotas()
+
+    async def set_frozen(self, frozen: bool, by: str) -> bool:
+        """Freeze or thaw the tenant; False when it already was."""
+        was = await self.frozen()
+        values = {"frozen": frozen, "frozen_by": by, "frozen_at": func.now()}
+        stmt = insert(_CONTROLS).values(tenant_id=self._tenant, updated_by=by, **values)
+        await self._db.execute(
+            stmt.on_conflict_do_update(index_elements=[_CONTROLS.c.tenant_id], set_=values)
+        )
+        self._db.expire_all()
+        return was != frozen
+
+    async def parked_sessions(self, statuses: tuple[str, ...]) -> list[uuid.UUID]:
+        """The tenant's sessions in `statuses` (the ones a thaw or a raised quota wakes)."""
+        rows = await self._db.scalars(
+            select(SessionRow.id).where(
+                SessionRow.tenant_id == self._tenant, SessionRow.status.in_(statuses)
+            )
+        )
+        return list(rows)
+
+    async def check_start(self, defaults: Quotas | None, now: datetime | None = None) -> None:
+        """TenantFrozen, or QuotaRefused naming the quota a new task would break. Run in
+        the start's own transaction: the tenant's starts are serialized from here to its
+        commit, so two starts cannot both take the last place."""
+        row = await self.row()
+        if row is not None and row.frozen:
+            raise TenantFrozen(self._tenant)
+        quotas = (await self.quotas()).over(defaults)
+        now = now or datetime.now(UTC)
+        if quotas.spend_limited():
+            await self._check_spend(quotas, now.date())
+        if all(getattr(quotas, n) is None for n in START_QUOTAS):
+            return
+        lock = zlib.crc32(f"quota-start:{self._tenant}".encode()) - 2**31
+        await self._db.execute(select(func.pg_advisory_xact_lock(literal(lock))))
+        counts = await self._db.execute(
+            select(
+                func.count().filter(SessionRow.status.in_(RUNNING_STATUSES)),
+                func.count().filter(SessionRow.status.in_(PARKED_STATUSES)),
+                func.count().filter(
+                    SessionRow.parent_id.is_(None),
+                    SessionRow.created_at > now - timedelta(minutes=1),
+                ),
+            ).where(SessionRow.tenant_id == self._tenant)
+        )
+        running, parked, recent = counts.one()
+        for name, have in (
+            ("running_tasks", running),
+            ("parked_tasks", parked),
+            ("starts_per_minute", recent),
+        ):
+            limit = getattr(quotas, name)
+            if limit is not None and have >= limit:
+                raise QuotaRefused(
+                    f"quota {name} reached for tenant {self._tenant!r}: {have} of {limit}; "
+                    "a new task may start once it is under (or the quota is raised)"
+                )
+
+    async def _check_spend(self, quotas: Quotas, day: date) -> None:
+        # A start over the day's or month's spend would park before its first step.
+        for period, since in (("day", day), ("month", month_start(day))):
+            spent = await self.spent(since, day)
+            words = spend_over(quotas, period, spent)
+            if words:
+                raise QuotaRefused(
+                    f"quota {words} for tenant {self._tenant!r}; a new task may start once "
+                    f"the {period} rolls over (UTC) or the quota is raised"
+                )
+
+
+def spend_over(quotas: Quotas, period: str, spent: Spent) -> str | None:
+    """'tokens_per_day reached: 120 of 100' for the first figure of `period` at or past
+    its quota, else None. Unpriced spend cannot be held to a cost quota: it counts as over."""
+    tokens = getattr(quotas, f"tokens_per_{period}")
+    cost = getattr(quotas, f"cost_usd_per_{period}")
+    if tokens is not None and spent.tokens >= tokens:
+        return f"tokens_per_{period} reached: {spent.tokens} of {tokens}"
+    if cost is not None and (spent.cost_usd is None or spent.cost_usd >= Decimal(str(cost))):
+        have = "unpriced" if spent.cost_usd is None else f"{spent.cost_usd:.6f}"
+        return f"cost_usd_per_{period} reached: {have} of {cost}"
+    return None
