@@ -4,6 +4,7 @@ only the reply (an assistant item plus one tool_call item per requested call).""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -11,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
-from activities.budget_check import budget_reached
+from activities.budget_check import step_gate
 from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
 from activities.context import AssembledContext, ContextBudget, pending_note
 from activities.context_windows import ContextWindows, Fitted, call_within_window
@@ -42,6 +43,7 @@ from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import CompactionRow, ItemRow
+from storage.quotas import Quotas
 from storage.session_deltas import DeltaPublisher
 from storage.sessions import SessionRepository
 from storage.usage import UsageRecord, UsageRepository
@@ -66,14 +68,17 @@ class ModelActivities:
         agents: AgentCatalog | None = None,
         deltas: DeltaPublisher | None = None,
         prices: PriceTable | None = None,
+        quotas: Mapping[str, Quotas] | None = None,
     ) -> None:
         """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
         agent; `agents`: every agent this worker serves (default: that one alone).
         `windows`: what the worker knows of its server's context window (shared with
         compaction); by default learned from overflow errors only. `deltas`: where the
         reply's text is published as it streams (None: providers do not stream).
-        `prices`: what each reply's tokens cost (default: every model unpriced)."""
+        `prices`: what each reply's tokens cost (default: every model unpriced).
+        `quotas`: the default quotas by tenant ("*": any other; storage/quotas.py)."""
         self._sessions = sessions
+        self._quotas = quotas or {}
         self._prices = prices or PriceTable()
         self._deltas = deltas
         self._windows = windows if windows is not None else ContextWindows()
@@ -120,11 +125,23 @@ class ModelActivities:
                 done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
                 if done is not None:
                     return await self._result_of(db, inp, done, agent, config, session.approvals)
-                if inp.budget is not None:
-                    # Against what is committed; a reply committed already was spent already.
-                    reached = await budget_reached(db, inp.tenant_id, session, inp.budget)
-                    if reached is not None:
-                        return ModelCallResult(item_id="", ordinal=0, budget_exhausted=reached)
+                # Against what is committed; a reply committed already was spent already.
+                gate = await step_gate(
+                    db,
+                    inp.tenant_id,
+                    session,
+                    inp.budget,
+                    budget_session=_uuid_or_none(inp.budget_session_id),
+                    quota_defaults=self._quotas.get(inp.tenant_id) or self._quotas.get("*"),
+                )
+                if gate.closed:
+                    return ModelCallResult(
+                        item_id="",
+                        ordinal=0,
+                        budget_exhausted=gate.budget,
+                        quota_exhausted=gate.quota,
+                        frozen=gate.frozen,
+                    )
             compaction: CompactionRow | None = None
             pending = {
                 p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls
@@ -218,6 +235,7 @@ class ModelActivities:
                 cached_tokens=usage.cached_tokens,
                 cost_usd=self._prices.cost(provider, config.model, usage),
                 tool_calls=len(reply.tool_calls),
+                budget_session_id=_uuid_or_none(inp.budget_session_id),
             )
         )
 
@@ -382,3 +400,7 @@ class ModelActivities:
             compaction_due=compaction_due(budget, stats),
             empty_reply=not calls and not row.text.strip(),
         )
+
+
+def _uuid_or_none(value: str | None) -> uuid.UUID | None:
+    return None if value is None else uuid.UUID(value)

@@ -43,7 +43,9 @@ from workers.cli_gateway import gateway
 from workers.cli_gc import gc_app
 from workers.cli_keys import keys_app
 from workers.cli_local_model import local_model_app
+from workers.cli_quota import quota_app
 from workers.cli_resume import resume
+from workers.cli_tenant import tenant_app
 from workers.cli_usage import usage
 from workers.cli_watch import watch_cmd
 from workers.cli_workers import device, worker
@@ -64,6 +66,8 @@ app.add_typer(gc_app, name="gc")
 app.add_typer(keys_app, name="keys")
 app.add_typer(archive_app, name="archive")
 app.add_typer(budget_app, name="budget")
+app.add_typer(quota_app, name="quota")
+app.add_typer(tenant_app, name="tenant")
 app.add_typer(local_model_app, name="local-model")
 app.add_typer(deploy_app, name="deploy")
 app.command()(demo)

@@ -25,6 +25,7 @@ from activities.task_rules import BUDGET_FIGURES
 from activities.text_limits import TextLimits, check_size, check_text, utf8_size
 from storage.api_keys import Principal
 from storage.artifacts import ArtifactStore, check_user_tenant
+from storage.quotas import Quotas, TenantControls
 from workers import tasks
 from workers.agent_loading import task_options_for
 from workers.settings import Settings
@@ -88,11 +89,15 @@ class StartRequest:
 
 @dataclass(frozen=True)
 class StartCommand:
-    """A start that passed every rule: commit and start it with workers.tasks.start_task."""
+    """A start that passed every rule: commit and start it with workers.tasks.start_task.
+    Its tenant's kill switch and quotas are checked in the commit's own transaction
+    (TenantFrozen, QuotaRefused): a refusal commits nothing."""
 
     text: str
     options: TaskOptions
     limits: TextLimits
+    # The deployment's default quotas for the tenant (None: only the table's figures).
+    quotas: Quotas | None = None
 
     async def start(
         self,
@@ -101,8 +106,18 @@ class StartCommand:
         store: ArtifactStore | None,
     ) -> str:
         """Commit the session and its task, start its workflow; the session id."""
+
+        async def within_quotas(db: AsyncSession) -> None:
+            await TenantControls(db, self.options.tenant_id).check_start(self.quotas)
+
         handle: WorkflowHandle[Any, Any] = await tasks.start_task(
-            client, sessions, self.text, self.options, store=store, limits=self.limits
+            client,
+            sessions,
+            self.text,
+            self.options,
+            store=store,
+            limits=self.limits,
+            check=within_quotas,
         )
         return handle.id.removeprefix("agent-")
 
@@ -134,7 +149,7 @@ def deployment_options(settings: Settings) -> dict[str, Any]:
 def start_command(caller: Caller, request: StartRequest, settings: Settings) -> StartCommand:
     """The checked command for `request` by `caller`: InvalidText, TextTooLarge,
     InvalidTaskInput (ValueErrors naming the field) or ScopeRefused, before anything
-    commits."""
+    commits; the tenant's quotas are checked as the command commits (StartCommand)."""
     limits = settings.agent.text_limits()
     check_text("text", request.text)
     check_size(
@@ -151,7 +166,10 @@ def start_command(caller: Caller, request: StartRequest, settings: Settings) -> 
     else:
         options = task_options_for(request.agent, settings.agent.definitions, **given)
     options = _with_tenant_budget(options, request.options, settings, caller.tenant_id)
-    return StartCommand(request.text, options, limits)
+    quotas = settings.agent.tenant_quotas
+    return StartCommand(
+        request.text, options, limits, quotas.get(caller.tenant_id) or quotas.get("*")
+    )
 
 
 def _with_tenant_budget(

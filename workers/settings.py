@@ -22,6 +22,7 @@ from activities.tools.fetch_policy import (
     FetchAllowlist,
     FetchPolicy,
 )
+from storage.quotas import Quotas
 from storage.workspaces import WorkspaceLayout, WorkspaceScope
 from workers.workflow_sandbox import SandboxMode
 from workflows.contracts import AgentInput
@@ -177,6 +178,10 @@ class AgentSettings(BaseSettings):
     # AGENT_TENANT_BUDGETS='{"acme": {"tokens": 200000, "tool_calls": 50}}'. Where an
     # agent's Limits set the same figure, the tighter one holds; a start may set its own.
     tenant_budgets: dict[str, BudgetDefaults] = Field(default_factory=dict)
+    # Default quotas by tenant ("*": every tenant not named), as JSON:
+    # AGENT_TENANT_QUOTAS='{"*": {"tokens_per_day": 2000000, "running_tasks": 20}}'. A figure
+    # `agentctl quota set` gave a tenant replaces its default; unset in both: unlimited.
+    tenant_quotas: dict[str, Quotas] = Field(default_factory=dict)
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
     max_edit_bytes: int = Field(default=TextLimits.max_edit_bytes, gt=0)

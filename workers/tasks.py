@@ -7,6 +7,7 @@ only ever sees the session id and the item's id.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -72,10 +73,13 @@ async def start_task(
     session_id: uuid.UUID | None = None,
     store: ArtifactStore | None = None,
     limits: TextLimits | None = None,
+    check: Callable[[AsyncSession], Awaitable[None]] | None = None,
 ) -> WorkflowHandle[AgentWorkflow, Any]:
     """Commit the session and its first message, then start the workflow for it.
 
-    A task over the inline limit is stored as an artifact first (needs `store`)."""
+    A task over the inline limit is stored as an artifact first (needs `store`). `check`
+    runs in the commit's transaction first (the command layer's quotas): what it raises
+    rolls everything back."""
     limits = limits or get_settings().agent.text_limits()
     check_text("text", text)
     check_size("the task text", utf8_size(text), limits.max_task_bytes, "AGENT_MAX_TASK_BYTES")
@@ -91,6 +95,8 @@ async def start_task(
     async with sessions() as db, db.begin():
         # Inside the transaction: a refusal rolls back, so nothing is committed.
         await _check_device(db, options)
+        if check is not None:
+            await check(db)
         await SessionRepository(db, options.tenant_id).create(
             session_id,
             title=text[:200],

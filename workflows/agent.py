@@ -32,6 +32,7 @@ from workflows.contracts import (
     RejectInput,
     SendMessageInput,
     SessionStatusInput,
+    TenantChangedInput,
     ToolCallRef,
 )
 from workflows.delegation import DELEGATE_TOOL, delegate
@@ -45,6 +46,7 @@ from workflows.model_calls import model_call_options, model_failure
 from workflows.session_open import open_session
 from workflows.start_checks import ONE_DOOR_PATCH, check_identity, check_options, refused
 from workflows.state_writes import write_state_in_task
+from workflows.tenant_gate import TENANT_GATE_PATCH, TenantGate, is_gated
 from workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
@@ -85,6 +87,7 @@ class AgentWorkflow:
         self._cancel_requested = False
         # Raises accepted in this run; the loop parked at its budget waits for the next.
         self._budget_raises = 0
+        self._gate = TenantGate(inp.tenant_id)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -150,6 +153,11 @@ class AgentWorkflow:
             if result.budget_exhausted is not None and workflow.patched(BUDGETS_PATCH):
                 # Nothing was called or committed: once raised, the same step again.
                 await self._park_at_budget(result)
+                continue
+            if is_gated(result) and workflow.patched(TENANT_GATE_PATCH):
+                await self._gate.park(result, self._park_status)  # frozen, or at a quota
+                self._status, self._last_error = SessionStatus.RUNNING, None
+                await self._set_status(SessionStatus.RUNNING)
                 continue
             self._step += 1
             self._seen = seen
@@ -237,6 +245,7 @@ class AgentWorkflow:
                 device_id=self._inp.device_id,
                 pending_device_calls=self._device_calls.refs(),
                 budget=self._inp.budget(),
+                budget_session_id=self._inp.budget_root,
             ),
             **model_call_options(self._inp),
         )
@@ -251,6 +260,10 @@ class AgentWorkflow:
         await workflow.wait_condition(lambda: self._budget_raises > raises)
         self._status, self._last_error = SessionStatus.RUNNING, None
         await self._set_status(SessionStatus.RUNNING)
+
+    async def _park_status(self, status: str, note: str, suffix: str) -> None:
+        self._status, self._last_error = status, note
+        await self._set_status(status, note, suffix)
 
     # -- one tool call ------------------------------------------------------------------------
 
@@ -408,6 +421,11 @@ class AgentWorkflow:
             workflow.logger.warning("send_message signal from another tenant ignored")
             return
         self._received += 1
+
+    @workflow.signal(name="tenant_changed")
+    def tenant_changed(self, inp: TenantChangedInput) -> None:
+        """The tenant was thawed or its quotas changed: a parked step checks again."""
+        self._gate.woken(inp.tenant_id)
 
     @workflow.update(name="cancel")
     def cancel(self, inp: CancelInput) -> CancelResult:

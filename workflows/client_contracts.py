@@ -91,6 +91,14 @@ class RaiseBudgetResult:
 
 
 @dataclass
+class TenantChangedInput:
+    """A tenant was thawed or its quotas changed: a task of it parked at its quota or
+    frozen checks again. Carries nothing but the tenant (a stranger's is ignored)."""
+
+    tenant_id: str | None = None
+
+
+@dataclass
 class PendingApproval:
     tool_call_id: str
     name: str

@@ -46,6 +46,9 @@ from workflows.client_contracts import (
 from workflows.client_contracts import (
     SendMessageInput as SendMessageInput,
 )
+from workflows.client_contracts import (
+    TenantChangedInput as TenantChangedInput,
+)
 from workflows.state_contracts import (
     ApprovalRecordInput as ApprovalRecordInput,
 )
@@ -117,6 +120,16 @@ class BudgetFigures:
 
 
 @dataclass
+class QuotaReached:
+    """Its tenant's quota a task reached before a step: which, in our words and numbers
+    ("tokens_per_day reached: 120 of 100"), and when that period rolls over."""
+
+    words: str
+    # Seconds from the check to the next UTC day (or month) the quota counts afresh.
+    resets_in_seconds: float = 0.0
+
+
+@dataclass
 class AgentInput:
     """Start (or continue-as-new) input of AgentWorkflow: ids and cursors only."""
 
@@ -168,6 +181,9 @@ class AgentInput:
     budget_cost_usd: float | None = None
     budget_tool_calls: int | None = None
     budget_seconds: float | None = None
+    # A sub-agent's budget is its root task's: its model calls are checked against the
+    # root session's spend, which grows with every reply of the tree (None: a root task).
+    budget_root: str | None = None
 
     def budget(self) -> "TaskBudget | None":
         """The budget a model call is checked against; None when the task has none."""
@@ -225,6 +241,7 @@ class AgentInput:
             compaction=None,
             depth=self.depth + 1,
             task_text=None,
+            budget_root=self.budget_root or self.session_id,
         )
 
 
@@ -262,6 +279,8 @@ class ModelCallInput:
     pending_device_calls: list[PendingDeviceCall] = field(default_factory=list)
     # Checked against the session's committed usage before the provider is called.
     budget: TaskBudget | None = None
+    # Whose spend the budget counts (a sub-agent's root task); None: this session's.
+    budget_session_id: str | None = None
 
 
 @dataclass
@@ -296,6 +315,10 @@ class ModelCallResult:
     # Set: the budget was reached before this step; nothing was called or committed, and
     # `item_id` is empty. The loop parks and takes the same step once it is raised.
     budget_exhausted: BudgetFigures | None = None
+    # Set: the tenant's token or cost quota was reached (or `frozen`: the tenant was
+    # frozen) before this step; nothing was called or committed, as for a budget.
+    quota_exhausted: QuotaReached | None = None
+    frozen: bool = False
 
 
 @dataclass

@@ -27,6 +27,7 @@ from workers.gateway import (
     routes_events,
     routes_sessions,
     routes_tasks,
+    routes_tenant,
     routes_usage,
 )
 from workers.gateway.body_limit import BodyLimit
@@ -96,6 +97,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     app.include_router(routes_sessions.router)
     app.include_router(routes_usage.router)
     app.include_router(routes_budget.router)
+    app.include_router(routes_tenant.router)
     app.include_router(routes_events.router)
     app.include_router(routes_devices.router)
     app.include_router(page.router)

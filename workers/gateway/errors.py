@@ -20,6 +20,7 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeou
 from temporalio.service import RPCError, RPCStatusCode
 
 from storage.errors import ArtifactNotFound, InvalidTenant, SessionNotFound
+from storage.quotas import QuotaRefused, TenantFrozen
 from workers.commands import ScopeRefused
 from workers.tasks import TaskNotResumable, TaskNotRunning
 
@@ -127,6 +128,8 @@ def install_error_handlers(app: FastAPI) -> None:
     on(TaskNotRunning, 409, "conflict")
     on(TaskNotResumable, 409, "conflict")
     on(ScopeRefused, 403, "forbidden")
+    on(QuotaRefused, 429, "quota_exceeded")
+    on(TenantFrozen, 403, "tenant_frozen")
     on(ValueError, 400, "invalid_request")
     on(WorkflowUpdateRPCTimeoutOrCancelledError, 504, "timeout")
     app.add_exception_handler(Exception, internal)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from activities.tools.mcp_device import device_mcp_tools
 from activities.tools.mcp_servers import McpListingError
 from storage.devices import DeviceRepository
+from storage.quotas import TenantControls, TenantFrozen
 from workers.gateway import device_calls
 from workers.gateway.auth import DeviceKey
 from workers.gateway.context import GatewayDep
@@ -86,7 +87,11 @@ async def next_call(
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = 20.0,
 ) -> OfferedCall | Response:
     """Long-poll: this device's next call (leased to it), or 204 after `wait` seconds; 429
-    past the key's open long-polls, 401 once its key is revoked or expires meanwhile."""
+    past the key's open long-polls, 401 once its key is revoked or expires meanwhile;
+    403 while its tenant is frozen (a call already taken may still complete)."""
+    async with gateway.resources.sessions() as db:
+        if await TenantControls(db, principal.tenant_id).frozen():
+            raise TenantFrozen(principal.tenant_id)
     found = await device_calls.next_call(gateway, relays_of(request), principal, wait)
     if found is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
