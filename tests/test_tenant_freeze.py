@@ -1,0 +1,122 @@
+"""The kill switch: freezing a tenant parks every running task of it at its next model step
+(frozen, with every committed item kept), refuses its starts and its devices' calls; a thaw
+lets each go on from the step it stopped before, none repeated."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from storage.models import ItemRow
+from storage.session_status import SessionStatus
+from tests.conftest import AgentRunner
+from tests.support.device_gateway import make_device_key
+from tests.support.gateway import bearer, gateway_http, make_key, poll
+from tests.support.helpers import agentctl, session_root, start
+from tests.support.runaway import SlowRunaway
+from tests.test_quotas import _until
+from tests.test_replay import HISTORIES
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+from workers.tasks import live_status
+from workflows.agent import AgentWorkflow
+
+
+async def _items(res: Resources, tenant: str, sid: str) -> list[tuple[str, str]]:
+    async with res.sessions() as db:
+        rows = await db.execute(
+            select(ItemRow.kind, ItemRow.idempotency_key)
+            .where(ItemRow.session_id == uuid.UUID(sid), ItemRow.tenant_id == tenant)
+            .order_by(ItemRow.ordinal)
+        )
+    return [(str(k), str(key)) for k, key in rows.all()]
+
+
+async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_thaw_resumes(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    migrated: StackEndpoints,
+    workspace: Path,
+    tenant: str,
+    cli_env: None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = SlowRunaway(delay=0.2)
+    sids = [uuid.uuid4(), uuid.uuid4()]
+    for sid in sids:
+        (session_root(workspace, tenant, sid) / "a.txt").write_text("alpha")
+    admin = await make_key(resources, tenant, "admin", user="ops")
+    starter = await make_key(resources, tenant, "start")
+    stranger = await make_key(resources, f"{tenant}-x", "admin")
+    device = bearer(await make_device_key(resources, tenant, "laptop"))
+    async with agent_worker(model, workspace) as queue:
+        monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
+        started = await asyncio.gather(
+            *(start(client, resources, queue, tenant=tenant, session_id=sid) for sid in sids)
+        )
+
+        async def steps() -> int:
+            return min(len(model.calls_of(s)) for s, _ in started)
+
+        await poll(steps, lambda n: n >= 2, within_seconds=60)
+        async with gateway_http(migrated, resources, client, queue=queue) as http:
+            refused = await http.post("/v1/tenant/freeze", headers=bearer(starter))
+            assert refused.status_code == 403
+            at_freeze = {s: len(model.calls_of(s)) for s, _ in started}
+            frozen = await http.post("/v1/tenant/freeze", headers=bearer(admin))
+            assert frozen.status_code == 200 and frozen.json()["frozen"] is True
+            for sid, _ in started:
+                await _until(resources, tenant, sid, SessionStatus.FROZEN)
+            # Within one step: at most the call already under way when the freeze committed.
+            for sid, _ in started:
+                assert len(model.calls_of(sid)) <= at_freeze[sid] + 1
+            start_refused = await http.post(
+                "/v1/sessions", json={"text": "more"}, headers=bearer(starter)
+            )
+            assert start_refused.status_code == 403
+            assert start_refused.json()["error"]["type"] == "tenant_frozen"
+            polled = await http.post("/v1/device/calls/next?wait=0", headers=device)
+            assert polled.status_code == 403 and "frozen" in polled.text
+            other = await http.get("/v1/tenant", headers=bearer(stranger))
+            assert other.json()["frozen"] is False  # another tenant runs on
+        code, _, err = await agentctl(capsys, "start", "more")
+        assert code == 1 and f"tenant {tenant!r} is frozen" in err
+
+        first = started[0][0]
+        live = await live_status(client, first)
+        assert live.status == SessionStatus.FROZEN and live.last_error is not None
+        code, out, _ = await agentctl(capsys, "status", first)
+        assert code == 0 and "status=frozen" in out and "tenant frozen" in out
+        kept = {s: await _items(resources, tenant, s) for s, _ in started}
+        calls = len(model.keys)
+        await asyncio.sleep(1.0)
+        assert len(model.keys) == calls  # parked: nothing runs
+
+        model.answering = True
+        code, out, err = await agentctl(capsys, "tenant", "thaw")
+        assert code == 0 and "woke 2 parked task(s)" in out, err
+        results = await asyncio.wait_for(asyncio.gather(*(h.result() for _, h in started)), 60)
+    assert [r.status for r in results] == [SessionStatus.COMPLETED] * 2
+    for sid, _ in started:
+        items = await _items(resources, tenant, sid)
+        # Every committed item kept as it was, each step's reply once and in order.
+        assert items[: len(kept[sid])] == kept[sid]
+        keys = Counter(key for kind, key in items if kind == "assistant_message")
+        assert all(n == 1 for n in keys.values())
+        assert model.calls_of(sid) == list(keys)
+    assert len(model.keys) == len(set(model.keys))
+    history = await started[0][1].fetch_history()
+    if os.environ.get("RECORD_HISTORIES"):
+        (HISTORIES / "tenant_frozen_thawed.json").write_text(history.to_json())
+    replayed = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
+    assert replayed.replay_failure is None
