@@ -1,4 +1,17 @@
-"""docker-compose.yml and workers/Dockerfile, checked against the code they run (no Docker)."""
+"""docker-compose.yml and workers/Dockerfile, checked against the code they run.
+
+No Docker engine runs here, so nothing is pulled, built or started. What is checked, and
+how: the compose file is parsed as YAML and ${VAR:-default} expanded as compose would with
+no variables set; every agentctl command in it (and the Dockerfile's CMD) is parsed by
+agentctl's own command tree (typer/click: real subcommand, real flags, valid values)
+without running it; every variable set for our image is one workers/settings.py or the
+Temporal SDK's env config reads (the SDK's loader is asked, not a list); every variable
+set for another image is one that image documents (listed below with its source) or one
+the service's own script reads; images are pinned and none is the deprecated
+temporalio/auto-setup; the dependency order (schema job -> server -> namespace job ->
+agents; migration -> agents) and the addresses, ports, users and passwords that must agree
+across services do. Whether the images start is not checked here.
+"""
 
 from __future__ import annotations
 
@@ -7,33 +20,31 @@ import os
 import re
 import shlex
 import tomllib
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import typer
 import yaml
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 from temporalio.envconfig import ClientConfig
 
 from activities.providers.factory import build_provider
-from workers.cli import app
-from workers.settings import (
-    AgentSettings,
-    DatabaseSettings,
-    ModelSettings,
-    S3Settings,
-    Settings,
-    TelemetrySettings,
+from tests.support.deploy_env import (
+    AGENT_IMAGE,
+    GROUPS,
+    MIGRATION_ONLY,
+    PREFIXES,
+    ROOT,
+    agentctl_error,
+    env_name,
+    gateway_health_path,
+    unknown_agent_env,
 )
+from workers.settings import AgentSettings, ModelSettings, S3Settings, Settings
 
-ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
-GROUPS = (DatabaseSettings, S3Settings, ModelSettings, AgentSettings, TelemetrySettings)
-PREFIXES = tuple(g.model_config["env_prefix"] for g in GROUPS)
 # Fields whose code default is fine for a laptop but must be chosen for a deployment; the
 # other required ones are found from their defaults (dev credentials, loopback addresses).
 MUST_CHOOSE = {
@@ -41,10 +52,41 @@ MUST_CHOOSE = {
     ModelSettings: ("provider",),
     AgentSettings: ("workspace", "task_queue"),
 }
-# The schema owner's URL: only the migrate job may hold it, never a worker.
-MIGRATION_ONLY = "DATABASE_MIGRATION_URL"
 DOCKERFILE = ROOT / "workers" / "Dockerfile"
 _VAR = re.compile(r"\$\$|\$\{(\w+)(?::?-([^}]*))?\}")
+# What each other image reads from its environment, from its own documentation or code.
+IMAGE_ENV = {
+    # docker-library/postgres's docker-entrypoint.sh
+    "postgres": {
+        "POSTGRES_USER",
+        "POSTGRES_PASSWORD",
+        "POSTGRES_DB",
+        "POSTGRES_INITDB_ARGS",
+        "POSTGRES_HOST_AUTH_METHOD",
+    },
+    # temporalio/temporal: docker/config_template_embedded.yaml, docker/scripts/sh/entrypoint.sh
+    "temporalio/server": {
+        "DB",
+        "DB_PORT",
+        "POSTGRES_SEEDS",
+        "POSTGRES_USER",
+        "POSTGRES_PWD",
+        "BIND_ON_IP",
+        "DYNAMIC_CONFIG_FILE_PATH",
+    },
+    # temporal-sql-tool's flags (tools/sql/main.go, EnvVar) and the temporal CLI's env config
+    "temporalio/admin-tools": {
+        "SQL_PLUGIN",
+        "SQL_HOST",
+        "SQL_PORT",
+        "SQL_USER",
+        "SQL_PASSWORD",
+        "TEMPORAL_ADDRESS",
+        "TEMPORAL_NAMESPACE",
+    },
+    "temporalio/ui": {"TEMPORAL_ADDRESS", "TEMPORAL_CORS_ORIGINS"},
+    "jaegertracing/all-in-one": {"COLLECTOR_OTLP_ENABLED"},
+}
 
 
 def expand(value: object) -> str:
@@ -57,10 +99,6 @@ def env_of(service: str) -> dict[str, str]:
     if isinstance(env, list):
         env = dict(item.split("=", 1) for item in env)
     return {key: expand(value) for key, value in env.items()}
-
-
-def env_name(group: type, field: str) -> str:
-    return group.model_config["env_prefix"] + field.upper()
 
 
 def required_env() -> set[str]:
@@ -86,23 +124,88 @@ def listens_on(service: str) -> set[int]:
 
 def argv(service: str) -> list[str]:
     command = SERVICES[service]["command"]
-    return shlex.split(command) if isinstance(command, str) else list(command)
+    return shlex.split(command) if isinstance(command, str) else [expand(c) for c in command]
+
+
+def image_repo(service: str) -> str:
+    return str(SERVICES[service]["image"]).rsplit(":", 1)[0]
+
+
+def depends(service: str) -> dict[str, str]:
+    deps = SERVICES[service].get("depends_on", {})
+    if isinstance(deps, list):
+        return dict.fromkeys(deps, "service_started")
+    return {name: spec.get("condition", "service_started") for name, spec in deps.items()}
 
 
 AGENT_SERVICES = [name for name, svc in SERVICES.items() if "build" in svc]  # run agentctl
 WORKERS = [name for name in AGENT_SERVICES if argv(name)[1:2] == ["worker"]]
+SERVERS = [name for name in AGENT_SERVICES if argv(name)[1:2] in (["worker"], ["gateway"])]
 
 
 def test_every_dependency_is_a_service_and_healthy_waits_have_a_healthcheck() -> None:
-    for name, svc in SERVICES.items():
-        deps = svc.get("depends_on", {})
-        for dep, spec in deps.items() if isinstance(deps, dict) else ((d, {}) for d in deps):
+    for name in SERVICES:
+        for dep, condition in depends(name).items():
             assert dep in SERVICES, f"{name} depends on unknown service {dep}"
-            if spec.get("condition") == "service_healthy":
+            if condition == "service_healthy":
                 assert "healthcheck" in SERVICES[dep], f"{name} waits for {dep} to be healthy"
-    for worker in WORKERS:
-        migrate = SERVICES[worker]["depends_on"]["migrate"]
-        assert migrate["condition"] == "service_completed_successfully"
+
+
+def test_no_image_is_the_deprecated_auto_setup_and_every_other_image_is_pinned() -> None:
+    for name, svc in SERVICES.items():
+        image = str(svc["image"])
+        assert not image.startswith("temporalio/auto-setup"), name
+        if name in AGENT_SERVICES:
+            assert image.split(":")[0] == AGENT_IMAGE, name  # one image for agentctl
+            continue
+        tag = image.rsplit(":", 1)[1] if ":" in image else ""
+        assert tag and tag != "latest", f"{name}: {image} is not pinned"
+    assert {image_repo(n) for n in SERVICES} >= {
+        "temporalio/server",
+        "temporalio/admin-tools",
+        "temporalio/ui",
+    }
+
+
+def test_temporal_server_starts_after_its_schema_job_set_up_both_databases() -> None:
+    server = [n for n in SERVICES if image_repo(n) == "temporalio/server"]
+    assert server == ["temporal"]
+    (schema,) = [d for d, c in depends("temporal").items() if c == "service_completed_successfully"]
+    assert image_repo(schema) == "temporalio/admin-tools"
+    assert SERVICES[schema]["restart"] == "no"
+    script = " ".join(argv(schema))
+    for step in ("create-database", "setup-schema -v 0.0", "update-schema -d"):
+        assert f"temporal-sql-tool --db $db {step}" in script, step
+    assert "for db in temporal temporal_visibility" in script
+    for kind in ("temporal", "visibility"):
+        assert f"/etc/temporal/schema/postgresql/v12/{kind}/versioned" in script.replace(
+            "$schema", "/etc/temporal/schema/postgresql/v12"
+        )
+    # The job, the server and the database agree on where it is and who logs in.
+    job, srv, db = env_of(schema), env_of("temporal"), env_of(srv_db := "temporal-db")
+    assert job["SQL_PLUGIN"] == srv["DB"] == "postgres12"
+    assert job["SQL_HOST"] == srv["POSTGRES_SEEDS"] == srv_db
+    assert int(job["SQL_PORT"]) == int(srv["DB_PORT"]) and int(job["SQL_PORT"]) in listens_on(
+        srv_db
+    )
+    assert job["SQL_USER"] == srv["POSTGRES_USER"] == db["POSTGRES_USER"]
+    assert job["SQL_PASSWORD"] == srv["POSTGRES_PWD"] == db["POSTGRES_PASSWORD"]
+    assert depends(schema) == {srv_db: "service_healthy"}
+
+
+def test_namespace_job_makes_the_namespace_the_agents_use_before_they_start() -> None:
+    (job,) = [
+        n for n in SERVICES if image_repo(n) == "temporalio/admin-tools" and n != "temporal-schema"
+    ]
+    assert depends(job) == {"temporal": "service_healthy"}
+    env, script = env_of(job), " ".join(argv(job))
+    assert "temporal operator namespace create" in script and "$TEMPORAL_NAMESPACE" in script
+    assert env["TEMPORAL_ADDRESS"].split(":")[0] == "temporal"
+    for service in AGENT_SERVICES:
+        assert env_of(service)["TEMPORAL_NAMESPACE"] == env["TEMPORAL_NAMESPACE"], service
+    for service in SERVERS:
+        deps = depends(service)
+        assert deps[job] == deps["migrate"] == "service_completed_successfully", service
 
 
 @pytest.mark.parametrize("service", AGENT_SERVICES)
@@ -112,7 +215,8 @@ def test_agent_services_point_at_services_on_the_ports_they_listen_on(service: s
         url = urlsplit(env[key] if "://" in env[key] else f"//{env[key]}")
         assert url.hostname in SERVICES, f"{key}: {url.hostname} is not a service"
         assert url.port in listens_on(url.hostname), f"{key}: {url.hostname}:{url.port}"
-    db, db_env = make_url(env["DATABASE_URL"]), env_of(urlsplit(env["DATABASE_URL"]).hostname)
+    db = make_url(env["DATABASE_URL"])
+    db_env = env_of(str(db.host))
     app = ("AGENTSTATE_APP_ROLE", "AGENTSTATE_APP_PASSWORD", "POSTGRES_DB")
     assert (db.username, db.password, db.database) == tuple(db_env[k] for k in app)
     if MIGRATION_ONLY in env:
@@ -137,18 +241,30 @@ def test_workers_log_in_as_the_app_role_and_only_the_migrate_job_as_the_owner() 
             assert MIGRATION_ONLY not in env, f"{service} holds the schema owner's credentials"
 
 
-@pytest.mark.parametrize("worker", WORKERS)
-def test_worker_env_sets_every_required_setting_and_no_unknown_ones(worker: str) -> None:
-    env = env_of(worker)
-    assert required_env() - {MIGRATION_ONLY} <= env.keys()
-    known = {env_name(g, f) for g in GROUPS for f in g.model_fields}
-    unknown = {k for k in env if k.startswith(PREFIXES)} - known
-    assert not unknown, f"not settings of workers/settings.py: {unknown}"
+@pytest.mark.parametrize("service", SERVERS)
+def test_agent_env_sets_every_required_setting(service: str) -> None:
+    assert required_env() - {MIGRATION_ONLY} <= env_of(service).keys()
 
 
-@pytest.mark.parametrize("worker", WORKERS)
-def test_worker_env_validates_into_settings(worker: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    env = env_of(worker)
+def test_every_variable_set_is_one_its_image_reads() -> None:
+    roles_sql = (ROOT / "storage" / "roles.sql").read_text()
+    read_by_roles_sql = set(re.findall(r"^\\getenv \w+ (\w+)$", roles_sql, re.M))
+    for name in SERVICES:
+        env = env_of(name).keys()
+        if name in AGENT_SERVICES:
+            assert not unknown_agent_env(env), f"{name}: {unknown_agent_env(env)}"
+            continue
+        script = " ".join(argv(name)) if "command" in SERVICES[name] else ""
+        known = IMAGE_ENV.get(image_repo(name), set())
+        if image_repo(name) == "postgres":
+            known = known | read_by_roles_sql
+        unread = {k for k in env if k not in known and f"${k}" not in script}
+        assert not unread, f"{name} sets what {image_repo(name)} does not read: {unread}"
+
+
+@pytest.mark.parametrize("service", SERVERS)
+def test_agent_env_validates_into_settings(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = env_of(service)
     for key in [k for k in os.environ if k.startswith((*PREFIXES, "TEMPORAL_"))]:
         monkeypatch.delenv(key)
     for key, value in env.items():
@@ -156,11 +272,13 @@ def test_worker_env_validates_into_settings(worker: str, monkeypatch: pytest.Mon
     settings = Settings()
     assert make_url(settings.database.url.get_secret_value()).drivername == "postgresql+asyncpg"
     assert settings.s3.bucket == env["S3_BUCKET"]
-    assert str(settings.agent.workspace) in {v.split(":")[1] for v in SERVICES[worker]["volumes"]}
     assert build_provider(settings.model).name == env["MODEL_PROVIDER"]
     temporal = ClientConfig.load_client_connect_config(disable_file=True)
     assert temporal["target_host"] == env["TEMPORAL_ADDRESS"]
     assert temporal["namespace"] == env["TEMPORAL_NAMESPACE"]
+    if service in WORKERS:
+        mounts = {v.split(":")[1] for v in SERVICES[service]["volumes"]}
+        assert str(settings.agent.workspace) in mounts
 
 
 def test_s3_identity_holds_the_workers_keys() -> None:
@@ -174,11 +292,48 @@ def test_s3_identity_holds_the_workers_keys() -> None:
         assert (env["S3_ACCESS_KEY_ID"], env["S3_SECRET_ACCESS_KEY"]) in keys
 
 
-def test_services_run_real_agentctl_subcommands_of_the_image() -> None:
-    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+def test_services_run_real_agentctl_commands_and_flags() -> None:
     (cmd,) = re.findall(r"^CMD (\[.*\])$", DOCKERFILE.read_text(), re.M)
-    for program, sub, *_ in [json.loads(cmd), *(argv(n) for n in AGENT_SERVICES)]:
-        assert (program, sub in commands) == ("agentctl", True), sub
+    for command in [json.loads(cmd), *(argv(n) for n in AGENT_SERVICES)]:
+        assert agentctl_error(command) is None, agentctl_error(command)
+    for worker in WORKERS:
+        assert "--processes" in argv(worker), worker
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["agentctl", "wroker"],
+        ["agentctl", "worker", "--procs", "2"],
+        ["agentctl", "worker", "--processes", "0"],
+        ["agentctl", "deploy", "chek"],
+        ["agentctl", "gateway", "--port", "http"],
+    ],
+)
+def test_the_command_check_refuses_what_agentctl_would(command: list[str]) -> None:
+    assert agentctl_error(command) is not None
+
+
+def test_gateway_is_probed_on_its_health_route_and_published_on_loopback() -> None:
+    (gateway,) = [n for n in AGENT_SERVICES if argv(n)[1:2] == ["gateway"]]
+    args = argv(gateway)
+    port = int(args[args.index("--port") + 1])
+    probe = " ".join(SERVICES[gateway]["healthcheck"]["test"])
+    (path,) = re.findall(rf"http://127\.0\.0\.1:{port}(/\w+)", probe)
+    assert port in listens_on(gateway) and args[args.index("--host") + 1] == "0.0.0.0"
+    assert gateway_health_path() == path
+
+
+def test_worker_health_check_reads_the_file_the_worker_touches() -> None:
+    for worker in WORKERS:
+        probe = " ".join(SERVICES[worker]["healthcheck"]["test"])
+        assert f"find {env_of(worker)['AGENT_HEALTH_FILE']} -mmin -1" in probe, worker
+
+
+def test_host_ports_are_bound_to_loopback_only() -> None:
+    for name, svc in SERVICES.items():
+        for port in svc.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
 
 
 def test_image_is_built_from_a_dockerfile_that_installs_every_package() -> None:

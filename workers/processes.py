@@ -25,6 +25,7 @@ from workers.cloud import build_cloud_worker, cloud_activities, deployment_confi
 from workers.device import build_device_worker
 from workers.device_calls_local import LocalTools
 from workers.device_link import DeviceLinkSettings, run_device_link
+from workers.health_file import heartbeat
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_resources
 from workers.settings import Settings
@@ -109,7 +110,7 @@ async def run_cloud_worker(
                 deployment=deployment_config(settings.agent),
             )
             try:
-                async with running(worker):
+                async with running(worker), heartbeat(settings.agent.health_file):
                     if ready is not None:
                         ready.set()
                     logger.info(

@@ -173,6 +173,9 @@ class AgentSettings(BaseSettings):
     deployment_name: str | None = Field(default=None, min_length=1, max_length=255)
     build_id: str | None = Field(default=None, min_length=1, max_length=255)
     versioning_behavior: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
+    # Touched every 10 s while the cloud worker polls, for an orchestrator's liveness probe
+    # (workers/health_file.py); unset: none.
+    health_file: Path | None = None
     # Limits on text put into a session (activities/text_limits.py says why).
     # Default task budgets by tenant ("*": every tenant not named), as JSON:
     # AGENT_TENANT_BUDGETS='{"acme": {"tokens": 200000, "tool_calls": 50}}'. Where an
