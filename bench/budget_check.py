@@ -1,12 +1,17 @@
-"""The per-step cost of a task's budget check (activities/budget_check.py).
+"""The per-step cost of a task's budget and quota checks (activities/budget_check.py).
 
-Before each model call of a task with a budget, call_model reads what the session has
-committed (its session_spend row: tokens, cost, tool calls, grown with each reply counted;
-one round trip) and compares it with the budget. Measured here on a throwaway PostgreSQL: a
+Before each model call, call_model reads in one statement what the session has committed
+(its session_spend row: tokens, cost, tool calls, grown with each reply counted), its
+tenant's quotas and frozen flag (tenant_controls) and the tenant's spend today and this
+month (tenant_spend, one row a UTC day), and compares them with the task's budget and the
+quotas (step_gate). `check` runs it for a tenant with no quotas set; `check+quota` for one
+with day and month quotas and a full month (31 day rows) of spend, checked on the month's
+last day. Measured here on a throwaway PostgreSQL: a
 session of `steps` committed steps (each a reply with one tool call and its result, and the
 reply's usage row), among `other` sessions of the tenant of the same size, the check run
 `--checks` times inside an open connection as call_model runs it; and what counting costs
-the reply's transaction (the usage row and the session's sums, UsageRepository.record).
+the reply's transaction (the usage row, the session's and the tenant's day's sums,
+UsageRepository.record).
 Reported: p50 and p95 per check and per record, in ms.
 
     cd bench && ../.venv/bin/python budget_check.py --steps 10 200 1000 --checks 500
@@ -20,6 +25,7 @@ import statistics
 import sys
 import time
 import uuid
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,25 +33,47 @@ from throwaway_stack import bench_resources
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.budget_check import budget_reached
+from activities.budget_check import step_gate
 from storage.db import autocommit
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
+from storage.quotas import Quotas, TenantControls
 from storage.sessions import SessionRepository
 from storage.usage import UsageRecord, UsageRepository
 from workers.resources import Resources
 from workflows.contracts import TaskBudget
 
 TENANT = "bench"
+QUOTA_TENANT = "bench-quota"
 BUDGET = TaskBudget(tokens=10**11, cost_usd=10**5, tool_calls=10**6, seconds=10**7)
+# Never reached: the check reads and compares every figure.
+QUOTAS = {
+    "tokens_per_day": 10**12,
+    "cost_usd_per_day": 10**8,
+    "tokens_per_month": 10**12,
+    "cost_usd_per_month": 10**8,
+    "running_tasks": 10**6,
+}
+MONTH_END = datetime(2026, 1, 31, 12, tzinfo=UTC)
 
 
-async def _session(res: Resources, steps: int) -> uuid.UUID:
+async def _full_month(res: Resources, tenant: str) -> None:
+    """The tenant's quotas set and a reply on each of January's 31 days."""
+    async with res.sessions() as db, db.begin():
+        await TenantControls(db, tenant).set_quotas(QUOTAS, "bench")
+        usage = UsageRepository(db, tenant)
+        sid = uuid.uuid4()
+        for day in range(1, 32):
+            record = UsageRecord(f"{sid}:{day}", sid, "default", "o", "m", 10, 1, 0, Decimal(0))
+            await usage.record(record, day=date(2026, 1, day))
+
+
+async def _session(res: Resources, steps: int, tenant: str = TENANT) -> uuid.UUID:
     sid = uuid.uuid4()
     async with res.sessions() as db, db.begin():
-        await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
-        items = ItemRepository(db, TENANT)
-        usage = UsageRepository(db, TENANT)
+        await SessionRepository(db, tenant).create(sid, title="bench", model_config={})
+        items = ItemRepository(db, tenant)
+        usage = UsageRepository(db, tenant)
         for step in range(steps):
             key = f"{sid}:{step}:model"
             await items.append_many(
@@ -88,15 +116,19 @@ async def _session(res: Resources, steps: int) -> uuid.UUID:
     return sid
 
 
-async def _measure(res: Resources, sid: uuid.UUID, checks: int) -> list[float]:
+async def _measure(
+    res: Resources, sid: uuid.UUID, checks: int, tenant: str = TENANT
+) -> list[float]:
+    quotas = Quotas(**QUOTAS) if tenant == QUOTA_TENANT else None
+    now = MONTH_END if quotas else None
     times = []
     async with autocommit(res.sessions) as db:
-        session = await SessionRepository(db, TENANT).get(sid)
+        session = await SessionRepository(db, tenant).get(sid)
         for _ in range(checks):
             start = time.perf_counter()
-            reached = await budget_reached(db, TENANT, session, BUDGET)
+            gate = await step_gate(db, tenant, session, BUDGET, quota_defaults=quotas, now=now)
             times.append((time.perf_counter() - start) * 1000)
-            assert reached is None
+            assert not gate.closed
     return times
 
 
@@ -121,6 +153,7 @@ def _row(what: str, n: int, sessions: int, times: list[float]) -> str:
 
 async def main(steps: list[int], checks: int, other: int) -> None:
     async with bench_resources() as res:
+        await _full_month(res, QUOTA_TENANT)
         print("| what | committed steps | sessions in the tenant | p50 ms | p95 ms | max ms |")
         print("|---|---|---|---|---|---|")
         for n in steps:
@@ -129,6 +162,10 @@ async def main(steps: list[int], checks: int, other: int) -> None:
             sid = await _session(res, n)
             await _measure(res, sid, 20)  # warm: connection, statement cache
             print(_row("check", n, other + 1, await _measure(res, sid, checks)))
+            quota_sid = await _session(res, n, QUOTA_TENANT)
+            await _measure(res, quota_sid, 20, QUOTA_TENANT)
+            quota_times = await _measure(res, quota_sid, checks, QUOTA_TENANT)
+            print(_row("check+quota", n, other + 1, quota_times))
             print(_row("record", n, other + 1, await _measure_record(res, sid, checks)))
 
 

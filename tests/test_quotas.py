@@ -76,12 +76,12 @@ async def test_two_tasks_of_a_tenant_stop_at_its_daily_token_quota_within_the_st
 ) -> None:
     model = SlowRunaway(delay=0.05)
     sids = [uuid.uuid4(), uuid.uuid4()]
-    for sid in sids:
-        (session_root(workspace, tenant, sid) / "a.txt").write_text("alpha")
+    for new in sids:
+        (session_root(workspace, tenant, new) / "a.txt").write_text("alpha")
     await set_quotas(client, resources.sessions, tenant, {"tokens_per_day": QUOTA}, "ops")
     async with agent_worker(model, workspace) as queue:
         started = await asyncio.gather(
-            *(start(client, resources, queue, tenant=tenant, session_id=sid) for sid in sids)
+            *(start(client, resources, queue, tenant=tenant, session_id=new) for new in sids)
         )
         for sid, _ in started:
             await _until(resources, tenant, sid, SessionStatus.QUOTA_EXHAUSTED)

@@ -53,8 +53,8 @@ async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_
 ) -> None:
     model = SlowRunaway(delay=0.2)
     sids = [uuid.uuid4(), uuid.uuid4()]
-    for sid in sids:
-        (session_root(workspace, tenant, sid) / "a.txt").write_text("alpha")
+    for new in sids:
+        (session_root(workspace, tenant, new) / "a.txt").write_text("alpha")
     admin = await make_key(resources, tenant, "admin", user="ops")
     starter = await make_key(resources, tenant, "start")
     stranger = await make_key(resources, f"{tenant}-x", "admin")
@@ -62,7 +62,7 @@ async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_
     async with agent_worker(model, workspace) as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
         started = await asyncio.gather(
-            *(start(client, resources, queue, tenant=tenant, session_id=sid) for sid in sids)
+            *(start(client, resources, queue, tenant=tenant, session_id=new) for new in sids)
         )
 
         async def steps() -> int:
