@@ -2,22 +2,27 @@
 gateway over HTTP, a real cloud worker running the offline model, and the real stack: sign
 in, start a task, approve from the inbox (refused edits named by the page and by the
 server, then edited arguments), see completion, open an artifact, send a follow-up and
-reject with a reason. Untrusted text with markup in it stays text and runs nothing.
+reject with a reason; start a task with a budget, see it stop there (no raise offered to a
+read-only key), raise it and see it finish, with the session's and the tenant's usage the
+API's figures. Untrusted text with markup in it stays text and runs nothing.
 Screenshots of each stage go to $WEB_SCREENSHOTS (default .artifacts/screenshots/)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from playwright.async_api import BrowserContext, Locator, Page, expect
+from playwright.async_api import Browser, BrowserContext, Locator, Page, expect
 from temporalio.client import Client
 
 from activities.providers.offline import OfflineProvider
 from tests.conftest import AgentRunner
 from tests.support.browser import chromium
-from tests.support.gateway import gateway_server, make_key
+from tests.support.gateway import bearer, gateway_server, make_key
 from tests.support.helpers import tenant_root
 from workers.resources import Resources
 from workers.stack import StackEndpoints
@@ -103,6 +108,7 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
     root = tenant_root(workspace, tenant)
     (root / "notes.md").write_bytes(NOTES)
     key = await make_key(resources, tenant, "read", "start", "approve", user="ann")
+    reader = await make_key(resources, tenant, "read", user="rob")
     shots = Shots(SCREENSHOTS)
     async with (
         agent_worker(OfflineProvider(PIECE_SECONDS), workspace, workspace_scope="tenant") as queue,
@@ -151,6 +157,7 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
 
         await _follow_up_and_reject(page, shots)
         await _no_markup_ran(page)
+        await _stop_at_budget_raise_and_read_usage(page, browser, base, key, reader, shots)
 
         await page.click("#signout")  # the key leaves the tab with the signed-in view
         await expect(page.locator("#app")).to_be_hidden()
@@ -166,7 +173,7 @@ async def test_web_page_signs_in_starts_approves_edits_rejects_and_opens_an_arti
     assert partials, "no partial reply text was shown while the model streamed"
     for step, text in partials.items():
         assert text and text in committed[step], (step, text, committed.get(step))
-    assert len(shots.paths) == 11
+    assert len(shots.paths) == 14
     for path in shots.paths:
         assert path.stat().st_size > 1000, path
 
@@ -244,3 +251,81 @@ async def _follow_up_and_reject(page: Page, shots: Shots) -> None:
     await expect(reply).to_contain_text(IMG_PROBE)
     await expect(timeline).to_contain_text("✕ ann rejected write_file")
     await shots.take(page, "rejected")
+
+
+async def _usage(page: Page, base: str, key: str, query: str) -> dict[str, Any]:
+    answer = await page.context.request.get(f"{base}/v1/usage?{query}", headers=bearer(key))
+    assert answer.ok
+    total: dict[str, Any] = (await answer.json())["total"]
+    return total
+
+
+async def _stop_at_budget_raise_and_read_usage(
+    page: Page, browser: Browser, base: str, key: str, reader: str, shots: Shots
+) -> None:
+    # One tool call allowed: the model's first reply calls recall, and the check before the
+    # second model call stops the task there.
+    await page.fill("#start-text", "recall query=notes")
+    await page.fill("#start-approve", "")
+    await page.click("#start-budget summary")
+    await page.fill("#start-budget-tool-calls", "1")
+    await page.click("#start-form button[type=submit]")
+    status = page.get_by_test_id("status")
+    await expect(status).to_have_attribute("data-status", "budget_exhausted", timeout=WAIT_MS)
+    await expect(status).to_have_text("Budget reached")
+    await expect(page.locator("#session-detail")).to_contain_text("tool_calls 1 of 1")
+    usage = page.get_by_test_id("session-usage")
+    await expect(usage).to_have_attribute("data-session", re.compile(r"^[0-9a-f-]{36}$"))
+    session_id = await usage.get_attribute("data-session") or ""
+    entry = page.locator(f'[data-testid="budget-entry"][data-session="{session_id}"]')
+    await expect(entry).to_contain_text("tool_calls 1 of 1", timeout=WAIT_MS)
+
+    # The session's usage is the API's figures for it (one reply so far).
+    spent = await _usage(page, base, key, f"session={session_id}")
+    assert spent["replies"] == 1 and spent["input_tokens"] > 0
+    await expect(usage).to_have_attribute("data-input-tokens", str(spent["input_tokens"]))
+    await expect(usage).to_have_attribute("data-output-tokens", str(spent["output_tokens"]))
+    await expect(usage).to_contain_text(f"{spent['output_tokens']} out over 1 model reply")
+
+    # A key that may only read sees the stop, but no raise.
+    readonly = await browser.new_context(viewport={"width": 1280, "height": 900})
+    other = await readonly.new_page()
+    await other.goto(base)
+    await _sign_in(other, reader)
+    await other.locator(f'[data-testid="session-row"][data-session="{session_id}"]').click()
+    await expect(other.get_by_test_id("status")).to_have_attribute(
+        "data-status", "budget_exhausted", timeout=WAIT_MS
+    )
+    await expect(
+        other.locator(f'[data-testid="budget-entry"][data-session="{session_id}"]')
+    ).to_be_visible(timeout=WAIT_MS)
+    assert await other.locator('[data-testid="raise-budget"]:visible').count() == 0
+    assert await page.locator('[data-testid="raise-budget"]:visible').count() == 2  # card, inbox
+    await shots.take(other, "budget-read-only")
+    await readonly.close()
+
+    # The approver raises it, offered twice the limit it reached; the task goes on.
+    await page.locator("#session-raise").click()
+    form = page.locator("#session-raise-form")
+    await expect(form.get_by_test_id("raise-tool_calls")).to_have_value("2")
+    await shots.take(page, "budget-raise")
+    await form.get_by_test_id("raise-budget-confirm").click()
+    await expect(status).to_have_attribute("data-status", "completed", timeout=WAIT_MS)
+    timeline = page.get_by_test_id("timeline")
+    raise_item = timeline.locator('[data-kind="approval"]').filter(has_text="raised the budget")
+    await expect(raise_item).to_contain_text("↑ ann raised the budget")
+    await expect(raise_item).to_contain_text("New budget: tool calls 2")
+    await expect(timeline.locator('[data-kind="assistant_message"]').last).to_contain_text(
+        "recall:"
+    )
+    await expect(entry).to_have_count(0, timeout=WAIT_MS)
+    assert await page.locator("#session-raise").is_hidden()
+    # Two replies now, none repeated; the tenant's day is the API's total for today.
+    await expect(usage).to_contain_text("over 2 model replies", timeout=WAIT_MS)
+    today = await _usage(page, base, key, f"day={datetime.now(UTC).date()}")
+    assert today["replies"] >= 2
+    day = page.get_by_test_id("usage-today")
+    await expect(day).to_have_attribute("data-replies", str(today["replies"]), timeout=WAIT_MS)
+    await expect(day).to_have_attribute("data-input-tokens", str(today["input_tokens"]))
+    await expect(day.get_by_test_id("usage-out")).to_have_text(f"{today['output_tokens']:,}")
+    await shots.take(page, "budget-raised-and-usage")

@@ -1,12 +1,15 @@
 // The page: sign in with an API key, sessions with status, a session's live timeline, the
-// approvals inbox, start a task and send a follow-up. Everything goes through the gateway's
+// approvals inbox (and tasks stopped at their budget, raised by a key that may approve),
+// usage (the tenant's today, the open session's), start a task and send a follow-up. Everything goes through the gateway's
 // REST API and event stream with the key in the Authorization header.
 
 import { ApiError, api, enc, keyStore } from "./api.js";
+import { BudgetList, mayRaise, raiseForm } from "./budget.js";
 import { el, setText } from "./dom.js";
 import { Inbox } from "./inbox.js";
 import { follow } from "./sse.js";
 import { Timeline } from "./timeline.js";
+import { showSession, showTenantDay } from "./usage.js";
 import { ago, clock, setBadge, shortId, statusBadge } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
@@ -22,11 +25,22 @@ const STREAM_WORDS = {
 
 let current = null; // {id, stream: AbortController}
 let refresher = null;
+let scopes = []; // the signed-in key's (GET /v1/me)
 
 const timeline = new Timeline($("timeline"), { onArtifact: openArtifact });
+const budgets = new BudgetList($("budgets"), $("budgets-title"), {
+  onRaised: (id) => raised(id),
+  onOpen: (id) => openSession(id),
+});
 const inbox = new Inbox($("inbox"), $("inbox-empty"), $("inbox-count"), {
   onDecided: () => refreshLists(),
   onOpen: (id) => openSession(id),
+  onBudgets: (entries) => {
+    budgets.show(entries);
+    // The open session's note, when its status came without one (on opening the page).
+    const parked = current && $("session-status").dataset.status === "budget_exhausted";
+    if (parked && !$("session-detail").textContent) setText($("session-detail"), budgets.notes.get(current.id) || "");
+  },
 });
 
 async function signIn(key) {
@@ -34,6 +48,8 @@ async function signIn(key) {
   try {
     const me = await api("/v1/me");
     setText($("whoami"), `${me.user_id} @ ${me.tenant_id}`);
+    scopes = me.scopes;
+    budgets.canRaise = mayRaise(scopes);
   } catch (err) {
     keyStore.clear();
     const message =
@@ -62,6 +78,9 @@ function signOut() {
   setText($("whoami"), "");
   $("sessions").replaceChildren();
   inbox.clear();
+  budgets.clear();
+  scopes = [];
+  $("usage-today").replaceChildren();
 }
 
 async function loadAgents() {
@@ -112,7 +131,11 @@ async function loadTools() {
 
 async function refreshLists() {
   if (!keyStore.get()) return;
-  const results = await Promise.allSettled([refreshSessions(), inbox.refresh()]);
+  const results = await Promise.allSettled([
+    refreshSessions(),
+    inbox.refresh(),
+    showTenantDay($("usage-today")),
+  ]);
   const refused = results.find((r) => r.status === "rejected" && r.reason.status === 401);
   if (refused) {
     // Revoked or expired while signed in: back to the sign-in form, saying why.
@@ -147,6 +170,9 @@ function closeSession() {
   if (current) current.stream.abort();
   current = null;
   $("session").hidden = true;
+  $("session-budget").hidden = true;
+  $("session-raise-form").replaceChildren();
+  setText($("session-usage"), "");
 }
 
 async function openSession(id) {
@@ -166,7 +192,38 @@ async function openSession(id) {
     return;
   }
   refreshTree(id);
+  refreshUsage(id);
   startStream(id, stream);
+}
+
+async function refreshUsage(id) {
+  try {
+    await showSession($("session-usage"), id);
+  } catch {
+    /* the figures come back with the next reply */
+  }
+}
+
+/** A task stopped at its budget: the raise, for a key that may (the form appears once). */
+function showBudget() {
+  const parked = $("session-status").dataset.status === "budget_exhausted";
+  $("session-budget").hidden = !parked;
+  $("session-raise").hidden = !parked || !mayRaise(scopes);
+  if (!parked) $("session-raise-form").replaceChildren();
+}
+
+function openRaise() {
+  if (!current) return;
+  const { id } = current;
+  const note = budgets.notes.get(id) || $("session-detail").textContent;
+  $("session-raise-form").replaceChildren(raiseForm(id, note, { onRaised: () => raised(id) }));
+}
+
+/** After a raise: the task goes on (its status comes on the open stream). */
+function raised(id) {
+  $("session-raise-form").replaceChildren();
+  refreshLists();
+  if (current && current.id === id) refreshUsage(id);
 }
 
 function startStream(id, stream) {
@@ -186,7 +243,10 @@ function startStream(id, stream) {
       } catch {
         return;
       }
-      if (ev.event === "item") timeline.addItem(data);
+      if (ev.event === "item") {
+        timeline.addItem(data);
+        if (data.kind === "assistant_message") refreshUsage(id);
+      }
       else if (ev.event === "delta") timeline.delta(data);
       else if (ev.event === "status") {
         showStatus(data.status, data.detail);
@@ -203,7 +263,9 @@ function showStatus(status, detail) {
   let words = String(detail || "");
   if (words.startsWith(`${status}:`)) words = words.slice(status.length + 1).trim();
   if (!words && status === "waiting_approval") words = "decide under “Waiting for approval”";
+  if (!words && status === "budget_exhausted" && current) words = budgets.notes.get(current.id) || "";
   setText($("session-detail"), words);
+  showBudget();
 }
 
 /** What a session waiting for the model waits for, from its wait_detail. */
@@ -268,6 +330,22 @@ $("signout").addEventListener("click", signOut);
 $("sessions-refresh").addEventListener("click", refreshLists);
 $("inbox-refresh").addEventListener("click", refreshLists);
 $("start-agent").addEventListener("change", loadTools);
+$("session-raise").addEventListener("click", openRaise);
+
+/** The start form's budget: the figures given, as the API names them. */
+function startBudget() {
+  const budget = {};
+  const figures = [
+    ["budget_tool_calls", "start-budget-tool-calls"],
+    ["budget_tokens", "start-budget-tokens"],
+    ["budget_cost_usd", "start-budget-cost"],
+  ];
+  for (const [name, id] of figures) {
+    const raw = $(id).value.trim();
+    if (raw !== "") budget[name] = Number(raw);
+  }
+  return budget;
+}
 
 $("start-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
@@ -279,9 +357,16 @@ $("start-form").addEventListener("submit", async (ev) => {
   try {
     const started = await api("/v1/sessions", {
       method: "POST",
-      body: { text: $("start-text").value, agent: $("start-agent").value, approval_policies: policies },
+      body: {
+        text: $("start-text").value,
+        agent: $("start-agent").value,
+        approval_policies: policies,
+        ...startBudget(),
+      },
     });
     $("start-text").value = "";
+    for (const id of ["start-budget-tool-calls", "start-budget-tokens", "start-budget-cost"]) $(id).value = "";
+    $("start-budget").open = false;
     await refreshLists();
     openSession(started.session_id);
   } catch (err) {

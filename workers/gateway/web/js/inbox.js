@@ -10,12 +10,13 @@ import { age, argumentLine, shortId } from "./words.js";
 import { checkArguments } from "./validate.js";
 
 export class Inbox {
-  constructor(list, empty, count, { onDecided, onOpen }) {
+  constructor(list, empty, count, { onDecided, onOpen, onBudgets }) {
     this.list = list;
     this.empty = empty;
     this.count = count;
     this.onDecided = onDecided;
     this.onOpen = onOpen;
+    this.onBudgets = onBudgets; // the sessions parked at their budget, from the same answer
     this.rows = new Map(); // "session/call" -> {node, update(call)}
   }
 
@@ -53,6 +54,7 @@ export class Inbox {
     }
     this.empty.hidden = wanted.length > 0;
     setText(this.count, wanted.length ? String(wanted.length) : "");
+    if (this.onBudgets) this.onBudgets(inbox.budgets || []);
   }
 
   row(session, call, key) {

@@ -11,6 +11,8 @@ import { clock } from "./words.js";
 // Only the second is the decision; a request the workflow refused decided nothing.
 const isDecisionRequest = (item) =>
   item.kind === "approval" && item.data && "decision" in item.data && !("approved" in item.data);
+// A budget raise is an approval item too (who raised it, to what), about no tool call.
+const isBudgetRaise = (item) => item.kind === "approval" && item.data && "budget_raise" in item.data;
 
 export class Timeline {
   constructor(list, { onArtifact }) {
@@ -36,7 +38,9 @@ export class Timeline {
     if (isDecisionRequest(item)) return;
     const data = item.data || {};
     if (item.kind === "tool_call" && item.tool_call_id) this.callNames.set(item.tool_call_id, item.tool_name);
-    if (item.kind === "approval" && !data.approved && !data.rerun) this.rejected.add(item.tool_call_id);
+    if (item.kind === "approval" && !isBudgetRaise(item) && !data.approved && !data.rerun) {
+      this.rejected.add(item.tool_call_id);
+    }
     // A rejection is also the call's result (what the model is told): the decision shown
     // above already says it, with the reason.
     if (item.kind === "tool_result" && data.error_type === "Rejected" && this.rejected.has(item.tool_call_id)) return;
@@ -68,6 +72,7 @@ export class Timeline {
 
   tone(item) {
     const data = item.data || {};
+    if (isBudgetRaise(item)) return "approved";
     if (item.kind === "approval") return data.approved ? "approved" : "rejected";
     if (item.kind === "tool_result" && data.error_type) return "failed";
     return "";
@@ -78,7 +83,10 @@ export class Timeline {
     const data = item.data || {};
     const tool = (name) => el("code", { class: "tool" }, name || "a tool");
     let words;
-    switch (item.kind) {
+    switch (isBudgetRaise(item) ? "budget_raise" : item.kind) {
+      case "budget_raise":
+        words = [`↑ ${data.decided_by || "Someone"} raised the budget`];
+        break;
       case "user_message":
         this.userMessages += 1;
         words = data.nudge ? ["Reminder to the model"] : [this.userMessages === 1 ? "Task" : "Follow-up"];
@@ -140,6 +148,10 @@ export class Timeline {
         );
       }
       return parts;
+    }
+    if (isBudgetRaise(item)) {
+      const figures = Object.entries(data.budget_raise || {}).map(([name, value]) => `${name.replaceAll("_", " ")} ${value}`);
+      return el("div", { class: "text", dataset: { testid: "budget-raise" } }, `New budget: ${figures.join(", ")}`);
     }
     if (item.kind === "approval") {
       const parts = [];

@@ -14,6 +14,9 @@ const STATUS_WORDS = {
   cancelled: "Cancelled",
   archived: "Archived",
   no_answer: "No answer",
+  budget_exhausted: "Budget reached",
+  quota_exhausted: "Quota reached",
+  frozen: "Frozen",
 };
 
 /** The status in words; an unknown one as it is, with its underscores as spaces. */
