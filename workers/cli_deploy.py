@@ -8,7 +8,6 @@ import typer
 
 from workers.cli_common import console, run_async, temporal_client
 from workers.cli_gc import parse_duration
-from workers.cloud import CLOUD_WORKFLOWS
 from workers.deploy_check import CheckReport, check_histories, workflow_name
 from workers.payload_offload import data_converter_with_offload
 from workers.resources import open_store
@@ -41,6 +40,9 @@ def check(
 ) -> None:
     """Replay open and recently closed histories with this code's workflows (the cloud
     worker's list); name each run that would break. Exit 1 if any would."""
+    # The worker's own modules, loaded only by this command, not by every agentctl call.
+    from workers.cloud import CLOUD_WORKFLOWS
+
     window = parse_duration(closed_within)
     settings = get_settings()
 
