@@ -156,6 +156,14 @@ class ArtifactRefRow(Base):
             name="fk_refs_artifact",
         ),
         Index("ix_artifact_refs_artifact", "tenant_id", "artifact_id"),
+        # The claim check's holds (storage/claim_holds.py, migration 0022).
+        Index(
+            "ix_artifact_refs_history_holds",
+            "tenant_id",
+            "owner_id",
+            "expires_at",
+            postgresql_where=text("owner_type = 'workflow_history'"),
+        ),
     )
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)

@@ -1,0 +1,82 @@
+"""Agents written for other SDKs, as their users write them, and the model they talk to.
+
+The workload of bench/compare_loops.py: N model calls, each asking for one tool whose
+result is R bytes of distinct seeded text; the N-th answers. The model is a Chat
+Completions server on localhost (the remote LLM, faked at its HTTP interface) that decides
+from the request alone (how many tool results it carries), so a retried or replayed call
+gets the same answer.
+
+The agents themselves: tests/support/peer_openai_agent.py, tests/support/peer_pydantic_agent.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from openai import AsyncOpenAI
+
+from tests.support.fake_openai import answer, completion, says
+
+MODEL = "gpt-fake"
+INSTRUCTIONS = "Read every result the tool gives, then answer."
+
+
+def seeded_text(index: int, size: int) -> str:
+    """`size` bytes of ASCII, distinct per index (bench/naive_temporal.py's seeded_text)."""
+    raw = base64.b64encode(hashlib.shake_256(f"bench:{index}".encode()).digest(size)).decode()
+    lines = [raw[i : i + 76] for i in range(0, len(raw), 76)]
+    return "\n".join(lines)[:size]
+
+
+@dataclass
+class ToolLoopModel:
+    """Asks for `read_result` until the request carries `calls - 1` results, then answers."""
+
+    calls: int
+    result_bytes: int
+    url: str = ""
+    requests: int = 0
+    request_bytes: list[int] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        body = json.loads(raw)
+        self.requests += 1
+        self.request_bytes.append(len(raw))
+        done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+        if done + 1 >= self.calls:
+            return await answer(request, body, says(f"read {done} results"))
+        arguments = json.dumps({"index": done, "size": self.result_bytes})
+        call = {
+            "id": f"call_{done}",
+            "type": "function",
+            "function": {"name": "read_result", "arguments": arguments},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return await answer(request, body, completion(message, "tool_calls"))
+
+
+@asynccontextmanager
+async def serving(model: ToolLoopModel) -> AsyncIterator[ToolLoopModel]:
+    app = web.Application(client_max_size=1 << 30)
+    app.router.add_post("/v1/chat/completions", model.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    model.url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    try:
+        yield model
+    finally:
+        await runner.cleanup()
+
+
+def chat_client(url: str) -> AsyncOpenAI:
+    # Temporal owns retries (the integrations' own advice): the provider SDK makes none.
+    return AsyncOpenAI(base_url=url, api_key="fake", max_retries=0)
