@@ -14,6 +14,9 @@ import { ago, clock, setBadge, shortId, statusBadge } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
+// The tenant's usage today sums the day's replies: asked for less often than the lists, and
+// when a task of the open session changes status.
+const DAY_USAGE_MS = 30000;
 // The session's event stream, in words (its state stays in data-state).
 const STREAM_WORDS = {
   connecting: "connecting…",
@@ -26,6 +29,7 @@ const STREAM_WORDS = {
 let current = null; // {id, stream: AbortController}
 let refresher = null;
 let scopes = []; // the signed-in key's (GET /v1/me)
+let dayShownAt = 0;
 
 const timeline = new Timeline($("timeline"), { onArtifact: openArtifact });
 const budgets = new BudgetList($("budgets"), $("budgets-title"), {
@@ -81,6 +85,7 @@ function signOut() {
   budgets.clear();
   scopes = [];
   $("usage-today").replaceChildren();
+  dayShownAt = 0;
 }
 
 async function loadAgents() {
@@ -134,7 +139,7 @@ async function refreshLists() {
   const results = await Promise.allSettled([
     refreshSessions(),
     inbox.refresh(),
-    showTenantDay($("usage-today")),
+    Date.now() - dayShownAt >= DAY_USAGE_MS ? refreshDay() : null,
   ]);
   const refused = results.find((r) => r.status === "rejected" && r.reason.status === 401);
   if (refused) {
@@ -142,6 +147,11 @@ async function refreshLists() {
     signOut();
     setText($("signin-error"), "Your key is no longer accepted: it was revoked or has expired.");
   }
+}
+
+function refreshDay() {
+  dayShownAt = Date.now();
+  return showTenantDay($("usage-today"));
 }
 
 async function refreshSessions() {
@@ -251,6 +261,7 @@ function startStream(id, stream) {
       else if (ev.event === "status") {
         showStatus(data.status, data.detail);
         refreshLists();
+        refreshDay().catch(() => {});
         refreshTree(id);
       } else if (ev.event === "end") showStatus(data.status, "");
     },
