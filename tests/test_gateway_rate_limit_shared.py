@@ -182,3 +182,19 @@ async def test_a_database_that_does_not_answer_in_time_is_skipped_then_asked_aga
     # The shared bucket again: one of its two was spent before, so one is left.
     assert await limiter.take(key) == 0.0
     assert await limiter.take(key) > 900
+
+
+async def test_the_limiter_sweeps_full_buckets_as_it_takes(resources: Resources) -> None:
+    idle = uuid.uuid4().hex
+    async with autocommit(resources.sessions) as db:
+        await rate_limits.take(db, "gateway_key", idle, rate_per_second=1000, burst=3)
+    await asyncio.sleep(0.01)  # its one request has refilled: a full bucket
+    now = [0.0]
+    limiter = SharedRateLimiter(resources.sessions, 1000, 3, sweep_seconds=60, clock=lambda: now[0])
+    await limiter.take(uuid.uuid4().hex)  # not due yet
+    async with autocommit(resources.sessions) as db:
+        query = text("SELECT count(*) FROM rate_limits WHERE subject = :s")
+        assert await db.scalar(query, {"s": idle}) == 1
+        now[0] += 60
+        await limiter.take(uuid.uuid4().hex)
+        assert await db.scalar(query, {"s": idle}) == 0
