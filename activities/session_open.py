@@ -10,6 +10,7 @@ retried attempt or a replayed workflow finds what the first one committed.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
@@ -25,6 +26,7 @@ from activities.user_messages import stage_user_text, user_message_item
 from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.errors import InvalidTenant, SessionNotFound
 from storage.items import ItemRepository
+from storage.quotas import Quotas, TenantControls
 from storage.sessions import SessionRepository, session_id_taken
 from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
 from workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
@@ -67,10 +69,13 @@ class SessionOpenActivities:
         store: ArtifactStore | None,
         *,
         inline_message_bytes: int,
+        quotas: Mapping[str, Quotas] | None = None,
     ) -> None:
+        """`quotas`: the default quotas by tenant ("*": any other), as the command layer's."""
         self._sessions = sessions
         self._store = store
         self._inline_bytes = inline_message_bytes
+        self._quotas = quotas or {}
 
     @activity.defn(name="open_session")
     async def open_session(self, inp: OpenSessionInput) -> CommittedItem:
@@ -102,6 +107,10 @@ class SessionOpenActivities:
         # holds no scope that may loosen the agent's.
         folded = start.with_overrides_folded().approval_policies
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            if not await session_id_taken(db, session_id):
+                # The command layer's start check, in this commit's transaction; a retry
+                # that finds its own session committed is not a new start.
+                await self._within_quotas(db, inp.tenant_id)
             try:
                 # Does nothing when the id exists; reading it back under our tenant then
                 # fails for another tenant's session.
@@ -141,6 +150,11 @@ class SessionOpenActivities:
                     "message to it, or start the task with a new session id",
                 )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+
+    async def _within_quotas(self, db: AsyncSession, tenant_id: str) -> None:
+        # TenantFrozen, QuotaRefused: storage errors, final in our words and numbers.
+        defaults = self._quotas.get(tenant_id) or self._quotas.get("*")
+        await TenantControls(db, tenant_id).check_start(defaults)
 
     async def _start_input(self) -> AgentInput:
         """The run's start input, checked by the command layer's rules (as the workflow

@@ -13,21 +13,27 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
+from activities.providers.scripted import ScriptedProvider
 from storage.models import ItemRow
 from storage.session_status import SessionStatus
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer, gateway_http, make_key, poll
-from tests.support.helpers import agentctl, session_root, start
+from tests.support.helpers import agentctl, committed_rows, session_root, start
 from tests.support.runaway import SlowRunaway
+from tests.test_plain_start_checks import _refusal
 from tests.test_quotas import _until
 from tests.test_replay import HISTORIES
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 from workers.tasks import live_status
+from workers.tenant_controls import freeze, set_quotas, thaw
 from workflows.agent import AgentWorkflow
+from workflows.contracts import AgentInput
+from workflows.policies import workflow_id_for
 
 
 async def _items(res: Resources, tenant: str, sid: str) -> list[tuple[str, str]]:
@@ -120,3 +126,30 @@ async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_
         (HISTORIES / "tenant_frozen_thawed.json").write_text(history.to_json())
     replayed = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
     assert replayed.replay_failure is None
+
+
+async def test_a_plain_temporal_start_of_a_frozen_or_full_tenant_is_refused_in_the_same_words(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    async with agent_worker(ScriptedProvider.from_data([{"text": "done"}]), workspace) as queue:
+
+        async def plain_start() -> ApplicationError:
+            sid = str(uuid.uuid4())
+            handle = await client.start_workflow(
+                "AgentWorkflow",
+                AgentInput(session_id=sid, tenant_id=tenant, task_text="hello"),
+                id=workflow_id_for(sid),
+                task_queue=queue,
+            )
+            return await _refusal(handle)
+
+        await freeze(resources.sessions, tenant, "ops")
+        cause = await plain_start()
+        assert cause.type == "TenantFrozen"
+        assert f"tenant {tenant!r} is frozen" in cause.message
+        await thaw(client, resources.sessions, tenant, "ops")
+        await set_quotas(client, resources.sessions, tenant, {"starts_per_minute": 0}, "ops")
+        cause = await plain_start()
+        assert cause.type == "QuotaRefused"
+        assert f"quota starts_per_minute reached for tenant {tenant!r}: 0 of 0" in cause.message
+    assert await committed_rows(resources, tenant) == {"sessions": 0, "items": 0, "artifacts": 0}

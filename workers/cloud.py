@@ -133,6 +133,7 @@ def cloud_activities(
         resources.sessions,
         resources.store,
         inline_message_bytes=settings.agent.text_limits().inline_message_bytes,
+        quotas=settings.agent.tenant_quotas,
     )
     return [
         opener.open_session,
