@@ -1,16 +1,18 @@
 """docker-compose.yml and workers/Dockerfile, checked against the code they run.
 
 No Docker engine runs here, so nothing is pulled, built or started. What is checked, and
-how: the compose file is parsed as YAML and ${VAR:-default} expanded as compose would with
-no variables set; every agentctl command in it (and the Dockerfile's CMD) is parsed by
-agentctl's own command tree (typer/click: real subcommand, real flags, valid values)
-without running it; every variable set for our image is one workers/settings.py or the
-Temporal SDK's env config reads (the SDK's loader is asked, not a list); every variable
-set for another image is one that image documents (listed below with its source) or one
-the service's own script reads; images are pinned and none is the deprecated
-temporalio/auto-setup; the dependency order (schema job -> server -> namespace job ->
-agents; migration -> agents) and the addresses, ports, users and passwords that must agree
-across services do. Whether the images start is not checked here.
+how: the compose file, with ${VAR:-default} expanded as compose would with no variables
+set, is parsed by the compose_spec crate's Compose Specification parser (compose-spec on
+PyPI: unknown keys, bad conditions, durations and ports are refused); every agentctl
+command in it (and the Dockerfile's CMD) is parsed by agentctl's own command tree
+(typer/click: real subcommand, real flags, valid values) without running it; every
+variable set for our image is one workers/settings.py or the Temporal SDK's env config
+reads (the SDK's loader is asked, not a list); every variable set for another image is one
+that image documents (listed below with its source) or one the service's own script reads;
+images are pinned and none is the deprecated temporalio/auto-setup; the dependency order
+(schema job -> server -> namespace job -> agents; migration -> agents) and the addresses,
+ports, users and passwords that must agree across services do. Whether the images start
+and run is not checked here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from compose_spec import PyCompose
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 from temporalio.envconfig import ClientConfig
@@ -141,6 +144,21 @@ def depends(service: str) -> dict[str, str]:
 AGENT_SERVICES = [name for name, svc in SERVICES.items() if "build" in svc]  # run agentctl
 WORKERS = [name for name in AGENT_SERVICES if argv(name)[1:2] == ["worker"]]
 SERVERS = [name for name in AGENT_SERVICES if argv(name)[1:2] in (["worker"], ["gateway"])]
+
+
+def test_the_file_is_a_valid_compose_specification_and_the_parser_refuses_a_bad_one() -> None:
+    text = expand((ROOT / "docker-compose.yml").read_text())
+    # PyYAML resolves the << merge keys compose accepts and the parser does not.
+    PyCompose.from_json(json.dumps(yaml.safe_load(text)))
+    misspelt = json.loads(json.dumps(COMPOSE))
+    misspelt["services"]["temporal"]["depend_on"] = misspelt["services"]["temporal"].pop(
+        "depends_on"
+    )
+    bad_condition = json.loads(json.dumps(COMPOSE))
+    bad_condition["services"]["temporal"]["depends_on"]["temporal-schema"]["condition"] = "done"
+    for bad in (misspelt, bad_condition):
+        with pytest.raises(ValueError):
+            PyCompose.from_json(json.dumps(bad))
 
 
 def test_every_dependency_is_a_service_and_healthy_waits_have_a_healthcheck() -> None:
@@ -294,6 +312,9 @@ def test_s3_identity_holds_the_workers_keys() -> None:
 
 def test_services_run_real_agentctl_commands_and_flags() -> None:
     (cmd,) = re.findall(r"^CMD (\[.*\])$", DOCKERFILE.read_text(), re.M)
+    # No entrypoint in the image or in compose: the command is exactly what runs.
+    assert not re.search(r"^ENTRYPOINT", DOCKERFILE.read_text(), re.M)
+    assert not [n for n in AGENT_SERVICES if "entrypoint" in SERVICES[n]]
     for command in [json.loads(cmd), *(argv(n) for n in AGENT_SERVICES)]:
         assert agentctl_error(command) is None, agentctl_error(command)
     for worker in WORKERS:
