@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.worker import Replayer
 
@@ -18,7 +20,9 @@ from activities.providers.base import ModelReply, ModelRequest, ToolSpec
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from activities.tools.builtin import builtin_tools
+from storage.models import SessionRow
 from tests.conftest import AgentRunner
+from tests.support.gateway import poll
 from tests.support.helpers import files_to_read, start
 from workers import tasks
 from workers.resources import Resources
@@ -167,3 +171,75 @@ async def test_a_cancel_while_the_loop_waits_for_its_compaction_records_cancelle
             await _ends_cancelled(client, resources, tenant, session_id, how)
     finally:
         provider.release.set()
+
+
+async def _status_is(res: Resources, tenant: str, session_id: str, status: str) -> None:
+    async def current() -> str:
+        row, _ = await tasks.read_session(res.sessions, tenant, session_id, limit=1)
+        return row.status
+
+    await poll(current, lambda s: s == status, within_seconds=60)
+
+
+@pytest.mark.parametrize("how", ["temporal", "update"])
+async def test_a_cancel_while_the_task_is_parked_at_its_budget_records_cancelled(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    how: How,
+) -> None:
+    script = [{"tool_calls": [{"name": "list_dir", "arguments": {}}]}] * 3
+    provider = ScriptedProvider.from_data(script)
+    async with agent_worker(provider, workspace) as queue:
+        session_id, _ = await start(client, resources, queue, tenant=tenant, budget_tool_calls=1)
+        await _status_is(resources, tenant, session_id, "budget_exhausted")
+        await _cancel(client, resources, tenant, session_id, how)
+        await _ends_cancelled(client, resources, tenant, session_id, how)
+    # Parked before its second model call, and the cancel did not make one.
+    assert len(provider.requests) == 1
+
+
+@pytest.mark.parametrize("how", ["temporal", "update"])
+async def test_a_cancel_while_a_sub_agent_runs_records_cancelled_for_both(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    how: How,
+) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    registry = ToolRegistry.of([*builtin_tools(), _held_tool(entered, release)])
+    delegate = {"name": "delegate", "arguments": {"task": "SUB: wait", "agent": "default"}}
+    provider = ScriptedProvider.from_data(
+        [{"tool_calls": [delegate]}],
+        by_task={"SUB:": [{"tool_calls": [{"name": "wait", "arguments": {}}]}]},
+    )
+    try:
+        async with agent_worker(provider, workspace, registry=registry) as queue:
+            session_id, _ = await start(client, resources, queue, tenant=tenant)
+            # The parent waits on its child, whose tool is running.
+            await asyncio.wait_for(entered.wait(), 60)
+            await _cancel(client, resources, tenant, session_id, how)
+            await _ends_cancelled(client, resources, tenant, session_id, how)
+            _, items = await tasks.read_session(resources.sessions, tenant, session_id)
+            children = [i.data["child_session_id"] for i in items if "child_session_id" in i.data]
+            child = children[0] if children else await _only_child(resources, tenant, session_id)
+            await _status_is(resources, tenant, child, "cancelled")
+    finally:
+        release.set()
+
+
+async def _only_child(res: Resources, tenant: str, parent: str) -> str:
+    async with res.sessions() as db:
+        ids = list(
+            await db.scalars(
+                select(SessionRow.id).where(
+                    SessionRow.tenant_id == tenant, SessionRow.parent_id == uuid.UUID(parent)
+                )
+            )
+        )
+    assert len(ids) == 1, ids
+    return str(ids[0])
