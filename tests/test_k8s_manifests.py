@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,6 +161,16 @@ def test_deployments_are_probed_bounded_non_root_scaled_and_disruption_budgeted(
         (pdb,) = [p for p in pdbs if p["spec"]["selector"]["matchLabels"].items() <= labels.items()]
         # A node drain can always evict one pod: the budget is below the HPA's floor.
         assert pdb["spec"]["minAvailable"] < hpa["minReplicas"], name
+
+
+def test_pods_run_as_the_images_own_user_with_its_home_cache_writable() -> None:
+    dockerfile = (ROOT / "workers" / "Dockerfile").read_text()
+    ((uid, user),) = re.findall(r"useradd --create-home --uid (\d+) .* (\w+) \\$", dockerfile, re.M)
+    for name, pod in pod_specs():
+        assert pod["securityContext"]["runAsUser"] == int(uid), name
+    for name, container in containers():
+        mounts = {m["mountPath"] for m in container["volumeMounts"]}
+        assert {"/tmp", f"/home/{user}/.cache"} <= mounts, name  # the root fs is read-only
 
 
 def test_gateway_probes_its_health_route_on_the_port_it_listens_on() -> None:
