@@ -300,6 +300,7 @@ async def _stop_at_budget_raise_and_read_usage(
         other.locator(f'[data-testid="budget-entry"][data-session="{session_id}"]')
     ).to_be_visible(timeout=WAIT_MS)
     assert await other.locator('[data-testid="raise-budget"]:visible').count() == 0
+    await expect(other.get_by_test_id("raise-who")).to_be_visible()
     assert await page.locator('[data-testid="raise-budget"]:visible').count() == 2  # card, inbox
     await shots.take(other, "budget-read-only")
     await readonly.close()
@@ -312,6 +313,7 @@ async def _stop_at_budget_raise_and_read_usage(
     await form.get_by_test_id("raise-budget-confirm").click()
     await expect(status).to_have_attribute("data-status", "completed", timeout=WAIT_MS)
     timeline = page.get_by_test_id("timeline")
+    await expect(timeline.locator('[data-kind="error"]')).to_contain_text("Stopped at its budget")
     raise_item = timeline.locator('[data-kind="approval"]').filter(has_text="raised the budget")
     await expect(raise_item).to_contain_text("↑ ann raised the budget")
     await expect(raise_item).to_contain_text("New budget: tool calls 2")

@@ -219,6 +219,7 @@ function showBudget() {
   const parked = $("session-status").dataset.status === "budget_exhausted";
   $("session-budget").hidden = !parked;
   $("session-raise").hidden = !parked || !mayRaise(scopes);
+  $("session-raise-who").hidden = !parked || mayRaise(scopes);
   if (!parked) $("session-raise-form").replaceChildren();
 }
 

@@ -13,6 +13,8 @@ const isDecisionRequest = (item) =>
   item.kind === "approval" && item.data && "decision" in item.data && !("approved" in item.data);
 // A budget raise is an approval item too (who raised it, to what), about no tool call.
 const isBudgetRaise = (item) => item.kind === "approval" && item.data && "budget_raise" in item.data;
+// The loop's note when it parks at a budget (workflows/budgets.py's words): a stop to raise.
+const isBudgetPark = (item) => item.kind === "error" && String(item.text || "").startsWith("budget reached");
 
 export class Timeline {
   constructor(list, { onArtifact }) {
@@ -73,6 +75,7 @@ export class Timeline {
   tone(item) {
     const data = item.data || {};
     if (isBudgetRaise(item)) return "approved";
+    if (isBudgetPark(item)) return "parked";
     if (item.kind === "approval") return data.approved ? "approved" : "rejected";
     if (item.kind === "tool_result" && data.error_type) return "failed";
     return "";
@@ -113,7 +116,7 @@ export class Timeline {
         break;
       }
       case "error":
-        words = ["The task stopped"];
+        words = [isBudgetPark(item) ? "Stopped at its budget" : "The task stopped"];
         break;
       default:
         words = [String(item.kind).replaceAll("_", " ")];
