@@ -1,18 +1,23 @@
 """Raise a task's budget: a person with the approve scope gives new figures, and a task
-parked at its budget (budget_exhausted) goes on from the step it stopped before."""
+parked at its budget (budget_exhausted) goes on from the step it stopped before; so does
+a sub-agent of it (they share the root task's budget)."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import asdict
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
 from activities.task_rules import check_budget_raise
 from activities.text_limits import check_text
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
+from storage.models import SessionRow
+from storage.session_status import TERMINAL_STATUSES, SessionStatus
 from workers.tasks import MAX_DECIDER_CHARS, session_uuid, task_handle
 from workflows.agent import AgentWorkflow
 from workflows.contracts import RaiseBudgetInput, RaiseBudgetResult
@@ -63,7 +68,36 @@ async def raise_budget(
     result: RaiseBudgetResult = await task_handle(client, session_id).execute_update(
         AgentWorkflow.raise_budget, request, id=f"raise_budget:{uuid.uuid4()}"
     )
+    # Its sub-agents spend the same budget, checked with the figures they started with:
+    # the raise reaches each one still under way, and one parked at it goes on.
+    for child in await _live_descendants(sessions, tenant_id, session_uuid(session_id)):
+        try:
+            done: RaiseBudgetResult = await task_handle(client, str(child)).execute_update(
+                AgentWorkflow.raise_budget, request, id=f"raise_budget:{uuid.uuid4()}"
+            )
+        except (RPCError, WorkflowUpdateFailedError):
+            continue  # it ended meanwhile
+        result.resumed = result.resumed or done.resumed
     return result
+
+
+async def _live_descendants(
+    sessions: async_sessionmaker[AsyncSession], tenant_id: str, root: uuid.UUID
+) -> list[uuid.UUID]:
+    ended = (*TERMINAL_STATUSES, SessionStatus.ARCHIVED)
+    found: list[uuid.UUID] = []
+    frontier = [root]
+    async with sessions() as db:
+        while frontier:  # delegation is at most MAX_DEPTH deep
+            rows = await db.execute(
+                select(SessionRow.id, SessionRow.status).where(
+                    SessionRow.tenant_id == tenant_id, SessionRow.parent_id.in_(frontier)
+                )
+            )
+            children = rows.all()
+            frontier = [sid for sid, _ in children]
+            found += [sid for sid, status in children if status not in ended]
+    return found
 
 
 _FIGURES = ("tokens", "cost_usd", "tool_calls", "seconds")
