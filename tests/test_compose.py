@@ -5,7 +5,10 @@ how: the compose file, with ${VAR:-default} expanded as compose would with no va
 set, is parsed by the compose_spec crate's Compose Specification parser (compose-spec on
 PyPI: unknown keys, bad conditions, durations and ports are refused); every agentctl
 command in it (and the Dockerfile's CMD) is parsed by agentctl's own command tree
-(typer/click: real subcommand, real flags, valid values) without running it; every
+(typer/click: real subcommand, real flags, valid values) without running it; the
+namespace job's `temporal` commands parse with the Temporal CLI installed here (the
+schema job's temporal-sql-tool lines, whose tool is not installed here, are read as text,
+against that tool's flags as tools/sql/main.go declares them); every
 variable set for our image is one workers/settings.py or the Temporal SDK's env config
 reads (the SDK's loader is asked, not a list); every variable set for another image is one
 that image documents (listed below with its source) or one the service's own script reads;
@@ -21,7 +24,10 @@ import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -224,6 +230,23 @@ def test_namespace_job_makes_the_namespace_the_agents_use_before_they_start() ->
     for service in SERVERS:
         deps = depends(service)
         assert deps[job] == deps["migrate"] == "service_completed_successfully", service
+
+
+def test_namespace_job_commands_parse_with_the_temporal_cli() -> None:
+    """Each `temporal` line of the job's script, its variables filled in from its env, is
+    parsed by the Temporal CLI this project installs (`--help`: flags and values are checked,
+    nothing is run). The image's CLI may be another version of the same commands."""
+    cli = Path(sys.executable).with_name("temporal")
+    (job,) = [n for n, s in SERVICES.items() if "$TEMPORAL_NAMESPACE" in str(s.get("command"))]
+    env, script = env_of(job), " ".join(argv(job))
+    lines = re.findall(r"temporal (operator [^|;&>]+)", script)
+    assert len(lines) == 3, lines
+    for line in lines:
+        filled = re.sub(r"\$(\w+)", lambda m: env[m[1]], line)
+        done = subprocess.run(
+            [str(cli), *shlex.split(filled), "--help"], capture_output=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, (filled, done.stderr.decode()[-300:])
 
 
 @pytest.mark.parametrize("service", AGENT_SERVICES)
