@@ -6,10 +6,9 @@ set, is parsed by the compose_spec crate's Compose Specification parser (compose
 PyPI: unknown keys, bad conditions, durations and ports are refused); every agentctl
 command in it (and the Dockerfile's CMD) is parsed by agentctl's own command tree
 (typer/click: real subcommand, real flags, valid values) without running it; the
-namespace job's `temporal` commands parse with the Temporal CLI installed here (the
-schema job's temporal-sql-tool lines, whose tool is not installed here, are read as text,
-against that tool's flags as tools/sql/main.go declares them); every
-variable set for our image is one workers/settings.py or the Temporal SDK's env config
+namespace job's `temporal` commands parse with the Temporal CLI installed here; the
+schema job's temporal-sql-tool steps (a tool not installed here) are only read as text;
+every variable set for our image is one workers/settings.py or the Temporal SDK's env config
 reads (the SDK's loader is asked, not a list); every variable set for another image is one
 that image documents (listed below with its source) or one the service's own script reads;
 images are pinned and none is the deprecated temporalio/auto-setup; the dependency order
