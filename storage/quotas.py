@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Table, bindparam, func, literal, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -260,7 +260,11 @@ class TenantControls:
         unknown = sorted(set(changes) - set(QUOTA_NAMES))
         if unknown:
             raise ValueError(f"{unknown[0]}: not a quota (one of {', '.join(QUOTA_NAMES)})")
-        Quotas(**{k: v for k, v in changes.items() if v is not None})  # ranges, by field
+        try:
+            Quotas(**{k: v for k, v in changes.items() if v is not None})
+        except ValidationError as err:  # our words, naming the field (no input echoed)
+            first = err.errors(include_url=False, include_input=False)[0]
+            raise ValueError(f"{first['loc'][0]}: {first['msg']}") from None
         values = {**changes, "updated_by": by, "updated_at": func.now()}
         stmt = insert(_CONTROLS).values(tenant_id=self._tenant, **values)
         await self._db.execute(

@@ -236,3 +236,14 @@ async def test_quota_checks_count_the_tenants_committed_spend_by_day_and_month(
     async with resources.sessions() as db:
         other = await TenantControls(db, f"{tenant}-x").spent(now.date(), now.date())
     assert other.tokens == 0
+
+
+async def test_agentctl_quota_set_refuses_a_bad_figure_naming_it(
+    cli_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = await agentctl(capsys, "quota", "set", "tokens_per_day=-5")
+    assert code == 1 and "tokens_per_day: Input should be greater than or equal to 0" in err
+    code, _, err = await agentctl(capsys, "quota", "set", "tokens_per_hour=5")
+    assert code == 1 and "NAME one of tokens_per_day" in err
+    code, _, err = await agentctl(capsys, "quota", "set", "running_tasks=lots")
+    assert code == 1 and "quota running_tasks: not a number" in err
