@@ -1,4 +1,8 @@
-"""The collect_garbage activity: one mark-and-sweep pass over the artifact store."""
+"""The collect_garbage activity: one mark-and-sweep pass over the artifact store.
+
+Holds the claim check keeps for other SDKs' workflow histories are settled first, from what
+Temporal says of those workflows (activities/history_holds.py), so the mark sees them as
+they are now."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
+from activities.history_holds import settle_history_holds
 from storage.artifacts import ArtifactStore
 from storage.gc import collect
 from storage.workspace_lifecycle import sweep_workspaces
@@ -30,6 +35,13 @@ class GcActivities:
     @activity.defn(name="collect_garbage")
     async def collect_garbage(self, inp: GcInput) -> GcResult:
         async with heartbeating():
+            if not inp.dry_run:
+                await settle_history_holds(
+                    self._sessions,
+                    activity.client(),
+                    now=datetime.now(UTC),
+                    window=timedelta(seconds=inp.window_seconds),
+                )
             report = await collect(
                 self._sessions,
                 self._store,

@@ -79,7 +79,11 @@ _CONCURRENCY = 16
 class ClaimCheckStore:
     """The store and AgentState sessions the claim check writes to, shared by a client and
     its workers. Given both, the caller owns them; else they are opened from the
-    environment (DATABASE_URL, S3_*) at first use and closed by `aclose`."""
+    environment (DATABASE_URL, S3_*) at first use and closed by `aclose`.
+
+    `held_ttl_seconds`: how long a hold this process wrote is trusted without writing it
+    again; it must stay far below the namespace's retention (the hold can only lapse after
+    that), and tests that move the collector's clock past retention set it to 0."""
 
     def __init__(
         self,
@@ -87,6 +91,7 @@ class ClaimCheckStore:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         *,
         read_cache_bytes: int = 64 * 1024 * 1024,
+        held_ttl_seconds: float = _HELD_TTL_SECONDS,
     ) -> None:
         if (store is None) != (sessions is None):
             raise ValueError("give both store and sessions, or neither (opened from settings)")
@@ -95,6 +100,7 @@ class ClaimCheckStore:
         self._stack: AsyncExitStack | None = None
         self.cache = ArtifactReadCache(read_cache_bytes)
         self._held: OrderedDict[tuple[str, str, str], float] = OrderedDict()
+        self._held_ttl = held_ttl_seconds
 
     async def open(self) -> tuple[ArtifactStore, async_sessionmaker[AsyncSession]]:
         if self._store is not None and self._sessions is not None:
@@ -127,7 +133,7 @@ class ClaimCheckStore:
 
     def recently_held(self, tenant: str, owner: str, sha: str) -> bool:
         seen = self._held.get((tenant, owner, sha))
-        return seen is not None and time.monotonic() - seen < _HELD_TTL_SECONDS
+        return seen is not None and time.monotonic() - seen < self._held_ttl
 
     def note_held(self, tenant: str, owner: str, shas: Sequence[str]) -> None:
         now = time.monotonic()
