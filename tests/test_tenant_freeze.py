@@ -103,6 +103,8 @@ async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_
         assert live.status == SessionStatus.FROZEN and live.last_error is not None
         code, out, _ = await agentctl(capsys, "status", first)
         assert code == 0 and "status=frozen" in out and "tenant frozen" in out
+        code, out, _ = await agentctl(capsys, "show", first)
+        assert code == 0 and "· frozen" in out and "tenant frozen: the task goes on" in out
         kept = {s: await _items(resources, tenant, s) for s, _ in started}
         calls = len(model.keys)
         await asyncio.sleep(1.0)
