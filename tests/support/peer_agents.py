@@ -11,6 +11,7 @@ The agents themselves: tests/support/peer_openai_agent.py, tests/support/peer_py
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -43,12 +44,14 @@ class ToolLoopModel:
     url: str = ""
     requests: int = 0
     request_bytes: list[int] = field(default_factory=list)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)  # set at every request
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         body = json.loads(raw)
         self.requests += 1
         self.request_bytes.append(len(raw))
+        self.answered.set()
         done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
         if done + 1 >= self.calls:
             return await answer(request, body, says(f"read {done} results"))

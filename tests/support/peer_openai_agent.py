@@ -28,7 +28,7 @@ class OpenAIAgentWorkflow:
             model=MODEL,
             tools=[
                 agents_workflow.activity_as_tool(
-                    read_result, start_to_close_timeout=timedelta(seconds=60)
+                    read_result, start_to_close_timeout=timedelta(seconds=15)
                 )
             ],
         )

@@ -4,12 +4,15 @@ its users write it: the TemporalDurability capability, the workflow listing the 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import TemporalDurability
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import UsageLimits
 from temporalio import workflow
+from temporalio.workflow import ActivityConfig
 
 from tests.support.peer_agents import INSTRUCTIONS, MODEL, chat_client, seeded_text
 
@@ -21,7 +24,12 @@ reader = Agent(
     OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=CHAT_CLIENT)),
     name="reader",
     instructions=INSTRUCTIONS,
-    capabilities=[TemporalDurability()],
+    # A call cut short by a lost worker is retried after this (the SIGKILL test waits it out).
+    capabilities=[
+        TemporalDurability(
+            activity_config=ActivityConfig(start_to_close_timeout=timedelta(seconds=15))
+        )
+    ],
 )
 
 
