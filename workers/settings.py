@@ -278,7 +278,8 @@ class TelemetrySettings(BaseSettings):
 class GatewaySettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
-    # Per API key, in-process token bucket: sustained requests per second and burst size.
+    # Per API key, a token bucket shared by every gateway process (AgentState rate_limits):
+    # sustained requests per second and burst size.
     rate_per_second: float = Field(default=10.0, gt=0)
     burst: int = Field(default=40, ge=1)
     # Lifetime of an artifact download link (a bearer credential: keep it short).
@@ -298,6 +299,9 @@ class GatewaySettings(BaseSettings):
     key_recheck_seconds: float = Field(default=2.0, gt=0, le=4.0)
     # A device's lease on a call (renewed by its heartbeats); its upload URL ends with it.
     device_lease_seconds: int = Field(default=30, ge=2, le=300)
+    # Also run a Temporal worker on each polling device's own queue: only while runs that
+    # scheduled device calls there before dispatch (device-calls-dispatched) are open.
+    device_queue_relays: bool = False
 
 
 class Settings(BaseSettings):
