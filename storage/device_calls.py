@@ -114,7 +114,7 @@ class DeviceCallRepository:
             return None
         row: DeviceCallRow | None = await self._db.scalar(
             update(DeviceCallRow)
-            .where(DeviceCallRow.id == found)
+            .where(self._mine(), DeviceCallRow.id == found)
             .values(
                 state=LEASED,
                 lease_expires_at=func.now() + lease,

@@ -70,9 +70,9 @@ class MemoryRepository:
         self._tenant = tenant_id
 
     def _stored_key(self, idempotency_key: str) -> str:
-        # The unique constraint on idempotency_key spans all tenants. Binding the tenant into
-        # the stored key means another tenant's key can never collide with (or reveal) ours,
-        # and the fixed length always fits the column however long the caller's key is.
+        # The key is unique per tenant (migration 0023; it spanned all tenants before, which
+        # binding the tenant into the stored key answered). The fixed length always fits the
+        # column however long the caller's key is, and keys stored before stay found.
         return hashlib.sha256(f"{self._tenant}\x00{idempotency_key}".encode()).hexdigest()
 
     async def _by_stored_key(self, stored_key: str) -> MemoryRow | None:
@@ -159,7 +159,9 @@ class MemoryRepository:
             return done
         if old is not None:
             await self._db.execute(
-                update(MemoryRow).where(MemoryRow.id == old.id).values(deleted_at=func.now())
+                update(MemoryRow)
+                .where(MemoryRow.tenant_id == self._tenant, MemoryRow.id == old.id)
+                .values(deleted_at=func.now())
             )
         return row
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
+    PrimaryKeyConstraint,
     String,
     Text,
     UniqueConstraint,
@@ -32,18 +33,23 @@ class Base(DeclarativeBase):
 
 # Item kinds and session statuses: storage/item_kinds.py and storage/session_status.py.
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
+_SESSION_KEY = ["sessions.tenant_id", "sessions.id"]
 
 
 class SessionRow(Base):
     __tablename__ = "sessions"
     __table_args__ = (
-        ForeignKeyConstraint(["parent_id"], ["sessions.id"], name="fk_sessions_parent"),
-        ForeignKeyConstraint(["root_id"], ["sessions.id"], name="fk_sessions_root"),
+        # Tenant-leading keys (migration 0023): AgentState distributes by tenant_id.
+        PrimaryKeyConstraint("tenant_id", "id", name="sessions_pkey"),
+        ForeignKeyConstraint(["tenant_id", "parent_id"], _SESSION_KEY, name="fk_sessions_parent"),
+        ForeignKeyConstraint(["tenant_id", "root_id"], _SESSION_KEY, name="fk_sessions_root"),
         Index("ix_sessions_parent", "tenant_id", "parent_id"),
         Index("ix_sessions_root", "tenant_id", "root_id"),
+        # Not unique: only storage.sessions.session_id_taken reads by id alone.
+        Index("ix_sessions_id", "id"),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(String(128), index=True)
     title: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(32))
@@ -77,7 +83,8 @@ class SessionRow(Base):
 class ItemRow(Base):
     __tablename__ = "items"
     __table_args__ = (
-        UniqueConstraint("session_id", "ordinal", name="uq_items_session_ordinal"),
+        PrimaryKeyConstraint("tenant_id", "id", name="items_pkey"),
+        UniqueConstraint("tenant_id", "session_id", "ordinal", name="uq_items_session_ordinal"),
         # Only a tool call's items can match a lookup by call (migration 0015).
         Index(
             "ix_items_session_tool_call",
@@ -85,14 +92,18 @@ class ItemRow(Base):
             "tool_call_id",
             postgresql_where=text("tool_call_id IS NOT NULL"),
         ),
-        # Unique per tenant on a 16-byte hash of the key, not the key's text (migration 0015).
+        # Unique per tenant on a 16-byte hash of the key, not the key's text (migration 0015),
+        # led by the tenant (0023).
         Index(
             "ux_items_key_hash",
+            text("tenant_id"),
             func.item_key_hash(text("tenant_id"), text("idempotency_key")),
             unique=True,
         ),
-        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_items_session"),
-        ForeignKeyConstraint(["turn_id"], ["turns.id"], name="fk_items_turn"),
+        ForeignKeyConstraint(["tenant_id", "session_id"], _SESSION_KEY, name="fk_items_session"),
+        ForeignKeyConstraint(
+            ["tenant_id", "turn_id"], ["turns.tenant_id", "turns.id"], name="fk_items_turn"
+        ),
         ForeignKeyConstraint(
             ["tenant_id", "artifact_id"],
             ["agent_artifacts.tenant_id", "agent_artifacts.artifact_id"],
@@ -100,7 +111,7 @@ class ItemRow(Base):
         ),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(String(128))
     session_id: Mapped[uuid.UUID] = mapped_column()
     ordinal: Mapped[int] = mapped_column(BigInteger)
@@ -192,10 +203,11 @@ class ContextConfigRow(Base):
 
     __tablename__ = "context_configs"
     __table_args__ = (
+        PrimaryKeyConstraint("tenant_id", "id", name="context_configs_pkey"),
         UniqueConstraint("tenant_id", "sha256", name="uq_context_configs_tenant_sha"),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(Text)
     sha256: Mapped[str] = mapped_column(Text)
     provider: Mapped[str] = mapped_column(Text)
@@ -213,12 +225,17 @@ class TurnRow(Base):
 
     __tablename__ = "turns"
     __table_args__ = (
-        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_turns_session"),
-        ForeignKeyConstraint(["context_config_id"], ["context_configs.id"], name="fk_turns_config"),
-        UniqueConstraint("session_id", "turn_no", name="uq_turns_session_no"),
+        PrimaryKeyConstraint("tenant_id", "id", name="turns_pkey"),
+        ForeignKeyConstraint(["tenant_id", "session_id"], _SESSION_KEY, name="fk_turns_session"),
+        ForeignKeyConstraint(
+            ["tenant_id", "context_config_id"],
+            ["context_configs.tenant_id", "context_configs.id"],
+            name="fk_turns_config",
+        ),
+        UniqueConstraint("tenant_id", "session_id", "turn_no", name="uq_turns_session_no"),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(Text)
     session_id: Mapped[uuid.UUID] = mapped_column()
     turn_no: Mapped[int] = mapped_column(Integer)
@@ -232,15 +249,22 @@ class CompactionRow(Base):
 
     __tablename__ = "compactions"
     __table_args__ = (
-        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_compactions_session"),
+        PrimaryKeyConstraint("tenant_id", "id", name="compactions_pkey"),
         ForeignKeyConstraint(
-            ["previous_compaction_id"], ["compactions.id"], name="fk_compactions_previous"
+            ["tenant_id", "session_id"], _SESSION_KEY, name="fk_compactions_session"
         ),
-        UniqueConstraint("session_id", "version", name="uq_compactions_session_version"),
-        UniqueConstraint("idempotency_key", name="uq_compactions_idempotency_key"),
+        ForeignKeyConstraint(
+            ["tenant_id", "previous_compaction_id"],
+            ["compactions.tenant_id", "compactions.id"],
+            name="fk_compactions_previous",
+        ),
+        UniqueConstraint(
+            "tenant_id", "session_id", "version", name="uq_compactions_session_version"
+        ),
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_compactions_idempotency_key"),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(Text)
     session_id: Mapped[uuid.UUID] = mapped_column()
     version: Mapped[int] = mapped_column(Integer)
@@ -262,8 +286,13 @@ class MemoryRow(Base):
 
     __tablename__ = "memories"
     __table_args__ = (
-        ForeignKeyConstraint(["supersedes_id"], ["memories.id"], name="fk_memories_supersedes"),
-        UniqueConstraint("idempotency_key", name="uq_memories_idempotency_key"),
+        PrimaryKeyConstraint("tenant_id", "id", name="memories_pkey"),
+        ForeignKeyConstraint(
+            ["tenant_id", "supersedes_id"],
+            ["memories.tenant_id", "memories.id"],
+            name="fk_memories_supersedes",
+        ),
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_memories_idempotency_key"),
         Index(
             "ix_memories_scope_live",
             "tenant_id",
@@ -274,7 +303,7 @@ class MemoryRow(Base):
         ),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(Text)
     scope_type: Mapped[str] = mapped_column(Text)
     scope_id: Mapped[str] = mapped_column(Text)
@@ -293,7 +322,7 @@ class SessionArchiveRow(Base):
 
     __tablename__ = "session_archives"
     __table_args__ = (
-        ForeignKeyConstraint(["session_id"], ["sessions.id"], name="fk_archives_session"),
+        ForeignKeyConstraint(["tenant_id", "session_id"], _SESSION_KEY, name="fk_archives_session"),
     )
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -376,12 +405,13 @@ class DeviceCallRow(Base):
 
     __tablename__ = "device_calls"
     __table_args__ = (
+        PrimaryKeyConstraint("tenant_id", "id", name="device_calls_pkey"),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_device_calls_key"),
         CheckConstraint("state IN ('pending', 'leased', 'done')", name="ck_device_calls_state"),
         Index("ix_device_calls_device", "tenant_id", "device_id", "state"),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(Text)
     device_id: Mapped[str] = mapped_column(Text)
     idempotency_key: Mapped[str] = mapped_column(String(512))

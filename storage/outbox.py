@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -41,7 +41,9 @@ class OutboxRepository:
                 kind=kind,
                 attributes=attributes,
             )
-            .on_conflict_do_nothing(index_elements=[TrajectoryOutboxRow.event_id])
+            .on_conflict_do_nothing(
+                index_elements=[TrajectoryOutboxRow.tenant_id, TrajectoryOutboxRow.event_id]
+            )
         )
 
     async def claim_unsent(self, limit: int) -> Sequence[TrajectoryOutboxRow]:
@@ -57,9 +59,14 @@ class OutboxRepository:
             )
         )
 
-    async def mark_sent(self, event_ids: Sequence[uuid.UUID]) -> None:
+    async def mark_sent(self, events: Sequence[tuple[str, uuid.UUID]]) -> None:
+        """`events`: (tenant id, event id) pairs, the table's key."""
         await self._db.execute(
             update(TrajectoryOutboxRow)
-            .where(TrajectoryOutboxRow.event_id.in_(list(event_ids)))
+            .where(
+                tuple_(TrajectoryOutboxRow.tenant_id, TrajectoryOutboxRow.event_id).in_(
+                    list(events)
+                )
+            )
             .values(sent_at=func.now())
         )

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Index, Text, func, text
+from sqlalchemy import DateTime, Index, PrimaryKeyConstraint, Text, func, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -22,6 +22,8 @@ from storage.models import Base
 class TrajectoryOutboxRow(Base):
     __tablename__ = "trajectory_outbox"
     __table_args__ = (
+        # Tenant-leading (migration 0023), like every tenant-owned table.
+        PrimaryKeyConstraint("tenant_id", "event_id", name="trajectory_outbox_pkey"),
         # The forwarder's scan: oldest unsent first; sent rows drop out of the index.
         Index(
             "ix_trajectory_outbox_unsent",
@@ -31,7 +33,7 @@ class TrajectoryOutboxRow(Base):
     )
 
     # Derived from the idempotency key of the item described: a retry writes the same id.
-    event_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    event_id: Mapped[uuid.UUID] = mapped_column()
     tenant_id: Mapped[str] = mapped_column(Text)
     session_id: Mapped[uuid.UUID] = mapped_column()
     kind: Mapped[str] = mapped_column(Text)

@@ -86,6 +86,15 @@ class SessionRepository:
             project = parent.project
             agent_definition = parent.agent_definition
             approvals = parent.approvals
+        # Session ids name Temporal workflows, which are not per tenant: an id another
+        # tenant holds is refused as missing, as the id-only key refused it before 0023.
+        held = await self._db.scalar(
+            select(SessionRow.tenant_id).where(
+                SessionRow.id == session_id, SessionRow.tenant_id != self._tenant
+            )
+        )
+        if held is not None:
+            raise SessionNotFound(f"session {session_id} not found")
         stmt = (
             insert(SessionRow)
             .values(
@@ -104,7 +113,7 @@ class SessionRepository:
                 agent_definition=agent_definition,
                 project=project,
             )
-            .on_conflict_do_nothing(index_elements=[SessionRow.id])
+            .on_conflict_do_nothing(index_elements=[SessionRow.tenant_id, SessionRow.id])
         )
         await self._db.execute(stmt)
         return await self.get(session_id)

@@ -3,6 +3,7 @@ migrated once; each test gets its own task queue, workspace and tenant or sessio
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import uuid
@@ -19,6 +20,7 @@ from activities.providers.base import ModelProvider
 from activities.tools.base import ToolRegistry
 from activities.tools.builtin import default_registry
 from storage.db import migrate
+from storage.partitioning import ENV_FLAG, partition_by_tenant
 from storage.workspaces import WorkspaceScope
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources, open_resources
@@ -53,6 +55,8 @@ def stack(devstack: DevStack) -> StackEndpoints:
 async def migrated(stack: StackEndpoints) -> StackEndpoints:
     # As the owner; everything after (workers, repositories) uses the app role.
     await migrate(stack.database_migration_url)
+    if os.environ.get(ENV_FLAG) == "1":  # make test-partitioned
+        await partition_by_tenant(stack.database_migration_url)
     return stack
 
 

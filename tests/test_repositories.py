@@ -6,11 +6,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-from typing import Any
 
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import func, select, text
 
@@ -18,11 +15,12 @@ from storage.artifact_records import ArtifactRepository
 from storage.db import _alembic_config, migrate
 from storage.errors import ArtifactNotFound, SessionNotFound
 from storage.items import ItemRepository, NewItem
-from storage.models import Base, ItemRow, SessionRow
+from storage.models import ItemRow, SessionRow
 from storage.sessions import SessionRepository
 from storage.tool_effects import EffectState, ToolEffectRepository
 from storage.turns import TurnRepository
 from tests.support.helpers import artifact_count
+from tests.support.schema_diff import model_differences
 from workers.resources import Resources
 from workers.stack import StackEndpoints
 from workflows.contracts import ArtifactRef
@@ -349,12 +347,8 @@ async def test_migrating_again_is_a_no_op_and_models_match_the_schema(
 
     async with resources.engine.connect() as conn:
         versions = list(await conn.scalars(text("SELECT version_num FROM alembic_version")))
-
-        def diff(sync_conn: Any) -> list[Any]:
-            return list(compare_metadata(MigrationContext.configure(sync_conn), Base.metadata))
-
-        differences = await conn.run_sync(diff)
+        differences = await conn.run_sync(model_differences)
     async with resources.sessions() as db:
-        assert await db.get(SessionRow, sid) is not None  # data survived the second run
+        assert await db.get(SessionRow, (tenant, sid)) is not None  # data survived the second run
     assert versions == [head]
     assert differences == []

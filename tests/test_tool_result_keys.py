@@ -34,7 +34,7 @@ async def _big_result(resources: Resources, workspace: Path, tenant: str) -> tup
     outcome = await run(acts, inp)
     assert outcome.ref is not None, outcome
     async with resources.sessions() as db:
-        row = await db.get(ItemRow, uuid.UUID(outcome.item_id))
+        row = await db.get(ItemRow, (tenant, uuid.UUID(outcome.item_id)))
     assert row is not None
     return row, outcome.ref.key
 
@@ -58,7 +58,7 @@ async def test_a_result_written_with_its_key_reports_that_key(
     async with resources.sessions() as db, db.begin():
         await db.execute(update(ItemRow).where(ItemRow.id == row.id).values(data=data))
     async with resources.sessions() as db:
-        old = await db.get(ItemRow, row.id)
+        old = await db.get(ItemRow, (tenant, row.id))
     assert old is not None
     outcome = outcome_of(old, tenant, resources.store.prefix)
     assert outcome.ref is not None and outcome.ref.key == old_key

@@ -64,7 +64,8 @@ async def load_view(
         tree = await repo.tree(row.root_id or row.id)
         turns = await TurnRepository(db, tenant_id).for_session(session_id)
         config_ids = {t.context_config_id for t in turns if t.context_config_id}
-        configs = {c.id: c for c in [await db.get(ContextConfigRow, i) for i in config_ids] if c}
+        got = [await db.get(ContextConfigRow, (tenant_id, i)) for i in config_ids]
+        configs = {c.id: c for c in got if c}
         compactions = await CompactionRepository(db, tenant_id).for_session(session_id)
         page = await ItemRepository(db, tenant_id).page(
             session_id, after_ordinal=after, limit=limit + 1

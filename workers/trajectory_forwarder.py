@@ -64,7 +64,7 @@ class TrajectoryForwarder:
             result = await asyncio.to_thread(self._exporter.export, records)
             if result is not SpanExportResult.SUCCESS:
                 raise ForwardingFailed(f"exporter refused a batch of {len(rows)} events")
-            await outbox.mark_sent([r.event_id for r in rows])
+            await outbox.mark_sent([(r.tenant_id, r.event_id) for r in rows])
             return len(rows)
 
     async def drain(self) -> int:
