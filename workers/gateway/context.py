@@ -4,12 +4,15 @@ settings, rate limiters and open long requests (one of each per app)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Annotated
 
 from fastapi import Depends, Request
 from temporalio.client import Client
 
 from storage.session_events import EventHub
+from workers.gateway.events import fanout
+from workers.gateway.fanout import SessionFanout
 from workers.gateway.key_holds import OpenHolds
 from workers.gateway.live_status import LiveStatusCache
 from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
@@ -32,6 +35,11 @@ class Gateway:
     holds: OpenHolds
     # The inbox's workflow queries, asked again only when a session changes.
     live: LiveStatusCache = field(default_factory=LiveStatusCache)
+
+    @cached_property
+    def streams(self) -> SessionFanout:
+        """One reader per session streamed by this process, fanned out to its followers."""
+        return fanout(self.hub, self.resources.sessions, store=self.resources.store)
 
 
 def gateway_of(request: Request) -> Gateway:

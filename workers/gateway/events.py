@@ -3,9 +3,11 @@ commits (its ordinal is the event id, so `Last-Event-ID` resumes with nothing lo
 nothing repeated), each change of status, the token deltas of the model call in flight
 (`delta`, with no id: ephemeral, never replayed), and the end.
 
-Woken by storage.session_events (LISTEN/NOTIFY), never a poll per client: a follower
-reads AgentState after its cursor when woken, and once every `recheck_seconds` besides, so a
-missed notification (a lost LISTEN connection) only delays an event, never drops it.
+Woken by storage.session_events (LISTEN/NOTIFY), never a poll per client: one reader per
+session per process (workers/gateway/fanout.py) reads AgentState after its cursor when woken,
+and once every `recheck_seconds` besides, so a missed notification (a lost LISTEN connection)
+only delays an event, never drops it; each change is rendered once and fanned out to the
+session's followers.
 """
 
 from __future__ import annotations
@@ -21,11 +23,9 @@ from storage.items import MAX_ORDINAL
 from storage.models import ItemRow, SessionRow
 from storage.session_deltas import Delta
 from storage.session_events import EventHub
+from workers.gateway.fanout import FOLLOWER_QUEUE, RECHECK_SECONDS, Change, SessionFanout
 from workers.gateway.models import Item
-from workers.session_watch import watch_live
 from workers.wait_status import wait_line
-
-RECHECK_SECONDS = 15.0
 
 
 def item_data(row: ItemRow) -> dict[str, Any]:
@@ -50,6 +50,31 @@ def cursor_of(last_event_id: str | None, after: int) -> int:
     return cursor
 
 
+def render(change: Change) -> dict[str, str]:
+    """A change as an SSE event (a dict for sse-starlette)."""
+    if isinstance(change, Delta):
+        # No id: Last-Event-ID stays the last committed item's ordinal.
+        return {"event": "delta", "data": _json(change.data())}
+    if isinstance(change, ItemRow):
+        return {"id": str(change.ordinal), "event": "item", "data": _json(item_data(change))}
+    return {"event": "status", "data": _json(status_data(change))}
+
+
+def fanout(
+    hub: EventHub,
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    store: ArtifactStore | None = None,
+    recheck_seconds: float = RECHECK_SECONDS,
+    queue: int = FOLLOWER_QUEUE,
+) -> SessionFanout:
+    """The readers of a process's event streams, rendering as `render` does; `queue`:
+    the events held for one stream before it is cut off."""
+    return SessionFanout(
+        hub, sessions, render, store=store, recheck_seconds=recheck_seconds, queue=queue
+    )
+
+
 async def session_events(
     hub: EventHub,
     sessions: async_sessionmaker[AsyncSession],
@@ -60,29 +85,19 @@ async def session_events(
     store: ArtifactStore | None = None,
     recheck_seconds: float = RECHECK_SECONDS,
     deltas: bool = True,
+    shared: SessionFanout | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """SSE events (dicts for sse-starlette) for one session until it ends. The session must
     belong to `tenant_id` (SessionNotFound otherwise, before anything is sent); `store`
-    brings an archived session back to read it; `deltas`: include token deltas."""
+    brings an archived session back to read it; `deltas`: include token deltas; `shared`:
+    the process's fan-out (else this stream reads for itself). Raises StreamInterrupted
+    when the stream must end without `end` (the client resumes with Last-Event-ID)."""
+    source = shared or fanout(hub, sessions, store=store, recheck_seconds=recheck_seconds)
     status = ""
-    async for change in watch_live(
-        sessions,
-        tenant_id,
-        session_id,
-        after=after,
-        poll_seconds=recheck_seconds,
-        store=store,
-        hub=hub,
-        deltas=deltas,
-    ):
-        if isinstance(change, Delta):
-            # No id: Last-Event-ID stays the last committed item's ordinal.
-            yield {"event": "delta", "data": _json(change.data())}
-        elif isinstance(change, ItemRow):
-            yield {"id": str(change.ordinal), "event": "item", "data": _json(item_data(change))}
-        else:
-            status = change.status
-            yield {"event": "status", "data": _json(status_data(change))}
+    async for published in source.follow(tenant_id, session_id, after, deltas=deltas):
+        if isinstance(published.change, SessionRow):
+            status = published.change.status
+        yield published.event
     yield {"event": "end", "data": _json({"status": status})}
 
 

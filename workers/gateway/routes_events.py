@@ -5,8 +5,10 @@ reconnects with `Last-Event-ID` gets what came after: nothing lost, nothing repe
 status changes (waiting_approval, waiting_device, waiting_model, completed, ...), a final
 `end`, and a comment heartbeat every 15 s. A key holds a capped number of streams; a stream
 whose key is revoked or expires ends (an `error` event, no `end`) within a few seconds.
-Woken by LISTEN/NOTIFY through the process's one EventHub (workers/gateway/events.py),
-never a poll per client.
+Woken by LISTEN/NOTIFY through the process's one EventHub, never a poll per client: one
+reader per session per process fans each committed item out (workers/gateway/fanout.py). A
+client that falls far behind its session is cut off (the stream closes without `end`) and
+reconnects with Last-Event-ID to read on from the database.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from workers.gateway.auth import Reader
 from workers.gateway.context import GatewayDep
 from workers.gateway.errors import ApiError
 from workers.gateway.events import cursor_of, session_events
+from workers.gateway.fanout import StreamInterrupted
 from workers.gateway.key_holds import STREAM, until_ended
 
 router = APIRouter(prefix="/v1", tags=["read"])
@@ -59,6 +62,7 @@ async def events(
             session_id,
             cursor,
             store=gateway.resources.store,
+            shared=gateway.streams,
         )
         try:  # another tenant's or a missing session: 404 before the stream starts
             first = await anext(stream)
@@ -71,8 +75,11 @@ async def events(
     async def all_events() -> AsyncIterator[dict[str, Any]]:
         try:
             yield first
-            async for event in until_ended(stream, hold.ended):
-                yield event
+            try:
+                async for event in until_ended(stream, hold.ended):
+                    yield event
+            except StreamInterrupted:
+                return  # closed without `end`: the client resumes with Last-Event-ID
             if hold.ended.is_set():  # the key was revoked or expired: no more events
                 yield {"event": "error", "data": KEY_ENDED}
         finally:
