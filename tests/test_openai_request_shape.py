@@ -15,6 +15,7 @@ from activities.providers.openai_compat import (
     OpenAICompatibleProvider,
     budget_fields,
 )
+from activities.providers.strict_schema import strict_compatible
 from tests.support.fake_openai import (
     FakeOpenAI,
     completion,
@@ -131,3 +132,91 @@ async def test_bare_json_is_an_answer_when_its_tool_was_not_offered(server: Fake
     finally:
         await p.aclose()
     assert (reply.text, reply.tool_calls) == (text, [])
+
+
+WRITE_FILE = ToolSpec(
+    name="write_file",
+    description="Write a workspace file.",
+    parameters={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+)
+
+
+async def test_a_tool_whose_schema_fits_strict_mode_is_sent_strict(server: FakeOpenAI) -> None:
+    body = await body_sent(server, request(tools=[READ_FILE, WRITE_FILE]))
+    functions = {t["function"]["name"]: t["function"] for t in body["tools"]}
+    # The server constrains write_file's call to its schema; read_file's is open, so it
+    # goes as it is (strict mode would refuse it) and the tool layer checks its calls.
+    assert functions["write_file"]["strict"] is True
+    assert "strict" not in functions["read_file"]
+    off = await body_sent(server, request(tools=[WRITE_FILE]), strict_tools="off")
+    assert "strict" not in off["tools"][0]["function"]
+    with pytest.raises(ValidationError):
+        ModelSettings.model_validate({"provider": "openai", "strict_tools": "always"})
+
+
+def test_the_builtin_tools_strict_mode_accepts_are_the_closed_ones() -> None:
+    from activities.tools.builtin import builtin_tools
+
+    strict = sorted(t.spec.name for t in builtin_tools() if strict_compatible(t.spec.parameters))
+    assert strict == ["fetch_url", "write_file"]
+
+
+CLOSED = {"type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "fits"),
+    [
+        ({"type": "object", "properties": {}, "additionalProperties": False}, True),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "array", "items": CLOSED}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            True,
+        ),
+        # Open objects, optional properties and defaults are outside strict mode.
+        ({"type": "object", "properties": {"a": CLOSED}, "required": ["a"]}, False),
+        (
+            {
+                "type": "object",
+                "properties": {"a": CLOSED, "b": CLOSED},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            False,
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string", "default": "x"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            False,
+        ),
+        # A nested object is held to the same rules.
+        (
+            {
+                "type": "object",
+                "properties": {"o": {"type": "object", "properties": {"x": CLOSED}}},
+                "required": ["o"],
+                "additionalProperties": False,
+            },
+            False,
+        ),
+        ({"type": "object"}, False),
+        ({"type": "string"}, False),
+    ],
+)
+def test_strict_mode_is_claimed_only_for_schemas_wholly_inside_it(
+    schema: dict[str, Any], fits: bool
+) -> None:
+    assert strict_compatible(schema) is fits

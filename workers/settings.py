@@ -96,6 +96,9 @@ class ModelSettings(BaseSettings):
     # both fields elsewhere), and whether a tool-calling assistant turn gets content "".
     max_tokens_field: Literal["auto", "max_completion_tokens", "max_tokens", "both"] = "auto"
     assistant_tool_content: Literal["empty", "omit"] = "empty"
+    # "auto": a tool whose schema fits strict mode is sent with strict: true, so a server
+    # that honours it constrains the call to the schema; "off" for a server that refuses it.
+    strict_tools: Literal["auto", "off"] = "auto"
     # Stream replies, publishing their text as token deltas for live viewers (SSE); off for
     # servers that cannot stream (each reply then arrives whole, with no deltas).
     stream: bool = True

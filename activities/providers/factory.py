@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from activities.providers.base import ModelProvider
 
 if TYPE_CHECKING:  # the OpenAI SDK loads only when that provider is chosen
-    from activities.providers.openai_compat import AssistantToolContent, MaxTokensField
+    from activities.providers.openai_compat import AssistantToolContent, MaxTokensField, StrictTools
 
 _CHOICES = "openai|anthropic|offline|scripted"
 
@@ -39,6 +39,8 @@ class ProviderSettings(Protocol):
     def max_tokens_field(self) -> MaxTokensField: ...
     @property
     def assistant_tool_content(self) -> AssistantToolContent: ...
+    @property
+    def strict_tools(self) -> StrictTools: ...
     @property
     def offline_piece_seconds(self) -> float: ...
 
@@ -71,6 +73,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
                 timeout=settings.timeout_seconds,
                 max_tokens_field=settings.max_tokens_field,
                 assistant_tool_content=settings.assistant_tool_content,
+                strict_tools=settings.strict_tools,
             )
         case "anthropic":
             if not api_key:

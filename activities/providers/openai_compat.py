@@ -20,6 +20,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
     ChatCompletionMessageToolCallUnion,
 )
+from openai.types.shared_params import FunctionDefinition
 
 from activities.providers import errors
 from activities.providers.base import (
@@ -32,6 +33,7 @@ from activities.providers.base import (
 )
 from activities.providers.context_window import DiscoveredWindow, discover_window
 from activities.providers.openai_stream import StreamedReply, read_stream, usage_of
+from activities.providers.strict_schema import strict_compatible
 from activities.providers.text_tool_calls import read_reply_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -49,6 +51,7 @@ MaxTokensField = Literal["auto", "max_completion_tokens", "max_tokens", "both"]
 # without one: HTTP 500 from llama-cpp-python) or no content at all (for servers that
 # reject "").
 AssistantToolContent = Literal["empty", "omit"]
+StrictTools = Literal["auto", "off"]
 
 
 class OpenAICompatibleProvider:
@@ -65,6 +68,7 @@ class OpenAICompatibleProvider:
         *,
         max_tokens_field: MaxTokensField = "auto",
         assistant_tool_content: AssistantToolContent = "empty",
+        strict_tools: StrictTools = "auto",
     ) -> None:
         """Create the SDK client; no request is made until ``complete()``.
 
@@ -73,6 +77,7 @@ class OpenAICompatibleProvider:
         self._model = model
         self._budget_fields = budget_fields(max_tokens_field, base_url)
         self._empty_content = assistant_tool_content == "empty"
+        self._strict = strict_tools == "auto"
         self._base_url = base_url
         self._secrets = (api_key,) if api_key else ()
         # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
@@ -87,7 +92,7 @@ class OpenAICompatibleProvider:
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one chat-completions request; raise ApplicationError on any failure."""
         messages = [_to_openai_message(m, self.name, self._empty_content) for m in request.messages]
-        tools = [_to_openai_tool(t) for t in request.tools]
+        tools = [_to_openai_tool(t, self._strict) for t in request.tools]
         budget = request.max_output_tokens
         offered = [t.name for t in request.tools]
         # What the model was shown as tool results: a block repeating one is an echo.
@@ -202,15 +207,17 @@ def _arguments_json(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments)
 
 
-def _to_openai_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
+def _to_openai_tool(tool: ToolSpec, strict: bool) -> ChatCompletionFunctionToolParam:
+    function: FunctionDefinition = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
     }
+    if strict and strict_compatible(tool.parameters):
+        # api.openai.com then decodes the call within the schema; llama.cpp's server does
+        # that for every offered tool once the model opens its call tag, with or without it.
+        function["strict"] = True
+    return {"type": "function", "function": function}
 
 
 def _from_completion(
