@@ -20,7 +20,7 @@ from activities.errors import non_retryable, storage_errors_are_final
 from activities.heartbeat import heartbeating
 from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
 from activities.tool_effects import EffectLedger, awaits_decision, latest_settlement
-from activities.tools.args import check_allowed
+from activities.tools.args import check_allowed, check_args
 from activities.tools.artifact_access import SqlArtifactAccess
 from activities.tools.base import (
     ToolContext,
@@ -197,6 +197,7 @@ class ToolActivities:
             ),
         )
         try:
+            check_args(args, tool.spec.name, tool.spec.parameters)  # any tool, MCP ones too
             check_allowed(args, tool.spec.parameters)
             if tool.effect == "effectful":
                 run = await self._effects.run(tool, ctx, args, inp.tool_call_id)

@@ -12,11 +12,29 @@ _MAX_SHOWN_NAME = 60
 _MAX_SHOWN_NAMES = 10
 
 
-def check_args(args: dict[str, Any]) -> None:
+def check_args(args: dict[str, Any], tool_name: str, schema: dict[str, Any]) -> None:
+    """Refuse a call whose arguments were not a JSON object, saying what to send instead: a
+    small model that cut its JSON short or wrote ``path=x`` needs the shape, not just "no"."""
     if RAW_ARGUMENTS_KEY in args:
         raise ToolError(
-            "InvalidArguments", "the tool arguments were not valid JSON; send a JSON object"
+            "InvalidArguments",
+            f"the arguments of this {tool_name} call were not valid JSON; call {tool_name} "
+            f"again with one JSON object: {argument_shape(schema)}",
         )
+
+
+def argument_shape(schema: dict[str, Any]) -> str:
+    """A tool's arguments in a line: ``{"path": string (required), "max_bytes": integer}``."""
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, dict) or not properties:
+        return "{}"
+    required = set(schema.get("required") or ())
+    shown = []
+    for name, spec in list(properties.items())[:_MAX_SHOWN_NAMES]:
+        kind = spec.get("type", "value") if isinstance(spec, dict) else "value"
+        kind = kind if isinstance(kind, str) else "/".join(str(k) for k in kind)
+        shown.append(f'"{name}": {kind}' + (" (required)" if name in required else ""))
+    return "{" + ", ".join(shown) + "}"
 
 
 def check_allowed(args: dict[str, Any], schema: dict[str, Any]) -> None:

@@ -118,7 +118,7 @@ def _runner(
     is_async = inspect.iscoroutinefunction(fn)
 
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-        check_args(args)  # not JSON at all
+        check_args(args, tool_name, schema)  # not JSON at all
         check_allowed(args, schema)  # names it does not take, listing those it does
         kwargs = arguments.validate(args)
         call = (

@@ -1,0 +1,53 @@
+"""A call whose arguments were not JSON reaches no tool, typed or not (an MCP server's tool
+is a plain Tool): the model gets InvalidArguments naming the tool and the shape to send."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from activities.providers.base import ToolSpec
+from activities.providers.errors import RAW_ARGUMENTS_KEY
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from activities.tools.builtin import builtin_tools
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, start
+from workers.resources import Resources
+
+
+async def test_raw_arguments_never_reach_a_plain_tool(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    received: list[dict[str, Any]] = []
+
+    async def lookup(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+        received.append(args)
+        return ToolOutput(b"found", "text/plain")
+
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["query"],
+    }
+    plain = Tool(ToolSpec("lookup", "Look a word up.", schema), lookup, effect="read_only")
+    registry = ToolRegistry.of([*builtin_tools(), plain])
+    provider = ScriptedProvider.from_data(
+        [
+            {"tool_calls": [{"name": "lookup", "arguments": {RAW_ARGUMENTS_KEY: "query=x"}}]},
+            {"tool_calls": [{"name": "lookup", "arguments": {"query": "x"}}]},
+        ]
+    )
+    async with agent_worker(provider, workspace, registry=registry) as queue:
+        session_id, handle = await start(client, resources, queue, tenant=tenant)
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "completed"
+    assert received == [{"query": "x"}]  # only the well-formed call ran
+    results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
+    assert results[0].data["error_type"] == "InvalidArguments"
+    told = next(m.content for m in provider.requests[1].messages if m.role == "tool")
+    assert "call lookup again with one JSON object" in told
+    assert '{"query": string (required), "limit": integer}' in told
