@@ -1,4 +1,5 @@
-"""The device_online activity: is a device heartbeating, by the database clock.
+"""The device_online and device_route activities: is a device heartbeating, by the
+database clock, and does it reach the cloud through the gateways (a live device key).
 
 Presence is a hint, not a guarantee: a device seen a second ago can be gone now, so a
 caller still relies on the device call's schedule-to-start timeout (DeviceOffline) to
@@ -14,7 +15,7 @@ from temporalio import activity
 
 from activities.errors import non_retryable, storage_errors_are_final
 from storage.devices import DeviceRepository, validate_device_id
-from workflows.contracts import DevicePresenceInput
+from workflows.contracts import DevicePresenceInput, DeviceRoute
 
 
 class DevicePresenceActivities:
@@ -24,11 +25,27 @@ class DevicePresenceActivities:
     @activity.defn(name="device_online")
     async def device_online(self, inp: DevicePresenceInput) -> bool:
         """True if the tenant's device was seen within `inp.within_seconds`."""
-        try:
-            validate_device_id(inp.device_id)
-        except ValueError as err:
-            # A malformed id stays malformed on every retry.
-            raise non_retryable("InvalidDeviceId", str(err)) from err
+        _checked(inp)
         within = timedelta(seconds=max(inp.within_seconds, 0.0))
         async with storage_errors_are_final(), self._sessions() as db:
             return await DeviceRepository(db, inp.tenant_id).is_online(inp.device_id, within)
+
+    @activity.defn(name="device_route")
+    async def device_route(self, inp: DevicePresenceInput) -> DeviceRoute:
+        """Whether the device is online, and whether its calls go through the gateways."""
+        _checked(inp)
+        within = timedelta(seconds=max(inp.within_seconds, 0.0))
+        async with storage_errors_are_final(), self._sessions() as db:
+            devices = DeviceRepository(db, inp.tenant_id)
+            return DeviceRoute(
+                online=await devices.is_online(inp.device_id, within),
+                via_gateway=await devices.served_by_gateways(inp.device_id),
+            )
+
+
+def _checked(inp: DevicePresenceInput) -> None:
+    try:
+        validate_device_id(inp.device_id)
+    except ValueError as err:
+        # A malformed id stays malformed on every retry.
+        raise non_retryable("InvalidDeviceId", str(err)) from err

@@ -1,11 +1,24 @@
-"""run_tool for a device that holds only a device key: the cloud side of a device call.
+"""The cloud side of a call for a device that holds only a device key.
 
-It polls the device's own queue (device:{tenant}:{id}) in the gateway process while the
-device is connected, records the call for that device (storage/device_calls.py) with this
-attempt's task token, and returns without a result (asynchronous completion). The gateway
-completes the activity once the device's uploaded result was verified and committed
-(workers/gateway/device_calls.py). A call already committed under its idempotency key is
-answered at once, so a retried attempt never hands the device the call again.
+offer_device_call runs on the cloud queue, one activity per call, and needs no Temporal
+worker per device: it records the call for its device (storage/device_calls.py) with this
+attempt's task token and returns without a result (asynchronous completion). Whichever
+gateway process the device polls leases the call from PostgreSQL, and whichever gateway
+it posts its result to verifies and commits it once under the call's idempotency key,
+then completes this activity by the recorded task token (workers/gateway/device_calls.py).
+
+Why asynchronous completion rather than a workflow signal: the table already held the
+newest attempt's task token, and the gateway already completed and heartbeat by it; the
+workflow keeps one awaited activity per call, so its timeout (the device's wait plus the
+tool's) and retry policy bound a device that never comes back exactly as a timeout, with
+no new signal handler or wait in the loop (a smaller patch to replay).
+
+run_tool on `device:{tenant}:{id}` is the same hand-over for runs that scheduled their
+device calls on the device's own queue before that (workflows/tool_calls.py
+DEVICE_CALLS_DISPATCHED); a gateway serves it only with device_queue_relays on.
+
+A call already committed under its idempotency key is answered at once, so a retried
+attempt never hands the device the call again.
 """
 
 from __future__ import annotations
@@ -20,13 +33,67 @@ from activities.errors import non_retryable, storage_errors_are_final
 from activities.tool_effects import latest_settlement
 from activities.tool_run import call_arguments, outcome_of
 from storage.device_calls import DONE, DeviceCallRepository
+from storage.devices import validate_device_id
 from storage.items import ItemRepository
 from workflows.contracts import ToolOutcome, ToolRunInput
 
 
+async def _hand_over(
+    sessions: async_sessionmaker[AsyncSession], store_prefix: str, device_id: str, inp: ToolRunInput
+) -> ToolOutcome | None:
+    """Record the call for the device under this attempt's task token; its outcome when it
+    was committed already, else None (the gateway completes the attempt later)."""
+    info = activity.info()
+    async with storage_errors_are_final(), sessions() as db, db.begin():
+        items = ItemRepository(db, inp.tenant_id)
+        done = await items.by_key(inp.idempotency_key)
+        if done is not None:
+            return outcome_of(await latest_settlement(items, done), inp.tenant_id, store_prefix)
+        # A call missing from AgentState fails here, typed, never in a device's poll.
+        await call_arguments(items, uuid.UUID(inp.session_id), inp.tool_call_id)
+        row = await DeviceCallRepository(db, inp.tenant_id, device_id).offer(
+            idempotency_key=inp.idempotency_key,
+            session_id=uuid.UUID(inp.session_id),
+            tool_call_id=inp.tool_call_id,
+            tool_name=inp.name,
+            step=inp.step,
+            rerun=inp.rerun,
+            task_token=info.task_token,
+            attempt=info.attempt,
+        )
+        if row.state == DONE:
+            # Committed by a gateway while this attempt waited on the row's lock.
+            done = await items.by_key(inp.idempotency_key)
+            if done is None:
+                raise non_retryable("DeviceCallLost", "a done device call has no result")
+            return outcome_of(await latest_settlement(items, done), inp.tenant_id, store_prefix)
+    return None
+
+
+class DeviceDispatchActivities:
+    """offer_device_call, on the cloud worker: one activity per device call."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, store_prefix: str) -> None:
+        """`store_prefix`: the artifact store's key prefix, for the refs of the outcomes."""
+        self._sessions = sessions
+        self._store_prefix = store_prefix
+
+    @activity.defn(name="offer_device_call")
+    async def offer_device_call(self, inp: ToolRunInput) -> ToolOutcome:
+        """Record the call for `inp.device_id`; completed later by a gateway."""
+        try:
+            device_id = validate_device_id(inp.device_id or "")
+        except ValueError as err:
+            raise non_retryable("InvalidDeviceId", "the call names no valid device") from err
+        outcome = await _hand_over(self._sessions, self._store_prefix, device_id, inp)
+        if outcome is not None:
+            return outcome
+        activity.raise_complete_async()
+
+
 class DeviceRelayActivities:
-    """run_tool for one (tenant, device); `offered` is called after each hand-over, so a
-    waiting long-poll of the device wakes at once."""
+    """run_tool for one (tenant, device) on its own queue (runs from before dispatch);
+    `offered` is called after each hand-over, so a waiting long-poll wakes at once."""
 
     def __init__(
         self,
@@ -50,33 +117,8 @@ class DeviceRelayActivities:
         if inp.tenant_id != self._tenant:
             # The queue name carries the tenant; a mismatch is a bug or a forged schedule.
             raise non_retryable("TenantMismatch", "a call of another tenant on this queue")
-        info = activity.info()
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            items = ItemRepository(db, inp.tenant_id)
-            done = await items.by_key(inp.idempotency_key)
-            if done is not None:
-                return outcome_of(
-                    await latest_settlement(items, done), inp.tenant_id, self._store_prefix
-                )
-            # A call missing from AgentState fails here, typed, never in a device's poll.
-            await call_arguments(items, uuid.UUID(inp.session_id), inp.tool_call_id)
-            row = await DeviceCallRepository(db, self._tenant, self._device).offer(
-                idempotency_key=inp.idempotency_key,
-                session_id=uuid.UUID(inp.session_id),
-                tool_call_id=inp.tool_call_id,
-                tool_name=inp.name,
-                step=inp.step,
-                rerun=inp.rerun,
-                task_token=info.task_token,
-                attempt=info.attempt,
-            )
-            if row.state == DONE:
-                # Committed by the gateway while this attempt waited on the row's lock.
-                done = await items.by_key(inp.idempotency_key)
-                if done is None:
-                    raise non_retryable("DeviceCallLost", "a done device call has no result")
-                return outcome_of(
-                    await latest_settlement(items, done), inp.tenant_id, self._store_prefix
-                )
+        outcome = await _hand_over(self._sessions, self._store_prefix, self._device, inp)
+        if outcome is not None:
+            return outcome
         self._offered()
         activity.raise_complete_async()

@@ -4,14 +4,20 @@ through the gateway.
 All SQL on `device_calls`, scoped to one tenant AND one device: a device key's repository
 cannot see another device's calls, of its tenant or any other. Never commits. Leases use
 the database clock, so a skewed device clock cannot keep or steal a call.
+
+A call that becomes pending NOTIFYs channel CALLS_CHANNEL with its (tenant, device), at
+commit: every gateway process LISTENs once and wakes the long-polls of that device it
+holds, so a device polling any gateway hears of its call at once. The notification is a
+hint only (ids, no content): a poll that misses one claims the call at its next re-check.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select, true, update
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, text, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,6 +28,21 @@ PENDING, LEASED, DONE = "pending", "leased", "done"
 # Object-store folder of a tenant where devices upload results before they are verified:
 # `{prefix}/{tenant}/device-uploads/{call id}/{lease}` (storage.gc collects leftovers).
 STAGING_DIR = "device-uploads"
+CALLS_CHANNEL = "agent_device_calls"
+
+
+def wake_payload(tenant_id: str, device_id: str) -> str:
+    """The NOTIFY payload naming a device that has a call to take (ids only)."""
+    return json.dumps({"t": tenant_id, "d": device_id}, separators=(",", ":"))
+
+
+def parse_wake(payload: str) -> tuple[str, str] | None:
+    """(tenant, device) of a wake-up; None for anything else on the channel."""
+    try:
+        data = json.loads(payload)
+        return str(data["t"]), str(data["d"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 class DeviceCallRepository:
@@ -93,7 +114,17 @@ class DeviceCallRepository:
             if found is None:
                 raise LookupError("device call vanished while being offered")
             return found
+        if row.state == PENDING:
+            await self._wake()
         return row
+
+    async def _wake(self) -> None:
+        # Delivered at commit (never for a call a poll could not read yet), once per
+        # distinct payload in a transaction.
+        await self._db.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": CALLS_CHANNEL, "payload": wake_payload(self._tenant, self._device)},
+        )
 
     async def claim(self, lease: timedelta) -> DeviceCallRow | None:
         """Lease the oldest call that is pending, or whose lease ran out (its device went
@@ -171,7 +202,7 @@ class DeviceCallRepository:
     async def release(self, call_id: uuid.UUID, lease: int) -> None:
         """Offer the call again (its completion was refused), if `lease` is still the
         current lease: a newer one is not taken from whoever holds it."""
-        await self._db.execute(
+        released = await self._db.scalar(
             update(DeviceCallRow)
             .where(
                 self._mine(),
@@ -180,7 +211,10 @@ class DeviceCallRepository:
                 DeviceCallRow.offers == lease,
             )
             .values(state=PENDING, lease_expires_at=None, updated_at=func.now())
+            .returning(DeviceCallRow.id)
         )
+        if released is not None:
+            await self._wake()
 
     async def finish(self, call_id: uuid.UUID) -> None:
         """The call's result is committed: never offered again."""

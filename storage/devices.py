@@ -11,11 +11,11 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import DeviceRow
+from storage.models import ApiKeyRow, DeviceRow
 
 # A device id becomes part of a Temporal task-queue name (device:{tenant}:{id}) and appears in
 # logs and shell commands: keep it to a short, unambiguous alphabet (no ':').
@@ -117,3 +117,20 @@ class DeviceRepository:
             )
         )
         return set(rows)
+
+    async def served_by_gateways(self, device_id: str) -> bool:
+        """Whether the tenant holds a live device key for the device: then it reaches the
+        cloud through the gateways (its calls are recorded in `device_calls` and leased by
+        any gateway it polls), not through a Temporal worker of its own."""
+        validate_device_id(device_id)
+        found = await self._db.scalar(
+            select(ApiKeyRow.key_id)
+            .where(
+                ApiKeyRow.tenant_id == self._tenant,
+                ApiKeyRow.device_id == device_id,
+                ApiKeyRow.revoked_at.is_(None),
+                or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > func.now()),
+            )
+            .limit(1)
+        )
+        return found is not None

@@ -18,6 +18,7 @@ from activities.context import ContextBudget
 from activities.context_windows import ContextWindows, WindowSource
 from activities.delegation import DelegationActivities
 from activities.device_presence import DevicePresenceActivities
+from activities.device_relay import DeviceDispatchActivities
 from activities.failure_words import FailureWords
 from activities.gc import GcActivities
 from activities.model_call import ModelActivities
@@ -129,6 +130,7 @@ def cloud_activities(
     gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
     delegation = DelegationActivities(resources.sessions, resources.store)
     presence = DevicePresenceActivities(resources.sessions)
+    dispatch = DeviceDispatchActivities(resources.sessions, store_prefix=resources.store.prefix)
     opener = SessionOpenActivities(
         resources.sessions,
         resources.store,
@@ -138,6 +140,8 @@ def cloud_activities(
     return [
         opener.open_session,
         presence.device_online,
+        presence.device_route,
+        dispatch.offer_device_call,
         gc.collect_garbage,
         delegation.open_child_session,
         delegation.record_delegation,

@@ -65,6 +65,9 @@ from workflows.state_contracts import (
     DevicePresenceInput as DevicePresenceInput,
 )
 from workflows.state_contracts import (
+    DeviceRoute as DeviceRoute,
+)
+from workflows.state_contracts import (
     GcInput as GcInput,
 )
 from workflows.state_contracts import (
@@ -340,6 +343,8 @@ class ToolRunInput:
     # n > 0: the n-th run a person approved after the call was reported in doubt (its key
     # is the call's with ":rerun{n}").
     rerun: int = 0
+    # The device a call dispatched through the gateways is for (offer_device_call).
+    device_id: str | None = None
 
 
 @dataclass

@@ -95,6 +95,17 @@ class DevicePresenceInput:
 
 
 @dataclass
+class DeviceRoute:
+    """How a device call reaches its device: `via_gateway` when the tenant holds a live
+    device key for it (the call is recorded in AgentState and leased by whichever gateway
+    the device polls), else on the device's own task queue (a device that runs a Temporal
+    worker itself); `online` as device_online answers."""
+
+    online: bool
+    via_gateway: bool
+
+
+@dataclass
 class ChildSessionInput:
     """Open the sub-agent session a `delegate` call asked for (arguments stay in AgentState)."""
 

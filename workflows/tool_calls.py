@@ -1,6 +1,13 @@
-"""Running one approved tool call from the loop: on the cloud queue or on the device's own
-queue, with a result committed either way (a failure becomes an error result the model
-reads). Deterministic workflow code only."""
+"""Running one approved tool call from the loop: on the cloud queue or on a device, with a
+result committed either way (a failure becomes an error result the model reads).
+Deterministic workflow code only.
+
+A device holding a device key gets its calls through offer_device_call on the cloud queue
+(recorded in AgentState, leased by any gateway: activities/device_relay.py), bounded by
+the device's wait plus the tool's timeout; a device running its own Temporal worker gets
+them on its own queue, bounded by schedule-to-start as before. Runs that made a device
+call before DEVICE_CALLS_DISPATCHED keep the device's queue for the rest of the run.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from workflows.contracts import (
     AgentInput,
     DevicePresenceInput,
+    DeviceRoute,
     ToolCallRef,
     ToolErrorInput,
     ToolOutcome,
@@ -29,10 +37,13 @@ from workflows.policies import (
 
 with workflow.unsafe.imports_passed_through():
     from activities.device_presence import DevicePresenceActivities
+    from activities.device_relay import DeviceDispatchActivities
     from activities.session_state import SessionStateActivities
     from activities.tool_run import ToolActivities
 
 StatusHook = Callable[[], Awaitable[None]]
+# Histories recorded before this ran every device call on the device's own task queue.
+DEVICE_CALLS_DISPATCHED = "device-calls-dispatched"
 
 
 @dataclass(frozen=True)
@@ -58,27 +69,48 @@ async def run_tool_call(
 ) -> CallEnd:
     """Run `call` under `key` (`rerun`: the n-th approved run after it was in doubt)."""
     device = device_of(inp, call)
-    away = device is not None and not await _online(inp.tenant_id, device)
+    route: DeviceRoute | None = None
+    if device is not None and workflow.patched(DEVICE_CALLS_DISPATCHED):
+        route = await _route(inp.tenant_id, device)
+        away = not route.online
+    else:
+        away = device is not None and not await _online(inp.tenant_id, device)
     if away:
         await device_away()  # the session shows waiting_device while the call waits
     timeout = timedelta(seconds=inp.tool_timeout_seconds)
+    run = ToolRunInput(
+        inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key, rerun
+    )
     try:
-        outcome: ToolOutcome = await workflow.execute_activity_method(
-            ToolActivities.run_tool,
-            ToolRunInput(
-                inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key, rerun
-            ),
-            task_queue=(
-                device_task_queue(inp.tenant_id, device) if device else workflow.info().task_queue
-            ),
-            start_to_close_timeout=timeout,
-            heartbeat_timeout=min(timeout, timedelta(seconds=30)),
-            # Bounded wait for a device that is away; cloud calls start at once anyway.
-            schedule_to_start_timeout=timedelta(seconds=inp.device_schedule_to_start_seconds)
-            if device
-            else None,
-            retry_policy=TOOL_RETRY,
-        )
+        outcome: ToolOutcome
+        if device is not None and route is not None and route.via_gateway:
+            run.device_id = device
+            # One attempt waits for the device to take the call and run it; nobody
+            # heartbeats a call no device has taken, so the bound is the whole window.
+            window = timeout + timedelta(seconds=inp.device_schedule_to_start_seconds)
+            outcome = await workflow.execute_activity_method(
+                DeviceDispatchActivities.offer_device_call,
+                run,
+                schedule_to_close_timeout=window,
+                retry_policy=TOOL_RETRY,
+            )
+        else:
+            outcome = await workflow.execute_activity_method(
+                ToolActivities.run_tool,
+                run,
+                task_queue=(
+                    device_task_queue(inp.tenant_id, device)
+                    if device
+                    else workflow.info().task_queue
+                ),
+                start_to_close_timeout=timeout,
+                heartbeat_timeout=min(timeout, timedelta(seconds=30)),
+                # Bounded wait for a device that is away; cloud calls start at once anyway.
+                schedule_to_start_timeout=timedelta(seconds=inp.device_schedule_to_start_seconds)
+                if device
+                else None,
+                retry_policy=TOOL_RETRY,
+            )
         return CallEnd(in_doubt=outcome.in_doubt, rerun=outcome.rerun)
     except ActivityError as err:
         offline = device is not None and isinstance(err.cause, TemporalTimeout)
@@ -120,6 +152,16 @@ async def _online(tenant_id: str, device_id: str) -> bool:
         retry_policy=STATE_WRITE_RETRY,
     )
     return online
+
+
+async def _route(tenant_id: str, device_id: str) -> DeviceRoute:
+    route: DeviceRoute = await workflow.execute_activity_method(
+        DevicePresenceActivities.device_route,
+        DevicePresenceInput(tenant_id, device_id),
+        start_to_close_timeout=STATE_WRITE_TIMEOUT,
+        retry_policy=STATE_WRITE_RETRY,
+    )
+    return route
 
 
 def cause_of(err: BaseException) -> str:

@@ -33,6 +33,7 @@ from workers.gateway import (
 from workers.gateway.body_limit import BodyLimit
 from workers.gateway.context import Gateway
 from workers.gateway.device_relays import DeviceRelays
+from workers.gateway.device_wakes import DeviceWakes
 from workers.gateway.errors import install_error_handlers
 from workers.gateway.key_holds import POLL, STREAM, OpenHolds
 from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
@@ -47,7 +48,13 @@ MAX_THROTTLED_ADDRESSES = 100_000
 def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
     """The gateway app, serving with these resources as the tenants of its API keys."""
     hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
-    relays = DeviceRelays(client, resources.sessions, store_prefix=resources.store.prefix)
+    wakes = DeviceWakes(listen_dsn(settings.database.url.get_secret_value()))
+    # Per-device Temporal workers only while runs from before dispatch may wait on them.
+    relays = (
+        DeviceRelays(client, resources.sessions, store_prefix=resources.store.prefix)
+        if settings.gateway.device_queue_relays
+        else None
+    )
     limits = settings.gateway
     holds = OpenHolds(
         resources.sessions,
@@ -59,7 +66,9 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await hub.aclose()  # the LISTEN connection, if a stream opened it
-        await relays.aclose()  # the device queues this process served
+        await wakes.aclose()  # the device polls' LISTEN connection
+        if relays is not None:
+            await relays.aclose()  # the device queues this process served
         await holds.aclose()  # the re-check of open streams' keys
 
     app = SecuredApp(
@@ -85,6 +94,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         holds=holds,
     )
     app.state.device_relays = relays
+    app.state.device_wakes = wakes
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)

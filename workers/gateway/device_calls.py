@@ -8,6 +8,11 @@ checks its size and sha256 against what the device claims, stores it content-add
 (commit_tool_result, once per key) and only then completes the Temporal activity with the
 task token it kept. A mismatch commits nothing and offers the call again. The device never
 holds a database, S3 or Temporal credential.
+
+Nothing here is per process: calls, leases and results live in PostgreSQL, so a device may
+poll one gateway, renew through a second and complete through a third. Two completions of
+one call (a retry, or two gateways) commit once: the row is locked, and the result is
+upserted under the call's idempotency key.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from workers.gateway.auth import unauthorized
 from workers.gateway.context import Gateway
 from workers.gateway.device_models import Completion, OfferedCall, UploadTarget
 from workers.gateway.device_relays import DeviceRelays
+from workers.gateway.device_wakes import DeviceWakes
 from workers.gateway.errors import ApiError
 from workers.gateway.key_holds import POLL
 
@@ -48,9 +54,10 @@ logger = logging.getLogger(__name__)
 UPLOAD_MIN_SECONDS, UPLOAD_MAX_SECONDS = 1, 900
 # What the gateway reads back to verify, in memory: a larger result is refused.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
-# How often a waiting poll looks at the table anyway (a call handed over by another
-# gateway process, or a lease that ran out, wakes no event here).
-_RECHECK_SECONDS = 1.0
+# How often a waiting poll looks at the table anyway: a lease that ran out notifies
+# nobody, and a lost LISTEN connection misses wake-ups (bench/device_dispatch.py: each
+# waiting poll costs one indexed read per period).
+RECHECK_SECONDS = 5.0
 
 
 def staging_key(prefix: str, call: DeviceCallRow) -> str:
@@ -105,31 +112,38 @@ def device_of(principal: Principal) -> str:
 
 
 async def next_call(
-    gateway: Gateway, relays: DeviceRelays, principal: Principal, wait_seconds: float
+    gateway: Gateway,
+    wakes: DeviceWakes,
+    principal: Principal,
+    wait_seconds: float,
+    relays: DeviceRelays | None = None,
 ) -> OfferedCall | None:
-    """Lease this device's next call, waiting up to `wait_seconds` for one."""
+    """Lease this device's next call, waiting up to `wait_seconds` for one (`relays`: also
+    serve the device's own queue, for runs from before dispatch)."""
     tenant, device = principal.tenant_id, device_of(principal)
     async with gateway.resources.sessions() as db, db.begin():
         if not await DeviceRepository(db, tenant).heartbeat(device):
             raise ApiError(409, "not_registered", "register the device first (POST /v1/device)")
     hold = gateway.holds.acquire(principal.key_id, POLL)  # 429 past the key's cap
     try:
-        offered = relays.polled(tenant, device)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_seconds
-        while True:
-            if hold.ended.is_set():  # the key was revoked or expired while it waited
-                raise unauthorized()
-            offered.clear()
-            found = await _claim(gateway, tenant, device)
-            if found is not None:
-                return found
-            left = deadline - loop.time()
-            if left <= 0:
-                return None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(offered.wait(), timeout=min(left, _RECHECK_SECONDS))
-            relays.polled(tenant, device)
+        await wakes.ensure_started()
+        with wakes.waiting(tenant, device) as woken:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + wait_seconds
+            while True:
+                if relays is not None:
+                    relays.polled(tenant, device)
+                if hold.ended.is_set():  # the key was revoked or expired while it waited
+                    raise unauthorized()
+                woken.clear()
+                found = await _claim(gateway, tenant, device)
+                if found is not None:
+                    return found
+                left = deadline - loop.time()
+                if left <= 0:
+                    return None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), timeout=min(left, RECHECK_SECONDS))
     finally:
         hold.release()
 

@@ -1,5 +1,7 @@
-"""The gateway's relays: one Temporal worker on a device's queue while that device is
-connected, serving run_tool by handing each call over (activities/device_relay.py).
+"""The gateway's relays, for runs from before dispatch only (GATEWAY_DEVICE_QUEUE_RELAYS):
+one Temporal worker on a device's queue while that device is connected, serving run_tool
+by handing each call over (activities/device_relay.py). New runs dispatch device calls
+through offer_device_call on the cloud queue and need none of this.
 
 A relay starts with the device's first poll and stops once the device has not polled for
 RELAY_IDLE: an absent device then has no poller, so its calls meet the workflow's

@@ -29,6 +29,7 @@ from workers.gateway.device_models import (
     UploadTarget,
 )
 from workers.gateway.device_relays import DeviceRelays
+from workers.gateway.device_wakes import DeviceWakes
 from workers.gateway.errors import ApiError
 
 router = APIRouter(prefix="/v1/device", tags=["device"])
@@ -36,9 +37,14 @@ router = APIRouter(prefix="/v1/device", tags=["device"])
 MAX_WAIT_SECONDS = 30.0
 
 
-def relays_of(request: Request) -> DeviceRelays:
-    relays: DeviceRelays = request.app.state.device_relays
+def relays_of(request: Request) -> DeviceRelays | None:
+    relays: DeviceRelays | None = request.app.state.device_relays
     return relays
+
+
+def wakes_of(request: Request) -> DeviceWakes:
+    wakes: DeviceWakes = request.app.state.device_wakes
+    return wakes
 
 
 @router.get("", response_model=DeviceIdentity)
@@ -92,7 +98,9 @@ async def next_call(
     async with gateway.resources.sessions() as db:
         if await TenantControls(db, principal.tenant_id).frozen():
             raise TenantFrozen(principal.tenant_id)
-    found = await device_calls.next_call(gateway, relays_of(request), principal, wait)
+    found = await device_calls.next_call(
+        gateway, wakes_of(request), principal, wait, relays_of(request)
+    )
     if found is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     return found
