@@ -3,6 +3,7 @@ tool calls a server hands back as plain text."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -132,6 +133,29 @@ async def test_bare_json_is_an_answer_when_its_tool_was_not_offered(server: Fake
     finally:
         await p.aclose()
     assert (reply.text, reply.tool_calls) == (text, [])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_cut_at_its_limit_inside_repeated_calls_is_those_calls(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    call = '{"name": "read_file", "arguments": {"path": "a"}}\n'
+    text = call * 12 + '{"name": "read_file", "argum'
+    server.reply = completion({"role": "assistant", "content": text}, "length")
+    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="m", timeout=5)
+    req = request()
+    if stream:
+        req = replace(req, on_text=_ignore)
+    try:
+        reply = await p.complete(req)
+    finally:
+        await p.aclose()
+    assert reply.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a"})]
+    assert reply.text == ""
+
+
+async def _ignore(text: str) -> None:
+    return None
 
 
 WRITE_FILE = ToolSpec(

@@ -209,3 +209,31 @@ def test_an_echoed_tool_response_is_not_an_answer() -> None:
     found = read_reply_text(f"{echo}\nThe code word is X.", OFFERED, shown)
     assert found.text == "The code word is X."
     assert read_reply_text("A plain answer.", OFFERED, shown).text == "A plain answer."
+
+
+# A reply cut at its token limit ------------------------------------------------------------
+
+REPEATED = '{"name": "read_file", "arguments": {"path": "a"}}\n'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        REPEATED * 30 + '{"name": "read_fi',
+        "```json\n" + REPEATED * 3 + '{"name": "read_file", "argu',
+        REPEATED * 2 + '{"name": "write_file", "arguments": {"path": "b", "content": "x"}}\n{',
+    ],
+)
+def test_a_reply_cut_inside_its_calls_runs_each_distinct_complete_call_once(text: str) -> None:
+    found = read_reply_text(text, OFFERED, cut=True)
+    assert found.text == ""
+    assert found.calls[0] == read("a")
+    assert len(found.calls) == len({json.dumps([c.name, c.arguments]) for c in found.calls})
+    # Not cut (the server said it stopped), the same text is not a call: it stays the answer.
+    assert read_reply_text(text, OFFERED).calls == []
+
+
+def test_a_cut_answer_stays_an_answer() -> None:
+    text = 'The report says {"a": 1} and then'
+    assert read_reply_text(text, OFFERED, cut=True).text == text
+    assert read_reply_text('{"total": 3, "files": ["a"', OFFERED, cut=True).calls == []

@@ -274,7 +274,7 @@ def _reply(
     """Our reply from what the server sent, whole or streamed: the same reading of both."""
     if not tool_calls and text:
         # A server that did not parse the model's tool-call text returns it as the answer.
-        written = read_reply_text(text, offered, shown)
+        written = read_reply_text(text, offered, shown, cut=finish_reason == "length")
         tool_calls, text = written.calls, written.text
     # Compatible servers may not validate; fall back rather than fail on a missing field.
     finish = finish_reason or "stop"

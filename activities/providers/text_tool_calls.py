@@ -67,7 +67,7 @@ class TextToolCalls:
 
 
 def read_reply_text(
-    text: str, offered: Collection[str], results: Collection[str] = ()
+    text: str, offered: Collection[str], results: Collection[str] = (), *, cut: bool = False
 ) -> TextToolCalls:
     """The calls written in a reply's ``text`` and the answer left once they, echoes of
     ``results`` (the tool results the model was shown) and bare markup are removed.
@@ -78,6 +78,10 @@ def read_reply_text(
     a call as an example, stays an answer): of a tool in ``offered`` (``arguments`` may be
     left out), or of any tool name when it carries arguments and some tools were offered, so
     that a guessed name is answered with the real ones (an UnknownTool result).
+
+    A reply ``cut`` at its token limit may end inside a call: a small model that writes the
+    same call over and over runs into the limit so. Its complete leading calls count (each
+    distinct call once); the unfinished tail is dropped, not taken as an answer.
     """
     left = text
     if "<tool_call>" in text or "<tool_response>" in text:
@@ -86,9 +90,43 @@ def read_reply_text(
         if found.calls:
             return TextToolCalls(found.calls, "" if is_bare_markup(left) else left)
     calls = _whole_reply_calls(left.strip(), offered)
+    if not calls and cut:
+        calls = _distinct(_whole_reply_calls(_complete_values(left.strip()), offered))
     if calls:
         return TextToolCalls(calls, "")
     return TextToolCalls([], "" if is_bare_markup(left) else left.strip())
+
+
+def _complete_values(text: str) -> str:
+    """The leading JSON values of ``text`` that are complete (a fence opened before them
+    allowed), without whatever unfinished one follows; "" if there are none."""
+    body = _WRAPPER_TAG.sub("", text).strip()
+    fence = re.match(r"```[A-Za-z0-9_-]*[ \t]*\n", body)
+    if fence:
+        body = body[fence.end() :]
+    decoder = json.JSONDecoder()
+    position, end, count = 0, 0, 0
+    while position < len(body) and body[position] in "{[" and count < MAX_TEXT_CALLS:
+        count += 1
+        try:
+            _, end = decoder.raw_decode(body, position)
+        except (ValueError, RecursionError):
+            break
+        position = len(body) - len(body[end:].lstrip())
+        if body.startswith("```", position):
+            break
+    return body[:end]
+
+
+def _distinct(calls: list[ProviderCall]) -> list[ProviderCall]:
+    seen: set[str] = set()
+    kept = []
+    for call in calls:
+        key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            kept.append(call)
+    return kept
 
 
 def parse_text_tool_calls(
