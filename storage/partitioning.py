@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
-# The partitions live in a schema of their own, so the public schema (what the models and
-# the schema test compare against) holds only the partitioned parents. Reads and writes go
-# through the parents, whose privileges are the ones checked.
-PARTITION_SCHEMA = "agentstate_partitions"
+# Partition i of every table is agentstate_p{i}.<table>, its indexes named as the parent's:
+# the public schema (what the models and the schema test compare against) holds only the
+# partitioned parents, and a plan names the same index on either schema. Reads and writes
+# go through the parents, whose privileges are the ones checked.
+PARTITION_SCHEMA_PREFIX = "agentstate_p"
 # Read by key id before any tenant is known: a reference table, replicated, not distributed.
 REFERENCE_TABLES = frozenset({"api_keys"})
 ENV_FLAG = "AGENTSTATE_PARTITIONED"
@@ -118,7 +119,7 @@ async def _partition(conn: AsyncConnection, table: _Table, partitions: int) -> N
     for i in range(partitions):
         await conn.execute(
             text(
-                f'CREATE TABLE {PARTITION_SCHEMA}."{name}_p{i}" PARTITION OF "{name}" '
+                f'CREATE TABLE {PARTITION_SCHEMA_PREFIX}{i}."{name}" PARTITION OF public."{name}" '
                 f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})"
             )
         )
@@ -128,6 +129,21 @@ async def _partition(conn: AsyncConnection, table: _Table, partitions: int) -> N
         await conn.execute(text(statement))
     for privilege, grantee in table.grants:
         await conn.execute(text(f'GRANT {privilege} ON "{name}" TO {grantee}'))
+
+
+async def _name_partition_indexes(conn: AsyncConnection) -> None:
+    """Give each partition's index its parent's name (unique within its schema)."""
+    rows = await conn.execute(
+        text(
+            "SELECT n.nspname, c.relname, p.relname FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE p.relkind = 'I' AND n.nspname LIKE :prefix AND c.relname <> p.relname"
+        ),
+        {"prefix": f"{PARTITION_SCHEMA_PREFIX}%"},
+    )
+    for schema, child, parent in rows.all():
+        await conn.execute(text(f'ALTER INDEX {schema}."{child}" RENAME TO "{parent}"'))
 
 
 async def partition_by_tenant(url: str, *, partitions: int = 4) -> list[str]:
@@ -146,9 +162,13 @@ async def partition_by_tenant(url: str, *, partitions: int = 4) -> list[str]:
             fks = await _foreign_keys(conn, names)
             for owner, fk, _ in fks:
                 await conn.execute(text(f'ALTER TABLE {owner} DROP CONSTRAINT "{fk}"'))
-            await conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {PARTITION_SCHEMA}"))
+            for i in range(partitions):
+                await conn.execute(
+                    text(f"CREATE SCHEMA IF NOT EXISTS {PARTITION_SCHEMA_PREFIX}{i}")
+                )
             for table in tables:
                 await _partition(conn, table, partitions)
+            await _name_partition_indexes(conn)
             for owner, fk, definition in fks:
                 await conn.execute(text(f'ALTER TABLE {owner} ADD CONSTRAINT "{fk}" {definition}'))
     finally:

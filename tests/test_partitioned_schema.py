@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from storage.db import make_engine, make_session_factory, migrate
 from storage.errors import SessionNotFound
 from storage.items import ItemRepository, NewItem
-from storage.partitioning import PARTITION_SCHEMA, partition_by_tenant
+from storage.partitioning import PARTITION_SCHEMA_PREFIX, partition_by_tenant
 from storage.sessions import SessionRepository
 from tests.support.schema_diff import model_differences
 from workers.stack import DevStack
@@ -117,7 +117,8 @@ async def test_a_unique_key_without_the_tenant_cannot_be_partitioned(devstack: D
                 text("SELECT relkind::text FROM pg_class WHERE relname = 'notes'")
             )
             schema = await conn.scalar(
-                text("SELECT 1 FROM pg_namespace WHERE nspname = :n"), {"n": PARTITION_SCHEMA}
+                text("SELECT 1 FROM pg_namespace WHERE nspname LIKE :n"),
+                {"n": f"{PARTITION_SCHEMA_PREFIX}%"},
             )
         assert (kind, schema) == ("r", None)
     finally:

@@ -8,7 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from storage.models import Base
-from storage.partitioning import PARTITION_SCHEMA
+from storage.partitioning import PARTITION_SCHEMA_PREFIX
 
 
 def _partition_clone(diff: Any) -> bool:
@@ -16,7 +16,8 @@ def _partition_clone(diff: Any) -> bool:
     hash-partitioned schema): part of the parent's key, which the reflection lists apart."""
     if not (isinstance(diff, tuple) and diff[0] == "remove_fk"):
         return False
-    return any(fk.column.table.schema == PARTITION_SCHEMA for fk in diff[1].elements)
+    schemas = {str(fk.column.table.schema) for fk in diff[1].elements}
+    return any(s.startswith(PARTITION_SCHEMA_PREFIX) for s in schemas)
 
 
 def model_differences(sync_conn: Any) -> list[Any]:
