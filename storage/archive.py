@@ -3,7 +3,9 @@
 Archive reads the session, uploads a deterministic snapshot (content-addressed, so a retry
 uploads nothing new), then in one transaction re-reads it under the session lock, and only if
 nothing changed records the index row and a checkpoint ref and deletes the hot rows.
-Rehydrate reverses that in one transaction. A crash before either commit leaves the previous
+The session then holds one ref, on its snapshot: the artifacts its items name are listed in the
+snapshot, not held row by row (storage/archive_artifacts.py). Rehydrate reverses that in one
+transaction. A crash before either commit leaves the previous
 state whole (at most an orphan object, which GC collects); after it, the new state is whole.
 """
 
@@ -19,6 +21,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from storage.archive_artifacts import release_to_snapshot, restore_from_snapshot
 from storage.archive_snapshot import (
     SNAPSHOT_CONTENT_TYPE,
     TABLES,
@@ -135,8 +138,8 @@ def _result(row: SessionArchiveRow, *, created: bool) -> ArchiveResult:
 async def _hold_refs(
     db: AsyncSession, tenant_id: str, session_id: uuid.UUID, refs: set[uuid.UUID]
 ) -> None:
-    """Required-for-resume refs on the snapshot and on every artifact its items point at:
-    once the items are gone, nothing else would keep those out of GC's reach."""
+    """Required-for-resume refs on the snapshot (which lists the artifacts its items point
+    at, so GC keeps those too) and on a packed workspace."""
     rows = [
         {"tenant_id": tenant_id, "owner_type": "checkpoint", "owner_id": str(session_id),
          "artifact_id": a, "required_for_resume": True, "expires_at": None}
@@ -203,12 +206,12 @@ async def archive_session(
         db.add(index)
         # Takes the content lock, so a GC sweep cannot remove the object before we commit.
         snapshot_id = await register_uploaded(db, store, ref, packed)
-        held = {uuid.UUID(i["artifact_id"]) for i in snap["items"] if i["artifact_id"]}
-        held.add(snapshot_id)
+        held = {snapshot_id}
         if workspace is not None:
             held.add(await record_packed(db, store, session_id, workspace))
         await _hold_refs(db, tenant_id, session_id, held)
         await delete_hot(db, tenant_id, session_id)
+        await release_to_snapshot(db, tenant_id, session_id, snap["artifacts"])
         await db.execute(
             update(SessionRow)
             .where(SessionRow.id == session_id, SessionRow.tenant_id == tenant_id)
@@ -263,6 +266,7 @@ async def rehydrate_session(
             return RehydrateResult(session_id, False, status, 0)
         if (await _index(db, tenant_id, session_id)).snapshot_sha256 != index.snapshot_sha256:
             raise ArchiveConflict(f"session {session_id} was re-archived meanwhile; retry")
+        await restore_from_snapshot(db, tenant_id, session_id, snap)
         prior_status = await restore_hot(db, tenant_id, session_id, snap)
         await db.execute(
             delete(SessionArchiveRow).where(

@@ -19,7 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.errors import SessionNotFound, StorageError
 from storage.models import ArtifactRow, Base, SessionRow
 
-SNAPSHOT_SCHEMA_VERSION = 1
+# 2: the snapshot also lists the artifacts its items name ("artifacts"), whose rows and
+# refs leave PostgreSQL with the session (storage/archive_artifacts.py). 1 still restores.
+SNAPSHOT_SCHEMA_VERSION = 2
+_READABLE = (1, SNAPSHOT_SCHEMA_VERSION)
+# What the snapshot keeps of each artifact row: enough to put it back as it was.
+ARTIFACT_COLUMNS = ("artifact_id", "sha256", "content_type", "size_bytes", "schema_version",
+                    "created_at")  # fmt: skip
 SNAPSHOT_CONTENT_TYPE = "application/gzip"
 TABLES = Base.metadata.tables
 # Restore order: items reference turns, a compaction references its previous version.
@@ -83,9 +89,31 @@ async def read_snapshot(db: AsyncSession, tenant_id: str, session_id: uuid.UUID)
         .where(r.c.tenant_id == tenant_id, r.c.owner_id == str(session_id))
         .order_by(r.c.owner_type, r.c.artifact_id)
     )
-    # Kept for the record only: refs stay in place while archived, so GC keeps what they hold.
+    # For the record: what the session held when it was archived.
     snap["artifact_refs"] = [{k: _encode(v) for k, v in m.items()} for m in refs.mappings()]
+    snap["artifacts"] = await _artifact_rows(db, tenant_id, snap["items"])
     return snap
+
+
+async def _artifact_rows(
+    db: AsyncSession, tenant_id: str, items: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    wanted = sorted({uuid.UUID(i["artifact_id"]) for i in items if i["artifact_id"]})
+    if not wanted:
+        return []
+    a = TABLES["agent_artifacts"]
+    rows = await db.execute(
+        select(*(a.c[c] for c in ARTIFACT_COLUMNS))
+        .where(a.c.tenant_id == tenant_id, a.c.artifact_id.in_(wanted))
+        .order_by(a.c.artifact_id)
+    )
+    return [{k: _encode(v) for k, v in r.items()} for r in rows.mappings()]
+
+
+def listed_artifacts(snap: dict[str, Any]) -> frozenset[str]:
+    """The sha256 of every artifact the snapshot lists (none before schema 2: those
+    sessions kept a ref per artifact in PostgreSQL instead)."""
+    return frozenset(str(a["sha256"]) for a in snap.get("artifacts", ()))
 
 
 def pack(snap: dict[str, Any]) -> bytes:
@@ -96,7 +124,7 @@ def pack(snap: dict[str, Any]) -> bytes:
 
 def unpack(data: bytes, tenant_id: str, session_id: uuid.UUID) -> dict[str, Any]:
     snap: dict[str, Any] = json.loads(gzip.decompress(data))
-    if snap.get("schema_version") != SNAPSHOT_SCHEMA_VERSION:
+    if snap.get("schema_version") not in _READABLE:
         raise SnapshotInvalid(f"unsupported snapshot schema {snap.get('schema_version')!r}")
     if snap.get("tenant_id") != tenant_id or snap.get("session_id") != str(session_id):
         raise SnapshotInvalid(f"snapshot does not belong to session {session_id}")

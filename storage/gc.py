@@ -9,6 +9,11 @@ result is read from there once, at its completion, which deletes it; what a devi
 after that, or under a lease that ended, is never read). A reference is live while
 `required_for_resume` is set or `expires_at` has not passed (NULL means no expiry).
 
+An archived session holds one ref, on its snapshot, which lists the artifacts its items name
+(their rows left with the session: storage/archive_artifacts.py). An object whose row is gone
+or unreachable is deleted only if no snapshot of a session still archived lists it
+(storage/snapshot_lists.py, read under the content lock; archive deletes rows under it too).
+
 Races with committers are closed by a per-(tenant, sha256) advisory lock: a committer
 takes it, registers the row and confirms the object exists before committing (see
 storage.artifact_commit); the collector takes it and re-checks liveness before deleting.
@@ -30,6 +35,7 @@ from storage.artifact_records import ArtifactRepository
 from storage.artifacts import ArtifactStore
 from storage.device_calls import STAGING_DIR
 from storage.models import ArtifactRefRow, ArtifactRow
+from storage.snapshot_lists import SnapshotLists
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +98,12 @@ async def mark(
 
 
 async def _sweep_one(
-    db: AsyncSession, store: ArtifactStore, row: ArtifactRow, cutoff: datetime, now: datetime
+    db: AsyncSession,
+    store: ArtifactStore,
+    row: ArtifactRow,
+    cutoff: datetime,
+    now: datetime,
+    snapshots: SnapshotLists,
 ) -> bool:
     repo = ArtifactRepository(db, row.tenant_id)
     await repo.lock_content(row.sha256)
@@ -109,8 +120,10 @@ async def _sweep_one(
     )
     if still is None:
         return False  # revived or re-referenced since it was marked
-    # Object first: a crash after this leaves a row that the next sweep finishes.
-    await _delete(store, store.ref_for(row.tenant_id, row.sha256, 0, "").key)
+    kept = await snapshots.lists(db, row.tenant_id, row.sha256)
+    if not kept:
+        # Object first: a crash after this leaves a row that the next sweep finishes.
+        await _delete(store, store.ref_for(row.tenant_id, row.sha256, 0, "").key)
     await db.execute(
         delete(ArtifactRefRow).where(
             ArtifactRefRow.tenant_id == row.tenant_id,
@@ -122,7 +135,9 @@ async def _sweep_one(
             ArtifactRow.tenant_id == row.tenant_id, ArtifactRow.artifact_id == row.artifact_id
         )
     )
-    return True
+    # An archived session's snapshot lists the bytes: only the row goes (its rehydrate
+    # puts one back), and nothing is reclaimed.
+    return not kept
 
 
 async def _objects(
@@ -173,6 +188,7 @@ async def collect(
     """
     report = GcReport(dry_run=dry_run)
     cutoff = now - window
+    snapshots = SnapshotLists(store)
     async with sessions() as db, db.begin():
         report.marked, report.revived = await mark(db, now, tenant_id=tenant_id, dry_run=dry_run)
     async with sessions() as db:
@@ -187,11 +203,13 @@ async def collect(
         )
     for row in candidates:
         if dry_run:
-            report.swept.append((row.tenant_id, row.sha256, row.size_bytes))
+            async with sessions() as db:
+                if not await snapshots.lists(db, row.tenant_id, row.sha256):
+                    report.swept.append((row.tenant_id, row.sha256, row.size_bytes))
             continue
         try:
             async with sessions() as db, db.begin():
-                if await _sweep_one(db, store, row, cutoff, now):
+                if await _sweep_one(db, store, row, cutoff, now, snapshots):
                     report.swept.append((row.tenant_id, row.sha256, row.size_bytes))
                 else:
                     report.skipped += 1
@@ -212,7 +230,7 @@ async def collect(
                     ArtifactRow.tenant_id == tenant, ArtifactRow.sha256 == sha
                 )
             )
-            if described is not None:
+            if described is not None or await snapshots.lists(db, tenant, sha):
                 continue
             if not dry_run:
                 await _delete(store, key)

@@ -109,6 +109,13 @@ class ItemRow(Base):
             ["agent_artifacts.tenant_id", "agent_artifacts.artifact_id"],
             name="fk_items_artifact",
         ),
+        # Who still names an artifact: archive's check and the foreign key's (0024).
+        Index(
+            "ix_items_artifact",
+            "tenant_id",
+            "artifact_id",
+            postgresql_where=text("artifact_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column()

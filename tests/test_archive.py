@@ -176,7 +176,9 @@ async def test_archive_then_rehydrate_restores_a_1000_item_session_exactly(
     data = await res.store.get(tenant, ref)  # sha256-verified
     assert ref.key == archived.snapshot_key and data[:2] == b"\x1f\x8b"  # gzip
     snapshot = json.loads(gzip.decompress(data))
-    assert snapshot["schema_version"] == 1 and len(snapshot["items"]) == 1000
+    assert snapshot["schema_version"] == 2 and len(snapshot["items"]) == 1000
+    # The 4 artifacts its items name are listed in it; their rows left with the session.
+    assert len(snapshot["artifacts"]) == 4
 
     restored = await rehydrate_session(res.sessions, res.store, tenant, sid)
 
