@@ -1,0 +1,70 @@
+"""The Server-Sent Events clients of bench/sse_fanout.py, in processes of their own so the
+clients' parsing never delays the writer that timestamps each commit.
+
+Plain HTTP/1.0 on asyncio streams (the response is framed by the connection's end, no
+chunked encoding): far lighter than an HTTP library per event, so the process measures the
+gateway, not itself. Each received item is recorded as (ordinal, wall-clock time); the wall
+clock is shared by every process of the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from multiprocessing.connection import Connection
+
+Seen = list[tuple[int, float]]
+
+
+async def _follow(port: int, key: str, sid: str, seen: Seen, ready: asyncio.Event) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
+    writer.write(
+        f"GET /v1/sessions/{sid}/events HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {key}\r\nAccept: text/event-stream\r\n\r\n".encode()
+    )
+    status = await reader.readline()
+    if b" 200 " not in status:
+        raise RuntimeError(f"the gateway answered {status[:60]!r}")
+    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+        pass  # the response's headers
+    event, ident = b"", b""
+    try:
+        while line := await reader.readline():
+            line = line.rstrip(b"\r\n")
+            if line:
+                field, _, value = line.partition(b":")
+                if field == b"event":
+                    event = value.strip()
+                elif field == b"id":
+                    ident = value.strip()
+                continue
+            if event == b"item":
+                seen.append((int(ident), time.time()))
+            elif event == b"status":
+                ready.set()
+            elif event == b"end":
+                return
+            event = b""
+    finally:
+        writer.close()
+
+
+async def _run(port: int, key: str, sids: list[str], conn: Connection) -> None:
+    seen: list[Seen] = [[] for _ in sids]
+    readies = [asyncio.Event() for _ in sids]
+    clients = [
+        asyncio.create_task(_follow(port, key, sid, seen[i], readies[i]))
+        for i, sid in enumerate(sids)
+    ]
+    async with asyncio.timeout(120):
+        await asyncio.gather(*(r.wait() for r in readies))
+    conn.send("ready")
+    done = await asyncio.gather(*clients, return_exceptions=True)
+    errors = sum(1 for d in done if isinstance(d, BaseException))
+    conn.send((seen, errors))
+
+
+def run(port: int, key: str, sids: list[str], conn: Connection) -> None:
+    """A client process: one stream per entry of `sids`; sends "ready" once every stream
+    has its first event, then (what each stream saw, how many failed) once all ended."""
+    asyncio.run(_run(port, key, sids, conn))
