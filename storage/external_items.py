@@ -1,0 +1,106 @@
+"""The items of a session another SDK keeps in AgentState (its conversation store): the
+newest of them, and removing them again, which that SDK's session protocol asks for (undo
+the last item, clear the conversation). Our own loop never removes an item. Never commits.
+
+A removed item's artifact stays required while another item of the session still names
+it; otherwise its checkpoint ref expires now and GC collects the object after its window.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, exists, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.artifact_records import ArtifactRepository
+from storage.models import ItemRow, TurnRow
+from storage.sessions import SessionRepository
+
+
+class ExternalItems:
+    """Reads and removals on one tenant's session items."""
+
+    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+        self._db = db
+        self._tenant = tenant_id
+
+    async def newest(self, session_id: uuid.UUID, limit: int) -> list[ItemRow]:
+        """The session's newest `limit` items, in ordinal order."""
+        rows = await self._db.scalars(
+            select(ItemRow)
+            .where(ItemRow.session_id == session_id, ItemRow.tenant_id == self._tenant)
+            .order_by(ItemRow.ordinal.desc())
+            .limit(limit)
+        )
+        return list(reversed(list(rows)))
+
+    async def remove_last(self, session_id: uuid.UUID) -> ItemRow | None:
+        """Remove the session's newest item and return it (None: the session has none).
+        Takes the session's lock, so it is ordered with appends."""
+        await SessionRepository(self._db, self._tenant).lock(session_id)
+        newest = await self.newest(session_id, 1)
+        if not newest:
+            return None
+        row = newest[0]
+        await self._db.execute(
+            delete(ItemRow).where(ItemRow.tenant_id == self._tenant, ItemRow.id == row.id)
+        )
+        if row.turn_id is not None:
+            # A turn whose items are all gone (its user message was the one removed) goes too:
+            # the next item would otherwise join a turn that begins at a missing ordinal.
+            await self._db.execute(
+                delete(TurnRow).where(
+                    TurnRow.tenant_id == self._tenant,
+                    TurnRow.id == row.turn_id,
+                    ~exists().where(
+                        ItemRow.tenant_id == self._tenant, ItemRow.turn_id == row.turn_id
+                    ),
+                )
+            )
+        if row.artifact_id is not None:
+            await self._release_unnamed(session_id, [row.artifact_id])
+        return row
+
+    async def remove_all(self, session_id: uuid.UUID) -> int:
+        """Remove every item and turn of the session; how many items went. The session row
+        stays (its id, tenant and title), so later appends continue it."""
+        await SessionRepository(self._db, self._tenant).lock(session_id)
+        gone = await self._db.execute(
+            delete(ItemRow)
+            .where(ItemRow.session_id == session_id, ItemRow.tenant_id == self._tenant)
+            .returning(ItemRow.artifact_id)
+        )
+        removed = gone.all()
+        named = {a for (a,) in removed if a is not None}
+        await self._db.execute(
+            delete(TurnRow).where(
+                TurnRow.session_id == session_id, TurnRow.tenant_id == self._tenant
+            )
+        )
+        await self._release_unnamed(session_id, sorted(named))
+        return len(removed)
+
+    async def _release_unnamed(self, session_id: uuid.UUID, artifact_ids: list[uuid.UUID]) -> None:
+        if not artifact_ids:
+            return
+        still = set(
+            await self._db.scalars(
+                select(ItemRow.artifact_id).where(
+                    ItemRow.session_id == session_id,
+                    ItemRow.tenant_id == self._tenant,
+                    ItemRow.artifact_id.in_(artifact_ids),
+                )
+            )
+        )
+        refs = ArtifactRepository(self._db, self._tenant)
+        now = datetime.now(UTC)
+        for artifact_id in artifact_ids:
+            if artifact_id not in still:
+                await refs.release_ref(
+                    artifact_id,
+                    owner_type="checkpoint",
+                    owner_id=str(session_id),
+                    expires_at=now,
+                )

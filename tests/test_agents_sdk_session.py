@@ -1,0 +1,297 @@
+"""The OpenAI Agents SDK's Session protocol kept in AgentState (workers/openai_agents_session.py)
+on the real PostgreSQL and S3: the SDK's own semantics (checked against its SQLiteSession),
+a real Runner across two runs, a large tool output stored once by reference, the tenant
+boundary, a session written by another process, and the session read by `agentctl show`
+and the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+import uuid
+from typing import Any
+
+import pytest
+
+# The `peers` extra (pyproject.toml).
+pytest.importorskip("agents")
+
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    function_tool,
+)
+from openai import AsyncOpenAI
+from temporalio.client import Client
+
+from storage.artifacts import artifact_key
+from storage.errors import SessionNotFound
+from storage.item_kinds import ItemKind
+from storage.items import ItemRepository
+from storage.models import ItemRow
+from tests.support.fake_openai import (  # noqa: F401 (the `server` fixture)
+    FakeOpenAI,
+    calls,
+    fake_openai_server,
+    says,
+)
+from tests.support.gateway import bearer, gateway_http, make_key
+from tests.support.helpers import agentctl, s3_keys
+from workers.claim_check import ClaimCheckStore
+from workers.openai_agents_session import AgentStateSession
+from workers.resources import Resources
+from workers.stack import StackEndpoints
+
+BIG = 200_000
+
+
+def big_output(seed: str, size: int = BIG) -> str:
+    block = hashlib.sha256(seed.encode()).hexdigest()
+    return (block * (size // len(block) + 1))[:size]
+
+
+def conversation(output: str = "sunny") -> list[Any]:
+    """Items as the SDK's Runner adds them: input, a call, its output, the answer."""
+    return [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "forecast",
+            "arguments": '{"place": "Oslo"}',
+            "id": "fc_1",
+            "status": "completed",
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": output},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_1",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "It is sunny.", "annotations": []}],
+        },
+    ]
+
+
+def session(res: Resources, key: str, tenant: str) -> AgentStateSession:
+    return AgentStateSession(key, tenant=tenant, store=ClaimCheckStore(res.store, res.sessions))
+
+
+async def rows(res: Resources, tenant: str, sid: uuid.UUID) -> list[ItemRow]:
+    async with res.sessions() as db:
+        return await ItemRepository(db, tenant).page(sid)
+
+
+async def test_session_semantics_match_the_sdks_sqlite_session(
+    resources: Resources, tenant: str
+) -> None:
+    ours = session(resources, "user-42", tenant)
+    theirs = SQLiteSession("user-42")  # in memory: the SDK's own reference implementation
+
+    async def both(op: str, *args: Any) -> Any:
+        mine = await getattr(ours, op)(*args)
+        expected = await getattr(theirs, op)(*args)
+        assert mine == expected, op
+        return mine
+
+    assert await both("get_items") == []
+    assert await both("pop_item") is None
+    await both("add_items", conversation())
+    await both("add_items", [{"role": "user", "content": "And tomorrow?"}])
+    assert len(await both("get_items")) == 5
+    for limit in (1, 2, 5, 9, 0, -1):
+        await both("get_items", limit)
+    popped = await both("pop_item")
+    assert popped == {"role": "user", "content": "And tomorrow?"}
+    assert len(await both("get_items")) == 4
+    await both("clear_session")
+    assert await both("get_items") == []
+    assert await both("pop_item") is None
+    await both("add_items", [{"role": "user", "content": "Start again."}])
+    await both("get_items")
+
+    # Written as our readers expect: the kinds, the call's arguments, one turn per user message.
+    stored = await rows(resources, tenant, ours.agentstate_id)
+    assert [r.kind for r in stored] == [ItemKind.USER_MESSAGE]
+    await ours.clear_session()
+    await ours.add_items(conversation())
+    stored = await rows(resources, tenant, ours.agentstate_id)
+    assert [(r.kind, r.tool_name, r.text) for r in stored] == [
+        (ItemKind.USER_MESSAGE, None, "Weather in Oslo?"),
+        (ItemKind.TOOL_CALL, "forecast", ""),
+        (ItemKind.TOOL_RESULT, "forecast", "sunny"),
+        (ItemKind.ASSISTANT_MESSAGE, None, "It is sunny."),
+    ]
+    assert stored[1].data["arguments"] == {"place": "Oslo"}
+
+
+async def test_a_large_tool_output_is_stored_once_in_s3_by_reference(
+    resources: Resources, tenant: str
+) -> None:
+    output = big_output("once")
+    first, second = session(resources, "a", tenant), session(resources, "b", tenant)
+    await first.add_items(conversation(output))
+    await first.add_items([{"role": "user", "content": "again"}, *conversation(output)[1:]])
+    await second.add_items(conversation(output))
+
+    sha = hashlib.sha256(output.encode()).hexdigest()
+    prefix = f"{resources.store.prefix}/{tenant}/"
+    assert await s3_keys(resources, prefix) == [artifact_key(resources.store.prefix, tenant, sha)]
+    results = [r for r in await rows(resources, tenant, first.agentstate_id) if r.artifact_id]
+    assert len(results) == 2
+    for row in results:
+        assert row.kind == ItemKind.TOOL_RESULT
+        assert row.data["artifact"]["sha256"] == sha
+        assert len(json.dumps(row.data)) < 1000 and len(row.text) <= 500  # a reference
+    got: list[Any] = await first.get_items()
+    assert got[2]["output"] == output and got[6]["output"] == output
+    again = [{"role": "user", "content": "again"}, *conversation(output)[1:]]
+    assert got == [*conversation(output), *again]
+    assert await second.get_items(1) == conversation(output)[-1:]
+
+
+async def test_another_tenant_cannot_read_or_change_the_session(
+    resources: Resources, tenant: str
+) -> None:
+    mine = session(resources, "user-42", tenant)
+    await mine.add_items(conversation())
+    other = f"{tenant}-other"
+    by_id = session(resources, str(mine.agentstate_id), other)
+    assert await by_id.get_items() == []
+    assert await by_id.pop_item() is None
+    await by_id.clear_session()
+    with pytest.raises(SessionNotFound):
+        await by_id.add_items([{"role": "user", "content": "let me in"}])
+    same_name = session(resources, "user-42", other)
+    assert same_name.agentstate_id != mine.agentstate_id
+    assert await same_name.get_items() == []
+    assert await mine.get_items() == conversation()
+
+
+WRITER = """
+import asyncio, sys
+from workers.openai_agents_session import AgentStateSession
+
+async def main() -> None:
+    session = AgentStateSession(sys.argv[1])  # tenant and stores from the environment
+    await session.add_items([{"role": "user", "content": "written by another process"}])
+    await session.aclose()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_session_written_by_another_process_is_read_here(
+    cli_env: None, resources: Resources, tenant: str
+) -> None:
+    writer = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", WRITER, "laptop", stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(writer.communicate(), 120)
+    assert writer.returncode == 0, err.decode()[-2000:]
+    assert await session(resources, "laptop", tenant).get_items() == [
+        {"role": "user", "content": "written by another process"}
+    ]
+
+
+async def test_a_runner_across_two_runs_sees_the_first_runs_history(
+    resources: Resources, tenant: str, server: FakeOpenAI
+) -> None:
+    output = big_output("runner", 50_000)
+
+    @function_tool
+    def forecast(place: str) -> str:
+        """Tomorrow's weather."""
+        return output
+
+    model = OpenAIChatCompletionsModel(
+        "gpt-fake", AsyncOpenAI(base_url=server.url, api_key="fake", max_retries=0)
+    )
+    agent = Agent(name="weather", instructions="Forecast.", model=model, tools=[forecast])
+    config = RunConfig(tracing_disabled=True)
+    server.queued = [calls({"name": "forecast", "arguments": {"place": "Oslo"}}), says("Sunny.")]
+    server.reply = says("You asked about Oslo.")
+
+    first = await Runner.run(
+        agent, "Weather in Oslo?", session=session(resources, "chat", tenant), run_config=config
+    )
+    assert first.final_output == "Sunny."
+    # A new object, as a later request in another process would build it.
+    again = session(resources, "chat", tenant)
+    second = await Runner.run(agent, "What did I ask?", session=again, run_config=config)
+    assert second.final_output == "You asked about Oslo."
+
+    sent = server.requests[2].body["messages"]
+    assert [m["role"] for m in sent] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+    assert sent[1]["content"] == "Weather in Oslo?" and sent[3]["content"] == output
+    assert sent[4]["content"] == "Sunny." and sent[5]["content"] == "What did I ask?"
+    kinds = [r.kind for r in await rows(resources, tenant, again.agentstate_id)]
+    assert kinds == [
+        ItemKind.USER_MESSAGE,
+        ItemKind.TOOL_CALL,
+        ItemKind.TOOL_RESULT,
+        ItemKind.ASSISTANT_MESSAGE,
+        ItemKind.USER_MESSAGE,
+        ItemKind.ASSISTANT_MESSAGE,
+    ]
+
+
+async def test_the_session_shows_in_agentctl_and_the_gateway(
+    cli_env: None,
+    resources: Resources,
+    tenant: str,
+    stack: StackEndpoints,
+    client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    output = big_output("shown")
+    kept = session(resources, "shown", tenant)
+    await kept.add_items(conversation(output))
+    sid = str(kept.agentstate_id)
+
+    code, out, err = await agentctl(capsys, "show", sid)
+    assert code == 0, err
+    assert "agent external/openai-agents" in out
+    assert "Weather in Oslo?" in out and "It is sunny." in out
+    assert "forecast" in out and "call_1" in out
+    sha = hashlib.sha256(output.encode()).hexdigest()
+    assert f"{sha[:12]} {BIG} B" in out
+
+    code, out, err = await agentctl(capsys, "sessions")
+    assert code == 0, err
+    assert sid in out and "external/openai-agents" in out
+
+    key = await make_key(resources, tenant, "read")
+    async with gateway_http(stack, resources, client) as http:
+        page = (await http.get(f"/v1/sessions/{sid}", headers=bearer(key))).json()
+        assert page["session"]["id"] == sid
+        assert [i["kind"] for i in page["items"]] == [
+            "user_message",
+            "tool_call",
+            "tool_result",
+            "assistant_message",
+        ]
+        assert page["items"][2]["artifact_id"] is not None
+        assert page["items"][2]["data"]["artifact"]["sha256"] == sha
+        link = await http.get(
+            f"/v1/artifacts/{page['items'][2]['artifact_id']}", headers=bearer(key)
+        )
+        # Compressed objects are streamed here, raw ones are a redirect to the store.
+        assert link.status_code in (200, 307)
+        if link.status_code == 200:
+            assert link.content == output.encode()
+        other = await make_key(resources, f"{tenant}-other", "read")
+        missing = await http.get(f"/v1/sessions/{sid}", headers=bearer(other))
+        assert missing.status_code == 404
