@@ -15,6 +15,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -45,11 +46,13 @@ class ToolLoopModel:
     requests: int = 0
     request_bytes: list[int] = field(default_factory=list)
     answered: asyncio.Event = field(default_factory=asyncio.Event)  # set at every request
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         body = json.loads(raw)
         self.requests += 1
+        self.arrivals.append(time.monotonic())
         self.request_bytes.append(len(raw))
         self.answered.set()
         done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")

@@ -47,7 +47,8 @@ def sdk_setup(sdk: str, model_url: str) -> tuple[list[Any], type, list[Any]]:
 async def main(argv: list[str]) -> int:
     sdk, queue, tenant, model_url = argv
     plugins, workflow, activities = sdk_setup(sdk, model_url)
-    plugins.append(ClaimCheckPlugin(tenant))  # the README's one line
+    if os.environ.get("PEER_CLAIM_CHECK", "1") != "0":  # 0: the SDK alone (the bench's baseline)
+        plugins.append(ClaimCheckPlugin(tenant))  # the README's one line
     client = await Client.connect(
         os.environ["TEMPORAL_ADDRESS"], namespace="default", plugins=plugins
     )
