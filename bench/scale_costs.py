@@ -66,7 +66,11 @@ from workers.stack import DevStack, StackEndpoints
 from workers.tasks import TaskOptions, approve, live_status, start_task
 from workers.temporal_client import connect_client
 
-HOT_TABLES = ["items", "turns", "compactions", "sessions", "session_archives"]
+# Archive deletes rows of these (the artifacts' too: their list moves into the snapshot).
+HOT_TABLES = [
+    "items", "turns", "compactions", "sessions", "session_archives", "agent_artifacts",
+    "agent_artifact_refs",
+]  # fmt: skip
 
 
 CALL_ID = "call_0_0"  # the parked sessions' one write_file call (ScriptedProvider: turn 0)
@@ -210,7 +214,22 @@ async def step_profile(b: Bench, size: int, n1: int, n2: int) -> None:
     moved = arch_c.minus(arch_a, f"R={size}: PER STEP, archive moves", steps)
     moved.unit = "step"
     b.add(moved)
-    b.add(per_step.plus(moved, f"R={size}: PER STEP, left in PG/S3 once archived"))
+    left = per_step.plus(moved, f"R={size}: PER STEP, left in PG/S3 once archived")
+    b.add(left)
+    print(residue_text(left), flush=True)
+
+
+def residue_text(p: Phase) -> str:
+    """The rows a step leaves in PostgreSQL for good once archived, and their bytes (data
+    only: pg_column_size, without index entries and page overhead), by table."""
+    tables = sorted(k[3:-5] for k in p.values if k.startswith("pg.") and k.endswith(".rows"))
+    stays = [
+        f"{t} {p.per(f'pg.{t}.rows'):.2f} rows / {p.per(f'pg.{t}.row_bytes'):,.0f} B"
+        for t in tables
+        if p.per(f"pg.{t}.rows") >= 0.05
+    ]
+    rows, data = p.sum_per("pg.", ".rows"), p.sum_per("pg.", ".row_bytes")
+    return f"{p.name}: RESIDUE {rows:.2f} rows, {data:,.0f} B per step ({'; '.join(stays)})"
 
 
 # -- 2. parked on approval ----------------------------------------------------------------------
