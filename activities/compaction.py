@@ -104,6 +104,9 @@ class CompactionActivities:
             reply = await self._summarise(inp, provider, config, budget, previous, window, cut)
             summary = reply.text
             async with self._sessions() as db, db.begin():
+                # The session first, as a reply's commit takes it (then the spend rows):
+                # taken the other way round, the two deadlocked.
+                await SessionRepository(db, inp.tenant_id).lock(session_id)
                 # A summary is a model reply too: its usage commits with it, under its key.
                 await UsageRepository(db, inp.tenant_id).record(
                     UsageRecord(
