@@ -9,18 +9,27 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from temporalio.client import Client
 
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.session_events import EventHub, listen_dsn
 from storage.session_status import SessionStatus
 from storage.sessions import SessionRepository
+from tests.support.gateway import bearer, make_key
+from tests.support.sse import sse_events
+from workers.gateway.app import create_app
 from workers.gateway.events import cursor_of, fanout, session_events
 from workers.gateway.fanout import SessionFanout, StreamInterrupted
+from workers.gateway.serving import serving
 from workers.resources import Resources
+from workers.session_watch import WATCH_PAGE
+from workers.settings import GatewaySettings
 from workers.stack import StackEndpoints
 
 # Never rechecked by time: every event must come from a notification.
@@ -55,6 +64,23 @@ async def _commit(resources: Resources, tenant: str, sid: str, n: int) -> None:
                 idempotency_key=f"fanout:{sid}:{n}",
                 text=f"message {n}",
             )
+        )
+
+
+async def _commit_many(resources: Resources, tenant: str, sid: str, count: int) -> None:
+    """`count` items in one transaction: the reader publishes a page of them at once."""
+    async with resources.sessions() as db, db.begin():
+        await ItemRepository(db, tenant).append_many(
+            [
+                NewItem(
+                    session_id=uuid.UUID(sid),
+                    kind=ItemKind.USER_MESSAGE,
+                    role="user",
+                    idempotency_key=f"burst:{sid}:{n}",
+                    text=f"message {n}",
+                )
+                for n in range(count)
+            ]
         )
 
 
@@ -178,3 +204,40 @@ async def test_the_reader_stops_when_the_last_follower_leaves(
     await _until(lambda: shared.readers() == 0)
     readers = [t for t in asyncio.all_tasks() if t.get_name().startswith("sse-reader")]
     assert readers == [] and shared.followers() == 0 and hub.followers() == 0
+
+
+async def test_over_http_a_cut_off_stream_closes_without_end_and_resumes_after_last_event_id(
+    migrated: StackEndpoints, resources: Resources, client: Client, tenant: str
+) -> None:
+    sid = await _session(resources, tenant)
+    settings = migrated.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
+    settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)
+    app = create_app(resources, client, settings)
+    gateway = app.state.gateway
+    # A bound below one page of the reader, so a burst of commits cuts the stream off (the
+    # process's fan-out is built on first use; this sets it first).
+    gateway.__dict__["streams"] = fanout(gateway.hub, resources.sessions, queue=10)
+    burst = WATCH_PAGE + 100
+    key = await make_key(resources, tenant, "read")
+    path = f"/v1/sessions/{sid}/events"
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, headers=bearer(key), timeout=30) as http,
+    ):
+        first: list[dict[str, Any]] = []
+        async with asyncio.timeout(30), http.stream("GET", path) as response:
+            async for event in sse_events(response):
+                first.append(event)
+                if len(first) == 1:  # the status: the stream follows the session
+                    await _commit_many(resources, tenant, sid, burst)
+        seen = [int(e["id"]) for e in first if e["event"] == "item"]
+        assert [e["event"] for e in first if e["event"] != "item"] == ["status"]  # no `end`
+        assert seen == list(range(1, len(seen) + 1)) and len(seen) < burst
+        assert gateway.streams.cut_offs == 1
+        await _end(resources, tenant, sid)
+        headers = {"Last-Event-ID": str(seen[-1])} if seen else {}
+        rest: list[dict[str, Any]] = []
+        async with asyncio.timeout(30), http.stream("GET", path, headers=headers) as response:
+            rest = [e async for e in sse_events(response)]
+    assert seen + [int(e["id"]) for e in rest if e["event"] == "item"] == list(range(1, burst + 1))
+    assert rest[-1]["event"] == "end" and gateway.streams.readers() == 0
