@@ -11,12 +11,15 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, exists, select
+from sqlalchemy import Table, delete, exists, select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.artifact_records import ArtifactRepository
-from storage.models import ItemRow, TurnRow
+from storage.models import ArtifactRefRow, ItemRow, TurnRow
 from storage.sessions import SessionRepository
+
+_REFS: Table = ArtifactRefRow.__table__  # type: ignore[assignment]
 
 
 class ExternalItems:
@@ -81,6 +84,26 @@ class ExternalItems:
         )
         await self._release_unnamed(session_id, sorted(named))
         return len(removed)
+
+    async def hold(self, session_id: uuid.UUID, artifact_id: uuid.UUID) -> None:
+        """The session needs the artifact to resume (an item of it names the object): its
+        checkpoint ref, required again if a removal had released it. A plain add_ref keeps
+        a released ref as it was, and GC would then take an object an item names."""
+        await self._db.execute(
+            insert(ArtifactRefRow)
+            .values(
+                tenant_id=self._tenant,
+                owner_type="checkpoint",
+                owner_id=str(session_id),
+                artifact_id=artifact_id,
+                required_for_resume=True,
+                expires_at=None,
+            )
+            .on_conflict_do_update(
+                index_elements=[c.name for c in _REFS.primary_key],
+                set_={"required_for_resume": True, "expires_at": None},
+            )
+        )
 
     async def _release_unnamed(self, session_id: uuid.UUID, artifact_ids: list[uuid.UUID]) -> None:
         if not artifact_ids:

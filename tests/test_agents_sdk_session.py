@@ -29,11 +29,13 @@ from agents import (
 from openai import AsyncOpenAI
 from temporalio.client import Client
 
+from storage.artifact_records import ArtifactRepository
 from storage.artifacts import artifact_key
 from storage.errors import SessionNotFound
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import ItemRow
+from storage.turns import TurnRepository
 from tests.support.fake_openai import (  # noqa: F401 (the `server` fixture)
     FakeOpenAI,
     calls,
@@ -44,7 +46,9 @@ from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import agentctl, s3_keys
 from workers.claim_check import ClaimCheckStore
 from workers.openai_agents_session import AgentStateSession
+from workers.render import item_line
 from workers.resources import Resources
+from workers.session_watch import watch_changes
 from workers.stack import StackEndpoints
 
 BIG = 200_000
@@ -295,3 +299,88 @@ async def test_the_session_shows_in_agentctl_and_the_gateway(
         other = await make_key(resources, f"{tenant}-other", "read")
         missing = await http.get(f"/v1/sessions/{sid}", headers=bearer(other))
         assert missing.status_code == 404
+
+
+async def test_a_watch_follows_the_items_the_sdk_adds(resources: Resources, tenant: str) -> None:
+    kept = session(resources, "watched", tenant)
+    await kept.add_items([{"role": "user", "content": "first"}])
+    lines: list[str] = []
+
+    async def follow() -> None:
+        sid = str(kept.agentstate_id)
+        async for change in watch_changes(resources.sessions, tenant, sid, poll_seconds=0.1):
+            if isinstance(change, ItemRow):
+                lines.append(item_line(change))
+                if len(lines) == 5:
+                    return
+
+    watcher = asyncio.create_task(follow())
+    await asyncio.sleep(0.5)  # the watch has caught up and waits for more
+    await kept.add_items(conversation())
+    await asyncio.wait_for(watcher, 30)
+    assert lines == [
+        "#1   user     first",
+        "#2   user     Weather in Oslo?",
+        "#3   call     forecast(place=Oslo)  [call_1]",
+        "#4   result   forecast [call_1] sunny",
+        "#5   model    It is sunny.",
+    ]
+
+
+async def test_removed_items_release_their_artifact_once_no_item_names_it(
+    resources: Resources, tenant: str
+) -> None:
+    output = big_output("released")
+    kept = session(resources, "undo", tenant)
+    await kept.add_items(conversation(output))
+    await kept.add_items(conversation(output)[1:3])  # the same output again: one object
+    artifact_id = next(
+        r.artifact_id
+        for r in await rows(resources, tenant, kept.agentstate_id)
+        if r.artifact_id is not None
+    )
+
+    async def required() -> bool:
+        async with resources.sessions() as db:
+            (ref,) = await ArtifactRepository(db, tenant).refs_of(artifact_id)
+        assert ref.owner_id == str(kept.agentstate_id)
+        return ref.required_for_resume and ref.expires_at is None
+
+    assert await required()
+    popped: Any = await kept.pop_item()
+    assert popped["output"] == output  # read back before it went
+    assert await required()  # the first output still names it
+    await kept.clear_session()
+    assert not await required()  # GC may take it after its window
+    async with resources.sessions() as db:
+        turns = await TurnRepository(db, tenant).for_session(kept.agentstate_id)
+    assert turns == []
+    await kept.add_items(conversation(output))  # continues the session, required again
+    assert await required()
+
+
+async def test_items_with_a_nul_or_of_any_size_come_back_as_added(
+    resources: Resources, tenant: str
+) -> None:
+    # PostgreSQL's text and jsonb refuse U+0000: such items live in their artifact.
+    added: list[Any] = [
+        {"role": "user", "content": "a\x00b"},
+        {"type": "function_call_output", "call_id": "c", "output": "bin\x00ary"},
+        {"role": "user", "content": big_output("long question", 40_000)},
+        {
+            "type": "function_call_output",
+            "call_id": "d",
+            "output": [{"type": "input_text", "text": big_output("parts", 30_000)}],
+        },
+    ]
+    kept = session(resources, "odd", tenant)
+    await kept.add_items(added)
+    assert await kept.get_items() == added
+    stored = await rows(resources, tenant, kept.agentstate_id)
+    assert all(r.artifact_id is not None and "\x00" not in r.text for r in stored)
+    assert [r.data["artifact"]["content_type"] for r in stored] == [
+        "application/json",
+        "text/plain; charset=utf-8",
+        "application/json",
+        "application/json",
+    ]

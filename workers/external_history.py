@@ -29,7 +29,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from activities.tokens import count_tokens
 from storage.archive import ensure_hot
 from storage.artifact_commit import artifact_info, register_uploaded
-from storage.artifact_records import ArtifactRepository
 from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.errors import SessionArchived, SessionNotFound
@@ -213,7 +212,7 @@ class ExternalHistory:
     ) -> None:
         async with sessions() as db, db.begin():
             await self._check(db, create=True)
-            artifacts = ArtifactRepository(db, self.tenant)
+            held = ExternalItems(db, self.tenant)
             items = ItemRepository(db, self.tenant)
             pending = iter(refs)
             new: list[NewItem] = []
@@ -236,12 +235,7 @@ class ExternalHistory:
                 if p.blob is not None:
                     ref = next(pending)
                     artifact_id = await register_uploaded(db, store, ref, p.blob)
-                    await artifacts.add_ref(
-                        artifact_id,
-                        owner_type="checkpoint",
-                        owner_id=str(self.id),
-                        required_for_resume=True,
-                    )
+                    await held.hold(self.id, artifact_id)
                     data["artifact"] = artifact_info(ref, with_key=False)
                     if p.row_payload is None:
                         text = bounded(text)
