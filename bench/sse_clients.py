@@ -16,44 +16,54 @@ from multiprocessing.connection import Connection
 Seen = list[tuple[int, float]]
 
 
-async def _follow(port: int, key: str, sid: str, seen: Seen, ready: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
-    writer.write(
-        f"GET /v1/sessions/{sid}/events HTTP/1.0\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {key}\r\nAccept: text/event-stream\r\n\r\n".encode()
-    )
-    status = await reader.readline()
-    if b" 200 " not in status:
-        raise RuntimeError(f"the gateway answered {status[:60]!r}")
-    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-        pass  # the response's headers
-    event, ident = b"", b""
-    try:
-        while line := await reader.readline():
-            line = line.rstrip(b"\r\n")
-            if line:
-                field, _, value = line.partition(b":")
-                if field == b"event":
-                    event = value.strip()
-                elif field == b"id":
-                    ident = value.strip()
-                continue
-            if event == b"item":
-                seen.append((int(ident), time.time()))
-            elif event == b"status":
-                ready.set()
-            elif event == b"end":
-                return
-            event = b""
-    finally:
-        writer.close()
+async def _follow(
+    port: int, key: str, sid: str, seen: Seen, ready: asyncio.Event, reconnects: list[int]
+) -> None:
+    """Follow one session to its `end`; a stream closed before it is opened again with
+    Last-Event-ID, as a browser's or agentctl's client does (counted in `reconnects`)."""
+    last_id = b""
+    while True:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
+        resume = f"Last-Event-ID: {last_id.decode()}\r\n" if last_id else ""
+        writer.write(
+            f"GET /v1/sessions/{sid}/events HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {key}\r\nAccept: text/event-stream\r\n{resume}\r\n".encode()
+        )
+        try:
+            status = await reader.readline()
+            if b" 200 " not in status:
+                raise RuntimeError(f"the gateway answered {status[:60]!r}")
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass  # the response's headers
+            event, ident = b"", b""
+            while line := await reader.readline():
+                line = line.rstrip(b"\r\n")
+                if line:
+                    field, _, value = line.partition(b":")
+                    if field == b"event":
+                        event = value.strip()
+                    elif field == b"id":
+                        ident = value.strip()
+                    continue
+                if event == b"item":
+                    seen.append((int(ident), time.time()))
+                    last_id = ident
+                elif event == b"status":
+                    ready.set()
+                elif event == b"end":
+                    return
+                event = b""
+        finally:
+            writer.close()
+        reconnects[0] += 1
 
 
 async def _run(port: int, key: str, sids: list[str], conn: Connection) -> None:
     seen: list[Seen] = [[] for _ in sids]
     readies = [asyncio.Event() for _ in sids]
+    reconnects = [0]
     clients = [
-        asyncio.create_task(_follow(port, key, sid, seen[i], readies[i]))
+        asyncio.create_task(_follow(port, key, sid, seen[i], readies[i], reconnects))
         for i, sid in enumerate(sids)
     ]
     async with asyncio.timeout(120):
@@ -61,10 +71,11 @@ async def _run(port: int, key: str, sids: list[str], conn: Connection) -> None:
     conn.send("ready")
     done = await asyncio.gather(*clients, return_exceptions=True)
     errors = sum(1 for d in done if isinstance(d, BaseException))
-    conn.send((seen, errors))
+    conn.send((seen, errors, reconnects[0]))
 
 
 def run(port: int, key: str, sids: list[str], conn: Connection) -> None:
     """A client process: one stream per entry of `sids`; sends "ready" once every stream
-    has its first event, then (what each stream saw, how many failed) once all ended."""
+    has its first event, then (what each stream saw, how many failed, how many times
+    streams were opened again) once all ended."""
     asyncio.run(_run(port, key, sids, conn))

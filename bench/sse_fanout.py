@@ -1,12 +1,14 @@
 """SSE fan-out: N clients on one gateway process following M live sessions.
 
 A real `agentctl gateway` process on a throwaway embedded stack; the SSE clients run in
-`--client-processes` processes of their own (bench/sse_clients.py); this process commits items to the sessions at a steady rate (through ItemRepository,
-as activities do), recording each commit's time. The gateway reads each session once per
-notification and fans the items out to its followers (workers/gateway/fanout.py). Reported:
-the gateway's memory per client and CPU while the items flow, the delay from commit to each
-client (p50/p95/p99), and whether any client lost, repeated or reordered an event (each must
-see ordinals 1..K exactly once, in order). Target: 500 clients at 90 commits/s, p99 <= 250 ms.
+`--client-processes` processes of their own (bench/sse_clients.py, reconnecting with
+Last-Event-ID if a stream closes before `end`); this process commits items to the sessions
+at a steady rate (through ItemRepository, as activities do), recording each commit's time.
+The gateway reads each session once per notification and fans the items out to its
+followers (workers/gateway/fanout.py). Reported: the gateway's memory per client and CPU
+while the items flow, the delay from commit to each client (p50/p95/p99), and whether any
+client lost, repeated or reordered an event (each must see ordinals 1..K exactly once, in
+order). Target: 500 clients at 90 commits/s, p99 <= 250 ms.
 
     cd bench && ../.venv/bin/python sse_fanout.py --clients 500 --sessions 50 --items 40 --rate 90
 """
@@ -163,9 +165,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     if proc.is_alive():
                         proc.kill()
             seen: list[sse_clients.Seen] = [[] for _ in range(args.clients)]
-            for k, (theirs_seen, _) in enumerate(results):
+            for k, (theirs_seen, _, _) in enumerate(results):
                 seen[k :: args.client_processes] = theirs_seen
-            failed = sum(errors for _, errors in results)
+            failed = sum(errors for _, errors, _ in results)
+            reconnects = sum(again for _, _, again in results)
         finally:
             gateway.terminate()
             gateway.wait(10)
@@ -185,6 +188,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "events_expected": args.clients * args.items,
         "events_received": sum(len(e) for e in seen),
         "streams_failed": failed,
+        "reconnects_with_last_event_id": reconnects,
         "lost": lost,
         "repeated": repeated,
         "out_of_order": reordered,
