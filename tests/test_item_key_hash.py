@@ -61,7 +61,12 @@ async def test_lookups_by_key_use_the_hash_index_and_no_index_holds_the_key_text
 ) -> None:
     async with resources.sessions() as db:
         defs = list(
-            await db.scalars(text("SELECT indexdef FROM pg_indexes WHERE tablename = 'items'"))
+            await db.scalars(
+                text(
+                    "SELECT indexdef FROM pg_indexes "
+                    "WHERE schemaname = 'public' AND tablename = 'items'"
+                )
+            )
         )
         hashed = [d for d in defs if "UNIQUE INDEX ux_items_key_hash" in d]
         assert (

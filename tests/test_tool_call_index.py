@@ -56,7 +56,10 @@ async def test_a_call_on_a_long_session_is_read_from_its_index_in_ordinal_order(
     bound = _FOR_TOOL_CALL.params(in_session=sid, in_tenant=tenant, in_call=call)
     async with resources.sessions() as db:
         (indexdef,) = await db.scalars(
-            text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_items_session_tool_call'")
+            text(
+                "SELECT indexdef FROM pg_indexes "
+                "WHERE schemaname = 'public' AND indexname = 'ix_items_session_tool_call'"
+            )
         )
         repo = ItemRepository(db, tenant)
         rows = await repo.for_tool_call(sid, call)
