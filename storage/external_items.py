@@ -21,6 +21,11 @@ from storage.sessions import SessionRepository
 
 _REFS: Table = ArtifactRefRow.__table__  # type: ignore[assignment]
 
+# How the agent definition of a session another SDK keeps begins ("external:openai-agents"):
+# such a session is a conversation, not a task of ours (quotas do not count it). No agent
+# of ours can be so named (activities/agents.py: letters, digits, '_' and '-').
+EXTERNAL_PREFIX = "external:"
+
 
 class ExternalItems:
     """Reads and removals on one tenant's session items."""

@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import StorageError
+from storage.external_items import EXTERNAL_PREFIX
 from storage.models import SessionRow
 from storage.quota_models import TenantControlRow, TenantSpendRow
 from storage.session_status import SessionStatus
@@ -317,7 +318,11 @@ class TenantControls:
                     SessionRow.parent_id.is_(None),
                     SessionRow.created_at > now - timedelta(minutes=1),
                 ),
-            ).where(SessionRow.tenant_id == self._tenant)
+            ).where(
+                SessionRow.tenant_id == self._tenant,
+                # A conversation another SDK keeps in AgentState is not a task.
+                ~SessionRow.agent_definition.startswith(EXTERNAL_PREFIX, autoescape=True),
+            )
         )
         running, parked, recent = counts.one()
         for name, have in (

@@ -35,6 +35,8 @@ from storage.errors import SessionNotFound
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository
 from storage.models import ItemRow
+from storage.quotas import Quotas, TenantControls
+from storage.sessions import SessionRepository
 from storage.turns import TurnRepository
 from tests.support.fake_openai import (  # noqa: F401 (the `server` fixture)
     FakeOpenAI,
@@ -45,6 +47,7 @@ from tests.support.fake_openai import (  # noqa: F401 (the `server` fixture)
 from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import agentctl, s3_keys
 from workers.claim_check import ClaimCheckStore
+from workers.external_history import NotExternalSession
 from workers.openai_agents_session import AgentStateSession
 from workers.render import item_line
 from workers.resources import Resources
@@ -267,7 +270,7 @@ async def test_the_session_shows_in_agentctl_and_the_gateway(
 
     code, out, err = await agentctl(capsys, "show", sid)
     assert code == 0, err
-    assert "agent external/openai-agents" in out
+    assert "agent external:openai-agents" in out
     assert "Weather in Oslo?" in out and "It is sunny." in out
     assert "forecast" in out and "call_1" in out
     sha = hashlib.sha256(output.encode()).hexdigest()
@@ -275,7 +278,7 @@ async def test_the_session_shows_in_agentctl_and_the_gateway(
 
     code, out, err = await agentctl(capsys, "sessions")
     assert code == 0, err
-    assert sid in out and "external/openai-agents" in out
+    assert sid in out and "external:openai-agents" in out
 
     key = await make_key(resources, tenant, "read")
     async with gateway_http(stack, resources, client) as http:
@@ -384,3 +387,28 @@ async def test_items_with_a_nul_or_of_any_size_come_back_as_added(
         "application/json",
         "application/json",
     ]
+
+
+async def test_sdk_conversations_do_not_count_as_running_tasks_or_starts(
+    resources: Resources, tenant: str
+) -> None:
+    # A conversation another SDK keeps is not a task of ours: a tenant with many of them
+    # may still start a task under its running_tasks and starts_per_minute quotas.
+    for n in range(3):
+        await session(resources, f"chat-{n}", tenant).add_items(conversation())
+    quotas = Quotas(running_tasks=1, parked_tasks=1, starts_per_minute=1)
+    async with resources.sessions() as db:
+        await TenantControls(db, tenant).check_start(quotas)
+
+
+async def test_a_session_of_our_own_loop_is_not_opened_as_an_sdk_session(
+    resources: Resources, tenant: str
+) -> None:
+    ours = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(ours, title="a task", model_config={})
+    with pytest.raises(NotExternalSession):
+        await session(resources, str(ours), tenant).add_items([{"role": "user", "content": "x"}])
+    with pytest.raises(NotExternalSession):
+        await session(resources, str(ours), tenant).get_items()
+    assert await rows(resources, tenant, ours) == []

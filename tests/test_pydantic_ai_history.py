@@ -107,7 +107,7 @@ async def test_an_agent_loads_and_saves_its_history_across_runs(
 
     code, out, err = await agentctl(capsys, "show", str(later.agentstate_id))
     assert code == 0, err
-    assert "agent external/pydantic-ai" in out
+    assert "agent external:pydantic-ai" in out
     assert "What is on shelf b?" in out and "read 2 results" in out
     assert f"{sha[:12]} {len(RESULT)} B" in out
 

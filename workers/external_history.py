@@ -32,7 +32,7 @@ from storage.artifact_commit import artifact_info, register_uploaded
 from storage.artifact_ref import ArtifactRef
 from storage.artifacts import ArtifactStore, check_user_tenant
 from storage.errors import SessionArchived, SessionNotFound
-from storage.external_items import ExternalItems
+from storage.external_items import EXTERNAL_PREFIX, ExternalItems
 from storage.item_kinds import ItemKind
 from storage.items import ItemRepository, NewItem
 from storage.models import ItemRow
@@ -40,8 +40,6 @@ from storage.previews import bounded, make_preview
 from storage.sessions import SessionRepository
 from workers.claim_check import ClaimCheckStore
 
-# The agent definition of every session another SDK writes; its agent name says which SDK.
-EXTERNAL_DEFINITION = "external"
 TOOL_OUTPUT_INLINE_BYTES = 2048
 ITEM_INLINE_BYTES = 16 * 1024
 TEXT_TYPE = "text/plain; charset=utf-8"
@@ -150,6 +148,8 @@ class ExternalHistory:
         self.tenant = check_user_tenant(tenant)
         self.id = session_uuid(self.tenant, session_key)
         self._sdk = sdk
+        # Agent name and definition alike, so readers show it once.
+        self._definition = EXTERNAL_PREFIX + sdk
         self._title = title or session_key
         self._store = store or ClaimCheckStore()
         self._owns_store = store is None
@@ -172,15 +172,15 @@ class ExternalHistory:
                 self.id,
                 title=bounded(self._title, 200),
                 model_config={},
-                agent_name=self._sdk,
-                agent_definition=EXTERNAL_DEFINITION,
+                agent_name=self._definition,
+                agent_definition=self._definition,
             )
         if row is None:
             return False
-        if row.agent_definition != EXTERNAL_DEFINITION:
+        if row.agent_definition != self._definition:
             raise NotExternalSession(
-                f"session {self.id} is run by agent {row.agent_definition!r}, "
-                "not kept by another SDK"
+                f"session {self.id} is of agent {row.agent_definition!r}, "
+                f"not a conversation {self._sdk} keeps"
             )
         self._known = True
         return True

@@ -10,7 +10,7 @@ Items are stored as workers/external_history.py says: user and system messages a
 user_message, the model's messages and reasoning as assistant_message, function calls
 (and the SDK's hosted tool calls) as tool_call, their outputs as tool_result with a large
 output in S3 by reference; get_items returns each item as it was added. The session shows
-in `agentctl sessions`/`show`/`watch` under agent `external/openai-agents`; its AgentState
+in `agentctl sessions`/`show`/`watch` under agent `external:openai-agents`; its AgentState
 id is `session.agentstate_id`.
 """
 

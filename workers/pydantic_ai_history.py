@@ -11,7 +11,7 @@ Each part of each message is one item (workers/external_history.py): system and 
 prompts as user_message, text and thinking as assistant_message, tool calls as tool_call,
 tool returns (and a retry sent back to a tool) as tool_result with a large return in S3 by
 reference. Messages are (de)serialised with ModelMessagesTypeAdapter, so load() gives back
-the messages append() was given. The session shows under agent `external/pydantic-ai`.
+the messages append() was given. The session shows under agent `external:pydantic-ai`.
 """
 
 from __future__ import annotations
