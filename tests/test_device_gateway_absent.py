@@ -1,6 +1,6 @@
-"""A device that connected once and went away: its relay stops polling the device's queue
-once the device has not polled for a while, so the call meets its schedule-to-start
-timeout and the model is told the device is offline; the task does not hang."""
+"""A device that connected once and went away: nobody takes its call, which meets the
+bound of its dispatch (the device's wait plus the tool's timeout) and the model is told
+the device is offline; the task does not hang."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def test_a_device_gone_after_connecting_is_reported_offline_to_the_model(
     ):
         http, auth, device_id = device.http, device.auth, device.device_id
         once = await http.post("/v1/device/calls/next", params={"wait": 0}, headers=auth)
-        assert once.status_code == 204  # connected once (its relay started), then gone
+        assert once.status_code == 204  # connected once, then gone
         began = time.monotonic()
         session_id, handle = await start(
             client,
@@ -58,8 +58,8 @@ async def test_a_device_gone_after_connecting_is_reported_offline_to_the_model(
     assert result.status == "completed"
     (told,) = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
     assert told.data["error_type"] == "DeviceOffline", told.data
-    # Told because nobody polls the queue any more (the relay stopped), not because every
-    # attempt the relay took timed out: retries were left.
+    # Told because nobody took the call within its bound, not because every attempt
+    # timed out: retries were left.
     async with resources.sessions() as db:
         (call,) = await DeviceCallRepository(db, tenant, device_id).waiting()
     assert call.attempt < TOOL_RETRY.maximum_attempts, call.attempt
