@@ -299,6 +299,15 @@ async def test_the_session_shows_in_agentctl_and_the_gateway(
         assert link.status_code in (200, 307)
         if link.status_code == 200:
             assert link.content == output.encode()
+        listed = (await http.get("/v1/sessions", headers=bearer(key))).json()["sessions"]
+        assert [(s["id"], s["agent"]) for s in listed] == [(sid, "external:openai-agents")]
+        # No loop of ours runs it: task actions are refused in our words, not a 500.
+        starter = await make_key(resources, tenant, "start")
+        for action, body in (("messages", {"text": "hi"}), ("cancel", None)):
+            refused = await http.post(
+                f"/v1/sessions/{sid}/{action}", json=body, headers=bearer(starter)
+            )
+            assert refused.status_code == 409, refused.text
         other = await make_key(resources, f"{tenant}-other", "read")
         missing = await http.get(f"/v1/sessions/{sid}", headers=bearer(other))
         assert missing.status_code == 404
