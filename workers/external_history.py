@@ -194,10 +194,13 @@ class ExternalHistory:
         # Upload and verify first: a row names only an object that exists.
         refs = await asyncio.gather(*(self._put(store, p) for p in prepared if p.blob is not None))
         try:
-            await self._commit(store, sessions, prepared, list(refs))
+            kept = await self._commit(store, sessions, prepared, list(refs))
         except SessionArchived:  # the cold tier took it meanwhile: bring it back, once
             await ensure_hot(sessions, store, self.tenant, self.id)
-            await self._commit(store, sessions, prepared, list(refs))
+            kept = await self._commit(store, sessions, prepared, list(refs))
+        # The SDK reads the whole conversation before its next run: keep what it will read.
+        for artifact_id, blob, content_type in kept:
+            self._store.cache.keep(self.tenant, artifact_id, blob, content_type, complete=True)
 
     async def _put(self, store: ArtifactStore, prepared: _Prepared) -> ArtifactRef:
         assert prepared.blob is not None
@@ -209,7 +212,9 @@ class ExternalHistory:
         sessions: async_sessionmaker[AsyncSession],
         prepared: list[_Prepared],
         refs: list[ArtifactRef],
-    ) -> None:
+    ) -> list[tuple[uuid.UUID, bytes, str]]:
+        """Commit the rows; the artifacts they name, as (id, bytes, content type)."""
+        kept: list[tuple[uuid.UUID, bytes, str]] = []
         async with sessions() as db, db.begin():
             await self._check(db, create=True)
             held = ExternalItems(db, self.tenant)
@@ -235,6 +240,7 @@ class ExternalHistory:
                 if p.blob is not None:
                     ref = next(pending)
                     artifact_id = await register_uploaded(db, store, ref, p.blob)
+                    kept.append((artifact_id, p.blob, ref.content_type))
                     await held.hold(self.id, artifact_id)
                     data["artifact"] = artifact_info(ref, with_key=False)
                     if p.row_payload is None:
@@ -262,6 +268,7 @@ class ExternalHistory:
                     )
                 )
             await items.append_many(new)
+        return kept
 
     async def load(self, limit: int | None = None) -> list[Stored]:
         """The session's entries in order (with `limit`, its newest `limit`); none when the
