@@ -1,11 +1,12 @@
 """Devices at scale: N simulated devices long-polling two real `agentctl gateway` processes.
 
 A throwaway embedded stack; this process runs the cloud side (a Temporal worker with the
-real offer_device_call activity, one tiny workflow per call awaiting it) and the devices
-(asyncio tasks speaking HTTP with a device key each, alternating gateways: a device polls
-one gateway and completes through the other, then posts the same completion again to the
-first). Nothing in the gateways is per device but the open poll: calls are leased from
-PostgreSQL and woken by NOTIFY (workers/gateway/device_wakes.py).
+real offer_device_call activity, one tiny workflow per call awaiting it); the devices run
+in `--device-processes` processes of their own (bench/device_clients.py: a device key
+each, alternating gateways: a device polls one gateway and completes through the other,
+then posts the same completion again to the first). Nothing in the gateways is per device
+but the open poll: calls are leased from PostgreSQL and woken by NOTIFY
+(workers/gateway/device_wakes.py).
 
 Reported: the gateways' RSS before any device and with every device polling (per device),
 their CPU per device while all poll idle, and for one call per device started at once: the
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -34,7 +36,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import device_clients
 import httpx
+from device_clients import BODY
 from proc_stats import proc_mem_kib
 from sqlalchemy import func, select
 from temporalio import workflow
@@ -55,8 +59,6 @@ from workflows.contracts import ToolOutcome, ToolRunInput
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 TENANT = "bench-devices"
 QUEUE = "bench-device-dispatch"
-BODY = b"what the device read"
-POLL_WAIT = 20.0
 
 
 @workflow.defn(name="BenchDeviceCall")
@@ -146,62 +148,6 @@ async def _setup(res: Resources, devices: int) -> list[tuple[str, str, uuid.UUID
     return out
 
 
-class Tally:
-    def __init__(self) -> None:
-        self.committed = 0
-        self.already = 0
-        self.refused: list[str] = []
-        self.polls = 0
-
-
-async def _device(
-    http: httpx.AsyncClient,
-    urls: list[str],
-    n: int,
-    key: str,
-    tally: Tally,
-    stop: asyncio.Event,
-) -> None:
-    auth = {"Authorization": f"Bearer {key}"}
-    sha = hashlib.sha256(BODY).hexdigest()
-    claim = {"size_bytes": len(BODY), "sha256": sha, "content_type": "text/plain"}
-    turn = n % 2
-    while not stop.is_set():  # until its one call came
-        turn = 1 - turn
-        polled, other = urls[turn], urls[1 - turn]
-        try:
-            got = await http.post(
-                f"{polled}/v1/device/calls/next", params={"wait": POLL_WAIT}, headers=auth
-            )
-        except httpx.TransportError:
-            await asyncio.sleep(1)
-            continue
-        tally.polls += 1
-        if got.status_code == 204:
-            continue
-        if got.status_code != 200:
-            tally.refused.append(f"poll {got.status_code}")
-            await asyncio.sleep(1)
-            continue
-        call = got.json()
-        put = await http.put(call["upload"]["url"], content=BODY)
-        if put.status_code != 200:
-            tally.refused.append(f"put {put.status_code}")
-            continue
-        body = {"result": claim, "lease": call["lease"]}
-        path = f"/v1/device/calls/{call['call_id']}/complete"
-        for url in (other, polled):  # the second is a retry: it must commit nothing
-            done = await http.post(f"{url}{path}", json=body, headers=auth)
-            status = done.json().get("status") if done.status_code == 200 else done.status_code
-            if status == "committed":
-                tally.committed += 1
-            elif status == "already_committed":
-                tally.already += 1
-            else:
-                tally.refused.append(f"complete {status}")
-        return  # one call per device
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_stack() as (ep, res, _), AsyncExitStack() as stack:
         env = {
@@ -227,16 +173,19 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await stack.enter_async_context(worker)
         idle_kib = sum(proc_mem_kib(p)[0] for p in pids)
 
-        limits = httpx.Limits(max_connections=4 * args.devices, max_keepalive_connections=None)
-        http = await stack.enter_async_context(
-            httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits)
-        )
-        tally, stop = Tally(), asyncio.Event()
-        tasks = []
-        for n, (_, key, _) in enumerate(setup):
-            tasks.append(asyncio.create_task(_device(http, urls, n, key, tally, stop)))
-            if n % 50 == 49:
-                await asyncio.sleep(0.25)  # connect over a few seconds, as devices would
+        spawn = multiprocessing.get_context("spawn")
+        pipes, procs = [], []
+        keyed = [(n, key) for n, (_, key, _) in enumerate(setup)]
+        for k in range(args.device_processes):
+            mine, theirs = spawn.Pipe()
+            proc = spawn.Process(
+                target=device_clients.run, args=(urls, keyed[k :: args.device_processes], theirs)
+            )
+            proc.start()
+            pipes.append(mine)
+            procs.append(proc)
+        for pipe in pipes:
+            assert await asyncio.to_thread(pipe.recv) == "ready"
         await asyncio.sleep(args.settle)
         polling_kib = sum(proc_mem_kib(p)[0] for p in pids)
         cpu0, t0 = sum(_cpu_seconds(p) for p in pids), time.monotonic()
@@ -268,11 +217,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         busy_cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
         peak_kib = sum(proc_mem_kib(p)[1] for p in pids)
         # Each device ends once its second completion was answered.
-        _, late = await asyncio.wait(tasks, timeout=60)
-        stop.set()
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        tallies = [await asyncio.to_thread(pipe.recv) for pipe in pipes]
+        for proc in procs:
+            proc.join(30)
 
         async with res.sessions() as db:
             per_key = (
@@ -304,17 +251,18 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         ),
         "tool_results_committed": sum(int(c) for _, c in per_key),
         "keys_committed_more_than_once": sum(1 for _, c in per_key if int(c) > 1),
-        "completions_committed": tally.committed,
-        "completions_already_committed": tally.already,
-        "refused": tally.refused[:10],
-        "refused_count": len(tally.refused),
-        "polls": tally.polls,
+        "completions_committed": sum(t["committed"] for t in tallies),
+        "completions_already_committed": sum(t["already_committed"] for t in tallies),
+        "refused": [r for t in tallies for r in t["refused"]][:10],
+        "polls": sum(t["polls"] for t in tallies),
+        "transport_errors": sum(t["transport_errors"] for t in tallies),
     }
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", type=int, default=1000)
+    parser.add_argument("--device-processes", type=int, default=2)
     parser.add_argument("--settle", type=float, default=10.0, help="seconds after connecting")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds measured idle")
     print(json.dumps(asyncio.run(main(parser.parse_args())), indent=2))

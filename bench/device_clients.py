@@ -1,0 +1,90 @@
+"""The simulated devices of bench/device_dispatch.py, in processes of their own so their
+HTTP never starves the cloud worker that the bench runs (nor is counted as the gateway's).
+
+Each device long-polls one gateway, alternating between them from poll to poll; on a call
+it PUTs the result bytes to the call's presigned URL, completes through the other gateway,
+then posts the same completion again to the one it polled (a retry: it must commit
+nothing), and is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from multiprocessing.connection import Connection
+from typing import Any
+
+import httpx
+
+BODY = b"what the device read"
+POLL_WAIT = 20.0
+
+
+async def _device(
+    http: httpx.AsyncClient, urls: list[str], n: int, key: str, tally: dict[str, Any]
+) -> None:
+    auth = {"Authorization": f"Bearer {key}"}
+    sha = hashlib.sha256(BODY).hexdigest()
+    claim = {"size_bytes": len(BODY), "sha256": sha, "content_type": "text/plain"}
+    turn = n % 2
+    while True:
+        turn = 1 - turn
+        polled, other = urls[turn], urls[1 - turn]
+        try:
+            got = await http.post(
+                f"{polled}/v1/device/calls/next", params={"wait": POLL_WAIT}, headers=auth
+            )
+        except httpx.TransportError:
+            tally["transport_errors"] += 1
+            await asyncio.sleep(1)
+            continue
+        tally["polls"] += 1
+        if got.status_code == 204:
+            continue
+        if got.status_code != 200:
+            tally["refused"].append(f"poll {got.status_code}")
+            await asyncio.sleep(1)
+            continue
+        call = got.json()
+        put = await http.put(call["upload"]["url"], content=BODY)
+        if put.status_code != 200:
+            tally["refused"].append(f"put {put.status_code}")
+            continue
+        body = {"result": claim, "lease": call["lease"]}
+        path = f"/v1/device/calls/{call['call_id']}/complete"
+        for url in (other, polled):
+            done = await http.post(f"{url}{path}", json=body, headers=auth)
+            status = done.json().get("status") if done.status_code == 200 else done.status_code
+            if status in ("committed", "already_committed"):
+                tally[status] += 1
+            else:
+                tally["refused"].append(f"complete {status}")
+        return
+
+
+async def _run(urls: list[str], devices: list[tuple[int, str]], conn: Connection) -> None:
+    tally: dict[str, Any] = {
+        "committed": 0,
+        "already_committed": 0,
+        "polls": 0,
+        "transport_errors": 0,
+        "refused": [],
+    }
+    limits = httpx.Limits(max_connections=4 * len(devices), max_keepalive_connections=None)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits) as http:
+        tasks = []
+        for i, (n, key) in enumerate(devices):
+            tasks.append(asyncio.create_task(_device(http, urls, n, key, tally)))
+            if i % 50 == 49:
+                await asyncio.sleep(0.25)  # connect over a few seconds, as devices would
+        conn.send("ready")
+        await asyncio.wait(tasks, timeout=900)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    conn.send(tally)
+
+
+def run(urls: list[str], devices: list[tuple[int, str]], conn: Connection) -> None:
+    """A process's devices, until each has completed its one call; its tally is sent."""
+    asyncio.run(_run(urls, devices, conn))
