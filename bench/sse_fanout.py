@@ -3,8 +3,9 @@
 A real `agentctl gateway` process on a throwaway embedded stack; the SSE clients run in
 `--client-processes` processes of their own (bench/sse_clients.py, reconnecting with
 Last-Event-ID if a stream closes before `end`); this process commits items to the sessions
-at a steady rate (through ItemRepository, as activities do), recording each commit's time.
-The gateway reads each session once per notification and fans the items out to its
+at a steady rate (through ItemRepository, as activities do), recording each commit's time
+(the database's clock just before COMMIT: the delay includes the commit itself). The
+gateway reads each session once per notification and fans the items out to its
 followers (workers/gateway/fanout.py). Reported: the gateway's memory per client and CPU
 while the items flow, the delay from commit to each client (p50/p95/p99), and whether any
 client lost, repeated or reordered an event (each must see ordinals 1..K exactly once, in
@@ -31,6 +32,7 @@ from typing import Any
 import httpx
 import sse_clients
 from proc_stats import proc_mem_kib, system_busy_seconds
+from sqlalchemy import text
 from throwaway_stack import bench_stack
 
 from storage.api_keys import ApiKeyRepository
@@ -93,7 +95,10 @@ async def _write(
                         text=f"message {n}",
                     )
                 )
-            commits[(sid, row.ordinal)] = time.time()
+                # The database's clock just before COMMIT, not this process's after it: on a
+                # busy machine this loop may resume late, and the delay would shrink by that.
+                at = await db.scalar(text("SELECT extract(epoch FROM clock_timestamp())"))
+            commits[(sid, row.ordinal)] = float(at)
 
     await asyncio.gather(*(session(j, sid) for j, sid in enumerate(sids)))
 
