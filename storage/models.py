@@ -85,9 +85,11 @@ class ItemRow(Base):
     __table_args__ = (
         PrimaryKeyConstraint("tenant_id", "id", name="items_pkey"),
         UniqueConstraint("tenant_id", "session_id", "ordinal", name="uq_items_session_ordinal"),
-        # Only a tool call's items can match a lookup by call (migration 0015).
+        # Only a tool call's items can match a lookup by call (migration 0015), tenant
+        # first (0025).
         Index(
             "ix_items_session_tool_call",
+            "tenant_id",
             "session_id",
             "tool_call_id",
             postgresql_where=text("tool_call_id IS NOT NULL"),

@@ -66,7 +66,9 @@ async def test_a_call_on_a_long_session_is_read_from_its_index_in_ordinal_order(
         last = await repo.for_tool_call(sid, "call_last_0")
         compiled = bound.compile(db.bind, compile_kwargs={"literal_binds": True})
         plan = "\n".join(await db.scalars(text(f"EXPLAIN (ANALYZE, BUFFERS) {compiled}")))
-    assert indexdef.endswith("(session_id, tool_call_id) WHERE (tool_call_id IS NOT NULL)")
+    assert indexdef.endswith(
+        "(tenant_id, session_id, tool_call_id) WHERE (tool_call_id IS NOT NULL)"
+    )
     assert [r.ordinal for r in rows] == [ITEMS // 2 + 1, ITEMS // 2 + 2]
     assert [r.ordinal for r in last] == [ITEMS + 1, ITEMS + 2]  # sorted, not as stored
     # The planner's own choice on this database, nothing disabled. With an ORDER BY ordinal
