@@ -126,8 +126,13 @@ async def run_one(
             else:
                 desc = await handle.describe()
                 if desc.status == WorkflowExecutionStatus.RUNNING:
-                    row.ended = f"stalled (no model call for {stall_seconds:.0f} s)"
-                    await handle.terminate("bench: stalled")
+                    over = time.monotonic() - began > limit
+                    row.ended = (
+                        f"cut at the {limit:.0f} s limit"
+                        if over
+                        else f"stalled (no model call for {stall_seconds:.0f} s)"
+                    )
+                    await handle.terminate("bench: stopped")
                 else:
                     row.ended = str(desc.status.name if desc.status else "?").lower()
             desc = await handle.describe()
