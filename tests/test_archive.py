@@ -23,7 +23,6 @@ from activities.model_context import config_of
 from storage.archive import (
     ArchiveConflict,
     ArchiveResult,
-    SessionArchived,
     SessionNotArchivable,
     archive_idle_sessions,
     archive_session,
@@ -34,7 +33,7 @@ from storage.archive_snapshot import HOT
 from storage.artifact_records import ArtifactRepository
 from storage.compactions import CompactionRepository
 from storage.context_configs import ContextConfigRepository
-from storage.errors import SessionNotFound
+from storage.errors import SessionArchived, SessionNotFound
 from storage.items import ItemRepository, NewItem
 from storage.models import SessionArchiveRow, SessionRow
 from storage.sessions import SessionRepository
