@@ -49,5 +49,6 @@ async def test_raw_arguments_never_reach_a_plain_tool(
     results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]
     assert results[0].data["error_type"] == "InvalidArguments"
     told = next(m.content for m in provider.requests[1].messages if m.role == "tool")
-    assert "call lookup again with one JSON object" in told
+    assert "lookup did not run" in told and "You sent: query=x" in told
+    assert "Call lookup again now, with its arguments as one complete JSON object" in told
     assert '{"query": string (required), "limit": integer}' in told

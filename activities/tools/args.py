@@ -10,16 +10,24 @@ from activities.tools.base import ToolError
 # What an error message shows of names the model chose, and how many of them.
 _MAX_SHOWN_NAME = 60
 _MAX_SHOWN_NAMES = 10
+# How much of a call's unparseable arguments its error shows back to the model.
+_MAX_SHOWN_SENT = 300
 
 
 def check_args(args: dict[str, Any], tool_name: str, schema: dict[str, Any]) -> None:
     """Refuse a call whose arguments were not a JSON object, saying what to send instead: a
     small model that cut its JSON short or wrote ``path=x`` needs the shape, not just "no"."""
     if RAW_ARGUMENTS_KEY in args:
+        # Worded for the model, which may read a tool result as a user's message (Qwen's
+        # template puts it in a user turn) and explain the error instead of acting on it:
+        # what it sent, that it is its own call to make again, and the shape to send.
+        sent = str(args[RAW_ARGUMENTS_KEY])
+        sent = sent if len(sent) <= _MAX_SHOWN_SENT else sent[:_MAX_SHOWN_SENT] + "..."
         raise ToolError(
             "InvalidArguments",
-            f"the arguments of this {tool_name} call were not valid JSON; call {tool_name} "
-            f"again with one JSON object: {argument_shape(schema)}",
+            f"{tool_name} did not run: its arguments were not valid JSON. You sent: {sent}\n"
+            f"Call {tool_name} again now, with its arguments as one complete JSON object: "
+            f"{argument_shape(schema)}",
         )
 
 

@@ -108,9 +108,11 @@ async def test_malformed_tool_call_json_becomes_an_error_result_and_the_run_cont
     # The model was told, and the calls before and after it kept their results.
     told = {m.tool_call_id: m.content for m in provider.requests[3].messages if m.role == "tool"}
     assert "not valid JSON" in told["call_1_0"] and "not valid JSON" in told["call_2_0"]
-    # ...with what to send instead: the tool by name and the shape of its arguments.
+    # ...with what it sent and what to send instead: the tool by name, its arguments' shape.
+    assert 'You sent: {"path": "out/x.md", "content": ' in told["call_2_0"]
+    shape = '{"path": string (required), "content": string (required)}'
     assert (
-        'call write_file again with one JSON object: {"path": string (required), '
+        f"Call write_file again now, with its arguments as one complete JSON object: {shape}"
         in (told["call_2_0"])
     )
     assert results["call_0_0"].data["artifact"]["size_bytes"] == len("kept\n")
