@@ -34,32 +34,34 @@ async def _device(
             got = await http.post(
                 f"{polled}/v1/device/calls/next", params={"wait": POLL_WAIT}, headers=auth
             )
-        except httpx.TransportError:
+            tally["polls"] += 1
+            if got.status_code == 204:
+                continue
+            if got.status_code != 200:
+                tally["refused"].append(f"poll {got.status_code}")
+                await asyncio.sleep(1)
+                continue
+            call = got.json()
+            put = await http.put(call["upload"]["url"], content=BODY)
+            if put.status_code != 200:
+                tally["refused"].append(f"put {put.status_code}")
+                continue
+            body = {"result": claim, "lease": call["lease"]}
+            path = f"/v1/device/calls/{call['call_id']}/complete"
+            for url in (other, polled):
+                done = await http.post(f"{url}{path}", json=body, headers=auth)
+                ok = done.status_code == 200
+                status = done.json().get("status") if ok else done.status_code
+                if status in ("committed", "already_committed"):
+                    tally[status] += 1
+                else:
+                    tally["refused"].append(f"complete {status}")
+            return
+        except httpx.TransportError as err:
+            # A timeout or a dropped connection: the lease runs out and the call comes back.
             tally["transport_errors"] += 1
+            tally["refused"].append(type(err).__name__)
             await asyncio.sleep(1)
-            continue
-        tally["polls"] += 1
-        if got.status_code == 204:
-            continue
-        if got.status_code != 200:
-            tally["refused"].append(f"poll {got.status_code}")
-            await asyncio.sleep(1)
-            continue
-        call = got.json()
-        put = await http.put(call["upload"]["url"], content=BODY)
-        if put.status_code != 200:
-            tally["refused"].append(f"put {put.status_code}")
-            continue
-        body = {"result": claim, "lease": call["lease"]}
-        path = f"/v1/device/calls/{call['call_id']}/complete"
-        for url in (other, polled):
-            done = await http.post(f"{url}{path}", json=body, headers=auth)
-            status = done.json().get("status") if done.status_code == 200 else done.status_code
-            if status in ("committed", "already_committed"):
-                tally[status] += 1
-            else:
-                tally["refused"].append(f"complete {status}")
-        return
 
 
 async def _run(urls: list[str], devices: list[tuple[int, str]], conn: Connection) -> None:

@@ -212,7 +212,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             )
             return time.monotonic() - began, outcome
 
-        results = await asyncio.gather(*(one(d, s) for d, _, s in setup))
+        settled = await asyncio.gather(*(one(d, s) for d, _, s in setup), return_exceptions=True)
+        results = [r for r in settled if not isinstance(r, BaseException)]
         took = time.monotonic() - t0
         busy_cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
         peak_kib = sum(proc_mem_kib(p)[1] for p in pids)
@@ -240,7 +241,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mib": round(peak_kib / 1024, 1),
         "idle_cpu_cores_all_polling": round(idle_cpu, 3),
         "idle_cpu_ms_per_device_per_s": round(idle_cpu * 1000 / args.devices, 3),
-        "calls": len(results),
+        "calls": len(settled),
+        "calls_failed": len(settled) - len(results),
         "all_calls_done_s": round(took, 2),
         "calls_per_s": round(len(results) / took, 1),
         "gateway_cpu_ms_per_call": round(busy_cpu * 1000 / len(results), 2),
