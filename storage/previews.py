@@ -29,6 +29,11 @@ def make_preview(content: bytes, content_type: str, limit: int = PREVIEW_CHARS) 
     return bounded(text, limit)
 
 
+# How the text of every tool result that is an error begins (a provider reading a reply
+# checks whether the model's last call failed by it).
+ERROR_PREFIX = "error ("
+
+
 def error_preview(error_type: str, message: str) -> str:
     """The text of a tool result that is an error: the model reads the type and the words."""
-    return f"error ({error_type}): {message}"[:PREVIEW_CHARS]
+    return f"{ERROR_PREFIX}{error_type}): {message}"[:PREVIEW_CHARS]

@@ -158,6 +158,26 @@ async def _ignore(text: str) -> None:
     return None
 
 
+async def test_a_call_in_prose_is_read_as_the_retry_only_after_an_error_result(
+    server: FakeOpenAI,
+) -> None:
+    text = 'The fix:\n```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```\nDone.'
+    server.reply = completion({"role": "assistant", "content": text}, "stop")
+    failed = ChatMessage(
+        role="tool", content="error (InvalidArguments): ...", tool_call_id="call_1"
+    )
+    worked = ChatMessage(role="tool", content="alpha", tool_call_id="call_1")
+    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="m", timeout=5)
+    try:
+        retried = await p.complete(request(CALLED, failed))
+        answered = await p.complete(request(CALLED, worked))
+    finally:
+        await p.aclose()
+    assert retried.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a"})]
+    assert retried.text == "The fix:\n\nDone."
+    assert (answered.tool_calls, answered.text) == ([], text)
+
+
 WRITE_FILE = ToolSpec(
     name="write_file",
     description="Write a workspace file.",

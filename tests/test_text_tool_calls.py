@@ -237,3 +237,40 @@ def test_a_cut_answer_stays_an_answer() -> None:
     text = 'The report says {"a": 1} and then'
     assert read_reply_text(text, OFFERED, cut=True).text == text
     assert read_reply_text('{"total": 3, "files": ["a"', OFFERED, cut=True).calls == []
+
+
+# The model's last call failed ------------------------------------------------------------
+
+# Measured from Qwen2.5-Coder 1.5B after an InvalidArguments result (the real-model tier).
+RETRY = (
+    "To read the file facts/launch.md, you need to provide the path as a string. Here's the "
+    'correct command:\n\n```json\n{"name": "read_file", "arguments": {"path": '
+    '"facts/launch.md", "max_bytes": 10000}}\n```\n\nThis will read the first 10,000 bytes.'
+)
+
+
+def test_after_a_failed_call_one_fenced_call_in_prose_is_the_call_again() -> None:
+    found = read_reply_text(RETRY, OFFERED, retrying=True)
+    assert found.calls == [
+        ProviderCall(
+            id="", name="read_file", arguments={"path": "facts/launch.md", "max_bytes": 10000}
+        )
+    ]
+    assert found.text.startswith("To read the file") and "```" not in found.text
+    # Not after a failure: a reply that shows a call is an answer.
+    assert read_reply_text(RETRY, OFFERED).calls == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Two fenced calls: which one it means is a guess.
+        RETRY + "\n```json\n" + json.dumps({"name": "write_file", "arguments": {}}) + "\n```",
+        # A tool that is not offered, in prose, is not read as a call.
+        'Try this:\n```json\n{"name": "read_files", "arguments": {"path": "a"}}\n```',
+        # A fence of data.
+        'The file says:\n```json\n{"path": "facts/launch.md"}\n```',
+    ],
+)
+def test_after_a_failed_call_other_prose_stays_an_answer(text: str) -> None:
+    assert read_reply_text(text, OFFERED, retrying=True).calls == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import openai
@@ -35,6 +36,7 @@ from activities.providers.context_window import DiscoveredWindow, discover_windo
 from activities.providers.openai_stream import StreamedReply, read_stream, usage_of
 from activities.providers.strict_schema import strict_compatible
 from activities.providers.text_tool_calls import read_reply_text
+from storage.previews import ERROR_PREFIX
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
@@ -94,9 +96,7 @@ class OpenAICompatibleProvider:
         messages = [_to_openai_message(m, self.name, self._empty_content) for m in request.messages]
         tools = [_to_openai_tool(t, self._strict) for t in request.tools]
         budget = request.max_output_tokens
-        offered = [t.name for t in request.tools]
-        # What the model was shown as tool results: a block repeating one is an echo.
-        shown = [m.content for m in request.messages if m.role == "tool"]
+        asked = _Asked.of(request)
         # Some compatible servers reject an empty tools list, so it is left out; "auto" is
         # the API's default, but some compatible servers only use tools when told.
         chosen: Literal["auto"] | Omit = "auto" if tools else omit
@@ -114,7 +114,7 @@ class OpenAICompatibleProvider:
                     max_tokens=max_tokens,
                     extra_headers=headers,
                 )
-                return _from_completion(completion, self.name, offered, shown)
+                return _from_completion(completion, self.name, asked)
             stream = await self._client.chat.completions.create(
                 model=request.model or self._model,
                 messages=messages,
@@ -148,7 +148,7 @@ class OpenAICompatibleProvider:
         except (AttributeError, TypeError, ValueError):
             # A chunk that is not JSON or not a chunk; its text is not repeated (untrusted).
             raise errors.bad_response(self.name, "malformed stream chunk") from None
-        return _from_stream(streamed, self.name, offered, shown)
+        return _from_stream(streamed, self.name, asked)
 
     async def context_window(self) -> DiscoveredWindow | None:
         """The window a compatible server advertises; api.openai.com advertises none."""
@@ -220,9 +220,31 @@ def _to_openai_tool(tool: ToolSpec, strict: bool) -> ChatCompletionFunctionToolP
     return {"type": "function", "function": function}
 
 
-def _from_completion(
-    completion: ChatCompletion, provider: str, offered: list[str], shown: list[str]
-) -> ModelReply:
+@dataclass(frozen=True)
+class _Asked:
+    """What a reply written as text is read against: the tools offered, the tool results
+    the model was shown (a block repeating one is an echo), and whether its last call failed
+    (an error result after its latest turn: the reply is likely that call again)."""
+
+    offered: list[str]
+    shown: list[str]
+    retrying: bool
+
+    @classmethod
+    def of(cls, request: ModelRequest) -> _Asked:
+        latest: list[str] = []
+        for message in reversed(request.messages):
+            if message.role != "tool":
+                break
+            latest.append(message.content)
+        return cls(
+            offered=[t.name for t in request.tools],
+            shown=[m.content for m in request.messages if m.role == "tool"],
+            retrying=any(content.startswith(ERROR_PREFIX) for content in latest),
+        )
+
+
+def _from_completion(completion: ChatCompletion, provider: str, asked: _Asked) -> ModelReply:
     if not completion.choices:
         raise errors.bad_response(provider, "no choices")
     choice = completion.choices[0]
@@ -234,14 +256,11 @@ def _from_completion(
         choice.finish_reason,
         usage_of(usage),
         completion.model or "",
-        offered,
-        shown,
+        asked,
     )
 
 
-def _from_stream(
-    streamed: StreamedReply, provider: str, offered: list[str], shown: list[str]
-) -> ModelReply:
+def _from_stream(streamed: StreamedReply, provider: str, asked: _Asked) -> ModelReply:
     if streamed.chunks == 0:
         raise errors.bad_response(provider, "an empty stream")
     if streamed.finish_reason is None:
@@ -257,8 +276,7 @@ def _from_stream(
         streamed.finish_reason,
         streamed.usage or Usage(),
         streamed.model,
-        offered,
-        shown,
+        asked,
     )
 
 
@@ -268,13 +286,18 @@ def _reply(
     finish_reason: str | None,
     usage: Usage,
     model: str,
-    offered: list[str],
-    shown: list[str],
+    asked: _Asked,
 ) -> ModelReply:
     """Our reply from what the server sent, whole or streamed: the same reading of both."""
     if not tool_calls and text:
         # A server that did not parse the model's tool-call text returns it as the answer.
-        written = read_reply_text(text, offered, shown, cut=finish_reason == "length")
+        written = read_reply_text(
+            text,
+            asked.offered,
+            asked.shown,
+            cut=finish_reason == "length",
+            retrying=asked.retrying,
+        )
         tool_calls, text = written.calls, written.text
     # Compatible servers may not validate; fall back rather than fail on a missing field.
     finish = finish_reason or "stop"

@@ -30,6 +30,7 @@ _MAX_NAME_CHARS = 200
 # model hears which call was malformed.
 _NAME_IN_BROKEN_JSON = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
+_FENCED_BLOCK = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```", re.DOTALL)
 # Tags a small model puts around (or beside) a call written as text: Qwen's template lists the
 # tools inside <tools>, and Qwen2.5-Coder 1.5B echoes its calls in them, or writes an empty
 # pair before a fenced call. They are dropped before a whole reply is judged, as is a stray
@@ -67,7 +68,12 @@ class TextToolCalls:
 
 
 def read_reply_text(
-    text: str, offered: Collection[str], results: Collection[str] = (), *, cut: bool = False
+    text: str,
+    offered: Collection[str],
+    results: Collection[str] = (),
+    *,
+    cut: bool = False,
+    retrying: bool = False,
 ) -> TextToolCalls:
     """The calls written in a reply's ``text`` and the answer left once they, echoes of
     ``results`` (the tool results the model was shown) and bare markup are removed.
@@ -82,6 +88,11 @@ def read_reply_text(
     A reply ``cut`` at its token limit may end inside a call: a small model that writes the
     same call over and over runs into the limit so. Its complete leading calls count (each
     distinct call once); the unfinished tail is dropped, not taken as an answer.
+
+    ``retrying``: the model's last call failed (its result was an error). A small model then
+    often explains the fix and puts the corrected call in a fence inside the prose; one fenced
+    call of an offered tool is that call, the prose kept as its text. Outside a retry such a
+    reply stays an answer (it may be showing a call, not making one).
     """
     left = text
     if "<tool_call>" in text or "<tool_response>" in text:
@@ -94,7 +105,20 @@ def read_reply_text(
         calls = _distinct(_whole_reply_calls(_complete_values(left.strip()), offered))
     if calls:
         return TextToolCalls(calls, "")
+    if retrying and (retried := _one_fenced_call(left, offered)) is not None:
+        return retried
     return TextToolCalls([], "" if is_bare_markup(left) else left.strip())
+
+
+def _one_fenced_call(text: str, offered: Collection[str]) -> TextToolCalls | None:
+    fences = list(_FENCED_BLOCK.finditer(text))
+    if len(fences) != 1:
+        return None
+    calls = _whole_reply_calls(fences[0].group(1).strip(), offered)
+    if len(calls) != 1 or calls[0].name not in offered:
+        return None
+    prose = (text[: fences[0].start()] + text[fences[0].end() :]).strip()
+    return TextToolCalls(calls, prose)
 
 
 def _complete_values(text: str) -> str:
