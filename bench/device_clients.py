@@ -4,7 +4,8 @@ HTTP never starves the cloud worker that the bench runs (nor is counted as the g
 Each device long-polls one gateway, alternating between them from poll to poll; on a call
 it PUTs the result bytes to the call's presigned URL, completes through the other gateway,
 then posts the same completion again to the one it polled (a retry: it must commit
-nothing), and is done.
+nothing), and is done; a completion refused because its lease ran out meanwhile (an
+overloaded gateway) sends it back to polling, as agentctl device does.
 """
 
 from __future__ import annotations
@@ -48,15 +49,19 @@ async def _device(
                 continue
             body = {"result": claim, "lease": call["lease"]}
             path = f"/v1/device/calls/{call['call_id']}/complete"
+            answered = False
             for url in (other, polled):
                 done = await http.post(f"{url}{path}", json=body, headers=auth)
                 ok = done.status_code == 200
                 status = done.json().get("status") if ok else done.status_code
                 if status in ("committed", "already_committed"):
                     tally[status] += 1
+                    answered = True
                 else:
                     tally["refused"].append(f"complete {status}")
-            return
+            if answered:
+                return
+            # Refused (its lease ran out meanwhile): the call is offered again; poll for it.
         except httpx.TransportError as err:
             # A timeout or a dropped connection: the lease runs out and the call comes back.
             tally["transport_errors"] += 1
