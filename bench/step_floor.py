@@ -1,6 +1,6 @@
 """The bare loop's floor: how a step's time changes with its activities' time, and how fast
 a workflow task woken by a signal on an idle worker is handed over (docs/BENCHMARKS.md,
-run Y).
+"Step latency against the bare loop").
 
     cd bench && ../.venv/bin/python step_floor.py
 

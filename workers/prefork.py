@@ -15,7 +15,8 @@ shared: it starts no thread, event loop, connection or Temporal runtime before i
 Once the children are forked, the parent execs workers/prefork_supervisor.py, a fresh
 interpreter with the standard library only: its own copy of every page a child has written
 since the fork (refcounts, the interpreter's specialised bytecode) would otherwise be held
-for nothing, ~50 MiB with two workers (docs/BENCHMARKS.md, run HH). Same process, same pid.
+for nothing, ~50 MiB with two workers at 10,000 parked sessions (`bench/parked_approvals.py
+--forked 2`, docs/BENCHMARKS.md "Parked sessions"). Same process, same pid.
 
 Lifecycle: SIGTERM or SIGINT to the parent is passed to every child, each finishes its
 shutdown, and the parent exits 0. A child that exits on its own (a crash, an OOM kill, a

@@ -5,7 +5,8 @@
 
 Standard library only, and run by path in a fresh interpreter: the parent execs this file
 so that it stops holding its own copies of the pages the workers have written since the
-fork (~50 MiB with two workers at 10,000 parked sessions, docs/BENCHMARKS.md, run HH).
+fork (~50 MiB with two workers at 10,000 parked sessions, `bench/parked_approvals.py
+--forked 2`).
 
 SIGTERM or SIGINT is passed to every worker as SIGTERM; once all have exited the status is 0
 (or the first failure among them). A worker that exits while no stop was asked for stops the

@@ -53,7 +53,7 @@ class DatabaseSettings(BaseSettings):
     # closes them again). A busy worker has up to 100 activities and local activities
     # in flight: at 5, the connections above the pool were opened and closed all the time,
     # a PostgreSQL backend started each time (~5 ms of PostgreSQL CPU per approval at
-    # 2,000 parked sessions, docs/BENCHMARKS.md, run DD).
+    # 2,000 parked sessions, `bench/parked_approvals.py --sessions 2000`).
     pool_size: int = Field(default=20, gt=0)
     echo: bool = False
 
@@ -155,10 +155,10 @@ class AgentSettings(BaseSettings):
     # run holds ~0.1-0.15 MiB (shared sandbox), so 500 bound the worker near 250-300 MiB
     # however many sessions are parked; a run woken after eviction is replayed from its
     # history instead (~10-35 ms CPU), and a cache smaller than the runs in flight at once
-    # thrashes (docs/BENCHMARKS.md, "The workflow cache", has these measured). The runs in
+    # thrashes (docs/BENCHMARKS.md, "The workflow cache and the workflow sandbox"). The runs in
     # flight at once are up to the activity slots plus the workflow-task slots (100 + 100,
     # the SDK's defaults): parking 1,000 sessions through a cache of 100 replayed 82% of
-    # them on their way (docs/BENCHMARKS.md, run AA).
+    # them on their way (`bench/parked_approvals.py --sessions 1000 --max-cached 100`).
     max_cached_workflows: int = Field(default=500, ge=0)
     # The sandbox workflow runs get (workers/workflow_sandbox.py says what each checks and
     # costs): off (the default), shared, or strict, which re-imports and checks our
@@ -199,7 +199,7 @@ class AgentSettings(BaseSettings):
     model_retry_max_interval_seconds: float = Field(
         default=AgentInput.model_retry_max_interval_seconds, gt=0
     )
-    # Written for small models too (Qwen2.5-Coder 1.5B, docs/BENCHMARKS.md). Measured there:
+    # Written for small models too (Qwen2.5-Coder 1.5B, `bench/real_model.py`). Measured there:
     # without the last two sentences it narrated a tool result and stopped, or wrote files
     # a question never asked for and then gave no answer.
     system_prompt: str = (

@@ -26,7 +26,8 @@ checks almost nothing in it (a shared module's globals are the host's; it still 
 `open`, `input` and `breakpoint`, thread-locally while an activation runs), yet it costs
 every activation and every payload's serialization context an `exec` behind its import
 hooks: ~12 ms of worker CPU per approval and ~8 ms per park at 2,000 parked sessions
-(docs/BENCHMARKS.md, run DD). Determinism is kept where it is actually checked: the source
+(`bench/parked_approvals.py --sessions 2000`; docs/BENCHMARKS.md, "The workflow cache and
+the workflow sandbox"). Determinism is kept where it is actually checked: the source
 check of the shared modules (clock, randomness and those three builtins), replay of
 recorded histories (tests/test_replay.py, strict and as workers run) and the tests' own
 workers, which run strict.
