@@ -85,7 +85,12 @@ async def _run(urls: list[str], devices: list[tuple[int, str]], conn: Connection
             if i % 50 == 49:
                 await asyncio.sleep(0.25)  # connect over a few seconds, as devices would
         conn.send("ready")
-        await asyncio.wait(tasks, timeout=900)
+        # Until each device is done, or the bench says every call completed (a device
+        # whose completion timed out after it committed polls on for nothing).
+        told = asyncio.ensure_future(asyncio.to_thread(conn.recv))
+        every = asyncio.ensure_future(asyncio.wait(tasks))
+        await asyncio.wait([told, every], timeout=900, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(tasks, timeout=10)  # second completions still in flight
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -217,7 +217,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         took = time.monotonic() - t0
         busy_cpu = sum(_cpu_seconds(p) for p in pids) - cpu0
         peak_kib = sum(proc_mem_kib(p)[1] for p in pids)
-        # Each device ends once its second completion was answered.
+        for pipe in pipes:
+            pipe.send("stop")  # every call completed: the devices still polling may go
         tallies = [await asyncio.to_thread(pipe.recv) for pipe in pipes]
         for proc in procs:
             proc.join(30)
