@@ -10,8 +10,8 @@ LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint typecheck check clean local-model demo-local test-real-model chromium \
-	test-partitioned
+.PHONY: run test test-fast lint typecheck check clean local-model demo-local test-real-model \
+	chromium test-partitioned
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+## The fast tier: the tests that need no service, start no process and drive no browser
+## (markers set from each test's fixtures, tests/support/tiers.py); starting a process fails.
+test-fast: $(STAMP)
+	DURABLE_AGENTS_TEST_TIER=fast $(BIN)/pytest -q -p no:cacheprovider \
+		-m "not services and not processes and not chaos and not browser and not real_model"
 
 ## The storage tests against AgentState hash-partitioned by tenant_id (4 partitions per
 ## tenant-owned table, storage/partitioning.py): the keys a distributed PostgreSQL needs.

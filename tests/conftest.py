@@ -22,12 +22,21 @@ from activities.tools.builtin import default_registry
 from storage.db import migrate
 from storage.partitioning import ENV_FLAG, partition_by_tenant
 from storage.workspaces import WorkspaceScope
+from tests.support.tiers import guard_fast_tier, mark_tiers
 from workers.cloud import build_cloud_worker, cloud_activities, running
 from workers.resources import Resources, open_resources
 from workers.settings import get_settings
 from workers.stack import DevStack, StackEndpoints
 from workers.temporal_client import connect_client
 from workers.workflow_sandbox import SandboxMode
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: it reads these markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers services / processes / chaos / browser from each test's fixture closure
+    (tests/support/tiers.py); `make test-fast` runs the tests with none of them."""
+    mark_tiers(items)
+    guard_fast_tier()
 
 
 @pytest.fixture(scope="session")
