@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import logging
 import uuid
@@ -142,8 +141,20 @@ async def next_call(
                 left = deadline - loop.time()
                 if left <= 0:
                     return None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout=min(left, RECHECK_SECONDS))
+                # Woken by a call for this device, or by its key ending (checked above).
+                wakes_up = [
+                    asyncio.ensure_future(woken.wait()),
+                    asyncio.ensure_future(hold.ended.wait()),
+                ]
+                try:
+                    await asyncio.wait(
+                        wakes_up,
+                        timeout=min(left, RECHECK_SECONDS),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    for waiter in wakes_up:
+                        waiter.cancel()
     finally:
         hold.release()
 
