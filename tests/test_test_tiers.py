@@ -1,0 +1,118 @@
+"""The fast tier (`make test-fast`) holds no test that needs a service, starts a process or
+drives a browser: the markers tests/support/tiers.py sets, read back from a real collection
+of the whole suite in a child pytest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.tiers import FAST, FAST_ENV, TIERS
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Prints each collected test with its markers and fixture closure, as JSON lines.
+_COLLECT = """
+import json, sys
+import pytest
+
+class Report:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            print("ITEM " + json.dumps({
+                "id": item.nodeid,
+                "marks": sorted({m.name for m in item.iter_markers()}),
+                "fixtures": sorted(getattr(item, "fixturenames", ())),
+            }))
+
+sys.exit(pytest.main(
+    ["--collect-only", "-q", "-p", "no:cacheprovider", "-m", "", "tests"], plugins=[Report()]
+))
+"""
+
+# Fixtures that start (or hold) the real stack or llama-server: none may be in the fast tier.
+SERVICE_FIXTURES = {"devstack", "stack", "migrated", "resources", "client", "agent_worker"}
+SERVICE_FIXTURES |= {"cli_env", "chaos_devstack", "chaos_client", "chaos_worker", "llama"}
+
+
+@pytest.fixture(scope="module")
+def collected() -> dict[str, dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECT],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != FAST_ENV},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [json.loads(line[5:]) for line in done.stdout.splitlines() if line.startswith("ITEM ")]
+    return {row["id"]: row for row in rows}
+
+
+def _fast(row: dict[str, Any]) -> bool:
+    return not set(row["marks"]) & {*TIERS, "real_model"}
+
+
+def test_the_fast_tier_holds_no_service_fixture_and_is_most_of_the_suite(
+    collected: dict[str, dict[str, Any]],
+) -> None:
+    fast = {i: r for i, r in collected.items() if _fast(r)}
+    assert len(collected) > 1000 and len(fast) > 400, (len(collected), len(fast))
+    leaks = {i: sorted(set(r["fixtures"]) & SERVICE_FIXTURES) for i, r in fast.items()}
+    assert not {i: f for i, f in leaks.items() if f}
+
+
+def test_markers_follow_fixtures_paths_and_the_calls_a_test_makes(
+    collected: dict[str, dict[str, Any]],
+) -> None:
+    def marks(prefix: str) -> list[set[str]]:
+        found = [set(r["marks"]) for i, r in collected.items() if i.startswith(prefix)]
+        assert found, prefix
+        return found
+
+    # A pure unit test file: every test in the fast tier.
+    assert all(_fast(r) for i, r in collected.items() if i.startswith("tests/test_tools_files.py"))
+    # Anything on the stack's fixtures needs services (client, the worker, the database).
+    for row in collected.values():
+        if {"client", "agent_worker", "resources", "migrated"} & set(row["fixtures"]):
+            assert "services" in row["marks"], row["id"]
+    assert all("chaos" in m for m in marks("tests/chaos/"))
+    assert all("browser" in m for m in marks("tests/test_web_page"))
+    assert all("real_model" in m for m in marks("tests/real_model/"))
+    # Started in the test body, not by a fixture: `agentctl demo`, a DevStack of its own.
+    assert all("processes" in m for m in marks("tests/test_demo_command.py"))
+    assert all("services" in m for m in marks("tests/test_devstack.py::test_stack_stops"))
+
+
+def test_make_test_fast_selects_the_fast_tier() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    target = makefile.split("\ntest-fast:", 1)[1].split("\n\n", 1)[0]
+    assert f'-m "{FAST}"' in re.sub(r"\\\n\s*", "", target)
+    assert f"{FAST_ENV}=fast" in target
+
+
+def test_in_the_fast_tier_starting_a_process_fails_loudly() -> None:
+    probe = (
+        "import subprocess\n"
+        "from tests.support.tiers import guard_fast_tier\n"
+        "guard_fast_tier()\n"
+        "subprocess.run(['true'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, FAST_ENV: "fast"},
+    )
+    assert done.returncode != 0
+    assert "the fast tier (make test-fast) started a process" in done.stderr
