@@ -27,8 +27,10 @@ FAST_ENV = "DURABLE_AGENTS_TEST_TIER"  # "fast" in `make test-fast`
 # body (or a function of its module it calls) that names one of them starts it itself.
 _SERVICE_TYPES = ("DevStack", "PostgresServer", "TemporalDevServer", "SeaweedServer", "PgInstall")
 _PROCESS_TYPES = ("LlamaServer", "WorkerProcess", "GatewayProcess", "GatewayDeviceProcess")
-# Names whose call starts a subprocess, and modules whose helpers do.
-_PROCESS_NAMES = (*_PROCESS_TYPES, "Popen", "create_subprocess_exec", "create_subprocess_shell")
+# Names whose call starts a subprocess, and modules whose helpers do. McpToolsets.start()
+# probes, as the tool user, that it reaches the server.
+_PROCESS_NAMES: tuple[str, ...] = (*_PROCESS_TYPES, "McpToolsets", "Popen")
+_PROCESS_NAMES += ("create_subprocess_exec", "create_subprocess_shell")
 _PROCESS_MODULES = (
     "subprocess",
     "tests.support.processes",
@@ -36,7 +38,6 @@ _PROCESS_MODULES = (
     "tests.support.mcp",
     "tests.support.isolation_worker",
     "workers.prefork",
-    "activities.tools.mcp_servers",
 )
 _BROWSER_MODULES = ("tests.support.browser", "playwright.async_api")
 _ROOT = Path(__file__).resolve().parents[1]
