@@ -53,6 +53,7 @@ def every_setting_changed() -> AgentInput:
         budget_cost_usd=1.5,
         budget_tool_calls=12,
         budget_seconds=600,
+        budget_root="root",
     )
 
 
@@ -88,12 +89,17 @@ def test_a_child_gets_its_parents_settings_fresh_cursors_and_no_device() -> None
         elif f.name not in {"session_id", "depth"}:
             assert getattr(child, f.name) == getattr(parent, f.name), f.name
     assert (child.session_id, child.depth) == ("child", 2)
+    # A root task's child spends the root's budget; so does that child's child.
+    root = AgentInput(session_id="root")
+    assert root.for_child("a").budget_root == "root"
+    assert root.for_child("a").for_child("b").budget_root == "root"
 
 
 def test_task_options_carry_every_setting_to_the_start_input() -> None:
     inp = every_setting_changed()
     settings = {f.name for f in fields(AgentInput)} - CURSORS - FIRST_RUN_ONLY
-    settings -= {"session_id", "depth", "approvals_in_state"}
+    # Set by the loop for a sub-agent, never by a starter.
+    settings -= {"session_id", "depth", "approvals_in_state", "budget_root"}
     values: dict[str, Any] = {name: getattr(inp, name) for name in settings}
     options = TaskOptions(**values)
     started = options.agent_input("s")
