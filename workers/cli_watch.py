@@ -25,7 +25,7 @@ from workers.cli_common import (
     tenant_or_default,
     with_resources,
 )
-from workers.gateway.events import RECHECK_SECONDS
+from workers.gateway.fanout import RECHECK_SECONDS
 from workers.gateway_client import KEY_ENV, URL_ENV, Gateway
 from workers.gateway_watch import watch_via_gateway
 from workers.resources import Resources
