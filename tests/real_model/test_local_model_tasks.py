@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, web
+from aiohttp import web
 from temporalio.client import Client, WorkflowHandle
 
 from activities.providers.base import ModelProvider
 from activities.providers.factory import build_provider
 from storage.models import ItemRow
 from tests.conftest import AgentRunner
+from tests.real_model.relay import relay, serving
 from tests.support.fake_openai import answer, completion
 from tests.support.helpers import (
     copy_demo_workspace,
@@ -133,35 +134,16 @@ class FirstReplyMalformed:
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             broken = completion(message, "tool_calls") | {"model": request_body.get("model", "")}
             return await answer(request, request_body, broken)  # streamed if asked to
-        async with ClientSession() as http:
-            url = f"{self.upstream}/chat/completions"
-            headers = {"Content-Type": "application/json"}
-            async with http.post(url, data=body, headers=headers) as reply:
-                # Passed through as it comes: a streamed reply stays a stream.
-                response = web.StreamResponse(
-                    status=reply.status,
-                    headers={"Content-Type": reply.headers.get("Content-Type", "")},
-                )
-                await response.prepare(request)
-                async for piece in reply.content.iter_any():
-                    await response.write(piece)
-                await response.write_eof()
-                return response
+        response, _ = await relay(request, self.upstream, body)
+        return response
 
 
 @pytest.fixture
 async def malformed_first(llama: LlamaServer) -> AsyncIterator[FirstReplyMalformed]:
     fake = FirstReplyMalformed(llama.base_url)
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fake.url = f"http://127.0.0.1:{port}/v1"
-    yield fake
-    await runner.cleanup()
+    async with serving(fake.handle) as url:
+        fake.url = url
+        yield fake
 
 
 async def test_a_task_recovers_from_a_malformed_first_tool_call(

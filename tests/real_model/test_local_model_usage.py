@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import web
 from temporalio.client import Client
 
 from activities.providers.factory import build_provider
 from tests.conftest import AgentRunner
+from tests.real_model.relay import relay, serving
 from tests.real_model.test_local_model_tasks import (
     FACT,
     TASK_SECONDS,
@@ -40,23 +41,8 @@ class UsageRecorder:
         self.url = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        headers = {"Content-Type": "application/json"}
-        async with (
-            ClientSession(timeout=ClientTimeout(total=None)) as http,
-            http.post(f"{self.upstream}/chat/completions", data=body, headers=headers) as reply,
-        ):
-            response = web.StreamResponse(
-                status=reply.status,
-                headers={"Content-Type": reply.headers.get("Content-Type", "")},
-            )
-            await response.prepare(request)
-            seen = b""
-            async for piece in reply.content.iter_any():
-                seen += piece
-                await response.write(piece)
-            await response.write_eof()
-        if reply.status == 200:
+        response, seen = await relay(request, self.upstream, await request.read())
+        if response.status == 200:
             self._keep(seen)
         return response
 
@@ -87,15 +73,9 @@ class UsageRecorder:
 @pytest.fixture
 async def recorder(llama: LlamaServer) -> AsyncIterator[UsageRecorder]:
     proxy = UsageRecorder(llama.base_url)
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", proxy.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    proxy.url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    yield proxy
-    await runner.cleanup()
+    async with serving(proxy.handle) as url:
+        proxy.url = url
+        yield proxy
 
 
 async def test_agentctl_usage_is_the_sum_of_what_the_server_reported(
