@@ -16,7 +16,7 @@ CHROMIUM ?= /usr/bin/chromium
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,peers]'
 	touch $(STAMP)
 
 ## Start the embedded stack, run the demo agent task to completion, show what happened, stop.
