@@ -24,8 +24,8 @@ from temporalio.testing import ActivityEnvironment
 from activities.device_presence import DevicePresenceActivities
 from activities.providers.scripted import ScriptedProvider
 from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
+from storage.device_models import DeviceRow
 from storage.devices import DeviceRepository
-from storage.models import DeviceRow
 from tests.conftest import AgentRunner
 from tests.support.blocking import (
     artifact_commit_held,

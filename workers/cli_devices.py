@@ -6,8 +6,8 @@ from datetime import UTC
 
 from rich.table import Table
 
+from storage.device_models import DeviceRow
 from storage.devices import ONLINE_WITHIN, DeviceRepository
-from storage.models import DeviceRow
 from workers.cli_common import Tenant, console, run_async, tenant_or_default, with_resources
 from workers.resources import Resources
 

@@ -18,8 +18,9 @@ from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
 from storage.artifacts import artifact_key
+from storage.device_models import DeviceRow
 from storage.devices import DeviceRepository
-from storage.models import ArtifactRow, DeviceRow, ItemRow, SessionRow
+from storage.models import ArtifactRow, ItemRow, SessionRow
 from storage.workspaces import TENANT_DIR
 from workers import tasks
 from workers.cli import main

@@ -33,9 +33,10 @@ from activities.tool_run import call_arguments, outcome_of
 from storage.api_keys import Principal
 from storage.artifact_streams import status as s3_status
 from storage.device_calls import DONE, STAGING_DIR, DeviceCallRepository
+from storage.device_models import DeviceCallRow
 from storage.devices import DeviceRepository
 from storage.items import ItemRepository
-from storage.models import DeviceCallRow, ItemRow
+from storage.models import ItemRow
 from storage.sessions import SessionRepository
 from storage.tool_effects import EffectState
 from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
