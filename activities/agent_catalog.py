@@ -9,13 +9,13 @@ from dataclasses import asdict, dataclass, replace
 
 from temporalio.exceptions import ApplicationError
 
-from activities.agents import DEFAULT_AGENT, Agent, ModelChoice, agents_by_name
-from activities.context import ContextBudget
-from activities.errors import non_retryable
-from activities.model_context import config_of
-from activities.providers.base import ModelProvider
-from activities.tools.base import Tool, ToolRegistry
-from storage.context_configs import ContextConfig
+from durable_agents.activities.agents import DEFAULT_AGENT, Agent, ModelChoice, agents_by_name
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import config_of
+from durable_agents.activities.errors import non_retryable
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.activities.tools.base import Tool, ToolRegistry
+from durable_agents.storage.context_configs import ContextConfig
 
 # How many agent names an UnknownAgent error lists.
 _MAX_LISTED = 20

@@ -15,11 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from activities.approval_policy import PolicyError
-from activities.approval_policy import validate as validate_policy
-from activities.task_rules import BUDGET_FIGURES, InvalidTaskInput, check_budget_figure
-from activities.tools.base import Tool
-from activities.tools.mcp_servers import McpServer, identity_of
+from durable_agents.activities.policies.approval_policy import PolicyError
+from durable_agents.activities.policies.approval_policy import validate as validate_policy
+from durable_agents.activities.policies.task_rules import (
+    BUDGET_FIGURES,
+    InvalidTaskInput,
+    check_budget_figure,
+)
+from durable_agents.activities.tools.base import Tool
+from durable_agents.activities.tools.mcp_servers import McpServer, identity_of
 
 # The agent the worker's settings describe (AGENT_SYSTEM_PROMPT, the built-in tools): what a
 # task runs when it names none, and what every session recorded before agents runs.
@@ -58,7 +62,7 @@ class Limits:
 
     max_steps: int | None = None
     tool_timeout_seconds: float | None = None
-    # A task's budget by default (activities/task_rules.py bounds them): tokens in and
+    # A task's budget by default (activities/policies/task_rules.py bounds them): tokens in and
     # out, cost in USD, tool calls, seconds since the task started.
     budget_tokens: int | None = None
     budget_cost_usd: float | None = None

@@ -8,31 +8,36 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities.agent_catalog import AgentCatalog
-from activities.context import ContextBudget, assemble_context
-from activities.context_windows import ContextWindows
-from activities.errors import storage_errors_are_final
-from activities.heartbeat import heartbeating
-from activities.model_context import (
+from durable_agents.activities.agent_catalog import AgentCatalog
+from durable_agents.activities.context.assembly import ContextBudget, assemble_context
+from durable_agents.activities.context.model_context import (
     BLOCK_STARTS,
     budget_of,
     summary_prompt,
     turn_config,
     window_items,
 )
-from activities.model_wait import outage_aware
-from activities.pricing import PriceTable
-from activities.providers.base import ChatMessage, ModelProvider, ModelReply, ModelRequest
-from activities.providers.overflow import overflow_of
-from activities.tokens import count_tokens
-from storage.compactions import CompactionRepository
-from storage.context_configs import ContextConfig
-from storage.models import CompactionRow, ItemRow
-from storage.sessions import SessionRepository
-from storage.usage import UsageRecord, UsageRepository
-from workflows.contracts import CompactInput, CompactionRef
+from durable_agents.activities.context_windows import ContextWindows
+from durable_agents.activities.errors import storage_errors_are_final
+from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.model_wait import outage_aware
+from durable_agents.activities.policies.pricing import PriceTable
+from durable_agents.activities.providers.base import (
+    ChatMessage,
+    ModelProvider,
+    ModelReply,
+    ModelRequest,
+)
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.activities.providers.overflow import overflow_of
+from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.storage.context_configs import ContextConfig
+from durable_agents.storage.models import CompactionRow, ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.usage import UsageRecord, UsageRepository
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workflows.contracts import CompactInput, CompactionRef
 
 SUMMARY_INSTRUCTIONS = (
     "Summarise the conversation above for your own later use. Keep the task, decisions, "
@@ -182,7 +187,7 @@ class CompactionActivities:
                     purpose="compaction",
                 )
             )
-        except ApplicationError as err:
+        except ProviderError as err:
             overflow = overflow_of(err)
             if overflow is not None:
                 # The error stays retryable: the retry is assembled within what was learned.

@@ -23,10 +23,11 @@ from typing import Any, Protocol, runtime_checkable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.context import AssembledContext, ContextBudget, tool_tokens
-from activities.providers.base import ModelReply, ToolSpec
-from activities.providers.context_window import DiscoveredWindow
-from activities.providers.overflow import CONTEXT_OVERFLOW, Overflow, overflow_of
+from durable_agents.activities.context.assembly import AssembledContext, ContextBudget, tool_tokens
+from durable_agents.activities.providers.base import ModelReply, ToolSpec
+from durable_agents.activities.providers.context_window import DiscoveredWindow
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.activities.providers.overflow import CONTEXT_OVERFLOW, Overflow, overflow_of
 
 # Overflows answered by a smaller request within one call before it fails.
 MAX_OVERFLOW_RETRIES = 4
@@ -161,7 +162,7 @@ async def call_within_window(
     while True:
         try:
             return Fitted(await send(context, used, retries), context, used, retries)
-        except ApplicationError as err:
+        except ProviderError as err:
             overflow = overflow_of(err)
             if overflow is None:
                 raise

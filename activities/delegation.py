@@ -9,22 +9,22 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.errors import non_retryable, storage_errors_are_final
-from activities.tokens import count_tokens
-from activities.tools.builtin import DELEGATE_SPEC
-from storage.artifact_records import ArtifactRepository
-from storage.artifacts import ArtifactStore
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
-from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
-from workflows.contracts import (
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.tools.builtin import DELEGATE_SPEC
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workflows.contracts import (
     ChildSession,
     ChildSessionInput,
     CommittedItem,
     DelegationResultInput,
 )
-from workflows.policies import workflow_id_for
+from durable_agents.workflows.policies import workflow_id_for
 
 MAX_TASK_CHARS = 8_000
 

@@ -13,9 +13,9 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.errors import non_retryable, storage_errors_are_final
-from storage.devices import DeviceRepository, validate_device_id
-from workflows.contracts import DevicePresenceInput, DeviceRoute
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.storage.devices import DeviceRepository, validate_device_id
+from durable_agents.workflows.contracts import DevicePresenceInput, DeviceRoute
 
 
 class DevicePresenceActivities:

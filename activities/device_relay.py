@@ -29,13 +29,13 @@ from collections.abc import Callable
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.errors import non_retryable, storage_errors_are_final
-from activities.tool_effects import latest_settlement
-from activities.tool_run import call_arguments, outcome_of
-from storage.device_calls import DONE, DeviceCallRepository
-from storage.devices import validate_device_id
-from storage.items import ItemRepository
-from workflows.contracts import ToolOutcome, ToolRunInput
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.tool_run import call_arguments, outcome_of
+from durable_agents.activities.tools.effects import latest_settlement
+from durable_agents.storage.device_calls import DONE, DeviceCallRepository
+from durable_agents.storage.devices import validate_device_id
+from durable_agents.storage.items import ItemRepository
+from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
 
 async def _hand_over(

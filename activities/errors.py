@@ -1,4 +1,5 @@
-"""Turn our deterministic failures into typed, non-retryable activity errors."""
+"""The activity edge's errors: our failures as Temporal's typed ApplicationErrors. Domain
+errors (a provider's, storage's) become Temporal's here and nowhere else."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from contextlib import asynccontextmanager
 
 from temporalio.exceptions import ApplicationError
 
-from storage.errors import StorageError
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.storage.errors import StorageError
 
 
 def non_retryable(error_type: str, message: str) -> ApplicationError:
@@ -16,6 +18,17 @@ def non_retryable(error_type: str, message: str) -> ApplicationError:
 
 def retryable(error_type: str, message: str) -> ApplicationError:
     return ApplicationError(message, type=error_type, non_retryable=False)
+
+
+def temporal_error(err: ProviderError) -> ApplicationError:
+    """A provider's failure as Temporal raises it: same type, words, details and retry advice."""
+    return ApplicationError(
+        err.message,
+        *err.details,
+        type=err.type,
+        non_retryable=err.non_retryable,
+        next_retry_delay=err.next_retry_delay,
+    )
 
 
 @asynccontextmanager

@@ -22,12 +22,13 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from activities.errors import retryable
+from durable_agents.activities.errors import retryable, temporal_error
+from durable_agents.activities.providers.failure import ProviderError
 
 log = logging.getLogger(__name__)
 
 # Exceptions defined here carry our words (their docstrings say so); others may not.
-OUR_PACKAGES = frozenset({"activities", "storage", "workers", "workflows"})
+OUR_PACKAGE = "durable_agents"
 
 
 class FailureWords(Interceptor):
@@ -43,8 +44,10 @@ class _Inbound(ActivityInboundInterceptor):
             return await self.next.execute_activity(input)
         except FailureError:
             raise  # ours (ApplicationError) or Temporal's own: already fixed words
+        except ProviderError as err:
+            raise temporal_error(err) from None  # a provider's, in its own fixed words
         except Exception as err:
-            if type(err).__module__.partition(".")[0] in OUR_PACKAGES:
+            if type(err).__module__.partition(".")[0] == OUR_PACKAGE:
                 raise
             kind = type(err).__name__
             where = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []

@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.heartbeat import heartbeating
-from activities.history_holds import settle_history_holds
-from storage.artifacts import ArtifactStore
-from storage.gc import collect
-from storage.workspace_lifecycle import sweep_workspaces
-from storage.workspaces import WorkspaceLayout
-from workflows.contracts import GcInput, GcResult
+from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.history_holds import settle_history_holds
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.gc import collect
+from durable_agents.storage.workspace_lifecycle import sweep_workspaces
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.workflows.contracts import GcInput, GcResult
 
 
 class GcActivities:

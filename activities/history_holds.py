@@ -1,6 +1,6 @@
 """Settling the claim check's holds from what Temporal says of their workflows.
 
-The claim check (workers/claim_check.py) holds each object it writes for the workflow whose
+The claim check (workers/peers/claim_check.py) holds each object it writes for the workflow whose
 history names it, as "<namespace>/<workflow id>" (storage/claim_holds.py). Before a GC pass
 marks anything, each workflow with a hold not yet settled (or settled to a time that has
 come) is described, latest run:
@@ -27,7 +27,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from storage.claim_holds import owners_to_settle, release, settle
+from durable_agents.storage.claim_holds import owners_to_settle, release, settle
 
 logger = logging.getLogger(__name__)
 

@@ -11,14 +11,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
-from activities.budget_check import step_gate
-from activities.call_ids import PROVIDER_ID_KEY, our_call_id, provider_id_to_keep
-from activities.context import AssembledContext, ContextBudget, pending_note
-from activities.context_windows import ContextWindows, Fitted, call_within_window
-from activities.errors import non_retryable, storage_errors_are_final
-from activities.heartbeat import heartbeating
-from activities.model_context import (
+from durable_agents.activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
+from durable_agents.activities.context.assembly import AssembledContext, ContextBudget, pending_note
+from durable_agents.activities.context.call_ids import (
+    PROVIDER_ID_KEY,
+    our_call_id,
+    provider_id_to_keep,
+)
+from durable_agents.activities.context.model_context import (
     ConfigCache,
     assemble_for_step,
     budget_of,
@@ -26,28 +26,32 @@ from activities.model_context import (
     tools_of,
     turn_config,
 )
-from activities.model_deltas import DeltaStream
-from activities.model_wait import outage_aware
-from activities.pricing import PriceTable
-from activities.providers.base import ModelProvider, ModelReply, ModelRequest
-from activities.text_limits import TextLimits, bounded_arguments
-from activities.tokens import count_tokens
-from activities.tool_call_refs import tool_call_refs
-from activities.tools.base import ToolRegistry
-from activities.tools.mcp_servers import McpListingError
-from activities.trajectory import ModelCallEvent, TrajectoryRecorder
-from storage.artifact_cache import ArtifactReadCache
-from storage.artifacts import ArtifactStore
-from storage.context_configs import ContextConfig
-from storage.db import autocommit
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.models import CompactionRow, ItemRow
-from storage.quotas import Quotas
-from storage.session_deltas import DeltaPublisher
-from storage.sessions import SessionRepository
-from storage.usage import UsageRecord, UsageRepository
-from workflows.contracts import ModelCallInput, ModelCallResult
+from durable_agents.activities.context_windows import ContextWindows, Fitted, call_within_window
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.model_deltas import DeltaStream
+from durable_agents.activities.model_wait import outage_aware
+from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.activities.policies.pricing import PriceTable
+from durable_agents.activities.policies.text_limits import TextLimits, bounded_arguments
+from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest
+from durable_agents.activities.tool_call_refs import tool_call_refs
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.mcp_servers import McpListingError
+from durable_agents.activities.trajectory import ModelCallEvent, TrajectoryRecorder
+from durable_agents.storage.artifact_cache import ArtifactReadCache
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.context_configs import ContextConfig
+from durable_agents.storage.db import autocommit
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import CompactionRow, ItemRow
+from durable_agents.storage.quotas import Quotas
+from durable_agents.storage.session_deltas import DeltaPublisher
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.usage import UsageRecord, UsageRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workflows.contracts import ModelCallInput, ModelCallResult
 
 
 class ModelActivities:
@@ -258,7 +262,7 @@ class ModelActivities:
             return agent
         # Imported here: it loads the MCP SDK (~12 MiB a process), which only a task that
         # names a device with MCP servers needs.
-        from activities.tools.mcp_device import registered_device_tools
+        from durable_agents.activities.tools.mcp_device import registered_device_tools
 
         try:
             served = await registered_device_tools(

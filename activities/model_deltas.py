@@ -15,7 +15,7 @@ import contextlib
 import logging
 from dataclasses import replace
 
-from storage.session_deltas import Delta, DeltaPublisher, encode_deltas
+from durable_agents.storage.session_deltas import Delta, DeltaPublisher, encode_deltas
 
 # At most this many NOTIFYs per second per request (more only when a burst of text is
 # split to stay under the payload limit).

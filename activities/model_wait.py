@@ -20,10 +20,11 @@ from temporalio import activity
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import non_retryable
-from activities.providers.errors import MODEL_UNAVAILABLE
-from storage.sessions import SessionRepository
-from workflows.policies import MODEL_OTHER_ERROR_ATTEMPTS
+from durable_agents.activities.errors import non_retryable, temporal_error
+from durable_agents.activities.providers.errors import MODEL_UNAVAILABLE
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workflows.policies import MODEL_OTHER_ERROR_ATTEMPTS
 
 MODEL_CALL_FAILED = "ModelCallFailed"
 _MAX_ERROR_CHARS = 300
@@ -37,12 +38,13 @@ async def outage_aware(
     info = activity.info()
     try:
         yield
-    except ApplicationError as err:
+    except (ProviderError, ApplicationError) as caught:
+        err = temporal_error(caught) if isinstance(caught, ProviderError) else caught
         if err.type == MODEL_UNAVAILABLE and not err.non_retryable:
             await _write(sessions, tenant_id, session_id, wait_detail(err, info))
-            raise
+            raise err from None
         if err.non_retryable or info.attempt < MODEL_OTHER_ERROR_ATTEMPTS:
-            raise
+            raise err from None
         raise non_retryable(err.type or MODEL_CALL_FAILED, str(err)) from None
     except Exception as err:
         if info.attempt < MODEL_OTHER_ERROR_ATTEMPTS:

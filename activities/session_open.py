@@ -17,19 +17,19 @@ from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
-from activities.agents import check_agent_name
-from activities.errors import non_retryable, storage_errors_are_final
-from activities.task_rules import check_task_settings
-from activities.text_limits import check_text, utf8_size
-from activities.user_messages import stage_user_text, user_message_item
-from storage.artifacts import ArtifactStore, check_user_tenant
-from storage.errors import InvalidTenant, SessionNotFound
-from storage.items import ItemRepository
-from storage.quotas import Quotas, TenantControls
-from storage.sessions import SessionRepository, session_id_taken
-from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
-from workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
+from durable_agents.activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
+from durable_agents.activities.agents import check_agent_name
+from durable_agents.activities.context.user_messages import stage_user_text, user_message_item
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.policies.task_rules import check_task_settings
+from durable_agents.activities.policies.text_limits import check_text, utf8_size
+from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
+from durable_agents.storage.errors import InvalidTenant, SessionNotFound
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.quotas import Quotas, TenantControls
+from durable_agents.storage.sessions import SessionRepository, session_id_taken
+from durable_agents.workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
+from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
 
 TITLE_CHARS = 200
 
@@ -43,7 +43,7 @@ def check_task_text(text: str, max_bytes: int) -> str:
     if size > max_bytes:
         raise ValueError(
             f"the task text is {size} bytes, over the inline limit of {max_bytes} bytes; "
-            "commit a longer task to AgentState first (workers.api / agentctl start)"
+            "commit a longer task to AgentState first (durable_agents.workers.api / agentctl start)"
         )
     return text
 

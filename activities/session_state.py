@@ -8,17 +8,17 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
-from activities.errors import non_retryable, storage_errors_are_final
-from activities.tokens import count_tokens
-from activities.tool_effects import EFFECT_IN_DOUBT, not_rerun_text
-from storage.db import autocommit
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.previews import PREVIEW_CHARS
-from storage.sessions import SessionRepository
-from storage.tool_effects import EffectState
-from storage.tool_results import ToolResult, commit_tool_result
-from workflows.contracts import (
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT, not_rerun_text
+from durable_agents.storage.db import autocommit
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import EffectState
+from durable_agents.storage.tool_results import ToolResult, commit_tool_result
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.previews import PREVIEW_CHARS
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workflows.contracts import (
     ApprovalRecordInput,
     CommittedItem,
     NudgeInput,

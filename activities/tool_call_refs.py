@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from activities.agent_catalog import AgentRuntime
-from activities.approval_policy import call_policies, needs_any
-from activities.errors import non_retryable
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository
-from storage.models import ItemRow
-from workflows.contracts import ToolCallRef
+from durable_agents.activities.agent_catalog import AgentRuntime
+from durable_agents.activities.errors import non_retryable
+from durable_agents.activities.policies.approval_policy import call_policies, needs_any
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.models import ItemRow
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workflows.contracts import ToolCallRef
 
 
 async def tool_call_refs(

@@ -15,35 +15,39 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.agent_catalog import unknown_agent
-from activities.errors import non_retryable, storage_errors_are_final
-from activities.heartbeat import heartbeating
-from activities.text_limits import ARGUMENTS_TOO_LARGE, TextLimits, oversized_arguments
-from activities.tool_effects import EffectLedger, awaits_decision, latest_settlement
-from activities.tools.args import check_allowed, check_args
-from activities.tools.artifact_access import SqlArtifactAccess
-from activities.tools.base import (
+from durable_agents.activities.agent_catalog import unknown_agent
+from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.heartbeat import heartbeating
+from durable_agents.activities.policies.text_limits import (
+    ARGUMENTS_TOO_LARGE,
+    TextLimits,
+    oversized_arguments,
+)
+from durable_agents.activities.tools.args import check_allowed, check_args
+from durable_agents.activities.tools.artifact_access import SqlArtifactAccess
+from durable_agents.activities.tools.base import (
     ToolContext,
     ToolError,
     ToolOutput,
     ToolRegistry,
     TransientToolError,
 )
-from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
-from activities.tools.memory import SqlMemoryAccess
-from activities.trajectory import ToolCallEvent, TrajectoryRecorder
-from storage.artifact_cache import ArtifactReadCache
-from storage.artifacts import ArtifactStore, artifact_key
-from storage.db import autocommit
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository
-from storage.models import ItemRow, SessionRow
-from storage.sessions import SessionRepository
-from storage.tool_effects import EffectState, ToolEffectRepository
-from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
-from storage.workspace_lifecycle import restore_if_packed
-from storage.workspaces import WorkspaceLayout
-from workflows.contracts import ArtifactRef, ToolOutcome, ToolRunInput
+from durable_agents.activities.tools.effects import EffectLedger, awaits_decision, latest_settlement
+from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
+from durable_agents.activities.tools.memory import SqlMemoryAccess
+from durable_agents.activities.trajectory import ToolCallEvent, TrajectoryRecorder
+from durable_agents.storage.artifact_cache import ArtifactReadCache
+from durable_agents.storage.artifacts import ArtifactStore, artifact_key
+from durable_agents.storage.db import autocommit
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
+from durable_agents.storage.workspace_lifecycle import restore_if_packed
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workflows.contracts import ArtifactRef, ToolOutcome, ToolRunInput
 
 # An UnknownTool error lists the real tools, so a model that guessed a name can pick one;
 # bounded so that the list fits in the error's preview.

@@ -1,4 +1,4 @@
-"""The per-step cost of a task's budget and quota checks (activities/budget_check.py).
+"""The per-step cost of a task's budget and quota checks (activities/policies/budget_check.py).
 
 Before each model call, call_model reads in one statement what the session has committed
 (its session_spend row: tokens, cost, tool calls, grown with each reply counted), its
@@ -33,15 +33,15 @@ from throwaway_stack import bench_resources
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.budget_check import step_gate
-from storage.db import autocommit
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.quotas import Quotas, TenantControls
-from storage.sessions import SessionRepository
-from storage.usage import UsageRecord, UsageRepository
-from workers.resources import Resources
-from workflows.contracts import TaskBudget
+from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.storage.db import autocommit
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.quotas import Quotas, TenantControls
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.usage import UsageRecord, UsageRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import TaskBudget
 
 TENANT = "bench"
 QUOTA_TENANT = "bench-quota"

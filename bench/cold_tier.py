@@ -22,13 +22,13 @@ from datetime import timedelta
 from sqlalchemy import func, select, text, update
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 
-from storage.archive import archive_idle_sessions, archive_session, rehydrate_session
-from storage.artifact_records import ArtifactRepository
-from storage.db import make_engine
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow, SessionArchiveRow, SessionRow
-from storage.sessions import SessionRepository
-from workers.resources import Resources
+from durable_agents.storage.archive import archive_idle_sessions, archive_session, rehydrate_session
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.db import make_engine
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow, SessionArchiveRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
 
 TENANT = "bench"
 HOT_BYTES = (

@@ -56,14 +56,14 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.worker import Worker
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
-from storage.workspaces import TENANT_DIR
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workers.tasks import TaskOptions, start_task
-from workers.temporal_client import connect_client
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.workspaces import TENANT_DIR
+from durable_agents.workers.client.tasks import TaskOptions, start_task
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workers.temporal_client import connect_client
 
 VARIANTS = {
     "smoke": (10, 5_000),

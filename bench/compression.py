@@ -19,8 +19,8 @@ from pathlib import Path
 
 from throwaway_stack import bench_resources  # bench/ is on sys.path when run as a script
 
-from activities.tools.base import ToolContext
-from activities.tools.files import read_file
+from durable_agents.activities.tools.base import ToolContext
+from durable_agents.activities.tools.files import read_file
 
 ROOT = Path(__file__).resolve().parent.parent
 TENANT = "bench-compression"

@@ -19,13 +19,13 @@ import warnings
 
 from throwaway_stack import bench_resources  # bench/ is on sys.path when run as a script
 
-from activities.context import ContextBudget
-from activities.model_context import assemble_for_step, config_of
-from activities.tools.builtin import default_registry
-from storage.artifact_records import ArtifactRepository
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
-from workers.resources import Resources
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import assemble_for_step, config_of
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
 
 SIZES = (100, 1_000, 10_000)
 TENANT = "bench"

@@ -46,15 +46,15 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from throwaway_stack import bench_stack
 
-from activities.device_relay import DeviceDispatchActivities
-from storage.api_keys import ApiKeyRepository
-from storage.devices import DeviceRepository
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
-from storage.sessions import SessionRepository
-from workers.resources import Resources
-from workflows.contracts import ToolOutcome, ToolRunInput
+from durable_agents.activities.device_relay import DeviceDispatchActivities
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 TENANT = "bench-devices"

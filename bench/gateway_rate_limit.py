@@ -28,8 +28,8 @@ from throwaway_stack import bench_resources
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
-from workers.resources import Resources
+from durable_agents.workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
+from durable_agents.workers.resources import Resources
 
 # Never refuses during the run: what is measured is the cost, not the limit.
 RATE, BURST = 1e6, 10**6

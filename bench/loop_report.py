@@ -13,7 +13,7 @@ from step_tail import step_components  # bench/ is on sys.path when run as a scr
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client
 
-from workers.resources import Resources
+from durable_agents.workers.resources import Resources
 
 MODEL_ACTIVITIES = {"call_model", "naive_model", "bare_model"}
 

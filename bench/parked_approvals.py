@@ -14,7 +14,7 @@ SeaweedFS) on free ports.
 
 With --workers N, N worker processes poll the one task queue; worker RSS and CPU are then
 summed over all of them. With --forked N, one worker process forks N after its imports, as
-`agentctl worker --processes N` does (workers/prefork.py); they share the imported pages, so
+`agentctl worker --processes N` does (workers/process/prefork.py); they share the imported pages, so
 their memory is measured as PSS (each shared page counted once) as well as summed RSS
 (counting it once per process).
 
@@ -63,10 +63,16 @@ from temporalio.client import Client
 from throwaway_stack import bench_stack
 from worker_metrics import cache_between
 
-from workers.payload_offload import data_converter_with_offload
-from workers.resources import Resources
-from workers.tasks import TaskOptions, approve, live_status, start_task, task_handle
-from workers.temporal_client import connect_client
+from durable_agents.workers.client.tasks import (
+    TaskOptions,
+    approve,
+    live_status,
+    start_task,
+    task_handle,
+)
+from durable_agents.workers.process.payload_offload import data_converter_with_offload
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.temporal_client import connect_client
 
 T = TypeVar("T")
 

@@ -9,8 +9,8 @@ from typing import Protocol
 from parked_worker import marker_content, marker_path  # bench/ is on sys.path as a script
 from sqlalchemy import text
 
-from storage.workspaces import TENANT_DIR
-from workers.resources import Resources
+from durable_agents.storage.workspaces import TENANT_DIR
+from durable_agents.workers.resources import Resources
 
 
 class Report(Protocol):

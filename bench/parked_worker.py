@@ -24,16 +24,16 @@ from proc_stats import proc_pss_kib, process_tree, procs_mem_kib  # bench/ is on
 from worker_metrics import ENV as METRICS_ENV
 from worker_metrics import metrics_runtime, read_counters
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.tools.builtin import default_registry
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.payload_offload import data_converter_with_offload
-from workers.prefork import run_forked
-from workers.resources import open_resources
-from workers.settings import Settings
-from workers.stack import StackEndpoints, free_port
-from workers.temporal_client import connect_client
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider, ScriptedTurn
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.process.payload_offload import data_converter_with_offload
+from durable_agents.workers.process.prefork import run_forked
+from durable_agents.workers.resources import open_resources
+from durable_agents.workers.settings import Settings
+from durable_agents.workers.stack import StackEndpoints, free_port
+from durable_agents.workers.temporal_client import connect_client
 
 READY_MARKER = "parked-approvals worker ready"
 
@@ -131,7 +131,7 @@ class WorkerProcess:
         processes: int = 1,
     ) -> None:
         """`processes` > 1: one process that forks that many workers after its imports
-        (workers/prefork.py, as `agentctl worker --processes N`)."""
+        (workers/process/prefork.py, as `agentctl worker --processes N`)."""
         self.argv = [sys.executable, str(Path(__file__).resolve()), "--sessions", str(sessions)]
         if max_cached is not None:
             self.argv += ["--max-cached", str(max_cached)]

@@ -1,5 +1,5 @@
 """Agents written for other SDKs on Temporal, as their users run them, with and without our
-claim-check plugin (workers/claim_check_plugin.py), on bench/compare_loops.py's workload:
+claim-check plugin (workers/peers/claim_check_plugin.py), on bench/compare_loops.py's workload:
 N model calls, each asking for one tool whose result is R bytes of distinct seeded text.
 
 The agents are the tests' (tests/support/peer_openai_agent.py, peer_pydantic_agent.py), the
@@ -35,11 +35,11 @@ from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a s
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from durable_agents import ClaimCheckPlugin
+from durable_agents.workers.peers.claim_check import ClaimCheckStore
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.peer_agents import ToolLoopModel, serving
-from workers.claim_check import ClaimCheckStore
-from workers.claim_check_plugin import ClaimCheckPlugin
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 VARIANTS = {
     "smoke": (10, 5_000),

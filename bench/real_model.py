@@ -28,21 +28,21 @@ from typing import Any
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 from timing_proxy import Timed, TimingProxy, serving
 
-from activities.providers.factory import build_provider
-from activities.tools.builtin import default_registry
-from storage.workspaces import WorkspaceLayout
-from workers import tasks
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.demo import DEMO_TASK
-from workers.local_model import DEFAULT_MODEL, model_named
-from workers.stack.llama import LlamaServer
-from workers.temporal_client import connect_client
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.workers.client import tasks
+from durable_agents.workers.demo.run import DEMO_TASK
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.stack.llama import LlamaServer
+from durable_agents.workers.stack.local_model import DEFAULT_MODEL, model_named
+from durable_agents.workers.temporal_client import connect_client
 
 TENANT = "bench"
 QUEUE = "bench-real-model"
 FACT = "PELICAN-7342"
 ANSWER_TASK = "Read the file facts/launch.md and tell me the launch code word it gives."
-DEMO_FILES = Path(__file__).resolve().parents[1] / "workers" / "demo_workspace"
+DEMO_FILES = Path(__file__).resolve().parents[1] / "workers" / "demo" / "workspace"
 
 
 def seed(root: Path, task: str) -> list[str]:

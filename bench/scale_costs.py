@@ -52,19 +52,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 from throwaway_stack import bench_devstack
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
-from storage.api_keys import ApiKeyRepository
-from storage.archive import archive_session
-from storage.db import make_engine
-from storage.workspaces import TENANT_DIR
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.payload_offload import data_converter_with_offload
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import DevStack, StackEndpoints
-from workers.tasks import TaskOptions, approve, live_status, start_task
-from workers.temporal_client import connect_client
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.storage.archive import archive_session
+from durable_agents.storage.db import make_engine
+from durable_agents.storage.workspaces import TENANT_DIR
+from durable_agents.workers.client.tasks import TaskOptions, approve, live_status, start_task
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.process.payload_offload import data_converter_with_offload
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import DevStack, StackEndpoints
+from durable_agents.workers.temporal_client import connect_client
 
 # Archive deletes rows of these (the artifacts' too: their list moves into the snapshot).
 HOT_TABLES = [
@@ -314,7 +314,7 @@ INBOX_READS = 3
 async def inbox_reads(b: Bench, tenant: str, k: int) -> int:
     """GET /v1/approvals on the real gateway app, as the web page's 3-second refresh sends it;
     returns the Temporal queries it made (the route queries each waiting session)."""
-    from workers.gateway.app import create_app  # only this phase needs FastAPI
+    from durable_agents.workers.gateway.app import create_app  # only this phase needs FastAPI
 
     settings = b.ep.settings(workspace=b.state / "ws", task_queue="unused", provider="scripted")
     settings.gateway = GatewaySettings(rate_per_second=1000, burst=1000)

@@ -35,12 +35,12 @@ from proc_stats import proc_mem_kib, system_busy_seconds
 from sqlalchemy import text
 from throwaway_stack import bench_stack
 
-from storage.api_keys import ApiKeyRepository
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
-from workers.resources import Resources
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.resources import Resources
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 TENANT = "bench"

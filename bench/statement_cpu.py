@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable
 
 from throwaway_stack import bench_resources  # bench/ is on sys.path as a script
 
-from storage.db import autocommit
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
-from storage.tool_effects import EffectState, ToolEffectRepository
-from workers.resources import Resources
+from durable_agents.storage.db import autocommit
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.workers.resources import Resources
 
 TENANT = "bench"
 CALL = "call_0_0"

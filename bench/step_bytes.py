@@ -21,8 +21,8 @@ from sqlalchemy import text
 from temporalio.api.enums.v1 import EventType
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 
-from workers.resources import Resources
-from workers.temporal_client import connect_client
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.temporal_client import connect_client
 
 RELATIONS = """
 SELECT c.relname, c.relkind, pg_relation_size(c.oid) FROM pg_class c

@@ -25,7 +25,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from workers.stack.temporal import TemporalDevServer
+from durable_agents.workers.stack.temporal import TemporalDevServer
 
 STEPS = 40
 SLEEPS_MS = (0, 10, 20, 30, 45, 60, 80)

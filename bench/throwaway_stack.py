@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from storage.db import migrate
-from workers.resources import Resources, open_resources
-from workers.stack import DevStack, StackEndpoints
+from durable_agents.storage.db import migrate
+from durable_agents.workers.resources import Resources, open_resources
+from durable_agents.workers.stack import DevStack, StackEndpoints
 
 
 def _state_dir() -> Path:

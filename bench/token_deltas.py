@@ -37,19 +37,19 @@ from throwaway_stack import bench_resources
 # The tests' fake Chat Completions server (tests/support/fake_openai.py), not a copy of it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.context import ContextBudget
-from activities.model_call import ModelActivities
-from activities.providers.base import ChatMessage, ModelRequest
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.tools.builtin import default_registry
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
-from storage.session_events import listen_dsn
-from storage.sessions import SessionRepository
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.model_call import ModelActivities
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
+from durable_agents.storage.session_events import listen_dsn
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ModelCallInput
 from tests.support.fake_openai import FakeOpenAI, says
-from workers.resources import Resources
-from workflows.contracts import ModelCallInput
 
 TENANT = "bench"
 STREAMED = ("streamed", "paced")

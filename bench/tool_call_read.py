@@ -26,10 +26,10 @@ from sqlalchemy import Select, text
 from sqlalchemy.dialects.postgresql import asyncpg
 from throwaway_stack import bench_stack  # bench/ is on sys.path as a script
 
-from storage.db import make_engine
-from storage.items import _FOR_TOOL_CALL
-from storage.models import ItemRow
-from workers.resources import Resources
+from durable_agents.storage.db import make_engine
+from durable_agents.storage.items import _FOR_TOOL_CALL
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.resources import Resources
 
 TENANT = "bench"
 EVERY = 10  # a call and its result in every EVERY items, ids as ours (`call_{step}_0`)

@@ -35,8 +35,8 @@ from temporalio.worker import Replayer, WorkflowInstance, WorkflowInstanceDetail
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _fake_info, _Instance
 
-from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
-from workflows.agent import AgentWorkflow
+from durable_agents.workers.process.sandbox import SHARED_WORKFLOW_MODULES, workflow_runner
+from durable_agents.workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).resolve().parent.parent / "tests" / "histories"
 

@@ -20,16 +20,18 @@ from datetime import UTC, datetime
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifacts import check_user_tenant
-from storage.devices import validate_device_id
-from storage.models import ApiKeyRow
+from durable_agents.storage.artifacts import check_user_tenant
+from durable_agents.storage.devices import validate_device_id
+from durable_agents.storage.models import ApiKeyRow
 
 SCOPES = ("read", "start", "approve", "admin")
 # What a device key holds instead of SCOPES: the device routes only, never a tenant route.
 DEVICE_SCOPE = "device"
 KEY_PREFIX = "da"
 SECRET_BYTES = 32
-MAX_USER_CHARS = 100  # workers.tasks.MAX_DECIDER_CHARS: the user is who decides
+MAX_USER_CHARS = (
+    100  # durable_agents.workers.client.tasks.MAX_DECIDER_CHARS: the user is who decides
+)
 MAX_NAME_CHARS = 200
 _KEY_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 _USER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9@._+-]*$")

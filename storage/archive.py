@@ -21,8 +21,8 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage.archive_artifacts import release_to_snapshot, restore_from_snapshot
-from storage.archive_snapshot import (
+from durable_agents.storage.archive_artifacts import release_to_snapshot, restore_from_snapshot
+from durable_agents.storage.archive_snapshot import (
     SNAPSHOT_CONTENT_TYPE,
     TABLES,
     delete_hot,
@@ -31,21 +31,21 @@ from storage.archive_snapshot import (
     restore_hot,
     unpack,
 )
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.artifacts import ArtifactStore
-from storage.errors import SessionArchived, SessionNotFound, StorageError
-from storage.models import ArtifactRefRow, SessionArchiveRow, SessionRow
-from storage.session_status import TERMINAL_STATUSES, SessionStatus
-from storage.workspace_lifecycle import (
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.errors import SessionArchived, SessionNotFound, StorageError
+from durable_agents.storage.models import ArtifactRefRow, SessionArchiveRow, SessionRow
+from durable_agents.storage.workspace_lifecycle import (
     pack_workspace,
     record_packed,
     remove_packed,
     restore_workspace,
 )
-from storage.workspace_pack import LeftOut
-from storage.workspaces import WorkspaceLayout
+from durable_agents.storage.workspace_pack import LeftOut
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from sqlalchemy import delete, exists, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifact_records import SCHEMA_VERSION
-from storage.models import ArtifactRefRow, ArtifactRow, ItemRow
+from durable_agents.storage.artifact_records import SCHEMA_VERSION
+from durable_agents.storage.models import ArtifactRefRow, ArtifactRow, ItemRow
 
 # The refs tool results, user messages and delegations take on their session's artifacts.
 _SESSION_OWNER_TYPE = "checkpoint"

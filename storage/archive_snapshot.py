@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import DateTime, Table, Uuid, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import SessionNotFound, StorageError
-from storage.models import ArtifactRow, Base, SessionRow
+from durable_agents.storage.errors import SessionNotFound, StorageError
+from durable_agents.storage.models import ArtifactRow, Base, SessionRow
 
 # 2: the snapshot also lists the artifacts its items name ("artifacts"), whose rows and
 # refs leave PostgreSQL with the session (storage/archive_artifacts.py). 1 still restores.

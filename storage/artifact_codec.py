@@ -20,7 +20,7 @@ from typing import IO, Any, cast
 
 import zstandard
 
-from storage.errors import ArtifactIntegrityError
+from durable_agents.storage.errors import ArtifactIntegrityError
 
 ENCODING = "zstd"
 LEVEL = 3  # zstd's default: ~300 MB/s here, most of the ratio of the slower levels

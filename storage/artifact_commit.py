@@ -6,9 +6,9 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.artifacts import ArtifactStore
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 
 
 async def register_uploaded(

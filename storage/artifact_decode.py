@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from storage import artifact_codec as codec
-from storage.artifact_streams import READ_CHUNK, exact_chunks
-from storage.errors import ArtifactIntegrityError
+from durable_agents.storage import artifact_codec as codec
+from durable_agents.storage.artifact_streams import READ_CHUNK, exact_chunks
+from durable_agents.storage.errors import ArtifactIntegrityError
 
 
 async def raw_chunks(

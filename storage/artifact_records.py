@@ -13,9 +13,9 @@ from sqlalchemy import String, cast, exists, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifact_ref import ArtifactRef
-from storage.errors import ArtifactNotFound
-from storage.models import OWNER_TYPES, ArtifactRefRow, ArtifactRow, SessionRow
+from durable_agents.storage.errors import ArtifactNotFound
+from durable_agents.storage.models import OWNER_TYPES, ArtifactRefRow, ArtifactRow, SessionRow
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 
 SCHEMA_VERSION = 1
 

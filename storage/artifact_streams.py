@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 from botocore.exceptions import ClientError
 
-from storage.errors import ArtifactIntegrityError
+from durable_agents.storage.errors import ArtifactIntegrityError
 
 logger = logging.getLogger(__name__)
 

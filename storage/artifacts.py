@@ -25,14 +25,14 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
-from storage import artifact_codec as codec
-from storage import artifact_decode as decode
-from storage import artifact_streams as streams
-from storage.artifact_ref import ArtifactRef
-from storage.artifact_streams import error_code as _error_code
-from storage.artifact_streams import status as _status
-from storage.download_types import download_headers
-from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
+from durable_agents.storage import artifact_codec as codec
+from durable_agents.storage import artifact_decode as decode
+from durable_agents.storage import artifact_streams as streams
+from durable_agents.storage.artifact_streams import error_code as _error_code
+from durable_agents.storage.artifact_streams import status as _status
+from durable_agents.storage.download_types import download_headers
+from durable_agents.storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")

@@ -1,7 +1,7 @@
 """Holds on artifacts that histories outside our own loop name (the claim check).
 
 Another SDK's workflow (an OpenAI Agents or pydantic-ai agent with the claim-check plugin,
-workers/claim_check.py) keeps large strings in its history as references to artifacts. A
+workers/peers/claim_check.py) keeps large strings in its history as references to artifacts. A
 hold says "the history of this owner may name this object": one agent_artifact_refs row,
 owner_type `workflow_history`, owner_id the owner's name (to us an opaque string). It is
 written in the same transaction that registers the object (after the object was uploaded
@@ -25,10 +25,10 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifact_commit import register_uploaded
-from storage.artifact_ref import ArtifactRef
-from storage.artifacts import ArtifactStore
-from storage.models import ArtifactRefRow
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.models import ArtifactRefRow
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 
 OWNER_TYPE = "workflow_history"
 

@@ -10,8 +10,8 @@ import uuid
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import CompactionRow
-from storage.sessions import SessionRepository
+from durable_agents.storage.models import CompactionRow
+from durable_agents.storage.sessions import SessionRepository
 
 # The summary context assembly starts from, read every model step: built once.
 _LATEST = (

@@ -18,8 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import StorageError
-from storage.models import ContextBlobRow, ContextConfigRow
+from durable_agents.storage.errors import StorageError
+from durable_agents.storage.models import ContextBlobRow, ContextConfigRow
 
 
 class ContextConfigNotFound(StorageError):

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from storage.pool_ping import PING_AFTER_IDLE_S, ping_idle_connections
+from durable_agents.storage.pool_ping import PING_AFTER_IDLE_S, ping_idle_connections
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -21,8 +21,8 @@ from sqlalchemy import ColumnElement, and_, case, func, or_, select, text, true,
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.device_models import DeviceCallRow
-from storage.devices import validate_device_id
+from durable_agents.storage.device_models import DeviceCallRow
+from durable_agents.storage.devices import validate_device_id
 
 PENDING, LEASED, DONE = "pending", "leased", "done"
 # Object-store folder of a tenant where devices upload results before they are verified:

@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models import Base
+from durable_agents.storage.models import Base
 
 
 class DeviceRow(Base):

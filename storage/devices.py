@@ -15,8 +15,8 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.device_models import DeviceRow
-from storage.models import ApiKeyRow
+from durable_agents.storage.device_models import DeviceRow
+from durable_agents.storage.models import ApiKeyRow
 
 # A device id becomes part of a Temporal task-queue name (device:{tenant}:{id}) and appears in
 # logs and shell commands: keep it to a short, unambiguous alphabet (no ':').

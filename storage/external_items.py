@@ -15,9 +15,9 @@ from sqlalchemy import Table, delete, exists, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifact_records import ArtifactRepository
-from storage.models import ArtifactRefRow, ItemRow, TurnRow
-from storage.sessions import SessionRepository
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.models import ArtifactRefRow, ItemRow, TurnRow
+from durable_agents.storage.sessions import SessionRepository
 
 _REFS: Table = ArtifactRefRow.__table__  # type: ignore[assignment]
 

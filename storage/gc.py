@@ -31,11 +31,11 @@ from typing import Any
 from sqlalchemy import and_, delete, exists, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage.artifact_records import ArtifactRepository
-from storage.artifacts import ArtifactStore
-from storage.device_calls import STAGING_DIR
-from storage.models import ArtifactRefRow, ArtifactRow
-from storage.snapshot_lists import SnapshotLists
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.device_calls import STAGING_DIR
+from durable_agents.storage.models import ArtifactRefRow, ArtifactRow
+from durable_agents.storage.snapshot_lists import SnapshotLists
 
 logger = logging.getLogger(__name__)
 

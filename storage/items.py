@@ -10,12 +10,12 @@ from typing import Any
 from sqlalchemy import ColumnElement, String, and_, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import SessionArchived
-from storage.item_kinds import ItemKind
-from storage.models import ItemRow
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
-from storage.turns import TurnRepository
+from durable_agents.storage.errors import SessionArchived
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
 
 # Ordinals are BIGINT: a cursor past this is not an ordinal.
 MAX_ORDINAL = 2**63 - 1

@@ -15,8 +15,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from storage.errors import MemoryNotFound
-from storage.models import MEMORY_AUTHORS, MEMORY_SCOPES, MemoryRow
+from durable_agents.storage.errors import MemoryNotFound
+from durable_agents.storage.models import MEMORY_AUTHORS, MEMORY_SCOPES, MemoryRow
 
 MAX_CONTENT_CHARS = 4000
 MAX_RECALL_LIMIT = 100

@@ -29,7 +29,7 @@ class Base(DeclarativeBase):
     pass
 
 
-# Item kinds and session statuses: storage/item_kinds.py and storage/session_status.py.
+# Item kinds and session statuses: durable_agents/vocabulary/ (item_kinds.py, session_status.py).
 OWNER_TYPES = ("checkpoint", "trajectory", "business_output")
 _SESSION_KEY = ["sessions.tenant_id", "sessions.id"]
 
@@ -43,7 +43,7 @@ class SessionRow(Base):
         ForeignKeyConstraint(["tenant_id", "root_id"], _SESSION_KEY, name="fk_sessions_root"),
         Index("ix_sessions_parent", "tenant_id", "parent_id"),
         Index("ix_sessions_root", "tenant_id", "root_id"),
-        # Not unique: only storage.sessions.session_id_taken reads by id alone.
+        # Not unique: only durable_agents.storage.sessions.session_id_taken reads by id alone.
         Index("ix_sessions_id", "id"),
     )
 
@@ -358,7 +358,7 @@ class ToolEffectRow(Base):
     session_id: Mapped[uuid.UUID] = mapped_column()
     tool_call_id: Mapped[str] = mapped_column(String(128))
     tool_name: Mapped[str] = mapped_column(String(128))
-    # storage.tool_effects.EffectState (a check constraint holds the same strings).
+    # durable_agents.storage.tool_effects.EffectState (a check constraint holds the same strings).
     state: Mapped[str] = mapped_column(String(16))
     # How many activity attempts claimed the row: more than one means one was interrupted.
     attempt: Mapped[int] = mapped_column(Integer, server_default="1")
@@ -377,7 +377,7 @@ class ApiKeyRow(Base):
     tenant_id: Mapped[str] = mapped_column(Text)
     user_id: Mapped[str] = mapped_column(Text)
     name: Mapped[str] = mapped_column(Text, server_default="")
-    # storage.api_keys.SCOPES, as a JSON list.
+    # durable_agents.storage.api_keys.SCOPES, as a JSON list.
     scopes: Mapped[list[str]] = mapped_column(JSONB)
     secret_sha256: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -15,7 +15,7 @@ from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.outbox_models import TrajectoryOutboxRow
+from durable_agents.storage.outbox_models import TrajectoryOutboxRow
 
 
 class OutboxRepository:

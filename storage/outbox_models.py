@@ -16,7 +16,7 @@ from sqlalchemy import DateTime, Index, PrimaryKeyConstraint, Text, func, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models import Base
+from durable_agents.storage.models import Base
 
 
 class TrajectoryOutboxRow(Base):

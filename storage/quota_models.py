@@ -10,7 +10,7 @@ from decimal import Decimal
 from sqlalchemy import BigInteger, Boolean, Date, DateTime, Index, Integer, Numeric, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models import Base, SessionRow
+from durable_agents.storage.models import Base, SessionRow
 
 
 class TenantControlRow(Base):

@@ -21,11 +21,11 @@ from sqlalchemy import Table, bindparam, func, literal, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import StorageError
-from storage.external_items import EXTERNAL_PREFIX
-from storage.models import SessionRow
-from storage.quota_models import TenantControlRow, TenantSpendRow
-from storage.session_status import SessionStatus
+from durable_agents.storage.errors import StorageError
+from durable_agents.storage.external_items import EXTERNAL_PREFIX
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.quota_models import TenantControlRow, TenantSpendRow
+from durable_agents.vocabulary.session_status import SessionStatus
 
 Count = Annotated[int, Field(ge=0, le=2**40)]
 Usd = Annotated[float, Field(ge=0, le=1e9)]

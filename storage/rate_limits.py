@@ -21,7 +21,7 @@ from sqlalchemy import Boolean, Double, Text, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models import Base
+from durable_agents.storage.models import Base
 
 # Floating-point slack in the comparison: burst * T summed as n steps of T must not refuse
 # the burst's last request over a rounding error.
@@ -75,7 +75,7 @@ async def take(
     burst: int,
 ) -> Take:
     """Spend one request of `subject`'s bucket, atomically across every process. Commits
-    nothing itself: run it in an autocommit session (storage.db.autocommit)."""
+    nothing itself: run it in an autocommit session (durable_agents.storage.db.autocommit)."""
     if rate_per_second <= 0 or burst < 1:
         raise ValueError("the rate must be > 0 and the burst >= 1")
     interval = 1.0 / rate_per_second

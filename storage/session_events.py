@@ -22,7 +22,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
+from durable_agents.storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
 
 CHANNEL = "agent_events"
 # How long a lost LISTEN connection waits before it is opened again.

@@ -9,11 +9,11 @@ from sqlalchemy import Table, and_, bindparam, func, literal, select, tuple_, up
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import SessionNotFound
-from storage.models import SessionRow
-from storage.session_status import SessionStatus
-from storage.turns import LATEST_TURN_ID
-from storage.workspaces import validate_project
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.turns import LATEST_TURN_ID
+from durable_agents.storage.workspaces import validate_project
+from durable_agents.vocabulary.session_status import SessionStatus
 
 # The statements every step runs (a status write, the lock and the ordinals of each append)
 # are built once and bound per call: built per call, SQLAlchemy's expression building and

@@ -14,9 +14,9 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.archive_snapshot import SNAPSHOT_CONTENT_TYPE, listed_artifacts, unpack
-from storage.artifacts import ArtifactStore
-from storage.models import SessionArchiveRow
+from durable_agents.storage.archive_snapshot import SNAPSHOT_CONTENT_TYPE, listed_artifacts, unpack
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.models import SessionArchiveRow
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, Table, and_, bindparam, func, select, upda
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import ToolEffectRow
+from durable_agents.storage.models import ToolEffectRow
 
 
 class EffectState(StrEnum):

@@ -14,17 +14,18 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from durable_agents.storage.artifact_commit import artifact_info, register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.previews import error_preview, make_preview
+
 # A leaf module (tiktoken only): the count every item writer stores, so readers can pick a
 # context window from stored counts alone.
-from activities.tokens import count_tokens
-from storage.artifact_commit import artifact_info, register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.artifacts import ArtifactStore
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
-from storage.previews import error_preview, make_preview
+from durable_agents.vocabulary.tokens import count_tokens
 
 
 @dataclass(frozen=True)

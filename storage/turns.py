@@ -7,7 +7,7 @@ import uuid
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import TurnRow
+from durable_agents.storage.models import TurnRow
 
 # A session's latest turn, bound by `in_session` and `in_tenant`: built once
 # (storage/sessions.py explains why).

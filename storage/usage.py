@@ -14,8 +14,8 @@ from sqlalchemy import Table, bindparam, case, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.quotas import TenantControls
-from storage.usage_models import ModelUsageRow, SessionSpendRow
+from durable_agents.storage.quotas import TenantControls
+from durable_agents.storage.usage_models import ModelUsageRow, SessionSpendRow
 
 _USAGE: Table = ModelUsageRow.__table__  # type: ignore[assignment]
 # Built once, bound per reply (see storage/sessions.py): every model step runs it.

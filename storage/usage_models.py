@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models import Base
+from durable_agents.storage.models import Base
 
 
 class ModelUsageRow(Base):
@@ -79,4 +79,4 @@ class SessionSpendRow(Base):
 # The tenant's side of spend (tenant_spend, and the quotas it is held to) lives with the
 # quotas; imported here so whoever loads the spend tables (storage/migrations/env.py, the
 # schema test) loads all of them.
-from storage import quota_models as quota_models  # noqa: E402
+from durable_agents.storage import quota_models as quota_models  # noqa: E402

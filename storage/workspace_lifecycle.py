@@ -24,13 +24,12 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.artifacts import ArtifactStore, check_tenant
-from storage.errors import InvalidTenant
-from storage.models import SessionRow
-from storage.workspace_pack import (
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore, check_tenant
+from durable_agents.storage.errors import InvalidTenant
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.workspace_pack import (
     PACK_CONTENT_TYPE,
     LeftOut,
     Pack,
@@ -39,8 +38,9 @@ from storage.workspace_pack import (
     packed_state,
     unpack_into,
 )
-from storage.workspace_tree import remove_tree
-from storage.workspaces import WorkspaceLayout
+from durable_agents.storage.workspace_tree import remove_tree
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 
 logger = logging.getLogger(__name__)
 

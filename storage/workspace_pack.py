@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.errors import StorageError
-from storage.workspace_tree import (
+from durable_agents.storage.errors import StorageError
+from durable_agents.storage.workspace_tree import (
     FILE_FLAGS,
     TreeEntry,
     file_fingerprint,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
+from durable_agents.storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
 
 _CHUNK = 1024 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, get_args
 
-from storage.artifacts import check_tenant
+from durable_agents.storage.artifacts import check_tenant
 
 WorkspaceScope = Literal["session", "tenant", "project"]
 SCOPES: tuple[str, ...] = get_args(WorkspaceScope)

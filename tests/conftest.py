@@ -15,20 +15,19 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.agents import Agent
-from activities.providers.base import ModelProvider
-from activities.tools.base import ToolRegistry
-from activities.tools.builtin import default_registry
-from storage.db import migrate
-from storage.partitioning import ENV_FLAG, partition_by_tenant
-from storage.workspaces import WorkspaceScope
+from durable_agents.activities.agents import Agent
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.db import migrate
+from durable_agents.storage.partitioning import ENV_FLAG, partition_by_tenant
+from durable_agents.storage.workspaces import WorkspaceScope
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.resources import Resources, open_resources
+from durable_agents.workers.settings import SandboxMode, get_settings
+from durable_agents.workers.stack import DevStack, StackEndpoints
+from durable_agents.workers.temporal_client import connect_client
 from tests.support.tiers import guard_fast_tier, mark_tiers
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.resources import Resources, open_resources
-from workers.settings import get_settings
-from workers.stack import DevStack, StackEndpoints
-from workers.temporal_client import connect_client
-from workers.workflow_sandbox import SandboxMode
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: it reads these markers
@@ -110,7 +109,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
     max_cached_workflows=0 makes every workflow task replay the history from the start,
     so each test also checks the loop is deterministic; the strict sandbox re-imports our
     workflow modules per run, so a clock read or random draw in them fails the test
-    (workers/workflow_sandbox.py: the production worker shares them and would not catch it).
+    (workers/process/sandbox.py: the production worker shares them and would not catch it).
     """
 
     @asynccontextmanager

@@ -13,14 +13,17 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.agents import Agent, AgentDefinitionError, Limits
-from activities.providers.base import ToolSpec
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import Tool, ToolContext, ToolOutput
-from activities.tools.builtin import builtin_tools
-from storage.models import ContextConfigRow, TurnRow
-from storage.sessions import SessionRepository
+from durable_agents.activities.agents import Agent, AgentDefinitionError, Limits
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.storage.models import ContextConfigRow, TurnRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.task_options import TaskOptions
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -29,9 +32,6 @@ from tests.support.fake_openai import (
     says,
 )
 from tests.support.helpers import items_of, start, wait_for_pending, wait_until_recorded
-from workers import tasks
-from workers.resources import Resources
-from workers.task_options import TaskOptions
 
 
 def _tool(name: str, answer: str) -> Tool:

@@ -11,13 +11,13 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.task_options import TaskOptions
+from durable_agents.workflows.contracts import AgentInput, CompactionRef
+from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
-from workers.task_options import TaskOptions
-from workflows.contracts import AgentInput, CompactionRef
-from workflows.policies import workflow_id_for
 
 CURSORS = {"step", "seen_messages", "received_messages", "compaction"}
 # Only a plain client's first run carries its task text: every derived input drops it.

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.offline import REPORT_PATH, OfflineProvider
+from durable_agents.activities.providers.offline import REPORT_PATH, OfflineProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
     copy_demo_workspace,
@@ -19,8 +21,6 @@ from tests.support.helpers import (
     start,
     stored_key,
 )
-from workers import tasks
-from workers.resources import Resources
 
 
 async def test_demo_task_completes_and_every_ref_resolves_to_a_matching_object(

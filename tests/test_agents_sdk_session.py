@@ -1,8 +1,8 @@
-"""The OpenAI Agents SDK's Session protocol kept in AgentState (workers/openai_agents_session.py)
-on the real PostgreSQL and S3: the SDK's own semantics (checked against its SQLiteSession),
-a real Runner across two runs, a large tool output stored once by reference, the tenant
-boundary, a session written by another process, and the session read by `agentctl show`
-and the gateway."""
+"""The OpenAI Agents SDK's Session protocol kept in AgentState
+(workers/peers/openai_agents_session.py) on the real PostgreSQL and S3: the SDK's own
+semantics (checked against its SQLiteSession), a real Runner across two runs, a large tool
+output stored once by reference, the tenant boundary, a session written by another process,
+and the session read by `agentctl show` and the gateway."""
 
 from __future__ import annotations
 
@@ -29,15 +29,22 @@ from agents import (
 from openai import AsyncOpenAI
 from temporalio.client import Client
 
-from storage.artifact_records import ArtifactRepository
-from storage.artifacts import artifact_key
-from storage.errors import SessionNotFound
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository
-from storage.models import ItemRow
-from storage.quotas import Quotas, TenantControls
-from storage.sessions import SessionRepository
-from storage.turns import TurnRepository
+from durable_agents import AgentStateSession
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import artifact_key
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.quotas import Quotas, TenantControls
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.client.render import item_line
+from durable_agents.workers.client.watch.follow import watch_changes
+from durable_agents.workers.peers.claim_check import ClaimCheckStore
+from durable_agents.workers.peers.external_history import NotExternalSession
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.fake_openai import (  # noqa: F401 (the `server` fixture)
     FakeOpenAI,
     calls,
@@ -46,13 +53,6 @@ from tests.support.fake_openai import (  # noqa: F401 (the `server` fixture)
 )
 from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import agentctl, s3_keys
-from workers.claim_check import ClaimCheckStore
-from workers.external_history import NotExternalSession
-from workers.openai_agents_session import AgentStateSession
-from workers.render import item_line
-from workers.resources import Resources
-from workers.session_watch import watch_changes
-from workers.stack import StackEndpoints
 
 BIG = 200_000
 
@@ -182,7 +182,7 @@ async def test_another_tenant_cannot_read_or_change_the_session(
 
 WRITER = """
 import asyncio, sys
-from workers.openai_agents_session import AgentStateSession
+from durable_agents import AgentStateSession
 
 async def main() -> None:
     session = AgentStateSession(sys.argv[1])  # tenant and stores from the environment

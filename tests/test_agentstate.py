@@ -15,21 +15,21 @@ from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Replayer
 
-from activities.compaction import CompactionActivities
-from activities.context import ContextBudget, tool_tokens
-from activities.model_context import config_of
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
-from storage.compactions import CompactionRepository
-from storage.errors import SessionNotFound
-from storage.sessions import SessionRepository
-from storage.turns import TurnRepository
+from durable_agents.activities.compaction import CompactionActivities
+from durable_agents.activities.context.assembly import ContextBudget, tool_tokens
+from durable_agents.activities.context.model_context import config_of
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import ArtifactRef, CompactInput
 from tests.conftest import AgentRunner
 from tests.support.helpers import files_to_read, items_of, session_root, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
-from workflows.contracts import ArtifactRef, CompactInput
 
 
 async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
@@ -188,7 +188,7 @@ async def test_compaction_retried_after_a_crash_is_stored_once(
     sid = uuid.uuid4()
     async with resources.sessions() as db, db.begin():
         await SessionRepository(db, tenant).create(sid, title="t", model_config={})
-    from storage.items import ItemRepository, NewItem
+    from durable_agents.storage.items import ItemRepository, NewItem
 
     async with resources.sessions() as db, db.begin():
         items = ItemRepository(db, tenant)
@@ -270,7 +270,7 @@ async def test_agent_remembers_across_sessions_and_another_tenant_recalls_nothin
 async def test_turns_and_compactions_of_another_tenant_look_missing(
     resources: Resources, tenant: str
 ) -> None:
-    from storage.items import ItemRepository, NewItem
+    from durable_agents.storage.items import ItemRepository, NewItem
 
     sid = uuid.uuid4()
     async with resources.sessions() as db, db.begin():

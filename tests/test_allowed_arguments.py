@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.tools.args import check_allowed
-from activities.tools.base import ToolError
-from activities.tools.builtin import builtin_tools
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.tools.args import check_allowed
+from durable_agents.activities.tools.base import ToolError
+from durable_agents.activities.tools.builtin import builtin_tools
 
 PATH_ONLY = {"type": "object", "properties": {"path": {"type": "string"}}}
 

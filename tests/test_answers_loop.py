@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.session_state import EMPTY_REPLY_NUDGE
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import AgentResult
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -23,8 +25,6 @@ from tests.support.fake_openai import (
     says,
 )
 from tests.support.helpers import items_of, session_root, start
-from workers.resources import Resources
-from workflows.contracts import AgentResult
 
 ANSWER = "The file says: contents of A."
 READ_A = {"name": "read_file", "arguments": {"path": "a.txt"}}

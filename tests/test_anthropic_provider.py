@@ -12,19 +12,24 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
-from temporalio.exceptions import ApplicationError
 
-from activities.providers import errors
-from activities.providers.anthropic_provider import AnthropicProvider
-from activities.providers.base import ChatMessage, ModelRequest, ProviderCall, ToolSpec
-from activities.providers.factory import build_provider
+from durable_agents.activities.providers import errors
+from durable_agents.activities.providers.anthropic_provider import AnthropicProvider
+from durable_agents.activities.providers.base import (
+    ChatMessage,
+    ModelRequest,
+    ProviderCall,
+    ToolSpec,
+)
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.workers.settings import ModelSettings
 from tests.support.fake_anthropic import (
     FakeAnthropic,
     fake_anthropic_server,  # noqa: F401 (the `server` fixture)
     message,
     tool_use_reply,
 )
-from workers.settings import ModelSettings
 
 API_KEY = "sk-ant-test-SECRET-0123456789abcdef"
 PROMPT_MARKER = "PROMPT-MARKER-do-not-leak"
@@ -183,7 +188,7 @@ async def test_status_maps_to_application_error(
     retryable: bool,
 ) -> None:
     server.fail(status, "something went wrong")
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     err = caught.value
     assert err.type == error_type
@@ -201,7 +206,7 @@ async def test_500_is_one_http_request_per_call(
 ) -> None:
     server.fail(500, "boom")
     for _ in range(3):
-        with pytest.raises(ApplicationError):
+        with pytest.raises(ProviderError):
             await provider.complete(request())
     assert len(server.requests) == 3
 
@@ -210,7 +215,7 @@ async def test_429_passes_retry_after_to_temporal(
     server: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     server.fail(429, "slow down", headers={"Retry-After": "7"})
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     assert caught.value.type == errors.MODEL_UNAVAILABLE
     assert caught.value.next_retry_delay == timedelta(seconds=7)
@@ -221,7 +226,7 @@ async def test_api_key_and_prompt_never_in_error(
     server: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     server.fail(401, f"invalid x-api-key {API_KEY}")
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     text = f"{caught.value} {caught.value.message} {caught.value.details!r}"
     assert API_KEY not in text
@@ -245,7 +250,7 @@ async def test_timeout_is_retryable(server: FakeAnthropic) -> None:
     server.delay = 0.5
     p = AnthropicProvider(api_key=API_KEY, model="m", timeout=0.1, base_url=server.url)
     try:
-        with pytest.raises(ApplicationError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await p.complete(request())
     finally:
         await p.aclose()

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from storage.api_keys import ApiKeyRepository, check_scopes
-from storage.models import ApiKeyRow
+from durable_agents.storage.api_keys import ApiKeyRepository, check_scopes
+from durable_agents.storage.models import ApiKeyRow
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import agentctl
-from workers.resources import Resources
 
 
 async def _create(res: Resources, tenant: str, **kw: object) -> str:

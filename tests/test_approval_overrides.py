@@ -13,17 +13,17 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.task_options import TaskOptions
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, run_approving, session_root
-from workers.resources import Resources
-from workers.task_options import TaskOptions
-from workflows.agent import AgentWorkflow
-from workflows.contracts import AgentInput
-from workflows.policies import workflow_id_for
 
 HISTORIES = Path(__file__).parent / "histories"
 # write_file asks for approval by default, list_dir does not: each override flips one.

@@ -1,6 +1,6 @@
 """A decision that reaches a worker in the same activation as the model reply that asks for
 it: the SDK applies the update before the activity's result, so the validator refuses the
-call as unknown. workers/decisions.py asks again while AgentState shows the call still to be
+call as unknown. workers/client/decisions.py asks again while AgentState shows the call still to be
 decided (a call AgentState does not hold is refused at once: tests/test_approvals.py)."""
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.workers.client import tasks
+from durable_agents.workers.process.cloud import SHUTDOWN_GRACE_SECONDS, cloud_activities, running
+from durable_agents.workers.process.sandbox import runner_for
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.support.helpers import start
-from workers import tasks
-from workers.cloud import SHUTDOWN_GRACE_SECONDS, cloud_activities, running
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workers.workflow_sandbox import runner_for
-from workflows.agent import AgentWorkflow
 
 SCRIPT: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "out/a.txt", "content": "A"}}]}
@@ -85,7 +85,7 @@ async def test_a_decision_arriving_with_the_reply_that_asks_for_it_is_accepted(
         )
 
     ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
-    caplog.set_level(logging.INFO, logger="workers.decisions")
+    caplog.set_level(logging.INFO, logger="durable_agents.workers.client.decisions")
     first = worker()
     first_run = asyncio.create_task(first.run())
     stopping: asyncio.Task[None] | None = None

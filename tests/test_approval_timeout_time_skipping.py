@@ -10,13 +10,13 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.workers.client import tasks
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.helpers import items_of
-from workers import tasks
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 def _test_server() -> str:

@@ -17,11 +17,11 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 
 def _script() -> ScriptedProvider:
@@ -54,7 +54,7 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
     tenant: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="workers.decisions")
+    caplog.set_level(logging.INFO, logger="durable_agents.workers.client.decisions")
     provider = _script()
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)

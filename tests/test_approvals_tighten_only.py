@@ -10,15 +10,15 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.agents import Agent
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import builtin_tools
-from storage.sessions import SessionRepository
+from durable_agents.activities.agents import Agent
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import session_root, wait_for_pending
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 WRITE = [
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "hi"}}]},

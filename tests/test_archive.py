@@ -18,9 +18,9 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.context import ContextBudget
-from activities.model_context import config_of
-from storage.archive import (
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import config_of
+from durable_agents.storage.archive import (
     ArchiveConflict,
     ArchiveResult,
     SessionNotArchivable,
@@ -29,19 +29,19 @@ from storage.archive import (
     ensure_hot,
     rehydrate_session,
 )
-from storage.archive_snapshot import HOT
-from storage.artifact_records import ArtifactRepository
-from storage.compactions import CompactionRepository
-from storage.context_configs import ContextConfigRepository
-from storage.errors import SessionArchived, SessionNotFound
-from storage.items import ItemRepository, NewItem
-from storage.models import SessionArchiveRow, SessionRow
-from storage.sessions import SessionRepository
-from storage.turns import TurnRepository
+from durable_agents.storage.archive_snapshot import HOT
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.storage.context_configs import ContextConfigRepository
+from durable_agents.storage.errors import SessionArchived, SessionNotFound
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import SessionArchiveRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.session_view import load_view, render_view
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import s3_keys
-from workers import tasks
-from workers.resources import Resources
-from workers.session_view import load_view, render_view
 
 
 def _item(sid: uuid.UUID, n: int, artifacts: list[tuple[uuid.UUID, str, int]]) -> NewItem:

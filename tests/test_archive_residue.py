@@ -16,15 +16,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from storage.archive import archive_session, rehydrate_session
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.gc import collect
-from storage.items import ItemRepository, NewItem
-from storage.models import ArtifactRefRow, ArtifactRow, ItemRow
-from storage.sessions import SessionRepository
-from workers.resources import Resources
+from durable_agents.storage.archive import archive_session, rehydrate_session
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.gc import collect
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ArtifactRefRow, ArtifactRow, ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.workers.resources import Resources
 
 WINDOW = timedelta(hours=1)
 

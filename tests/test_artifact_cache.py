@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.providers.base import ToolSpec
-from activities.tool_run import ToolActivities
-from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
-from storage.artifact_cache import ArtifactReadCache
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
-from workers.resources import Resources
-from workflows.contracts import ToolRunInput
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.storage.artifact_cache import ArtifactReadCache
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ToolRunInput
 
 T = "tenant-a"
 

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import zstandard
 
-from storage import artifact_codec as codec
-from storage.artifact_ref import ArtifactRef
-from storage.artifacts import ArtifactStore
-from storage.errors import ArtifactIntegrityError
+from durable_agents.storage import artifact_codec as codec
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.errors import ArtifactIntegrityError
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import s3_keys
 from tests.test_read_artifact import call, ctx, held, new_session
-from workers.resources import Resources
 
 MiB = 1024 * 1024
 # ~3.3 MiB of log-like text: four frames, compressing to a few percent.

@@ -12,9 +12,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 import pytest
 
-from storage.errors import ArtifactIntegrityError, ArtifactNotFound
+from durable_agents.storage.errors import ArtifactIntegrityError, ArtifactNotFound
+from durable_agents.workers.resources import Resources
 from tests.support.large_objects import MiB, blocks, raw_client, spied, stream
-from workers.resources import Resources
 
 
 async def test_get_range_returns_exact_slices_and_validates_the_range(

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from storage.artifacts import ArtifactStore
-from storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.errors import ArtifactIntegrityError, ArtifactNotFound, InvalidTenant
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import s3_keys, s3_sha256
 from tests.support.large_objects import spied
-from workers.resources import Resources
 
 
 def _raw(store: ArtifactStore) -> Any:

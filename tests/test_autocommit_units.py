@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from storage.db import autocommit, make_engine, make_session_factory
-from storage.sessions import SessionRepository
-from workers.resources import Resources
-from workers.stack import StackEndpoints
+from durable_agents.storage.db import autocommit, make_engine, make_session_factory
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 
 
 class _Boom(Exception):

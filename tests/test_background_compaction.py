@@ -13,13 +13,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
-from storage.compactions import CompactionRepository
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
 from tests.support.helpers import files_to_read, start
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 # Small enough that the previews alone pass the compaction threshold after a few steps,

@@ -19,32 +19,32 @@ from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Replayer
 
-from activities.agents import Agent, AgentDefinitionError, Limits
-from activities.budget_check import budget_reached
-from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
-from activities.task_rules import InvalidTaskInput
-from storage.errors import SessionNotFound
-from storage.item_kinds import ItemKind
-from storage.models import ItemRow, SessionRow
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
-from storage.usage import UsageRecord, UsageRepository
-from storage.usage_models import ModelUsageRow
+from durable_agents import connect
+from durable_agents.activities.agents import Agent, AgentDefinitionError, Limits
+from durable_agents.activities.policies.budget_check import budget_reached
+from durable_agents.activities.policies.task_rules import InvalidTaskInput
+from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.usage import UsageRecord, UsageRepository
+from durable_agents.storage.usage_models import ModelUsageRow
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.budget_raise import raise_budget
+from durable_agents.workers.client.commands import Caller, ScopeRefused, StartRequest, start_command
+from durable_agents.workers.client.tasks import live_status
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import BudgetDefaults, Settings, get_settings
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.budgets import budget_words
+from durable_agents.workflows.contracts import BudgetFigures, RaiseBudgetInput, TaskBudget
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root
 from tests.test_replay import HISTORIES
-from workers import tasks
-from workers.api import connect
-from workers.budget_raise import raise_budget
-from workers.commands import Caller, ScopeRefused, StartRequest, start_command
-from workers.resources import Resources
-from workers.settings import BudgetDefaults, Settings, get_settings
-from workers.stack import StackEndpoints
-from workers.tasks import live_status
-from workflows.agent import AgentWorkflow
-from workflows.budgets import budget_words
-from workflows.contracts import BudgetFigures, RaiseBudgetInput, TaskBudget
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports
 

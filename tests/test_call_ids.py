@@ -10,12 +10,12 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.base import ChatMessage, ModelRequest
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 
 def _read(path: str, call_id: str | None = None) -> dict[str, Any]:

@@ -16,17 +16,17 @@ from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.worker import Replayer
 
-from activities.providers.base import ModelReply, ModelRequest, ToolSpec
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
-from activities.tools.builtin import builtin_tools
-from storage.models import SessionRow
+from durable_agents.activities.providers.base import ModelReply, ModelRequest, ToolSpec
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.storage.models import SessionRow
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
 from tests.support.gateway import poll
 from tests.support.helpers import files_to_read, start
-from workers import tasks
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 

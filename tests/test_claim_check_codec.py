@@ -1,4 +1,4 @@
-"""The claim-check codec (workers/claim_check.py) on the real PostgreSQL and S3, without a
+"""The claim-check codec (workers/peers/claim_check.py) on the real PostgreSQL and S3, without a
 workflow: what it writes is verified and held before a reference leaves it, a reference
 reads back only through its tenant and only as the bytes it names, and what it cannot hold
 (no workflow in the context) it leaves as it was."""
@@ -11,10 +11,10 @@ import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import DataConverter, WorkflowSerializationContext
 
-from storage.claim_holds import holds_of
-from storage.errors import ArtifactIntegrityError, ArtifactNotFound
-from workers.claim_check import ENCODING, ClaimCheckCodec, ClaimCheckStore
-from workers.resources import Resources
+from durable_agents.storage.claim_holds import holds_of
+from durable_agents.storage.errors import ArtifactIntegrityError, ArtifactNotFound
+from durable_agents.workers.peers.claim_check import ENCODING, ClaimCheckCodec, ClaimCheckStore
+from durable_agents.workers.resources import Resources
 
 CONTEXT = WorkflowSerializationContext(namespace="default", workflow_id="wf-1")
 

@@ -20,13 +20,13 @@ from temporalio import workflow
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.history_holds import retention_of, settle_history_holds
-from storage.gc import collect
+from durable_agents import ClaimCheckPlugin
+from durable_agents.activities.history_holds import retention_of, settle_history_holds
+from durable_agents.storage.gc import collect
+from durable_agents.workers.peers.claim_check import ENCODING, ClaimCheckCodec, ClaimCheckStore
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.helpers import s3_keys
-from workers.claim_check import ENCODING, ClaimCheckCodec, ClaimCheckStore
-from workers.claim_check_plugin import ClaimCheckPlugin
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 WINDOW = timedelta(hours=1)
 
@@ -141,7 +141,7 @@ async def test_gc_never_deletes_what_an_open_or_retained_history_references(
     stack: StackEndpoints, migrated: StackEndpoints, resources: Resources, tenant: str, seed: int
 ) -> None:
     # The collector's clock jumps past retention here, not the encoder's: it must not trust
-    # a hold it wrote a moment ago in real time (workers/claim_check.py, held_ttl_seconds).
+    # a hold it wrote a moment ago in real time (workers/peers/claim_check.py, held_ttl_seconds).
     store = ClaimCheckStore(resources.store, resources.sessions, held_ttl_seconds=0)
     client = await Client.connect(
         stack.temporal_address, namespace="default", plugins=[ClaimCheckPlugin(tenant, store=store)]

@@ -1,4 +1,4 @@
-"""The claim check's rewriting of JSON values (workers/claim_check_tree.py), service-free:
+"""The claim check's rewriting of JSON values (workers/peers/claim_check_tree.py), service-free:
 whatever the value, restoring what encoding wrote gives it back; a conversation that only
 grows stores each earlier part once; its references stay small however long it gets."""
 
@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from workers.claim_check_tree import Encoder, MarkerCollision, dumps, missing, restore
+from durable_agents.workers.peers.claim_check_tree import (
+    Encoder,
+    MarkerCollision,
+    dumps,
+    missing,
+    restore,
+)
 
 
 def encoder() -> Encoder:

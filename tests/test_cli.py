@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.settings import get_settings
 from tests.conftest import AgentRunner
 from tests.support.helpers import agentctl, tenant_root
-from workers.settings import get_settings
 
 
 async def test_start_status_approve_watch_and_fetch_an_artifact(

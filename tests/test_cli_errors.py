@@ -13,14 +13,14 @@ from typing import get_args
 
 import pytest
 
-from storage.artifact_records import ArtifactRepository
-from storage.sessions import SessionRepository
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.cli.dev import ProviderName
+from durable_agents.workers.cli.errors import DEBUG_ENV, report
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import ModelSettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.processes import AGENTCTL
-from workers.cli_dev import ProviderName
-from workers.cli_errors import DEBUG_ENV, report
-from workers.resources import Resources
-from workers.settings import ModelSettings
-from workers.stack import StackEndpoints
 
 UNKNOWN = str(uuid.uuid4())
 NOT_JSON, NOT_AN_OBJECT = "{not json", "[1, 2]"

@@ -37,7 +37,8 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 from temporalio.envconfig import ClientConfig
 
-from activities.providers.factory import build_provider
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.workers.settings import AgentSettings, ModelSettings, S3Settings, Settings
 from tests.support.deploy_env import (
     AGENT_IMAGE,
     GROUPS,
@@ -49,7 +50,6 @@ from tests.support.deploy_env import (
     gateway_health_path,
     unknown_agent_env,
 )
-from workers.settings import AgentSettings, ModelSettings, S3Settings, Settings
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
@@ -385,8 +385,11 @@ def test_image_is_built_from_a_dockerfile_that_installs_every_package() -> None:
         assert dockerfile.is_file() and dockerfile == DOCKERFILE, dockerfile
     copied = set(re.findall(r"^COPY (\S+) ", DOCKERFILE.read_text(), re.M))
     find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    packages = {p.rstrip("*") for p in find["packages"]["find"]["include"]}
-    assert packages | {"pyproject.toml"} <= copied
+    assert find["packages"]["find"]["include"] == ["durable_agents", "durable_agents.*"]
+    # The one package, and each folder a link in it installs from.
+    links = [p for p in (ROOT / "durable_agents").iterdir() if p.is_symlink()]
+    folders = {p.resolve().relative_to(ROOT).as_posix() for p in links}
+    assert {"durable_agents", "pyproject.toml", *folders} <= copied
     assert all((ROOT / src).exists() for src in copied)
 
 

@@ -6,9 +6,9 @@ import re
 import uuid
 from typing import Any
 
-from activities.context import ContextBudget, assemble_context
-from activities.tokens import count_tokens
-from storage.models import ItemRow
+from durable_agents.activities.context.assembly import ContextBudget, assemble_context
+from durable_agents.storage.models import ItemRow
+from durable_agents.vocabulary.tokens import count_tokens
 
 SESSION = uuid.uuid4()
 

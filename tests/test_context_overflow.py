@@ -19,15 +19,18 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.compaction import CompactionActivities
-from activities.context import ContextBudget
-from activities.context_windows import MAX_OVERFLOW_RETRIES
-from activities.model_context import config_of
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.tokens import count_tokens
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
-from storage.sessions import SessionRepository
+from durable_agents.activities.compaction import CompactionActivities
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import config_of
+from durable_agents.activities.context_windows import MAX_OVERFLOW_RETRIES
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workers.client.session_view import load_view, render_view
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import CompactInput
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import completion, tool_call_reply
 from tests.support.fake_window import (
@@ -35,9 +38,6 @@ from tests.support.fake_window import (
     windowed_server,  # noqa: F401 (the `windowed` fixture)
 )
 from tests.support.helpers import items_of, session_root, start
-from workers.resources import Resources
-from workers.session_view import load_view, render_view
-from workflows.contracts import CompactInput
 
 WINDOW = 4_096
 # ~17k tokens: expanded, the result alone would fill the default 6,000-token allowance.

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.blocking import artifact_commit_held, wait_until_commit_blocked
 from tests.support.helpers import items_of, s3_keys, s3_sha256, session_root, start, stored_key
 from tests.support.processes import WorkerProcess
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 async def test_worker_killed_after_upload_before_commit_resumes_without_dangling_or_duplicate(

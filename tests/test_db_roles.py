@@ -15,9 +15,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from durable_agents.workers.stack import PostgresServer, StackEndpoints
+from durable_agents.workers.stack.postgres import ROLES_SQL, pg_bin_dir
 from tests.test_compose import env_of
-from workers.stack import PostgresServer, StackEndpoints
-from workers.stack.postgres import ROLES_SQL, pg_bin_dir
 
 REFUSED = [
     "CREATE DATABASE refused_db",

@@ -7,8 +7,8 @@ import shutil
 import uuid
 from pathlib import Path
 
-from workers.demo import _prepare_dirs
-from workers.demo_outcome import check_report, workspace_files
+from durable_agents.workers.demo.outcome import check_report, workspace_files
+from durable_agents.workers.demo.run import _prepare_dirs
 
 REPORT = "out/report.md"
 

@@ -1,6 +1,6 @@
 """`agentctl deploy check` on the real Temporal dev server: histories recorded by running
 code are replayed against the code about to be deployed, and the runs it would break are
-named (workers/deploy_check.py)."""
+named (workers/process/deploy_check.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.providers.offline import OfflineProvider
+from durable_agents.activities.providers.offline import OfflineProvider
+from durable_agents.workers.process.cloud import CLOUD_WORKFLOWS
+from durable_agents.workers.process.deploy_check import check_histories, workflow_name
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import get_settings
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
 from tests.support.deploy_probes import (
     ForeignAgentWorkflow,
@@ -30,11 +35,6 @@ from tests.support.helpers import (
     session_root,
     start,
 )
-from workers.cloud import CLOUD_WORKFLOWS
-from workers.deploy_check import check_histories, workflow_name
-from workers.resources import Resources
-from workers.settings import get_settings
-from workflows.agent import AgentWorkflow
 
 RUNNER = UnsandboxedWorkflowRunner()
 

@@ -21,17 +21,17 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.device_calls import DeviceCallRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.device_calls import DeviceCallRepository
+from durable_agents.workers.gateway.device_calls import RECHECK_SECONDS
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.policies import device_task_queue
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer, gateway_server
 from tests.support.helpers import items_of, start
-from workers.gateway.device_calls import RECHECK_SECONDS
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
-from workflows.policies import device_task_queue
 
 READ_ON_DEVICE: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},

@@ -9,14 +9,14 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import device_link
 from tests.support.gateway import poll
 from tests.support.helpers import items_of, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 WRITE_ON_DEVICE = [
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}]},

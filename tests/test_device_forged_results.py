@@ -12,13 +12,13 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import gateway_server, make_device_key
 from tests.support.gateway import bearer
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 READ_ON_DEVICE = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.device_calls import DeviceCallRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.device_calls import DeviceCallRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.policies import TOOL_RETRY
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import device_link
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.policies import TOOL_RETRY
 
 READ_ON_DEVICE = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},

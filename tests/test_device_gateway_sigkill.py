@@ -11,16 +11,16 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolRegistry
-from activities.tools.builtin import default_registry
-from activities.tools.mcp_device import registered_device_tools
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.activities.tools.mcp_device import registered_device_tools
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import GatewayDeviceProcess, gateway_server, make_device_key
 from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import recorded
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 async def _blocks_received(record: Path, count: int, within: float = 60) -> None:

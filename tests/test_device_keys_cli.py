@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from storage.devices import DeviceRepository
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, gateway_http
 from tests.support.helpers import agentctl
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 async def test_keys_create_device_issues_a_device_key_that_revoke_switches_off(

@@ -18,16 +18,16 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.devices import DeviceRepository
-from storage.gc import collect
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.gc import collect
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer, gateway_server
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 READ_ON_DEVICE: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from activities.agents import DEFAULT_AGENT
-from activities.tools.builtin import default_registry
-from activities.tools.fetch_policy import PUBLIC_ONLY
-from workers.device_calls_local import LocalResult, LocalTools
+from durable_agents.activities.agents import DEFAULT_AGENT
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY
+from durable_agents.workers.device.calls import LocalResult, LocalTools
 
 
 def _tools(workspace: Path) -> LocalTools:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from storage.tool_effects import SETTLED, EffectState
-from workers.gateway.device_models import Completion
+from durable_agents.storage.tool_effects import SETTLED, EffectState
+from durable_agents.workers.gateway.device_models import Completion
 
 
 @pytest.mark.parametrize("effect", list(SETTLED))

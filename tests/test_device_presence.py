@@ -21,11 +21,16 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.device_presence import DevicePresenceActivities
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import WORKFLOW_TOOLS, default_registry
-from storage.device_models import DeviceRow
-from storage.devices import DeviceRepository
+from durable_agents.activities.device_presence import DevicePresenceActivities
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import WORKFLOW_TOOLS, default_registry
+from durable_agents.storage.device_models import DeviceRow
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.process import run as processes
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.contracts import DevicePresenceInput
 from tests.conftest import AgentRunner
 from tests.support.blocking import (
     artifact_commit_held,
@@ -40,10 +45,6 @@ from tests.support.helpers import (
     wait_for_pending,
 )
 from tests.support.processes import AGENTCTL, DeviceProcess
-from workers import processes, tasks
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.contracts import DevicePresenceInput
 
 REPORT = "out/device.md"
 CONTENT = "# Written on the device\n\nonce, whatever happens to the device\n"
@@ -186,7 +187,9 @@ async def test_heartbeat_survives_a_database_error_and_re_registers(
 
 def devices_cli(env: dict[str, str], tenant: str) -> str:
     """The `devices` command body run as `agentctl devices` would run it."""
-    code = "import typer; from workers.cli_devices import devices; typer.run(devices)"
+    code = (
+        "import typer; from durable_agents.workers.cli.devices import devices; typer.run(devices)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code, "--tenant", tenant],
         env=env,

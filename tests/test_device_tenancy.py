@@ -11,17 +11,17 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tool_run import ToolActivities
-from activities.tools.builtin import default_registry
-from storage.models import ItemRow, SessionRow
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.workers.client import tasks
+from durable_agents.workers.device.worker import build_device_worker
+from durable_agents.workers.process.cloud import running
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.policies import device_task_queue
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, register_device, start
-from workers import tasks
-from workers.cloud import running
-from workers.device import build_device_worker
-from workers.resources import Resources
-from workflows.policies import device_task_queue
 
 
 def _device_tools(res: Resources, root: Path) -> ToolActivities:

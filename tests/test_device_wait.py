@@ -14,13 +14,13 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.providers.base import ModelRequest
-from activities.providers.scripted import ScriptedProvider
-from storage.models import ItemRow
+from durable_agents.activities.providers.base import ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, register_device, start
-from workers import tasks
-from workers.resources import Resources
 
 DEVICE_WAIT = 2  # seconds until an unserved device call is reported offline
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from activities.providers.base import ModelReply, ModelRequest, ProviderCall
-from activities.providers.scripted import ScriptedProvider
-from storage.devices import DeviceRepository
-from storage.models import ItemRow
+from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import GatewayDeviceProcess, gateway_server, make_device_key
 from tests.support.helpers import decoded_payloads, items_of, start
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 NOTES = b"only on the laptop"
 # How long the device stays away: the 60 s, shorter only where asked to.

@@ -14,12 +14,12 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from activities.providers.scripted import ScriptedProvider
-from storage.devices import DeviceRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
 from tests.support.helpers import start
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 

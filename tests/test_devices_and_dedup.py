@@ -9,9 +9,13 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tool_run import ToolActivities
-from activities.tools.builtin import default_registry
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.workers.client import tasks
+from durable_agents.workers.device.worker import build_device_worker
+from durable_agents.workers.process.cloud import running
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
     artifact_count,
@@ -22,10 +26,6 @@ from tests.support.helpers import (
     start,
     tenant_root,
 )
-from workers import tasks
-from workers.cloud import running
-from workers.device import build_device_worker
-from workers.resources import Resources
 
 
 def _read(path: str) -> ScriptedProvider:

@@ -28,8 +28,8 @@ from botocore.exceptions import ClientError
 from sqlalchemy.engine import make_url
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from workers.settings import S3Settings
-from workers.stack import (
+from durable_agents.workers.settings import S3Settings
+from durable_agents.workers.stack import (
     DEFAULT_BUCKET,
     DevStack,
     PortInUseError,

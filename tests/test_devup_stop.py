@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.devup_signals import GRACE_SECONDS
+from durable_agents.workers.cli.devup_signals import GRACE_SECONDS
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 UP_TIMEOUT = 150.0
@@ -27,7 +27,7 @@ STALL_AGENT = '''
 import time
 from pathlib import Path
 
-from workers.api import Agent, ToolContext, tool
+from durable_agents import Agent, ToolContext, tool
 
 
 @tool(effect="read_only")

@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
-from workers.gateway.call_schemas import MAX_LISTED_PROBLEMS, argument_problems, check_arguments
-from workers.gateway.errors import ApiError
+from durable_agents.workers.gateway.call_schemas import (
+    MAX_LISTED_PROBLEMS,
+    argument_problems,
+    check_arguments,
+)
+from durable_agents.workers.gateway.errors import ApiError
 
 SECRET = "s3cr3t-value"
 

@@ -16,17 +16,17 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tool_effects import RERUN_NOTE
-from activities.tools.base import ToolRegistry
-from activities.tools.builtin import builtin_tools
-from storage.tool_effects import ToolEffectRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.activities.tools.effects import RERUN_NOTE
+from durable_agents.storage.tool_effects import ToolEffectRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
 from tests.support.effect_tools import bump_tool, executions
 from tests.support.helpers import agentctl, items_of, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 SCRIPT = [{"tool_calls": [{"name": "bump", "arguments": {"label": "once"}}]}]

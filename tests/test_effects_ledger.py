@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from activities.providers.base import ToolSpec
-from activities.tool_run import ToolActivities
-from activities.tools.base import (
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.base import (
     Tool,
     ToolContext,
     ToolError,
@@ -24,11 +24,11 @@ from activities.tools.base import (
     ToolRegistry,
     TransientToolError,
 )
-from storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.workers.resources import Resources
 from tests.support.effect_tools import bump_tool, executions
 from tests.support.tool_calls import claim, ledger_state, new_call, result_of, run
 from tests.test_vocabulary import constraint_values
-from workers.resources import Resources
 
 
 def activities(res: Resources, workspace: Path, *tools: Tool) -> ToolActivities:

@@ -17,10 +17,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy, Resolver
-from activities.tools.internal_addresses import why_internal
-from activities.tools.web import fetch_url
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.fetch_policy import FetchAllowlist, FetchPolicy, Resolver
+from durable_agents.activities.tools.internal_addresses import why_internal
+from durable_agents.activities.tools.web import fetch_url
 from tests.support.fake_dns import FakeDns, no_dns
 
 DENIED_HINT = (

@@ -7,7 +7,7 @@ from ipaddress import ip_network
 import pytest
 from pydantic import ValidationError
 
-from workers.settings import AgentSettings
+from durable_agents.workers.settings import AgentSettings
 
 
 def test_allowlist_of_networks_and_host_names_reaches_the_fetch_policy(

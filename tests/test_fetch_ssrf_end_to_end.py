@@ -8,11 +8,11 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 async def test_fetch_of_the_object_store_is_an_error_result_after_one_attempt(

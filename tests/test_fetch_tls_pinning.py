@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
-from activities.tools.web import fetch_url
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
+from durable_agents.activities.tools.web import fetch_url
 from tests.support.fake_dns import FakeDns
 
 NAME = "secure.example"

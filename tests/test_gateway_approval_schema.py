@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import builtin_tools
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import tenant_root
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 WRITE = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "x"}}]}]
 SECRET = "hunter2-do-not-echo"

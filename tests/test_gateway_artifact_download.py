@@ -8,11 +8,11 @@ import hashlib
 import httpx
 from temporalio.client import Client
 
-from storage.artifact_commit import register_uploaded
-from storage.artifacts import ArtifactStore
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, gateway_http, make_key
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 TEXT = b"".join(b"line %06d of a report the agent wrote\n" % i for i in range(40_000))
 

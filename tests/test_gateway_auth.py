@@ -14,15 +14,15 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.api_keys import ApiKeyRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.workers.gateway.rate_limit import RateLimiter
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import items_of, tenant_root
-from workers.gateway.rate_limit import RateLimiter
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 
 async def test_missing_bad_revoked_and_expired_keys_get_one_401(

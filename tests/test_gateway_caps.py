@@ -15,16 +15,16 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.rate_limit import RateLimiter
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer, make_key, poll
-from workers.gateway.app import create_app
-from workers.gateway.rate_limit import RateLimiter
-from workers.gateway.serving import serving
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 SCRIPT: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},

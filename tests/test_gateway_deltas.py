@@ -15,7 +15,12 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -26,11 +31,6 @@ from tests.support.fake_openai import (
 from tests.support.gateway import bearer, make_key
 from tests.support.helpers import items_of
 from tests.support.sse import sse_events
-from workers.gateway.app import create_app
-from workers.gateway.serving import serving
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 REPLY = "The answer is forty two, and here is the reason why it matters to you."
 # The first request's stream drops after its role chunk and three words.

@@ -12,16 +12,16 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, make_key
 from tests.support.helpers import items_of
 from tests.support.sse import sse_events
-from workers.gateway.app import create_app
-from workers.gateway.serving import serving
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 SCRIPT = [
     {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},

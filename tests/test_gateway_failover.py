@@ -14,21 +14,21 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.api_keys import ApiKeyRepository
-from storage.device_calls import DeviceCallRepository
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.storage.device_calls import DeviceCallRepository
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer
 from tests.support.gateway_process import GatewayProcess
 from tests.support.helpers import items_of, start
 from tests.support.sse import sse_events
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 ITEMS = 40
 KILL_AFTER = 10

@@ -16,21 +16,21 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.session_events import EventHub, listen_dsn
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.session_events import EventHub, listen_dsn
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.watch.follow import WATCH_PAGE
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.events import cursor_of, fanout, session_events
+from durable_agents.workers.gateway.fanout import SessionFanout, StreamInterrupted
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, make_key
 from tests.support.sse import sse_events
-from workers.gateway.app import create_app
-from workers.gateway.events import cursor_of, fanout, session_events
-from workers.gateway.fanout import SessionFanout, StreamInterrupted
-from workers.gateway.serving import serving
-from workers.resources import Resources
-from workers.session_watch import WATCH_PAGE
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 # Never rechecked by time: every event must come from a notification.
 NO_RECHECK = 3600.0

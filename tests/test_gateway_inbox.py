@@ -12,16 +12,16 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.models import SessionRow
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.models import SessionRow
+from durable_agents.workers.gateway.context import Gateway
+from durable_agents.workers.gateway.live_status import LiveStatusCache
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.client_contracts import AgentStatus
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import tenant_root
-from workers.gateway.context import Gateway
-from workers.gateway.live_status import LiveStatusCache
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.client_contracts import AgentStatus
 
 READ_THEN_WRITE = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},

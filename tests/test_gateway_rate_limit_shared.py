@@ -20,13 +20,13 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from storage import rate_limits
-from storage.db import autocommit, make_engine, make_session_factory
+from durable_agents.storage import rate_limits
+from durable_agents.storage.db import autocommit, make_engine, make_session_factory
+from durable_agents.workers.gateway.rate_limit import SharedRateLimiter
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, make_key
 from tests.support.mcp import free_port
-from workers.gateway.rate_limit import SharedRateLimiter
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 BURST = 5

@@ -14,14 +14,14 @@ import pytest
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from storage.artifact_commit import register_uploaded
-from storage.artifacts import ArtifactStore
-from storage.download_types import BYTES_TYPE, TEXT_TYPE, download_headers
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.download_types import BYTES_TYPE, TEXT_TYPE, download_headers
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, make_key
-from workers.gateway.app import create_app
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
 
 COMMON = {
     "x-content-type-options": "nosniff",

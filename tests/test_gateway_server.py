@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, make_key
 from tests.support.mcp import free_port
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 

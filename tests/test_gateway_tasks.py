@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import tenant_root
-from workers import tasks
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 READ_THEN_WRITE = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},

@@ -11,12 +11,12 @@ import uuid
 import httpx
 from temporalio.client import Client
 
-from storage.artifact_commit import register_uploaded
-from storage.sessions import SessionRepository
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.gateway.page import WEB_DIR
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer, gateway_http, make_key
-from workers.gateway.page import WEB_DIR
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 # What would turn an API string into markup (or code) in the page.
 MARKUP_SINKS = re.compile(

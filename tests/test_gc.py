@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.gc import collect
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.gc import collect
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ArtifactRef, GcInput
+from durable_agents.workflows.gc import ArtifactGcWorkflow
 from tests.conftest import AgentRunner
 from tests.support.helpers import s3_keys
-from workers.resources import Resources
-from workflows.contracts import ArtifactRef, GcInput
-from workflows.gc import ArtifactGcWorkflow
 
 WINDOW = timedelta(hours=1)
 
@@ -190,7 +190,7 @@ async def test_young_orphans_and_recently_marked_artifacts_survive(
 async def test_agentctl_gc_dry_run_then_real_run_reports_bytes(
     resources: Resources, tenant: str, cli_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from workers.cli import main
+    from durable_agents.workers.cli.main import main
 
     orphan = await resources.store.put(tenant, b"orphaned bytes", "text/plain")
     code = await asyncio.to_thread(main, ["gc", "--dry-run", "--window", "0s", "--tenant", tenant])
@@ -223,8 +223,8 @@ async def test_gc_runs_as_a_temporal_workflow(
 async def test_gc_schedule_is_created_then_updated(
     client: Client, cli_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from workers.cli import main
-    from workers.cli_gc import SCHEDULE_ID
+    from durable_agents.workers.cli.gc import SCHEDULE_ID
+    from durable_agents.workers.cli.main import main
 
     try:
         assert await asyncio.to_thread(main, ["gc", "schedule", "--every", "2h"]) == 0

@@ -22,7 +22,7 @@ from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
-from activities.heartbeat import heartbeating
+from durable_agents.activities.heartbeat import heartbeating
 
 
 def _env(timeout: timedelta | None) -> tuple[ActivityEnvironment, list[tuple[Any, ...]]]:

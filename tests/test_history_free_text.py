@@ -11,14 +11,14 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.base import ToolSpec
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
-from activities.tools.builtin import builtin_tools
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import decoded_payloads, items_of, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 REASON = "REASON-MARK-7f3a"
 DECIDER = "DECIDER-MARK-7f3a"

@@ -9,10 +9,10 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import decoded_payloads, items_of, s3_keys, session_root, start
-from workers.resources import Resources
 
 ONE_MB = 1024 * 1024
 

@@ -14,15 +14,15 @@ from alembic import command
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.db import _alembic_config, make_engine, make_session_factory
-from storage.items import _BY_KEY, ItemRepository, NewItem
-from storage.models import ArtifactRow, ItemRow
-from storage.sessions import SessionRepository
-from workers.resources import Resources
-from workers.stack import DevStack, StackEndpoints
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.db import _alembic_config, make_engine, make_session_factory
+from durable_agents.storage.items import _BY_KEY, ItemRepository, NewItem
+from durable_agents.storage.models import ArtifactRow, ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import DevStack, StackEndpoints
 
 
 def msg(sid: uuid.UUID, key: str, text: str = "hi") -> NewItem:

@@ -27,6 +27,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from durable_agents.workers.process.health_file import heartbeat
 from tests.support.deploy_env import (
     AGENT_IMAGE,
     MIGRATION_ONLY,
@@ -36,7 +37,6 @@ from tests.support.deploy_env import (
     secret_env,
     unknown_agent_env,
 )
-from workers.health_file import heartbeat
 
 K8S = ROOT / "workers" / "deploy" / "k8s"
 KUBERNETES = "1.33.0"

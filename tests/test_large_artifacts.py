@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from storage.errors import ArtifactIntegrityError, InvalidTenant
+from durable_agents.storage.errors import ArtifactIntegrityError, InvalidTenant
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import s3_keys
 from tests.support.large_objects import (
     Hook,
@@ -27,7 +28,6 @@ from tests.support.large_objects import (
     spied,
     stream,
 )
-from workers.resources import Resources
 
 BIG = 200 * MiB
 MEMORY_BUDGET = 64 * MiB  # traced Python allocations, the reliable signal

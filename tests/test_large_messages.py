@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import PREVIEW_CHARS
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
     artifact_count,
@@ -21,9 +24,6 @@ from tests.support.helpers import (
     start,
     wait_for_pending,
 )
-from workers import tasks
-from workers.resources import Resources
-from workflows.contracts import PREVIEW_CHARS
 
 SYSTEM = "You are the system prompt of this test."
 

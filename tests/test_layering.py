@@ -1,33 +1,150 @@
-"""Layers import downwards only: storage (AgentState, artifacts) knows nothing of workflows
-and of activities but the tokenizer, and activities take their configuration as values,
-never from the workers' settings."""
+"""The layout's arrow rules, all of them: every module of ours belongs to one room, and a room
+imports only from the rooms this table lets it. A new wrong-way import fails here, naming the
+module, the import and the rule, whatever folder it is added to.
+
+Rooms, bottom up:
+- vocabulary: the leaf terms (artifact refs, item kinds, statuses, previews, token counts).
+- storage: AgentState and the artifact store. Knows nothing of Temporal or workflows.
+- contracts: what the loop, its activities and its clients agree on: the payloads
+  (workflows/contracts.py, client_contracts.py, state_contracts.py) and the task queues,
+  timeouts and retry policies (workflows/policies.py).
+- domain: Temporal-free libraries (activities/providers, tools, context, policies).
+- trajectory: OpenTelemetry by reference (activities/trajectory).
+- edges: the `@activity.defn` classes and what translates to Temporal (activities/*.py).
+- loop: the deterministic workflows (workflows/*.py): contracts and the activities they name,
+  never storage.
+- shared: what every process opens or reads (workers/settings, resources, temporal_client,
+  task_options, agent_loading).
+- stack, peers, client, device, process, gateway, demo, cli: the roles under workers/.
+- api: the public Python API (workers/api.py), served as `durable_agents`'s names.
+"""
 
 from __future__ import annotations
 
-from tests.support.imports import ROOT, imports, modules
+from collections.abc import Collection
+
+from tests.support.imports import PUBLIC, imports, modules
+
+BELOW_WORKERS = {"vocabulary", "storage", "contracts", "domain", "trajectory", "edges", "loop"}
+WORKER_BASE = BELOW_WORKERS | {"shared"}
+
+# room -> the rooms it may import from (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "vocabulary": set(),
+    "storage": {"vocabulary"},
+    "contracts": {"vocabulary"},
+    "domain": {"vocabulary", "storage", "contracts"},
+    "trajectory": {"vocabulary", "storage", "contracts", "domain"},
+    "edges": {"vocabulary", "storage", "contracts", "domain", "trajectory"},
+    "loop": {"vocabulary", "contracts", "domain", "edges", "trajectory"},
+    "shared": BELOW_WORKERS,
+    "stack": WORKER_BASE,
+    "peers": WORKER_BASE,
+    "client": WORKER_BASE,
+    "device": WORKER_BASE | {"client"},
+    "process": WORKER_BASE | {"device", "client"},
+    "gateway": WORKER_BASE | {"client"},
+    "demo": WORKER_BASE | {"client", "process", "stack", "gateway", "device"},
+    "cli": WORKER_BASE | {"client", "process", "stack", "gateway", "device", "demo", "peers"},
+    "api": WORKER_BASE | {"client", "process", "peers"},
+    "public": {"api", "peers", "contracts"},
+}
+
+# Rooms that must not import Temporal at all (the edges translate for them).
+TEMPORAL_FREE = {"vocabulary", "storage", "domain"}
+
+CONTRACTS = {"contracts", "client_contracts", "state_contracts", "policies"}
+DOMAIN = {"providers", "tools", "context", "policies"}
+SHARED = {"settings", "resources", "temporal_client", "task_options", "agent_loading"}
+ROLES = {"stack", "peers", "client", "device", "process", "gateway", "demo", "cli"}
 
 
-def importers_of(package: str, of: str) -> list[str]:
-    """Modules of `package` that import `of` or anything under it."""
-    return sorted(
-        f"{path.relative_to(ROOT)}: {module}"
-        for name, path in modules().items()
-        if name == package or name.startswith(f"{package}.")
+def room_of(name: str) -> str:
+    parts = name.split(".")
+    assert parts[0] == PUBLIC, name
+    if len(parts) == 1:
+        return "public"
+    layer, rest = parts[1], parts[2:]
+    if layer == "vocabulary":
+        return "vocabulary"
+    if layer == "storage":
+        return "storage"
+    if layer == "workflows":
+        return "contracts" if rest and rest[0] in CONTRACTS else "loop"
+    if layer == "activities":
+        if rest and rest[0] in DOMAIN:
+            return "domain"
+        return "trajectory" if rest and rest[0] == "trajectory" else "edges"
+    if layer == "workers":
+        if rest and rest[0] in ROLES:
+            return rest[0]
+        if rest and rest[0] in SHARED:
+            return "shared"
+        if rest == ["api"]:
+            return "api"
+        if not rest:
+            return "shared"  # the package's docstring
+    raise AssertionError(f"{name} is in no room: add it to one in tests/test_layering.py")
+
+
+def target_of(module: str, name: str, ours: Collection[str]) -> str | None:
+    """The module of ours an import reaches: `from pkg import sub` reaches pkg.sub."""
+    if not module.startswith(PUBLIC):
+        return None
+    full = f"{module}.{name}"
+    if full in ours:
+        return full
+    while module not in ours:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def import_graph() -> dict[str, list[tuple[str, str]]]:
+    return {name: list(imports(path)) for name, path in modules().items()}
+
+
+def wrong_way_imports(graph: dict[str, list[tuple[str, str]]]) -> list[str]:
+    found = []
+    for name, imported in sorted(graph.items()):
+        room = room_of(name)
+        for module, what in imported:
+            target = target_of(module, what, graph)
+            if target is None:
+                continue
+            other = room_of(target)
+            if other != room and other not in ALLOWED[room]:
+                found.append(f"{name} ({room}) imports {target} ({other})")
+    return found
+
+
+def test_every_module_is_in_a_room_and_imports_only_the_rooms_it_may() -> None:
+    assert wrong_way_imports(import_graph()) == []
+
+
+def test_a_wrong_way_import_added_anywhere_is_named() -> None:
+    graph = import_graph()
+    graph["durable_agents.storage.items"].append(("durable_agents.workflows.agent", "X"))
+    graph["durable_agents.workers.client.tasks"].append(("durable_agents.workers.cli", "main"))
+    graph["durable_agents.activities.tools.files"].append(("durable_agents.activities", "gc"))
+    assert wrong_way_imports(graph) == [
+        "durable_agents.activities.tools.files (domain) imports durable_agents.activities.gc "
+        "(edges)",
+        "durable_agents.storage.items (storage) imports durable_agents.workflows.agent (loop)",
+        "durable_agents.workers.client.tasks (client) imports durable_agents.workers.cli.main "
+        "(cli)",
+    ]
+
+
+def test_the_temporal_free_rooms_import_no_temporal() -> None:
+    found = [
+        f"{name} imports {module}"
+        for name, path in sorted(modules().items())
+        if room_of(name) in TEMPORAL_FREE
         for module, _ in imports(path)
-        if module == of or module.startswith(f"{of}.")
-    )
+        if module == "temporalio" or module.startswith("temporalio.")
+    ]
+    assert found == []
 
 
-def test_storage_imports_nothing_from_workflows() -> None:
-    assert importers_of("storage", "workflows") == []
-
-
-def test_activities_import_nothing_from_workers() -> None:
-    assert importers_of("activities", "workers") == []
-
-
-def test_storage_takes_only_the_tokenizer_from_activities() -> None:
-    # Items store their token count, so the tool_result unit counts with the same tokenizer
-    # as context assembly (activities/tokens.py imports nothing of ours).
-    used = {line.split(": ")[1] for line in importers_of("storage", "activities")}
-    assert used <= {"activities.tokens"}
+def test_activities_take_their_configuration_as_values_not_the_workers_settings() -> None:
+    assert not any("workers" in room for room in ALLOWED["edges"] | ALLOWED["domain"])

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from workers.local_model import MODELS, LocalModel, LocalModelError, assemble, model_named
+from durable_agents.workers.stack.local_model import (
+    MODELS,
+    LocalModel,
+    LocalModelError,
+    assemble,
+    model_named,
+)
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
 

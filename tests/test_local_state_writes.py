@@ -18,18 +18,18 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import ActivityEnvironment
 
-from activities.providers.scripted import ScriptedProvider
-from activities.session_state import SessionStateActivities
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.session_state import SessionStateActivities
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import ApprovalRecordInput, ApproveInput, SessionStatusInput
 from tests.conftest import AgentRunner
 from tests.support.blocking import wait_until_lock_waited
 from tests.support.helpers import items_of, session_root, start
 from tests.support.processes import WorkerProcess
 from tests.support.tool_calls import new_call
-from workers import tasks
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.agent import AgentWorkflow
-from workflows.contracts import ApprovalRecordInput, ApproveInput, SessionStatusInput
 
 HISTORIES = Path(__file__).parent / "histories"
 SCRIPT: list[dict[str, Any]] = [

@@ -9,12 +9,12 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 
 def _reads(n: int) -> list[dict[str, object]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from durable_agents.workers.process.mcp_declarations import load_servers
 from tests.support.helpers import agentctl
 from tests.support.mcp_device_servers import SERVERS
-from workers.mcp_declarations import load_servers
 
 BAD_TARGETS = [
     ("no-colon", "is not MODULE:ATTR"),

@@ -10,18 +10,18 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolRegistry
-from activities.tools.builtin import default_registry
-from activities.tools.mcp_device import registered_device_tools
-from storage.devices import DeviceRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.activities.tools.mcp_device import registered_device_tools
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import REPO, recorded
 from tests.support.mcp_device_servers import AGENTS
 from tests.support.processes import DeviceProcess
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 async def test_device_local_mcp_tool_runs_on_the_device_from_specs_it_registered(

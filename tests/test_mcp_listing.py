@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from mcp import types
 
-from activities.approval_policy import policy_for
-from activities.tools.mcp_servers import McpHttp, McpListingError, McpStdio
-from activities.tools.mcp_tools import (
+from durable_agents.activities.policies.approval_policy import policy_for
+from durable_agents.activities.tools.mcp_servers import McpHttp, McpListingError, McpStdio
+from durable_agents.activities.tools.mcp_tools import (
     MAX_SCHEMA_BYTES,
     MAX_TOOLS_PER_SERVER,
     MODEL_NAME_RE,

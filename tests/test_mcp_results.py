@@ -10,8 +10,8 @@ import json
 import pytest
 from mcp import types
 
-from activities.tools.base import ToolError
-from activities.tools.mcp_tools import MAX_ERROR_CHARS, output_of
+from durable_agents.activities.tools.base import ToolError
+from durable_agents.activities.tools.mcp_tools import MAX_ERROR_CHARS, output_of
 from tests.mcp_servers.toolbox import PNG
 
 PNG64 = base64.b64encode(PNG).decode()

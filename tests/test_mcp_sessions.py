@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from activities.context import ContextBudget
-from activities.model_context import config_of
-from activities.tools.base import Tool, ToolContext, TransientToolError
-from activities.tools.mcp_servers import McpHttp, McpListingError
-from activities.tools.mcp_toolset import McpToolsets
-from storage.context_configs import ContextConfigRepository
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import config_of
+from durable_agents.activities.tools.base import Tool, ToolContext, TransientToolError
+from durable_agents.activities.tools.mcp_servers import McpHttp, McpListingError
+from durable_agents.activities.tools.mcp_toolset import McpToolsets
+from durable_agents.storage.context_configs import ContextConfigRepository
+from durable_agents.workers.resources import Resources
 from tests.support.mcp import free_port, recorded, toolbox_http, toolbox_stdio
-from workers.resources import Resources
 
 
 def _ctx(key: str) -> ToolContext:

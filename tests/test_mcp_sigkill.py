@@ -14,12 +14,12 @@ from typing import Any
 
 from temporalio.client import Client
 
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.chaos import fail_attempts_of_dead_worker
 from tests.support.helpers import items_of, s3_sha256, start, stored_key
 from tests.support.mcp import REPO, recorded, toolbox_http
 from tests.support.processes import WorkerProcess
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 START_TIMEOUT = 90
 

@@ -12,18 +12,18 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolRegistry
-from activities.tools.mcp_servers import McpServer
-from activities.tools.mcp_toolset import McpToolsets
-from storage.models import ItemRow
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.mcp_servers import McpServer
+from durable_agents.activities.tools.mcp_toolset import McpToolsets
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.policies import TOOL_RETRY
 from tests.conftest import AgentRunner
 from tests.mcp_servers.toolbox import PNG
 from tests.support.helpers import items_of, s3_sha256, start, stored_key, wait_for_pending
 from tests.support.mcp import recorded, toolbox_http, toolbox_stdio
-from workers import tasks
-from workers.resources import Resources
-from workflows.policies import TOOL_RETRY
 
 
 @asynccontextmanager

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import event, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import MemoryNotFound
-from storage.memories import MAX_CONTENT_CHARS, MemoryRepository
-from storage.models import MemoryRow
-from workers.resources import Resources
+from durable_agents.storage.errors import MemoryNotFound
+from durable_agents.storage.memories import MAX_CONTENT_CHARS, MemoryRepository
+from durable_agents.storage.models import MemoryRow
+from durable_agents.workers.resources import Resources
 
 AGENT_A = ("agent", "a")
 

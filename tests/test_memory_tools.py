@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.memory import SqlMemoryAccess, forget, recall, remember
-from storage.memories import MAX_CONTENT_CHARS
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.memory import SqlMemoryAccess, forget, recall, remember
+from durable_agents.storage.memories import MAX_CONTENT_CHARS
+from durable_agents.workers.resources import Resources
 from tests.test_memories import row_count
-from workers.resources import Resources
 
 # --- tools ---------------------------------------------------------------------------
 

@@ -11,24 +11,24 @@ from collections.abc import AsyncIterator
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.context import ContextBudget
-from activities.model_call import ModelActivities
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.tools.builtin import default_registry
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.session_deltas import Delta, DeltaPublisher, encode_deltas
-from storage.session_events import EventHub, listen_dsn
-from storage.sessions import SessionRepository
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.model_call import ModelActivities
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.session_deltas import Delta, DeltaPublisher, encode_deltas
+from durable_agents.storage.session_events import EventHub, listen_dsn
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.contracts import ModelCallInput
 from tests.support.fake_openai import says
 from tests.support.fake_window import (
     WindowedServer,
     windowed_server,  # noqa: F401 (the `windowed` fixture)
 )
 from tests.support.helpers import items_of
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.contracts import ModelCallInput
 
 REPLY = "It fits now, after one overflow and a shorter request."
 # ~17k tokens: more than the server's window of 4,096.

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import get_settings
+from durable_agents.workflows.policies import MODEL_OTHER_ERROR_ATTEMPTS
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -21,10 +25,6 @@ from tests.support.fake_openai import (
 )
 from tests.support.helpers import start
 from tests.test_cli import agentctl
-from workers import tasks
-from workers.resources import Resources
-from workers.settings import get_settings
-from workflows.policies import MODEL_OTHER_ERROR_ATTEMPTS
 
 API_KEY = "sk-outage-test-key-1234567890"
 

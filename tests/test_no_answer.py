@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.session_state import EMPTY_REPLY_NUDGE
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
+from durable_agents.workers.settings import get_settings
+from durable_agents.workflows.contracts import AgentResult
+from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -18,9 +21,6 @@ from tests.support.fake_openai import (
     fake_openai_server,  # noqa: F401 (the `server` fixture)
 )
 from tests.support.helpers import agentctl
-from workers.settings import get_settings
-from workflows.contracts import AgentResult
-from workflows.policies import workflow_id_for
 
 
 async def test_two_empty_replies_in_a_row_end_the_task_as_no_answer(

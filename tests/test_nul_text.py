@@ -17,17 +17,17 @@ from aiohttp import web
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.text_limits import InvalidText, check_json_text, check_text
-from activities.tools.fetch_policy import FetchAllowlist
-from storage.item_kinds import ItemKind
-from storage.previews import make_preview
+from durable_agents.activities.policies.text_limits import InvalidText, check_json_text, check_text
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.fetch_policy import FetchAllowlist
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.previews import make_preview
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import gateway_server, make_device_key
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 PAGE = b"first line\x00secret-marker after the NUL\n"
 WRITE = [

@@ -14,10 +14,10 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import DataConverter
 
-import storage.artifact_ref
-import workflows.client_contracts
-import workflows.contracts
-from workflows.contracts import ModelCallResult, ToolOutcome
+import durable_agents.vocabulary.artifact_ref
+import durable_agents.workflows.client_contracts
+import durable_agents.workflows.contracts
+from durable_agents.workflows.contracts import ModelCallResult, ToolOutcome
 
 HISTORIES = Path(__file__).parent / "histories"
 # Fields removed from payload dataclasses; recorded histories still hold them.
@@ -70,7 +70,11 @@ def test_payload_dataclasses_carry_real_annotations_not_strings() -> None:
     which doubled the converter's cost per payload."""
     stringly = [
         f"{module.__name__}.{cls.__name__}.{name}"
-        for module in (workflows.contracts, workflows.client_contracts, storage.artifact_ref)
+        for module in (
+            durable_agents.workflows.contracts,
+            durable_agents.workflows.client_contracts,
+            durable_agents.vocabulary.artifact_ref,
+        )
         for cls in vars(module).values()
         if dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
         for name, annotation in cls.__annotations__.items()

@@ -1,6 +1,6 @@
 """One door: agentctl, the gateway, the Python API and a plain Temporal start refuse the
-same bad start with the same words (the command layer's rules, workers/commands.py and
-activities/task_rules.py), and nothing is committed for it."""
+same bad start with the same words (the command layer's rules, workers/client/commands.py and
+activities/policies/task_rules.py), and nothing is committed for it."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from sqlalchemy import func, select
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.scripted import ScriptedProvider
-from storage.models import SessionRow
+from durable_agents import connect
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.models import SessionRow
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import get_settings
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.contracts import AgentInput, AgentResult
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import agentctl
-from workers.api import connect
-from workers.resources import Resources
-from workers.settings import get_settings
-from workers.stack import StackEndpoints
-from workflows.contracts import AgentInput, AgentResult
 
 TOO_MANY = {f"tool_{n}": "always" for n in range(65)}
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -18,7 +19,6 @@ from tests.support.fake_openai import (
     tool_call_reply,
 )
 from tests.support.helpers import session_root, start
-from workers.resources import Resources
 
 
 @pytest.fixture

@@ -13,18 +13,23 @@ from datetime import timedelta
 
 import pytest
 from pydantic import SecretStr
-from temporalio.exceptions import ApplicationError
 
-from activities.providers import errors
-from activities.providers.base import ChatMessage, ModelRequest, ProviderCall, ToolSpec
-from activities.providers.factory import build_provider
-from activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers import errors
+from durable_agents.activities.providers.base import (
+    ChatMessage,
+    ModelRequest,
+    ProviderCall,
+    ToolSpec,
+)
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.workers.settings import ModelSettings
 from tests.support.fake_openai import (
     FakeOpenAI,
     fake_openai_server,  # noqa: F401 (the `server` fixture)
     tool_call_reply,
 )
-from workers.settings import ModelSettings
 
 API_KEY = "sk-test-SECRET-0123456789abcdef"
 PROMPT_MARKER = "PROMPT-MARKER-do-not-leak"
@@ -154,7 +159,7 @@ async def test_status_maps_to_application_error(
     retryable: bool,
 ) -> None:
     server.fail(status, "something went wrong")
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     err = caught.value
     assert err.type == error_type
@@ -173,7 +178,7 @@ async def test_500_is_one_http_request_per_call(
 ) -> None:
     server.fail(500, "boom")
     for _ in range(3):
-        with pytest.raises(ApplicationError):
+        with pytest.raises(ProviderError):
             await provider.complete(request())
     assert len(server.requests) == 3
 
@@ -182,7 +187,7 @@ async def test_429_passes_retry_after_to_temporal(
     server: FakeOpenAI, provider: OpenAICompatibleProvider
 ) -> None:
     server.fail(429, "slow down", headers={"Retry-After": "7"})
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     assert caught.value.type == errors.MODEL_UNAVAILABLE
     assert caught.value.next_retry_delay == timedelta(seconds=7)
@@ -193,7 +198,7 @@ async def test_429_without_retry_after_leaves_delay_to_policy(
     server: FakeOpenAI, provider: OpenAICompatibleProvider
 ) -> None:
     server.fail(429, "slow down")
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     assert caught.value.next_retry_delay is None
 
@@ -203,7 +208,7 @@ async def test_api_key_and_prompt_never_in_error(
 ) -> None:
     # Vendors echo (parts of) the key back in auth errors.
     server.fail(401, f"Incorrect API key provided: {API_KEY}. Get one at example.com.")
-    with pytest.raises(ApplicationError) as caught:
+    with pytest.raises(ProviderError) as caught:
         await provider.complete(request())
     text = f"{caught.value} {caught.value.message} {caught.value.details!r}"
     assert API_KEY not in text
@@ -243,7 +248,7 @@ async def test_timeout_is_retryable(server: FakeOpenAI) -> None:
     server.delay = 0.5
     p = OpenAICompatibleProvider(base_url=server.url, api_key=API_KEY, model="m", timeout=0.1)
     try:
-        with pytest.raises(ApplicationError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await p.complete(request())
     finally:
         await p.aclose()
@@ -263,7 +268,7 @@ async def test_connection_refused_is_retryable() -> None:
         base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY, model="m", timeout=2
     )
     try:
-        with pytest.raises(ApplicationError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await p.complete(request())
     finally:
         await p.aclose()

@@ -9,20 +9,25 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from activities.providers.base import ChatMessage, ModelRequest, ProviderCall, ToolSpec
-from activities.providers.factory import build_provider
-from activities.providers.openai_compat import (
+from durable_agents.activities.providers.base import (
+    ChatMessage,
+    ModelRequest,
+    ProviderCall,
+    ToolSpec,
+)
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.activities.providers.openai_compat import (
     DEFAULT_BASE_URL,
     OpenAICompatibleProvider,
     budget_fields,
 )
-from activities.providers.strict_schema import strict_compatible
+from durable_agents.activities.providers.strict_schema import strict_compatible
+from durable_agents.workers.settings import ModelSettings
 from tests.support.fake_openai import (
     FakeOpenAI,
     completion,
     fake_openai_server,  # noqa: F401 (the `server` fixture)
 )
-from workers.settings import ModelSettings
 
 READ_FILE = ToolSpec(
     name="read_file",
@@ -204,7 +209,7 @@ async def test_a_tool_whose_schema_fits_strict_mode_is_sent_strict(server: FakeO
 
 
 def test_the_builtin_tools_strict_mode_accepts_are_the_closed_ones() -> None:
-    from activities.tools.builtin import builtin_tools
+    from durable_agents.activities.tools.builtin import builtin_tools
 
     strict = sorted(t.spec.name for t in builtin_tools() if strict_compatible(t.spec.parameters))
     assert strict == ["fetch_url", "write_file"]

@@ -23,17 +23,25 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from sqlalchemy import select
 from temporalio.client import Client
 
-from activities import trajectory as tm
-from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.trajectory import AuditEvent, AuditRecords, TrajectoryRecorder, event_id
-from storage.outbox_models import TrajectoryOutboxRow
+from durable_agents.activities import trajectory as tm
+from durable_agents.activities.providers.scripted import ScriptedProvider, ScriptedTurn
+from durable_agents.activities.trajectory import (
+    AuditEvent,
+    AuditRecords,
+    TrajectoryRecorder,
+    event_id,
+)
+from durable_agents.storage.outbox_models import TrajectoryOutboxRow
+from durable_agents.workers.process.tracing import recorder_for
+from durable_agents.workers.process.trajectory_forwarder import (
+    ForwardingFailed,
+    TrajectoryForwarder,
+)
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import TelemetrySettings
+from durable_agents.workers.stack import StackEndpoints, free_port
 from tests.support.helpers import items_of, session_root, start
 from tests.support.trajectory import traced_worker
-from workers.resources import Resources
-from workers.settings import TelemetrySettings
-from workers.stack import StackEndpoints, free_port
-from workers.tracing_setup import recorder_for
-from workers.trajectory_forwarder import ForwardingFailed, TrajectoryForwarder
 
 ROTEL = Path(rotel.__file__).parent / "rotel-agent"
 MARK = "AUDIT-MARK-5d2e71"

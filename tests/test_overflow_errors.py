@@ -7,16 +7,16 @@ import logging
 
 import pytest
 from aiohttp import web
-from temporalio.exceptions import ApplicationError
 
-from activities.context import ContextBudget
-from activities.context_windows import ContextWindows
-from activities.providers import errors
-from activities.providers.anthropic_provider import AnthropicProvider
-from activities.providers.base import ChatMessage, ModelRequest
-from activities.providers.context_window import DiscoveredWindow, discover_window
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.providers.overflow import Overflow, overflow_of, recognise_overflow
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context_windows import ContextWindows
+from durable_agents.activities.providers import errors
+from durable_agents.activities.providers.anthropic_provider import AnthropicProvider
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest
+from durable_agents.activities.providers.context_window import DiscoveredWindow, discover_window
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.overflow import Overflow, overflow_of, recognise_overflow
 from tests.support.fake_openai import (
     FakeOpenAI,
     fake_openai_server,  # noqa: F401 (the `server` fixture)
@@ -151,7 +151,7 @@ async def test_an_openai_compatible_overflow_is_a_context_overflow_not_a_rejecti
     )
     provider = OpenAICompatibleProvider(server.url, None, "m", timeout=5)
     try:
-        with pytest.raises(ApplicationError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await provider.complete(REQUEST)
     finally:
         await provider.aclose()
@@ -182,7 +182,7 @@ async def test_anthropic_prompt_is_too_long_is_a_context_overflow() -> None:
         api_key="sk-ant-test-0123456789", model="c", timeout=5, base_url=url
     )
     try:
-        with pytest.raises(ApplicationError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await provider.complete(REQUEST)
     finally:
         await provider.aclose()

@@ -1,9 +1,13 @@
-"""The client side of the token-delta contract (workers/partial_replies.py): per step, the
-partial text of the highest (attempt, send) seen; the committed item replaces it."""
+"""The client side of the token-delta contract (workers/client/watch/partial_replies.py): per
+step, the partial text of the highest (attempt, send) seen; the committed item replaces it."""
 
 from __future__ import annotations
 
-from workers.partial_replies import MAX_PARTIAL_CHARS, Delta, PartialReplies
+from durable_agents.workers.client.watch.partial_replies import (
+    MAX_PARTIAL_CHARS,
+    Delta,
+    PartialReplies,
+)
 
 
 def take(replies: PartialReplies, *deltas: tuple[int, int, int, int, str]) -> list[bool]:

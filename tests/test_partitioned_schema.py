@@ -14,13 +14,13 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from storage.db import make_engine, make_session_factory, migrate
-from storage.errors import SessionNotFound
-from storage.items import ItemRepository, NewItem
-from storage.partitioning import PARTITION_SCHEMA_PREFIX, partition_by_tenant
-from storage.sessions import SessionRepository
+from durable_agents.storage.db import make_engine, make_session_factory, migrate
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.partitioning import PARTITION_SCHEMA_PREFIX, partition_by_tenant
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.stack import DevStack
 from tests.support.schema_diff import model_differences
-from workers.stack import DevStack
 
 
 async def _scratch(devstack: DevStack, prefix: str) -> tuple[str, str, str]:

@@ -28,17 +28,17 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.service import RPCError
     from temporalio.worker import Worker
 
-    from storage.errors import ArtifactIntegrityError, ArtifactNotFound
-    from workers.cloud import running
-    from workers.payload_offload import (
+    from durable_agents.storage.errors import ArtifactIntegrityError, ArtifactNotFound
+    from durable_agents.workers.process.cloud import running
+    from durable_agents.workers.process.payload_offload import (
         DRIVER_NAME,
         SYSTEM_TENANT,
         data_converter_with_offload,
     )
-    from workers.resources import Resources
-    from workers.stack import StackEndpoints
-    from workers.temporal_client import connect_client
-    from workflows.contracts import ArtifactRef
+    from durable_agents.workers.resources import Resources
+    from durable_agents.workers.stack import StackEndpoints
+    from durable_agents.workers.temporal_client import connect_client
+    from durable_agents.workflows.contracts import ArtifactRef
 
 BIG = 3 * 1024 * 1024  # over the server's 2 MiB blob limit
 HISTORY_BUDGET = 64 * 1024

@@ -21,14 +21,14 @@ from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
-from storage.artifact_records import ArtifactRepository
-from storage.claim_holds import holds_of
+from durable_agents import ClaimCheckPlugin
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.claim_holds import holds_of
+from durable_agents.workers.peers.claim_check import ClaimCheckCodec, ClaimCheckStore
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.peer_agents import ToolLoopModel, serving
 from tests.support.processes import WorkerProcess
-from workers.claim_check import ClaimCheckCodec, ClaimCheckStore
-from workers.claim_check_plugin import ClaimCheckPlugin
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 CALLS, RESULT_BYTES = 20, 20_000
 

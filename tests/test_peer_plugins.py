@@ -25,14 +25,14 @@ from temporalio.client import Client
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 from temporalio.worker import Worker
 
-from storage.claim_holds import holds_of
+from durable_agents import ClaimCheckPlugin
+from durable_agents.storage.claim_holds import holds_of
+from durable_agents.workers.peers.claim_check import ClaimCheckStore
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support import peer_agents, peer_openai_agent, peer_pydantic_agent
 from tests.support.helpers import s3_keys
 from tests.support.peer_agents import ToolLoopModel, serving
-from workers.claim_check import ClaimCheckStore
-from workers.claim_check_plugin import ClaimCheckPlugin
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 CALLS, RESULT_BYTES = 30, 20_000
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from activities.context import ContextBudget, assemble_context, pending_note
-from activities.providers.base import ChatMessage
-from storage.models import ItemRow
+from durable_agents.activities.context.assembly import ContextBudget, assemble_context, pending_note
+from durable_agents.activities.providers.base import ChatMessage
+from durable_agents.storage.models import ItemRow
 
 SESSION = uuid.uuid4()
 

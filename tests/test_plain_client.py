@@ -19,8 +19,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.offline import OfflineProvider
-from storage.item_kinds import ItemKind
+from durable_agents.activities.providers.offline import OfflineProvider
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.client.resume_point import resumed_input
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workers.stack._process import find_executable
+from durable_agents.workflows.contracts import AgentInput, AgentResult, ApproveInput, DecisionResult
+from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
     committed_rows,
@@ -30,12 +36,6 @@ from tests.support.helpers import (
     start,
     wait_for_pending,
 )
-from workers.resources import Resources
-from workers.resume_point import resumed_input
-from workers.stack import StackEndpoints
-from workers.stack._process import find_executable
-from workflows.contracts import AgentInput, AgentResult, ApproveInput, DecisionResult
-from workflows.policies import MAX_INLINE_TASK_BYTES
 
 
 def task_text() -> str:
@@ -46,7 +46,7 @@ def task_text() -> str:
 async def plain_start(
     client: Client, queue: str, session_id: str, tenant: str, text: str, **fields: Any
 ) -> WorkflowHandle[Any, AgentResult]:
-    """What a backend with only the Temporal SDK does: no workers.tasks, no database."""
+    """What a backend with only the Temporal SDK does: no workers.client.tasks, no database."""
     return await client.start_workflow(
         "AgentWorkflow",
         AgentInput(session_id=session_id, tenant_id=tenant, task_text=text, **fields),

@@ -15,9 +15,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.offline import OfflineProvider
-from activities.providers.scripted import ScriptedProvider
-from storage.sessions import SessionRepository
+from durable_agents.activities.providers.offline import OfflineProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import AgentInput, AgentResult
 from tests.conftest import AgentRunner
 from tests.support.helpers import (
     committed_rows,
@@ -27,8 +29,6 @@ from tests.support.helpers import (
     start,
     wait_for_pending,
 )
-from workers.resources import Resources
-from workflows.contracts import AgentInput, AgentResult
 
 DONE = [{"text": "done"}]
 

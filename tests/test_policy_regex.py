@@ -10,18 +10,18 @@ import uuid
 import pytest
 from temporalio.client import Client
 
-from activities.approval_policy import needs_approval
-from activities.task_rules import InvalidTaskInput
+from durable_agents.activities.policies.approval_policy import needs_approval
+from durable_agents.activities.policies.task_rules import InvalidTaskInput
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import committed_rows
-from workers import tasks
-from workers.resources import Resources
 
 # Generous: the evaluation takes milliseconds; this only detects a hang (a backtracking
 # engine needs longer than the age of the universe for this input).
 HANG_GUARD_SECONDS = 60
 
 _EVALUATE = """
-from activities.approval_policy import needs_approval
+from durable_agents.activities.policies.approval_policy import needs_approval
 value = "a" * 100_000 + "!"
 print(needs_approval("match:content:^(a+)+$", {"content": value}))
 print(needs_approval("match:content:^(a+)+!$", {"content": value}))

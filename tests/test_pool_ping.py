@@ -12,8 +12,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage.db import make_engine
-from workers.stack import StackEndpoints
+from durable_agents.storage.db import make_engine
+from durable_agents.workers.stack import StackEndpoints
 
 
 def _url(migrated: StackEndpoints) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from durable_agents.workers.stack import PostgresServer, StackError
+from durable_agents.workers.stack.pg_auth import role_passwords
 from tests.test_compose import SERVICES, env_of
-from workers.stack import PostgresServer, StackError
-from workers.stack.pg_auth import role_passwords
 
 ROLES = ("postgres", "agent_owner", "agent")
 # What `initdb -A trust` wrote, and older dev stacks ran with.

@@ -15,9 +15,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from workers.stack import PostgresServer
-from workers.stack._pginstall import PgInstall, cached_copy, wheel_install
-from workers.stack._runas import RUN_AS
+from durable_agents.workers.stack import PostgresServer
+from durable_agents.workers.stack._pginstall import PgInstall, cached_copy, wheel_install
+from durable_agents.workers.stack._runas import RUN_AS
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""`agentctl worker --processes N` (workers/prefork.py): one process imports the worker's
+"""`agentctl worker --processes N` (workers/process/prefork.py): one process imports the worker's
 code, then forks N whole cloud workers on one task queue; a stop reaches all of them, and a
 child that dies takes the group down so its supervisor restarts it."""
 
@@ -19,10 +19,10 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.helpers import start
 from tests.support.processes import AGENTCTL, REPO, WorkerProcess
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 def children_of(pid: int) -> list[int]:
@@ -112,7 +112,7 @@ async def test_forked_workers_each_poll_the_queue_run_tasks_and_stop_on_sigterm(
         # The parent became the small supervisor: it holds no copy of the workers' pages.
         assert worker.proc is not None
         parent = cmdline(worker.proc.pid)
-        assert any(arg.endswith("workers/prefork_supervisor.py") for arg in parent), parent
+        assert any(arg.endswith("workers/process/prefork_supervisor.py") for arg in parent), parent
         assert rss_mib(worker.proc.pid) < 30
         # Each child is a whole worker with a client of its own, polling the one queue.
         for _ in range(100):
@@ -170,8 +170,8 @@ def test_children_get_their_index_the_frozen_imports_and_the_tokenizer(tmp_path:
         f"""
         import gc, time
         from pathlib import Path
-        from activities.tokens import get_encoding
-        from workers.prefork import run_forked
+        from durable_agents.vocabulary.tokens import get_encoding
+        from durable_agents.workers.process.prefork import run_forked
 
         def serve(i):
             out = Path({str(out)!r})
@@ -197,7 +197,7 @@ def test_forking_is_refused_once_a_thread_runs_or_for_no_processes() -> None:
     threaded = run_python(
         """
         import threading, time
-        from workers.prefork import run_forked
+        from durable_agents.workers.process.prefork import run_forked
 
         threading.Thread(target=time.sleep, args=(10,), daemon=True).start()
         run_forked(2, lambda i: print("forked", i))
@@ -207,11 +207,13 @@ def test_forking_is_refused_once_a_thread_runs_or_for_no_processes() -> None:
     assert "worker processes must be forked before any thread starts" in threaded.stderr
     assert "forked" not in threaded.stdout
 
-    none = run_python("from workers.prefork import run_forked; run_forked(0, print)")
+    none = run_python(
+        "from durable_agents.workers.process.prefork import run_forked; run_forked(0, print)"
+    )
     assert "--processes must be at least 1 (got 0)" in none.stderr
 
     bare = run_python(
-        "import runpy; runpy.run_path('workers/prefork_supervisor.py', run_name='__main__')"
+        "import runpy; runpy.run_path('workers/process/prefork_supervisor.py', run_name='__main__')"
     )
     assert bare.returncode == 2 and "usage: prefork_supervisor.py PID..." in bare.stderr
 
@@ -238,7 +240,7 @@ def test_children_stop_when_their_parent_is_killed_outright(tmp_path: Path) -> N
                 f"""
                 import os, time
                 from pathlib import Path
-                from workers.prefork import run_forked
+                from durable_agents.workers.process.prefork import run_forked
 
                 def serve(i):
                     Path({str(out)!r}, str(os.getpid())).touch()

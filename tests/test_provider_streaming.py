@@ -1,6 +1,6 @@
 """Providers given a text sink stream the reply: each piece of its text reaches the sink as
 it arrives, and the reply returned is the one the same answer gives unstreamed. Mid-stream
-failures are the ApplicationErrors of today. The remote LLMs are faked at their HTTP
+failures are the ProviderErrors of today. The remote LLMs are faked at their HTTP
 interface (the real SDKs read the streams)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
-from temporalio.exceptions import ApplicationError
 
-from activities.providers import errors
-from activities.providers.anthropic_provider import AnthropicProvider
-from activities.providers.base import ChatMessage, ModelRequest, ToolSpec
-from activities.providers.offline import OfflineProvider, pieces_of
-from activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers import errors
+from durable_agents.activities.providers.anthropic_provider import AnthropicProvider
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest, ToolSpec
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.activities.providers.offline import OfflineProvider, pieces_of
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 from tests.support.fake_anthropic import FakeAnthropic, tool_use_reply
 from tests.support.fake_anthropic import message as anthropic_message
 from tests.support.fake_openai import FakeOpenAI, calls, says, text_pieces
@@ -131,7 +131,7 @@ async def test_openai_a_dropped_stream_is_a_retryable_connection_error(
     fake, provider = openai_fake
     fake.drop_after = {0: after}
     sink = Pieces()
-    with pytest.raises(ApplicationError) as err:
+    with pytest.raises(ProviderError) as err:
         await provider.complete(request(sink))
     assert err.value.type == errors.MODEL_UNAVAILABLE and not err.value.non_retryable
     assert "could not be reached" in str(err.value)
@@ -158,7 +158,7 @@ async def test_openai_a_bad_chunk_or_a_cut_stream_is_a_bad_response() -> None:
         runner, url = await _running(handler, "/v1/chat/completions")
         provider = OpenAICompatibleProvider(f"{url}/v1", None, "m", timeout=5)
         try:
-            with pytest.raises(ApplicationError) as err:
+            with pytest.raises(ProviderError) as err:
                 await provider.complete(request(Pieces()))
             assert err.value.type == errors.MODEL_UNAVAILABLE and not err.value.non_retryable
             assert "unusable reply" in str(err.value)
@@ -193,7 +193,7 @@ async def test_anthropic_a_dropped_stream_is_a_retryable_error(
     fake, provider = anthropic_fake
     fake.drop_after = {0: 5}
     sink = Pieces()
-    with pytest.raises(ApplicationError) as err:
+    with pytest.raises(ProviderError) as err:
         await provider.complete(request(sink))
     assert err.value.type == errors.MODEL_UNAVAILABLE and not err.value.non_retryable
     assert sink.heard == ["The", " answer"]

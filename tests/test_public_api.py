@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from storage.sessions import SessionRepository
+from durable_agents import Agent, ToolContext, connect, serve, tool
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.agent_loading import AgentLoadError, load_agents
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import get_settings
 from tests.support.helpers import agentctl
-from workers.agent_loading import AgentLoadError, load_agents
-from workers.api import Agent, ToolContext, connect, serve, tool
-from workers.resources import Resources
-from workers.settings import get_settings
 
 
 @tool(effect="read_only")
@@ -99,7 +99,7 @@ def agents_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (tmp_path / f"{name}.py").write_text(
         textwrap.dedent(
             """
-            from workers.api import Agent
+            from durable_agents import Agent
             ONE = Agent(name="one", instructions="x")
             AGENTS = [ONE, Agent(name="two", instructions="y")]
             BY_NAME = {"one": ONE}

@@ -1,4 +1,4 @@
-"""pydantic-ai's message history kept in AgentState (workers/pydantic_ai_history.py) on the
+"""pydantic-ai's message history kept in AgentState (workers/peers/pydantic_ai_history.py) on the
 real PostgreSQL and S3: an Agent (its model faked through pydantic-ai's own FunctionModel)
 loads the history before a run and appends the run's new messages after it; the second run
 sees the first, a large tool return is one S3 object by reference, and the conversation
@@ -26,13 +26,13 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from storage.artifacts import artifact_key
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository
+from durable_agents import AgentStateHistory
+from durable_agents.storage.artifacts import artifact_key
+from durable_agents.storage.items import ItemRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.peers.claim_check import ClaimCheckStore
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import agentctl, s3_keys
-from workers.claim_check import ClaimCheckStore
-from workers.pydantic_ai_history import AgentStateHistory
-from workers.resources import Resources
 
 RESULT = (hashlib.sha256(b"shelf").hexdigest() * 4000)[:150_000]
 

@@ -16,22 +16,22 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from activities.budget_check import step_gate
-from storage.models import ItemRow, SessionRow
-from storage.quotas import QuotaRefused, Quotas, TenantControls
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
-from storage.usage import UsageFilter, UsageRecord, UsageRepository
+from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.quotas import QuotaRefused, Quotas, TenantControls
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.usage import UsageFilter, UsageRecord, UsageRepository
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.tasks import live_status
+from durable_agents.workers.client.tenant_controls import set_quotas
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import Settings
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start
 from tests.support.runaway import REPLY_TOKENS, SlowRunaway
-from workers.commands import Caller, StartRequest, start_command
-from workers.resources import Resources
-from workers.settings import Settings
-from workers.stack import StackEndpoints
-from workers.tasks import live_status
-from workers.tenant_controls import set_quotas
 
 QUOTA = 1_000
 

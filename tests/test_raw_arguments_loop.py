@@ -9,14 +9,14 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.providers.base import ToolSpec
-from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
-from activities.tools.builtin import builtin_tools
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start
-from workers.resources import Resources
 
 
 async def test_raw_arguments_never_reach_a_plain_tool(

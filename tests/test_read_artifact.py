@@ -11,16 +11,20 @@ from typing import Any
 
 import pytest
 
-from activities.tools.artifact_access import SqlArtifactAccess
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.read_artifact import MAX_LINE_BYTES, MAX_MATCHES, read_artifact_tool
-from storage import artifact_codec as codec
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifacts import ArtifactStore
-from storage.sessions import SessionRepository
+from durable_agents.activities.tools.artifact_access import SqlArtifactAccess
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.read_artifact import (
+    MAX_LINE_BYTES,
+    MAX_MATCHES,
+    read_artifact_tool,
+)
+from durable_agents.storage import artifact_codec as codec
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
 from tests.support.large_objects import spied
-from workers.resources import Resources
 
 read_artifact = read_artifact_tool.fn
 TEXT = "text/plain; charset=utf-8"

@@ -10,12 +10,12 @@ import sys
 import uuid
 from pathlib import Path
 
-from storage.item_kinds import ItemKind
-from storage.sessions import SessionRepository
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.helpers import items_of
 from tests.support.mcp import OWN_USER
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

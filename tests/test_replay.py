@@ -17,13 +17,13 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from activities.providers.offline import OfflineProvider
+from durable_agents.activities.providers.offline import OfflineProvider
+from durable_agents.workers.process.sandbox import runner_for
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.helpers import copy_demo_workspace, run_approving, session_root, start
-from workers.resources import Resources
-from workers.workflow_sandbox import runner_for
-from workflows.agent import AgentWorkflow
-from workflows.policies import workflow_id_for
 
 HISTORIES = Path(__file__).parent / "histories"
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from activities.providers.base import ProviderCall
-from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.providers.text_tool_calls import read_reply_text
+from durable_agents.activities.providers.base import ProviderCall
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.text_tool_calls import read_reply_text
 
 OFFERED = ("list_files", "read_file", "write_file")
 # What the survey run had been shown before its second reply (real-model tier, issue 30).

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.session_state import EMPTY_REPLY_NUDGE
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -21,8 +23,6 @@ from tests.support.fake_openai import (
     says,
 )
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 REPORT = "# Survey\n\n- README.md\n- notes.md\n"
 WRITE = {"name": "write_file", "arguments": {"path": "out/report.md", "content": REPORT}}

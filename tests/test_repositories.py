@@ -11,19 +11,19 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import func, select, text
 
-from storage.artifact_records import ArtifactRepository
-from storage.db import _alembic_config, migrate
-from storage.errors import ArtifactNotFound, SessionNotFound
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow, SessionRow
-from storage.sessions import SessionRepository
-from storage.tool_effects import EffectState, ToolEffectRepository
-from storage.turns import TurnRepository
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.db import _alembic_config, migrate
+from durable_agents.storage.errors import ArtifactNotFound, SessionNotFound
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.contracts import ArtifactRef
 from tests.support.helpers import artifact_count
 from tests.support.schema_diff import model_differences
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.contracts import ArtifactRef
 
 
 async def new_session(res: Resources, tenant: str) -> uuid.UUID:

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.providers.scripted import ScriptedProvider
-from storage.errors import SessionNotFound
-from storage.models import ItemRow
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -26,8 +28,6 @@ from tests.support.fake_openai import (
 )
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
 from tests.test_cli import agentctl
-from workers import tasks
-from workers.resources import Resources
 
 
 @pytest.fixture

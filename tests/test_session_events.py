@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.errors import SessionNotFound
-from storage.session_events import EventHub, listen_dsn, parse
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.session_events import EventHub, listen_dsn, parse
+from durable_agents.workers.client import tasks
+from durable_agents.workers.gateway.events import cursor_of, session_events
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start, wait_for_pending
-from workers import tasks
-from workers.gateway.events import cursor_of, session_events
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 # Never rechecked by time in these tests: every event must come from a notification.
 NO_RECHECK = 3600.0

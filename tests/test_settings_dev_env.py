@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.settings import DEV_ENV_FILE, DatabaseSettings
+from durable_agents.workers.settings import DEV_ENV_FILE, DatabaseSettings
 
 URL = "postgresql+asyncpg://agent:generated@127.0.0.1:54329/agent"
 

@@ -1,11 +1,11 @@
-"""The client's Server-Sent Events decoder (workers/sse.py) against the cases of the
+"""The client's Server-Sent Events decoder (workers/client/watch/sse.py) against the cases of the
 standard's event stream interpretation that real servers and proxies produce."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers.sse import SseDecoder, SseError, SseEvent
+from durable_agents.workers.client.watch.sse import SseDecoder, SseError, SseEvent
 
 
 def decode(*chunks: str) -> list[SseEvent]:

@@ -13,17 +13,17 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.context import ContextBudget
-from activities.model_call import ModelActivities
-from activities.providers.scripted import ScriptedProvider
-from activities.tool_run import ToolActivities
-from activities.tools.builtin import default_registry
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.model_call import ModelActivities
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ModelCallInput, ToolRunInput
+from durable_agents.workflows.policies import NON_RETRYABLE_ERROR_TYPES, STATE_WRITE_RETRY
 from tests.conftest import AgentRunner
 from tests.support.helpers import session_root, start
 from tests.support.tool_calls import new_call
-from workers.resources import Resources
-from workflows.contracts import ModelCallInput, ToolRunInput
-from workflows.policies import NON_RETRYABLE_ERROR_TYPES, STATE_WRITE_RETRY
 
 
 async def test_run_tool_fails_a_missing_session_or_call_non_retryably_by_itself(

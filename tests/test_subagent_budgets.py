@@ -12,17 +12,17 @@ from pathlib import Path
 from sqlalchemy import select
 from temporalio.client import Client
 
-from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
-from storage.models import SessionRow
-from storage.quotas import TenantControls
-from storage.session_status import SessionStatus
-from storage.usage import UsageFilter, UsageRepository
+from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.quotas import TenantControls
+from durable_agents.storage.usage import UsageFilter, UsageRepository
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.budget_raise import raise_budget
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import session_root, start
 from tests.support.runaway import PER_REPLY, REPLY_TOKENS
 from tests.test_quotas import _until
-from workers.budget_raise import raise_budget
-from workers.resources import Resources
 
 
 class Delegator:

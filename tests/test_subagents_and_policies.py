@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.approval_policy import PolicyError, needs_approval, validate
-from activities.providers.scripted import ScriptedProvider
-from storage.errors import SessionNotFound
-from storage.sessions import SessionRepository
+from durable_agents.activities.policies.approval_policy import PolicyError, needs_approval, validate
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 
 async def test_delegate_runs_a_child_session_and_returns_only_its_summary_and_refs(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from activities.task_rules import MAX_PENDING_DEVICE_CALLS, MAX_STEPS
-from workers.task_options import TaskOptions
+from durable_agents.activities.policies.task_rules import MAX_PENDING_DEVICE_CALLS, MAX_STEPS
+from durable_agents.workers.task_options import TaskOptions
 
 
 @pytest.mark.parametrize(

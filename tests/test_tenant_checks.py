@@ -11,15 +11,20 @@ import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.base import ModelReply, ModelRequest
-from activities.providers.scripted import ScriptedProvider
-from storage.errors import SessionNotFound
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import (
+    ApproveInput,
+    CancelInput,
+    RejectInput,
+    SendMessageInput,
+)
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
-from workflows.contracts import ApproveInput, CancelInput, RejectInput, SendMessageInput
 
 WRITE = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.md", "content": "A"}}]}]
 

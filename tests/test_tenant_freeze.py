@@ -16,9 +16,16 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
-from activities.providers.scripted import ScriptedProvider
-from storage.models import ItemRow
-from storage.session_status import SessionStatus
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.models import ItemRow
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.tasks import live_status
+from durable_agents.workers.client.tenant_controls import freeze, set_quotas, thaw
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer, gateway_http, make_key, poll
@@ -27,13 +34,6 @@ from tests.support.runaway import SlowRunaway
 from tests.test_plain_start_checks import _refusal
 from tests.test_quotas import _until
 from tests.test_replay import HISTORIES
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workers.tasks import live_status
-from workers.tenant_controls import freeze, set_quotas, thaw
-from workflows.agent import AgentWorkflow
-from workflows.contracts import AgentInput
-from workflows.policies import workflow_id_for
 
 
 async def _items(res: Resources, tenant: str, sid: str) -> list[tuple[str, str]]:

@@ -9,10 +9,10 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from storage.compactions import CompactionRepository
-from storage.errors import SessionNotFound
-from storage.sessions import SessionRepository
-from workers.resources import Resources
+from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
 
 HOT_TABLES = (
     "sessions",

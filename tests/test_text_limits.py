@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import committed_rows, items_of, session_root, start, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 
 def _write(path: str, content: str) -> dict[str, Any]:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from activities.providers.base import ProviderCall
-from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.providers.text_tool_calls import (
+from durable_agents.activities.providers.base import ProviderCall
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.text_tool_calls import (
     MAX_TEXT_CALLS,
     parse_text_tool_calls,
     read_reply_text,

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from activities.providers.base import ChatMessage, ModelRequest
-from activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 TIMINGS = {"prompt_n": 120, "prompt_ms": 1500.0, "predicted_n": 30, "predicted_ms": 3000.0}

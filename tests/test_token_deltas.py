@@ -12,16 +12,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from activities.model_deltas import DEFAULT_INTERVAL_SECONDS, DeltaStream
-from storage.session_deltas import (
+from durable_agents.activities.model_deltas import DEFAULT_INTERVAL_SECONDS, DeltaStream
+from durable_agents.storage.session_deltas import (
     MAX_PAYLOAD_BYTES,
     Delta,
     DeltaPublisher,
     encode_deltas,
     parse_delta,
 )
-from storage.session_events import DELTA_QUEUE, EventHub, listen_dsn
-from workers.stack import StackEndpoints
+from durable_agents.storage.session_events import DELTA_QUEUE, EventHub, listen_dsn
+from durable_agents.workers.stack import StackEndpoints
 
 # Every kind of character the JSON of a payload spends differently on: ASCII, escapes,
 # control characters (6 bytes each), 2-, 3- and 4-byte UTF-8.
@@ -151,7 +151,7 @@ async def test_publishing_to_an_unreachable_database_never_fails_the_call(
         await stream.flush()  # returns, raises nothing
     await broken.aclose()
     assert broken.failures == 2 and broken.notifies == 0
-    warnings = [r for r in caplog.records if r.name == "storage.session_deltas"]
+    warnings = [r for r in caplog.records if r.name == "durable_agents.storage.session_deltas"]
     assert len(warnings) == 1  # once per process, not per call
     assert "secret" not in caplog.text and "reply" not in caplog.text
 

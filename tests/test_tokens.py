@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.tokens import count_tokens, get_encoding, truncate_to_tokens
+from durable_agents.vocabulary.tokens import count_tokens, get_encoding, truncate_to_tokens
 
 
 def _direct(text: str) -> list[int]:

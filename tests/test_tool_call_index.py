@@ -7,8 +7,8 @@ import uuid
 
 from sqlalchemy import text
 
-from storage.items import _FOR_TOOL_CALL, ItemRepository
-from workers.resources import Resources
+from durable_agents.storage.items import _FOR_TOOL_CALL, ItemRepository
+from durable_agents.workers.resources import Resources
 
 ITEMS = 3000
 EVERY = 10  # a call and its result in every EVERY items, ids as ours (`call_{step}_0`)

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.files import MAX_LIST_DEPTH, list_dir, read_file, write_file
-from activities.tools.fs_errors import WorkspaceIOError, classified
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.files import MAX_LIST_DEPTH, list_dir, read_file, write_file
+from durable_agents.activities.tools.fs_errors import WorkspaceIOError, classified
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start
-from workers.resources import Resources
 
 LONG_NAME = "a" * 300
 LONE_SURROGATE = "a\udc80b"

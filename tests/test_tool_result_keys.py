@@ -10,13 +10,13 @@ from typing import Any
 
 from sqlalchemy import update
 
-from activities.providers.base import ToolSpec
-from activities.tool_run import ToolActivities, outcome_of
-from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
-from storage.models import ItemRow
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tool_run import ToolActivities, outcome_of
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import s3_sha256, stored_key
 from tests.support.tool_calls import new_call, run
-from workers.resources import Resources
 
 
 async def _big(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:

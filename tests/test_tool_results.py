@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.delegation import DelegationActivities
-from activities.providers.base import ToolSpec
-from activities.session_state import SessionStateActivities
-from activities.tokens import count_tokens
-from activities.tool_run import ToolActivities
-from activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
-from storage.previews import PREVIEW_CHARS
-from storage.sessions import SessionRepository
-from storage.tool_results import ToolResult
-from workers.resources import Resources
-from workflows.contracts import (
+from durable_agents.activities.delegation import DelegationActivities
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.session_state import SessionStateActivities
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_results import ToolResult
+from durable_agents.vocabulary.previews import PREVIEW_CHARS
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import (
     ApprovalRecordInput,
     ChildSessionInput,
     DelegationResultInput,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.blocking import (
     artifact_commit_held,
@@ -17,7 +18,6 @@ from tests.support.blocking import (
     write_file_result_sha,
 )
 from tests.support.helpers import items_of, session_root, start
-from workers.resources import Resources
 
 REPORT = "out/summary.md"
 CONTENT = "# Summary\n\nwritten once, whatever the retries\n"

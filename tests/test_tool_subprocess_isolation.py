@@ -3,7 +3,7 @@
 A hostile stdio MCP server (tests/mcp_servers/hostile.py) tries /proc/<ppid>/environ,
 /proc/<ppid>/mem and a file of the worker's (0600) and reports what it read as its tool
 result. The worker is tests/support/isolation_worker.py: credentials in its environment,
-its MCP servers opened as workers/processes.py opens them, the tool called as a model's
+its MCP servers opened as workers/process/run.py opens them, the tool called as a model's
 call runs it. activities/tools/tool_identity.py says what holds for which worker.
 """
 
@@ -24,9 +24,13 @@ from typing import Any
 
 import pytest
 
-from activities.tools.mcp_servers import McpStdio
-from activities.tools.mcp_toolset import McpToolsets
-from activities.tools.tool_identity import DEFAULT_TOOL_USER, ToolIdentityError, tool_identity
+from durable_agents.activities.tools.mcp_servers import McpStdio
+from durable_agents.activities.tools.mcp_toolset import McpToolsets
+from durable_agents.activities.tools.tool_identity import (
+    DEFAULT_TOOL_USER,
+    ToolIdentityError,
+    tool_identity,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HOSTILE = REPO / "tests" / "mcp_servers" / "hostile.py"
@@ -157,7 +161,8 @@ def test_the_prefork_supervisor_holds_no_credentials(tmp_path: Path) -> None:
     dumpable again; it passes signals on, so it is given no credential to show."""
     pid_file = tmp_path / "supervisor"
     code = (
-        "import os, time\nfrom pathlib import Path\nfrom workers.prefork import run_forked\n"
+        "import os, time\nfrom pathlib import Path\n"
+        "from durable_agents.workers.process.prefork import run_forked\n"
         "def serve(i):\n"
         f"    Path({str(pid_file)!r}).write_text(str(os.getppid()))\n"
         "    time.sleep(60)\n"

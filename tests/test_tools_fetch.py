@@ -15,9 +15,9 @@ import pytest
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter
 
-from activities.tools.base import ToolContext, ToolError, TransientToolError
-from activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
-from activities.tools.web import MAX_REDIRECTS, fetch_url
+from durable_agents.activities.tools.base import ToolContext, ToolError, TransientToolError
+from durable_agents.activities.tools.fetch_policy import FetchAllowlist, FetchPolicy
+from durable_agents.activities.tools.web import MAX_REDIRECTS, fetch_url
 
 LIMIT = 64 * 1024
 

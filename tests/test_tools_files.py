@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.builtin import builtin_tools, default_registry
-from activities.tools.files import (
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.builtin import builtin_tools, default_registry
+from durable_agents.activities.tools.files import (
     MAX_LIST_ENTRIES,
     list_dir,
     make_read_file_tool,
     read_file,
     write_file,
 )
-from activities.tools.fs_errors import WorkspaceIOError
-from activities.tools.workspace import parse_relative
-from storage.workspace_tree import remove_tree
-from storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
+from durable_agents.activities.tools.fs_errors import WorkspaceIOError
+from durable_agents.activities.tools.workspace import parse_relative
+from durable_agents.storage.workspace_tree import remove_tree
+from durable_agents.storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
 
 
 @pytest.fixture
@@ -228,7 +228,7 @@ async def test_failed_rename_leaves_old_file_and_no_temp(
         raise OSError(errno.EIO, "disk on fire", dst)
 
     # The disk is outside the system: fail its rename as a dying disk would.
-    monkeypatch.setattr("activities.tools.atomic_write.os.replace", broken_replace)
+    monkeypatch.setattr("durable_agents.activities.tools.atomic_write.os.replace", broken_replace)
     with pytest.raises(WorkspaceIOError) as err:
         await write_file(ctx(ws, "a"), {"path": "f.txt", "content": "new"})
     assert "f.txt" not in str(err.value)  # it may reach workflow history: no model paths

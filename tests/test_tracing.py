@@ -18,21 +18,21 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 from temporalio.worker import Replayer
 
-from activities.providers.scripted import ScriptedProvider, ScriptedTurn
-from activities.trajectory import (
+from durable_agents.activities.providers.scripted import ScriptedProvider, ScriptedTurn
+from durable_agents.activities.trajectory import (
     AgentTracingPlugin,
     PayloadRef,
     TrajectoryRecorder,
     payload_refs,
 )
-from storage.models import ArtifactRefRow, ArtifactRow
+from durable_agents.storage.models import ArtifactRefRow, ArtifactRow
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
 from tests.test_replay import recorded_workflow_id
-from workers import tasks
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.agent import AgentWorkflow
 
 TASK_MARK = "TASK-MARK-4e1f9a"
 FILE_MARK = "FILE-MARK-b07c2d"

@@ -62,16 +62,16 @@ def test_only_the_genai_module_knows_gen_ai_names() -> None:
 
 def test_the_trajectory_writes_no_sql_of_its_own() -> None:
     places = [*(ROOT / "activities" / "trajectory").glob("*.py")]
-    places.append(ROOT / "workers" / "trajectory_forwarder.py")
+    places.append(ROOT / "workers" / "process" / "trajectory_forwarder.py")
     for path in places:
         built = {n for m, n in imports(path) if m.startswith("sqlalchemy") and n in SQL_BUILDERS}
         assert not built, f"{path.name} builds SQL ({built}): that belongs in a repository"
 
 
 def test_the_forwarder_uses_the_trajectory_packages_public_names_only() -> None:
-    forwarder = ROOT / "workers" / "trajectory_forwarder.py"
-    ours = {m for m, _ in imports(forwarder) if m.startswith("activities")}
-    assert ours == {"activities.trajectory"}
+    forwarder = ROOT / "workers" / "process" / "trajectory_forwarder.py"
+    ours = {m for m, _ in imports(forwarder) if m.startswith("durable_agents.activities")}
+    assert ours == {"durable_agents.activities.trajectory"}
 
 
 def sdk_private_overrides(module: ModuleType) -> list[str]:
@@ -94,6 +94,6 @@ def sdk_private_overrides(module: ModuleType) -> list[str]:
 def test_no_sdk_private_method_is_overridden() -> None:
     for path in (ROOT / "activities" / "trajectory").glob("*.py"):
         module = importlib.import_module(
-            f"activities.trajectory.{path.stem}".removesuffix(".__init__")
+            f"durable_agents.activities.trajectory.{path.stem}".removesuffix(".__init__")
         )
         assert sdk_private_overrides(module) == [], path.name

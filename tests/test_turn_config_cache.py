@@ -1,4 +1,4 @@
-"""A worker records each agent's current context config once (activities.model_context.
+"""A worker records each agent's current context config once (activities.context.model_context.
 ConfigCache), and never remembers a config id whose recording was rolled back."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from activities.context import ContextBudget
-from activities.model_context import ConfigCache, config_of, turn_config
-from storage.db import autocommit
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
-from storage.turns import TurnRepository
-from workers.resources import Resources
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import ConfigCache, config_of, turn_config
+from durable_agents.storage.db import autocommit
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.workers.resources import Resources
 
 
 class _Boom(Exception):

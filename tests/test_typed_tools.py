@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from activities.tools.tool_schema import MAX_SCHEMA_BYTES
-from activities.tools.typed import ToolDefinitionError, tool
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from durable_agents.activities.tools.tool_schema import MAX_SCHEMA_BYTES
+from durable_agents.activities.tools.typed import ToolDefinitionError, tool
 
 CTX = ToolContext(idempotency_key="k", workspace=Path("."), tenant_id="t", session_id="s")
 

@@ -14,14 +14,14 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolContext, ToolRegistry
-from activities.tools.builtin import builtin_tools
-from activities.tools.typed import tool
-from storage.artifact_records import ArtifactRepository
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolContext, ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.activities.tools.typed import tool
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start
-from workers.resources import Resources
 
 
 class Forecast(BaseModel):

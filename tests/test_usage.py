@@ -18,21 +18,24 @@ from sqlalchemy import func, select
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
-from activities.compaction import CompactionActivities
-from activities.context import ContextBudget
-from activities.model_call import ModelActivities
-from activities.model_context import config_of
-from activities.pricing import Price, PriceTable
-from activities.providers.base import ChatMessage, ModelReply, ModelRequest, Usage
-from activities.providers.openai_compat import OpenAICompatibleProvider
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository, NewItem
-from storage.models import ItemRow
-from storage.sessions import SessionRepository
-from storage.usage import UsageFilter, UsageRecord, UsageRepository
-from storage.usage_models import ModelUsageRow
+from durable_agents.activities.compaction import CompactionActivities
+from durable_agents.activities.context.assembly import ContextBudget
+from durable_agents.activities.context.model_context import config_of
+from durable_agents.activities.model_call import ModelActivities
+from durable_agents.activities.policies.pricing import Price, PriceTable
+from durable_agents.activities.providers.base import ChatMessage, ModelReply, ModelRequest, Usage
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.usage import UsageFilter, UsageRecord, UsageRepository
+from durable_agents.storage.usage_models import ModelUsageRow
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
+from durable_agents.workflows.contracts import CompactInput, ModelCallInput
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -43,9 +46,6 @@ from tests.support.fake_openai import (
 )
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start
-from workers.resources import Resources
-from workers.stack import StackEndpoints
-from workflows.contracts import CompactInput, ModelCallInput
 
 PRICE = Price(input=Decimal("1"), output=Decimal("2"), cached=Decimal("0.5"))
 # Two replies as the server reports them: (prompt, completion, cached).

@@ -1,4 +1,4 @@
-"""Item kinds and session statuses are spelled once, as enums in storage: the database's
+"""Item kinds and session statuses are spelled once, as enums in the leaf vocabulary: the database's
 check constraints hold exactly their values, and no module keeps its own list of them (three
 different tuples of "terminal" statuses once disagreed)."""
 
@@ -10,14 +10,15 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from storage.item_kinds import ItemKind
-from storage.session_status import TERMINAL_STATUSES, SessionStatus
-from workers.resources import Resources
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
+from durable_agents.workers.resources import Resources
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("activities", "storage", "workers", "workflows")
+PACKAGES = ("activities", "storage", "workers", "workflows", "durable_agents/vocabulary")
 # Where the words are defined: the enums, and migrations (frozen at the time they ran).
-OWNERS = {ROOT / "storage" / "item_kinds.py", ROOT / "storage" / "session_status.py"}
+VOCABULARY = ROOT / "durable_agents" / "vocabulary"
+OWNERS = {VOCABULARY / "item_kinds.py", VOCABULARY / "session_status.py"}
 
 
 async def constraint_values(res: Resources, name: str) -> set[str]:

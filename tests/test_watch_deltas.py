@@ -25,15 +25,15 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from activities.providers.offline import OfflineProvider
+from durable_agents.activities.providers.offline import OfflineProvider
+from durable_agents.workers.client.gateway_client import Gateway, GatewayError, follow_session
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, make_key
 from tests.support.sse_server import scripted_sse
-from workers.gateway.app import create_app
-from workers.gateway.serving import serving
-from workers.gateway_client import Gateway, GatewayError, follow_session
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 SESSION = "6f1e0bb4-53a4-4d2f-9d1a-6b7d8b3d7d11"

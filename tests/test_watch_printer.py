@@ -1,5 +1,5 @@
-"""What a watch prints (workers/watch_printer.py through workers/render.py), whichever way
-it reads the session: untrusted text cannot drive the terminal, a status repeated by a
+"""What a watch prints (workers/client/watch/printer.py through workers/client/render.py),
+whichever way it reads the session: untrusted text cannot drive the terminal, a status repeated by a
 reconnected stream prints once, and off a terminal deltas print nothing."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.console import Console
 
-from workers.partial_replies import Delta
-from workers.render import item_line, partial_line
-from workers.watch_printer import WatchPrinter
+from durable_agents.workers.client.render import item_line, partial_line
+from durable_agents.workers.client.watch.partial_replies import Delta
+from durable_agents.workers.client.watch.printer import WatchPrinter
 
 
 @dataclass

@@ -26,15 +26,15 @@ import httpx
 from playwright.async_api import Page, expect
 from temporalio.client import Client
 
-from storage.artifact_commit import register_uploaded
-from storage.artifacts import ArtifactStore
-from storage.download_types import TEXT_TYPE
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.download_types import TEXT_TYPE
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.browser import chromium
 from tests.support.gateway import gateway_server, make_key
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 SCREENSHOTS = (
     Path(

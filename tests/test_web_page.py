@@ -19,13 +19,13 @@ from typing import Any
 from playwright.async_api import Browser, BrowserContext, Locator, Page, expect
 from temporalio.client import Client
 
-from activities.providers.offline import OfflineProvider
+from durable_agents.activities.providers.offline import OfflineProvider
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.browser import chromium
 from tests.support.gateway import bearer, gateway_server, make_key
 from tests.support.helpers import tenant_root
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 # The offline model streams each reply in pieces this far apart, so the page can be seen
 # showing a reply's tokens (delta events) before its item commits.

@@ -14,13 +14,13 @@ from pathlib import Path
 from playwright.async_api import Locator, Page, expect
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.browser import chromium
 from tests.support.gateway import bearer, gateway_http, gateway_server, make_key, poll
 from tests.support.helpers import tenant_root
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 SCREENSHOTS = Path(
     os.environ.get("WEB_SCREENSHOTS", Path(__file__).parents[1] / ".artifacts" / "screenshots")

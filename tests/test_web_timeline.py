@@ -16,12 +16,12 @@ from typing import Any
 from playwright.async_api import Request, Route, expect
 from temporalio.client import Client
 
-from storage.api_keys import ApiKeyRepository
-from storage.sessions import SessionRepository
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.browser import chromium
 from tests.support.gateway import gateway_server, make_key
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 def _event(kind: str, data: dict[str, Any], event_id: int | None = None) -> str:

@@ -1,4 +1,4 @@
-"""The cloud worker's health file (AGENT_HEALTH_FILE, workers/health_file.py): touched while
+"""The cloud worker's health file (AGENT_HEALTH_FILE, workers/process/health_file.py): touched while
 the real worker polls the dev server, gone once it stops. tests/test_k8s_manifests.py runs
 the probe command against it."""
 
@@ -8,8 +8,8 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from workers.processes import run_cloud_worker
-from workers.stack import StackEndpoints
+from durable_agents.workers.process.run import run_cloud_worker
+from durable_agents.workers.stack import StackEndpoints
 
 
 async def test_the_cloud_worker_keeps_its_health_file_fresh_while_it_polls(

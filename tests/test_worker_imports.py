@@ -30,8 +30,9 @@ def _loaded(code: str) -> list[str]:
 
 def test_the_cloud_worker_and_its_command_line_load_no_deferred_sdk() -> None:
     loaded = _loaded(
-        "import asyncio, workers.cli, workers.processes, workers.cloud\n"
-        "from activities.tools.mcp_toolset import McpToolsets\n"
+        "import asyncio, durable_agents.workers.cli.main, durable_agents.workers.process.run\n"
+        "import durable_agents.workers.process.cloud\n"
+        "from durable_agents.activities.tools.mcp_toolset import McpToolsets\n"
         "asyncio.run(McpToolsets([]).start())  # a worker that serves no MCP server"
     )
     assert loaded == []
@@ -40,15 +41,18 @@ def test_the_cloud_worker_and_its_command_line_load_no_deferred_sdk() -> None:
 @pytest.mark.parametrize(
     ("code", "module"),
     [
-        ("from workers.gateway.app import create_app", "fastapi"),
+        ("from durable_agents.workers.gateway.app import create_app", "fastapi"),
         (
-            "from activities.tools.mcp_servers import McpStdio\n"
-            "from activities.tools.mcp_toolset import McpToolsets\n"
+            "from durable_agents.activities.tools.mcp_servers import McpStdio\n"
+            "from durable_agents.activities.tools.mcp_toolset import McpToolsets\n"
             "McpToolsets([McpStdio('srv', 'mcp-server')])",
             "mcp",
         ),
-        ("from activities.tools.mcp_device import device_mcp_tools", "mcp"),
-        ("from storage.db import _alembic_config\n_alembic_config('postgresql://h/db')", "alembic"),
+        ("from durable_agents.activities.tools.mcp_device import device_mcp_tools", "mcp"),
+        (
+            "from durable_agents.storage.db import _alembic_config\n_alembic_config('postgresql://h/db')",
+            "alembic",
+        ),
     ],
 )
 def test_what_needs_a_deferred_sdk_still_loads_it(code: str, module: str) -> None:

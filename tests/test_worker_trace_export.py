@@ -9,11 +9,11 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.helpers import session_root, start
 from tests.support.processes import WorkerProcess
 from tests.test_outbox import Receiver
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 
 async def test_agentctl_worker_exports_chat_and_tool_spans_to_the_collector(

@@ -15,10 +15,10 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior
 from temporalio.service import RPCError
 
-from workers.cloud import build_cloud_worker, deployment_config, running
-from workers.settings import AgentSettings
-from workflows.contracts import GcInput
-from workflows.gc import ArtifactGcWorkflow
+from durable_agents.workers.process.cloud import build_cloud_worker, deployment_config, running
+from durable_agents.workers.settings import AgentSettings
+from durable_agents.workflows.contracts import GcInput
+from durable_agents.workflows.gc import ArtifactGcWorkflow
 
 
 def test_unset_means_an_unversioned_worker() -> None:

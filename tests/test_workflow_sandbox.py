@@ -1,4 +1,4 @@
-"""The workflow sandbox the cloud worker runs in (workers/workflow_sandbox.py): shared, our
+"""The workflow sandbox the cloud worker runs in (workers/process/sandbox.py): shared, our
 workflow modules are the host's (no per-run copy to hold in the cache or to re-import on a
 replay); strict, as the tests run, a clock read in a module the workflow imports fails it."""
 
@@ -19,16 +19,20 @@ from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.workflow import NondeterminismError
 
-from activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.process.cloud import running
+from durable_agents.workers.process.sandbox import (
+    SHARED_WORKFLOW_MODULES,
+    runner_for,
+    workflow_runner,
+)
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import AgentSettings
 from tests.conftest import AgentRunner
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.imports import imports, modules
 from tests.support.sandbox_probe import ProbeInput, ProbeResult, SandboxProbe
-from workers import tasks
-from workers.cloud import running
-from workers.resources import Resources
-from workers.settings import AgentSettings
-from workers.workflow_sandbox import SHARED_WORKFLOW_MODULES, runner_for, workflow_runner
 
 
 async def _probe(
@@ -57,7 +61,7 @@ async def _probe(
 async def test_shared_runner_runs_the_hosts_workflow_modules_strict_a_copy(
     client: Client,
 ) -> None:
-    host = id(sys.modules["workflows.contracts"])
+    host = id(sys.modules["durable_agents.workflows.contracts"])
     shared = await _probe(client, SHARED_WORKFLOW_MODULES, ProbeInput())
     assert shared.contracts_module_id == host
     strict = await _probe(client, (), ProbeInput())
@@ -81,7 +85,7 @@ async def test_no_sandbox_runs_the_hosts_modules_like_the_shared_one(
     it (the test above). What off gives up besides: the shared sandbox still refused
     `open`, `input` and `breakpoint` while an activation ran; the source check below covers
     those now."""
-    host = id(sys.modules["workflows.contracts"])
+    host = id(sys.modules["durable_agents.workflows.contracts"])
     shared = (*SHARED_WORKFLOW_MODULES, "tests.support.sandbox_clock")
     off = runner_for("off")
     assert not isinstance(off, SandboxedWorkflowRunner)
@@ -138,7 +142,11 @@ _RESTRICTED_BUILTINS = {"open", "input", "breakpoint"}
 
 
 def test_shared_workflow_modules_read_no_clock_or_randomness() -> None:
-    shared = {name: path for name, path in modules().items() if name.split(".")[0] == "workflows"}
+    shared = {
+        name: path
+        for name, path in modules().items()
+        if name.startswith("durable_agents.workflows")
+    }
     found: list[str] = []
     for name, path in sorted(shared.items()):
         for module, imported in imports(path):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from storage.archive import archive_session, rehydrate_session
-from storage.models import ArtifactRefRow, SessionRow
-from storage.sessions import SessionRepository
-from storage.workspace_lifecycle import restore_workspace, sweep_workspaces
-from storage.workspace_pack import unpack_into
-from storage.workspaces import WorkspaceLayout
-from workers.resources import Resources
+from durable_agents.storage.archive import archive_session, rehydrate_session
+from durable_agents.storage.models import ArtifactRefRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.workspace_lifecycle import restore_workspace, sweep_workspaces
+from durable_agents.storage.workspace_pack import unpack_into
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.workers.resources import Resources
 
 
 async def _ended_session(res: Resources, tenant: str) -> uuid.UUID:

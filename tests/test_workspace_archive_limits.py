@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, update
 
-from storage.archive import archive_session, rehydrate_session
-from storage.models import SessionRow
-from storage.sessions import SessionRepository
-from storage.workspace_lifecycle import sweep_workspaces
-from storage.workspace_pack import (
+from durable_agents.storage.archive import archive_session, rehydrate_session
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.workspace_lifecycle import sweep_workspaces
+from durable_agents.storage.workspace_pack import (
     WorkspaceNotPackable,
     left_out_of,
     pack_dir,
@@ -28,11 +28,11 @@ from storage.workspace_pack import (
     restore_check,
     unpack_into,
 )
-from storage.workspace_tree import fingerprints, remove_tree
-from storage.workspaces import MAX_PATH_DEPTH, WorkspaceLayout
+from durable_agents.storage.workspace_tree import fingerprints, remove_tree
+from durable_agents.storage.workspaces import MAX_PATH_DEPTH, WorkspaceLayout
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import get_settings
 from tests.support.helpers import agentctl
-from workers.resources import Resources
-from workers.settings import get_settings
 
 DEPTH = 1_100
 

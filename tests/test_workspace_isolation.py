@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.scripted import ScriptedProvider
-from storage.models import ItemRow
-from storage.sessions import SessionRepository
-from storage.workspaces import PROJECTS_DIR, TENANT_DIR
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.workspaces import PROJECTS_DIR, TENANT_DIR
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start
-from workers import tasks
-from workers.resources import Resources
 
 SECRET = "tenant A's secret plan"
 

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from activities.tools.base import ToolContext, ToolError
-from activities.tools.files import list_dir, read_file, write_file
+from durable_agents.activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.files import list_dir, read_file, write_file
 
 SECRET = "the secret outside the workspace"
 OPERATIONS = 2_000

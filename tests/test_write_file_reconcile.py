@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from activities.tool_run import ToolActivities
-from activities.tools.base import ToolContext
-from activities.tools.builtin import default_registry
-from activities.tools.files import write_file
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.activities.tools.base import ToolContext
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.activities.tools.files import write_file
+from durable_agents.workers.resources import Resources
 from tests.support.tool_calls import claim, ledger_state, new_call, result_of, run
-from workers.resources import Resources
 
 PATH = "out/report.md"
 CONTENT = "# Report\n\nwritten once\n"

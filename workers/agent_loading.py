@@ -9,18 +9,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from activities.agents import (
+from durable_agents.activities.agents import (
     DEFAULT_AGENT,
     Agent,
     AgentDefinitionError,
     ModelChoice,
     agents_by_name,
 )
-from activities.providers.base import ModelProvider
-from activities.providers.factory import build_provider
-from activities.tools.mcp_servers import McpServer
-from workers.settings import ModelSettings
-from workers.task_options import TaskOptions
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.activities.tools.mcp_servers import McpServer
+from durable_agents.workers.settings import ModelSettings
+from durable_agents.workers.task_options import TaskOptions
 
 
 class AgentLoadError(ValueError):

@@ -1,7 +1,7 @@
 """The public Python API, in one place: define agents and tools, serve them, start a task,
 approve its calls and await its answer.
 
-    from workers.api import Agent, connect, serve, tool
+    from durable_agents import Agent, connect, serve, tool
 
     @tool(effect="read_only")
     async def add(ctx: ToolContext, a: int, b: int) -> str:
@@ -15,7 +15,7 @@ approve its calls and await its answer.
 
 Connections come from the environment like every other entry point (DATABASE_URL, S3_*,
 TEMPORAL_ADDRESS, MODEL_*; `agentctl dev up` serves all three on this machine). Nothing
-here is a second implementation: each call goes through workers.tasks, as agentctl does.
+here is a second implementation: each call goes through workers.client.tasks, as agentctl does.
 """
 
 from __future__ import annotations
@@ -28,25 +28,25 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
-from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from activities.tools.builtin import builtin_tools
-from activities.tools.mcp_servers import McpHttp, McpStdio
-from activities.tools.typed import tool
-from storage.item_kinds import ItemKind
-from storage.items import ItemRepository
-from storage.session_status import TERMINAL_STATUSES, SessionStatus
-from storage.sessions import SessionRepository
-from workers import tasks
-from workers.budget_raise import raise_budget
-from workers.commands import Caller, StartRequest, start_command
-from workers.payload_offload import data_converter_with_offload
-from workers.processes import run_cloud_worker
-from workers.resources import Resources, open_resources
-from workers.settings import Settings, get_settings
-from workers.task_options import TaskOptions
-from workers.temporal_client import connect_client
-from workflows.contracts import AgentStatus, PendingApproval, RaiseBudgetResult
+from durable_agents.activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.activities.tools.mcp_servers import McpHttp, McpStdio
+from durable_agents.activities.tools.typed import tool
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.budget_raise import raise_budget
+from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.process.payload_offload import data_converter_with_offload
+from durable_agents.workers.process.run import run_cloud_worker
+from durable_agents.workers.resources import Resources, open_resources
+from durable_agents.workers.settings import Settings, get_settings
+from durable_agents.workers.task_options import TaskOptions
+from durable_agents.workers.temporal_client import connect_client
+from durable_agents.workflows.contracts import AgentStatus, PendingApproval, RaiseBudgetResult
 
 __all__ = [
     "DEFAULT_AGENT",

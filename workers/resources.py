@@ -10,11 +10,11 @@ import aioboto3
 from aiobotocore.config import AioConfig
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from storage.artifacts import ArtifactStore
-from storage.db import make_engine, make_session_factory
-from storage.session_deltas import DeltaPublisher
-from storage.session_events import listen_dsn
-from workers.settings import DatabaseSettings, S3Settings
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.db import make_engine, make_session_factory
+from durable_agents.storage.session_deltas import DeltaPublisher
+from durable_agents.storage.session_events import listen_dsn
+from durable_agents.workers.settings import DatabaseSettings, S3Settings
 
 
 @dataclass(frozen=True)

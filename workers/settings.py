@@ -14,18 +14,17 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from activities.pricing import Price, PriceTable
-from activities.text_limits import TextLimits
-from activities.tools.fetch_policy import (
+from durable_agents.activities.policies.pricing import Price, PriceTable
+from durable_agents.activities.policies.text_limits import TextLimits
+from durable_agents.activities.tools.fetch_policy import (
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_FETCH_TIMEOUT_SECONDS,
     FetchAllowlist,
     FetchPolicy,
 )
-from storage.quotas import Quotas
-from storage.workspaces import WorkspaceLayout, WorkspaceScope
-from workers.workflow_sandbox import SandboxMode
-from workflows.contracts import AgentInput
+from durable_agents.storage.quotas import Quotas
+from durable_agents.storage.workspaces import WorkspaceLayout, WorkspaceScope
+from durable_agents.workflows.contracts import AgentInput
 
 # Defaults match `agentctl dev up`, so a second terminal in the same directory needs no
 # exports: the database passwords dev up generates are read from the 0600 env file it
@@ -36,6 +35,9 @@ DEV_S3_PORT = 8333
 DEV_TEMPORAL_PORT = 7233
 DEV_S3_ACCESS_KEY = "durable-agents-dev"
 DEV_S3_SECRET_KEY = "durable-agents-dev-secret"
+
+# The workflow sandbox a cloud worker runs AgentWorkflow in (workers/process/sandbox.py).
+SandboxMode = Literal["off", "shared", "strict"]
 
 
 class DatabaseSettings(BaseSettings):
@@ -160,7 +162,7 @@ class AgentSettings(BaseSettings):
     # the SDK's defaults): parking 1,000 sessions through a cache of 100 replayed 82% of
     # them on their way (`bench/parked_approvals.py --sessions 1000 --max-cached 100`).
     max_cached_workflows: int = Field(default=500, ge=0)
-    # The sandbox workflow runs get (workers/workflow_sandbox.py says what each checks and
+    # The sandbox workflow runs get (workers/process/sandbox.py says what each checks and
     # costs): off (the default), shared, or strict, which re-imports and checks our
     # workflow modules in every run as the tests do (~0.4-0.6 MiB more per cached run,
     # ~50-100 ms more CPU per new run or wake after eviction).
@@ -177,9 +179,9 @@ class AgentSettings(BaseSettings):
     build_id: str | None = Field(default=None, min_length=1, max_length=255)
     versioning_behavior: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
     # Touched every 10 s while the cloud worker polls, for an orchestrator's liveness probe
-    # (workers/health_file.py); unset: none.
+    # (workers/process/health_file.py); unset: none.
     health_file: Path | None = None
-    # Limits on text put into a session (activities/text_limits.py says why).
+    # Limits on text put into a session (activities/policies/text_limits.py says why).
     # Default task budgets by tenant ("*": every tenant not named), as JSON:
     # AGENT_TENANT_BUDGETS='{"acme": {"tokens": 200000, "tool_calls": 50}}'. Where an
     # agent's Limits set the same figure, the tighter one holds; a start may set its own.

@@ -6,16 +6,16 @@ import copy
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from activities.agents import DEFAULT_AGENT, Agent, check_agent_name
-from activities.task_rules import MAX_STEPS as MAX_STEPS
-from activities.task_rules import (
+from durable_agents.activities.agents import DEFAULT_AGENT, Agent, check_agent_name
+from durable_agents.activities.policies.task_rules import MAX_STEPS as MAX_STEPS
+from durable_agents.activities.policies.task_rules import (
     InvalidTaskInput,
     check_model_config,
     check_policies,
     check_task_settings,
 )
-from workflows.contracts import AgentInput
-from workflows.policies import CLOUD_TASK_QUEUE
+from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.policies import CLOUD_TASK_QUEUE
 
 
 @dataclass
@@ -41,12 +41,12 @@ class TaskOptions:
     # The agent definition the task runs (stored with the session; workers resolve it).
     agent: str = DEFAULT_AGENT
     # Policies that replace the agent's own for these tools, so they may ask less: only a
-    # caller whose scopes allow it sets them (workers/commands.py), and who did is committed
+    # caller whose scopes allow it sets them (workers/client/commands.py), and who did is committed
     # with the session (`loosened_by`). approval_policies above can only add approvals.
     loosened_approvals: dict[str, str] = field(default_factory=dict)
     loosened_by: str | None = None
     # The task's budget (None: no limit on that figure); AgentInput's fields of the same
-    # names. Defaults: the agent's Limits, then the tenant's (workers/commands.py).
+    # names. Defaults: the agent's Limits, then the tenant's (workers/client/commands.py).
     budget_tokens: int | None = None
     budget_cost_usd: float | None = None
     budget_tool_calls: int | None = None

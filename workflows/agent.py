@@ -13,11 +13,11 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.approval_waits import Waiting, check_decision, pending_approvals
-from workflows.budgets import BUDGETS_PATCH, budget_words, raised
-from workflows.cancels import cancelled_activity
-from workflows.compactions import Compactions
-from workflows.contracts import (
+from durable_agents.workflows.approval_waits import Waiting, check_decision, pending_approvals
+from durable_agents.workflows.budgets import BUDGETS_PATCH, budget_words, raised
+from durable_agents.workflows.cancels import cancelled_activity
+from durable_agents.workflows.compactions import Compactions
+from durable_agents.workflows.contracts import (
     AgentInput,
     AgentResult,
     AgentStatus,
@@ -35,28 +35,33 @@ from workflows.contracts import (
     TenantChangedInput,
     ToolCallRef,
 )
-from workflows.delegation import DELEGATE_TOOL, delegate
-from workflows.device_waits import (
+from durable_agents.workflows.delegation import DELEGATE_TOOL, delegate
+from durable_agents.workflows.device_waits import (
     DEVICE_CALLS_IN_BACKGROUND,
     PendingDeviceCalls,
     refuse_over_limit,
 )
-from workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
-from workflows.model_calls import model_call_options, model_failure
-from workflows.session_open import open_session
-from workflows.start_checks import ONE_DOOR_PATCH, check_identity, check_options, refused
-from workflows.state_writes import write_state_in_task
-from workflows.tenant_gate import TENANT_GATE_PATCH, TenantGate, is_gated
-from workflows.tool_calls import device_of, run_tool_call
+from durable_agents.workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
+from durable_agents.workflows.model_calls import model_call_options, model_failure
+from durable_agents.workflows.session_open import open_session
+from durable_agents.workflows.start_checks import (
+    ONE_DOOR_PATCH,
+    check_identity,
+    check_options,
+    refused,
+)
+from durable_agents.workflows.state_writes import write_state_in_task
+from durable_agents.workflows.tenant_gate import TENANT_GATE_PATCH, TenantGate, is_gated
+from durable_agents.workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
     # No I/O, enum values only: shared with the host, not re-imported per workflow.
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
-    from activities.model_call import ModelActivities
-    from activities.session_state import SessionStateActivities
-    from activities.task_rules import InvalidTaskInput, check_budget_raise
-    from storage.session_status import SessionStatus
+    from durable_agents.activities.model_call import ModelActivities
+    from durable_agents.activities.policies.task_rules import InvalidTaskInput, check_budget_raise
+    from durable_agents.activities.session_state import SessionStateActivities
+    from durable_agents.vocabulary.session_status import SessionStatus
 
 # Signals carry the sender's tenant from this patch on; replays of earlier histories count
 # every send_message signal as they did.

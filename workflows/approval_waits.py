@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
-from workflows.contracts import (
+from durable_agents.workflows.contracts import (
     AgentInput,
     ApprovalRecordInput,
     ApproveInput,

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workflows.contracts import AgentInput, BudgetFigures, RaiseBudgetInput, TaskBudget
+from durable_agents.workflows.contracts import (
+    AgentInput,
+    BudgetFigures,
+    RaiseBudgetInput,
+    TaskBudget,
+)
 
 # From this patch on, a model call that finds the budget reached parks the task as
 # budget_exhausted until a raise; runs recorded before never got such a result.

@@ -17,11 +17,11 @@ import asyncio
 
 from temporalio import workflow
 
-from workflows.contracts import AgentInput, CompactInput, CompactionRef
-from workflows.model_calls import model_call_options
+from durable_agents.workflows.contracts import AgentInput, CompactInput, CompactionRef
+from durable_agents.workflows.model_calls import model_call_options
 
 with workflow.unsafe.imports_passed_through():
-    from activities.compaction import CompactionActivities
+    from durable_agents.activities.compaction import CompactionActivities
 
 BACKGROUND_COMPACTION_PATCH = "background-compaction"
 

@@ -14,72 +14,74 @@ from dataclasses import dataclass, field, replace
 
 # Re-exported from storage, which owns them (modules without I/O, imported in the workflow
 # sandbox like this one): payload types and old histories keep their shape.
-from storage.artifact_ref import ArtifactRef as ArtifactRef
-from storage.previews import PREVIEW_CHARS as PREVIEW_CHARS
-from workflows.client_contracts import (
+from durable_agents.vocabulary.artifact_ref import ArtifactRef as ArtifactRef
+from durable_agents.vocabulary.previews import PREVIEW_CHARS as PREVIEW_CHARS
+from durable_agents.workflows.client_contracts import (
     AgentStatus as AgentStatus,
 )
-from workflows.client_contracts import (  # re-exported: payload types keep their home
+
+# Re-exported: payload types keep their home.
+from durable_agents.workflows.client_contracts import (
     ApproveInput as ApproveInput,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     CancelInput as CancelInput,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     CancelResult as CancelResult,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     DecisionResult as DecisionResult,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     PendingApproval as PendingApproval,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     RaiseBudgetInput as RaiseBudgetInput,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     RaiseBudgetResult as RaiseBudgetResult,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     RejectInput as RejectInput,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     SendMessageInput as SendMessageInput,
 )
-from workflows.client_contracts import (
+from durable_agents.workflows.client_contracts import (
     TenantChangedInput as TenantChangedInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     ApprovalRecordInput as ApprovalRecordInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     ChildSession as ChildSession,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     ChildSessionInput as ChildSessionInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     DelegationResultInput as DelegationResultInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     DevicePresenceInput as DevicePresenceInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     DeviceRoute as DeviceRoute,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     GcInput as GcInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     GcResult as GcResult,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     NudgeInput as NudgeInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     SessionStatusInput as SessionStatusInput,
 )
-from workflows.state_contracts import (
+from durable_agents.workflows.state_contracts import (
     ToolErrorInput as ToolErrorInput,
 )
 

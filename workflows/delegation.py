@@ -9,7 +9,7 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
-from workflows.contracts import (
+from durable_agents.workflows.contracts import (
     AgentInput,
     AgentResult,
     ChildSessionInput,
@@ -17,13 +17,13 @@ from workflows.contracts import (
     ToolCallRef,
     ToolErrorInput,
 )
-from workflows.policies import workflow_id_for
-from workflows.state_writes import write_state
+from durable_agents.workflows.policies import workflow_id_for
+from durable_agents.workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
-    from activities.delegation import DelegationActivities
-    from activities.session_state import SessionStateActivities
-    from storage.session_status import SessionStatus
+    from durable_agents.activities.delegation import DelegationActivities
+    from durable_agents.activities.session_state import SessionStateActivities
+    from durable_agents.vocabulary.session_status import SessionStatus
 
 DELEGATE_TOOL = "delegate"
 MAX_DEPTH = 2

@@ -18,11 +18,16 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.contracts import AgentInput, PendingDeviceCall, ToolCallRef, ToolErrorInput
-from workflows.state_writes import write_state
+from durable_agents.workflows.contracts import (
+    AgentInput,
+    PendingDeviceCall,
+    ToolCallRef,
+    ToolErrorInput,
+)
+from durable_agents.workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
-    from activities.session_state import SessionStateActivities
+    from durable_agents.activities.session_state import SessionStateActivities
 
 # Histories recorded before this awaited every device call before the next step.
 DEVICE_CALLS_IN_BACKGROUND = "device-calls-in-background"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from workflows.contracts import AgentInput, NudgeInput
-from workflows.state_writes import write_state
+from durable_agents.workflows.contracts import AgentInput, NudgeInput
+from durable_agents.workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
-    from activities.session_state import SessionStateActivities
+    from durable_agents.activities.session_state import SessionStateActivities
 
 # From this patch on an empty reply is nudged; replays of earlier histories complete with it
 # as they did (tests/histories/empty_reply_completed.json).

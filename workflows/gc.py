@@ -7,11 +7,11 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from workflows.contracts import GcInput, GcResult
+from durable_agents.workflows.contracts import GcInput, GcResult
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: only the method reference is needed, not its SQL/S3 dependencies.
-    from activities.gc import GcActivities
+    from durable_agents.activities.gc import GcActivities
 
 GC_TIMEOUT = timedelta(hours=1)
 GC_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(minutes=1))

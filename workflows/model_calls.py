@@ -9,9 +9,13 @@ from typing import Any
 from temporalio.exceptions import ActivityError, RetryState, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-from workflows.contracts import AgentInput
-from workflows.policies import MODEL_CALL_TIMEOUT, MODEL_HEARTBEAT_TIMEOUT, model_retry
-from workflows.tool_calls import cause_of
+from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.policies import (
+    MODEL_CALL_TIMEOUT,
+    MODEL_HEARTBEAT_TIMEOUT,
+    model_retry,
+)
+from durable_agents.workflows.tool_calls import cause_of
 
 
 def model_call_options(inp: AgentInput) -> dict[str, Any]:

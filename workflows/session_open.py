@@ -14,14 +14,18 @@ import uuid
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
-from workflows.policies import MAX_INLINE_TASK_BYTES
-from workflows.state_writes import write_state
+from durable_agents.workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
+from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES
+from durable_agents.workflows.state_writes import write_state
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: the class only names the method we schedule; its module (SQLAlchemy,
     # aioboto3) must not be re-imported in every workflow sandbox.
-    from activities.session_open import DEFAULT_AGENT, SessionOpenActivities, check_task_text
+    from durable_agents.activities.session_open import (
+        DEFAULT_AGENT,
+        SessionOpenActivities,
+        check_task_text,
+    )
 
 
 def _refused(message: str, error_type: str) -> ApplicationError:

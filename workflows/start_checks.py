@@ -2,7 +2,7 @@
 
 Every door but one builds the input through the command layer, which checks it; a plain
 Temporal client builds it by hand. So the workflow checks every input with the layer's own
-rules (activities/task_rules.py) and in its own id: a session's workflow id is derived from
+rules (activities/policies/task_rules.py) and in its own id: a session's workflow id is derived from
 the session id, so no start under another id can write into a session, running or not.
 Deterministic code only.
 """
@@ -14,15 +14,19 @@ import uuid
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.contracts import AgentInput
-from workflows.policies import workflow_id_for
+from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.policies import workflow_id_for
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: pure functions and constants, and the RE2 binding the policy check
     # compiles with (a C extension, imported once per process, not per workflow run).
-    from activities.agents import check_agent_name
-    from activities.task_rules import MAX_DEPTH, InvalidTaskInput, check_task_settings
-    from activities.text_limits import check_text
+    from durable_agents.activities.agents import check_agent_name
+    from durable_agents.activities.policies.task_rules import (
+        MAX_DEPTH,
+        InvalidTaskInput,
+        check_task_settings,
+    )
+    from durable_agents.activities.policies.text_limits import check_text
 
 # Runs from this patch on check their input and id first, and keep the task's approvals in
 # the session; replays of earlier histories do neither, as those runs did not.

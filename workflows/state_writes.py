@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
+from durable_agents.workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
 
 # From this patch on, the status writes and approval records run as local activities: the
 # write happens inside the workflow task that asks for it (one marker event) instead of

@@ -2,7 +2,7 @@
 frozen, or its token or cost quota reached, parks the task (frozen, quota_exhausted) with
 nothing called or committed, and takes the same step again once woken. Deterministic code.
 
-Woken by the `tenant_changed` signal (a thaw, a quota set: workers/tenant_controls.py
+Woken by the `tenant_changed` signal (a thaw, a quota set: workers/client/tenant_controls.py
 sends it to every parked task of the tenant), and at the latest when the quota's period
 rolls over (UTC midnight, or the first of the month) or after RECHECK_SECONDS, so a wake
 that was never sent (a client that died between its commit and its signals) costs an
@@ -17,10 +17,10 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from workflows.contracts import ModelCallResult
+from durable_agents.workflows.contracts import ModelCallResult
 
 with workflow.unsafe.imports_passed_through():
-    from storage.session_status import SessionStatus
+    from durable_agents.vocabulary.session_status import SessionStatus
 
 # From this patch on, a model call that finds the tenant frozen or at its quota parks the
 # task until a wake; runs recorded before never got such a result.

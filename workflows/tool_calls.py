@@ -19,7 +19,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-from workflows.contracts import (
+from durable_agents.workflows.contracts import (
     AgentInput,
     DevicePresenceInput,
     DeviceRoute,
@@ -28,7 +28,7 @@ from workflows.contracts import (
     ToolOutcome,
     ToolRunInput,
 )
-from workflows.policies import (
+from durable_agents.workflows.policies import (
     STATE_WRITE_RETRY,
     STATE_WRITE_TIMEOUT,
     TOOL_RETRY,
@@ -36,10 +36,10 @@ from workflows.policies import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.device_presence import DevicePresenceActivities
-    from activities.device_relay import DeviceDispatchActivities
-    from activities.session_state import SessionStateActivities
-    from activities.tool_run import ToolActivities
+    from durable_agents.activities.device_presence import DevicePresenceActivities
+    from durable_agents.activities.device_relay import DeviceDispatchActivities
+    from durable_agents.activities.session_state import SessionStateActivities
+    from durable_agents.activities.tool_run import ToolActivities
 
 StatusHook = Callable[[], Awaitable[None]]
 # Histories recorded before this ran every device call on the device's own task queue.

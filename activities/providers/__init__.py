@@ -1,6 +1,6 @@
 """Model providers behind one interface; provider SDK objects never leave this package."""
 
-from activities.providers.base import (
+from durable_agents.activities.providers.base import (
     ChatMessage,
     ModelProvider,
     ModelReply,

@@ -21,8 +21,8 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from activities.providers import errors
-from activities.providers.base import (
+from durable_agents.activities.providers import errors
+from durable_agents.activities.providers.base import (
     ChatMessage,
     ModelReply,
     ModelRequest,

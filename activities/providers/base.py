@@ -74,8 +74,8 @@ class ModelReply:
 class ModelProvider(Protocol):
     """Anything that turns a ModelRequest into a ModelReply.
 
-    Implementations raise temporalio ApplicationError for failures, retryable or not,
-    so that Temporal (not the SDK) owns retries.
+    Implementations raise ProviderError (providers/failure.py) for failures, retryable or
+    not, so that Temporal (not the SDK) owns retries.
     """
 
     name: str

@@ -1,4 +1,5 @@
-"""Provider failures as Temporal ApplicationErrors, so Temporal (not an SDK) owns retries.
+"""Provider failures as ProviderErrors (providers/failure.py), so Temporal (not an SDK) owns
+retries: the activity edge raises each as an ApplicationError with the same fields.
 
 Every provider maps its SDK's exceptions through these functions. The messages carry the
 provider name, the HTTP status and a short summary of the vendor's error; they never carry
@@ -18,9 +19,8 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
-from activities.providers.overflow import overflow_error, recognise_overflow
+from durable_agents.activities.providers.failure import ProviderError
+from durable_agents.activities.providers.overflow import overflow_error, recognise_overflow
 
 MODEL_UNAVAILABLE = "ModelUnavailable"
 MODEL_AUTH_ERROR = "ModelAuthError"
@@ -54,8 +54,8 @@ def status_error(
     body: object = None,
     headers: Mapping[str, str] | None = None,
     secrets: Iterable[str] = (),
-) -> ApplicationError:
-    """Map an HTTP error response from ``provider`` to an ApplicationError.
+) -> ProviderError:
+    """Map an HTTP error response from ``provider`` to a ProviderError.
 
     ``body`` is the decoded error body (dict or text) and ``secrets`` are strings (the API key)
     that must be scrubbed from the summary if the vendor echoes them back.
@@ -65,7 +65,7 @@ def status_error(
     if summary:
         message += f": {summary}"
     if status in _AUTH_STATUSES:
-        return ApplicationError(message, type=MODEL_AUTH_ERROR, non_retryable=True)
+        return ProviderError(message, type=MODEL_AUTH_ERROR, non_retryable=True)
     overflow = recognise_overflow(body) if status != 429 else None
     if overflow is not None:
         # Not a malformed request: the same conversation, sent shorter, will do.
@@ -74,13 +74,11 @@ def status_error(
         delay = retry_after_delay(headers)
         if delay is not None:
             message += f" (retry after {delay.total_seconds():g}s)"
-        return ApplicationError(message, type=MODEL_UNAVAILABLE, next_retry_delay=delay)
-    return ApplicationError(message, type=MODEL_REQUEST_REJECTED, non_retryable=True)
+        return ProviderError(message, type=MODEL_UNAVAILABLE, next_retry_delay=delay)
+    return ProviderError(message, type=MODEL_REQUEST_REJECTED, non_retryable=True)
 
 
-def connection_error(
-    provider: str, *, timed_out: bool, cause: str | None = None
-) -> ApplicationError:
+def connection_error(provider: str, *, timed_out: bool, cause: str | None = None) -> ProviderError:
     """Map a failure to reach ``provider`` (no HTTP response at all) to a retryable error.
 
     ``cause`` is a short description such as the underlying exception's class name.
@@ -89,18 +87,18 @@ def connection_error(
     message = f"{provider} {what}"
     if cause:
         message += f" ({cause})"
-    return ApplicationError(message, type=MODEL_UNAVAILABLE)
+    return ProviderError(message, type=MODEL_UNAVAILABLE)
 
 
-def bad_response(provider: str, detail: str) -> ApplicationError:
+def bad_response(provider: str, detail: str) -> ProviderError:
     """A 2xx reply we cannot use (no choices, wrong shape); a later attempt may be fine."""
     message = f"{provider} returned an unusable reply: {detail}"
-    return ApplicationError(message, type=MODEL_UNAVAILABLE)
+    return ProviderError(message, type=MODEL_UNAVAILABLE)
 
 
-def rejected_request(provider: str, detail: str) -> ApplicationError:
+def rejected_request(provider: str, detail: str) -> ProviderError:
     """A request we refuse to send because it is malformed; retrying cannot fix it."""
-    return ApplicationError(
+    return ProviderError(
         f"request to {provider} is malformed: {detail}",
         type=MODEL_REQUEST_REJECTED,
         non_retryable=True,

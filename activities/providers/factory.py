@@ -11,10 +11,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import SecretStr
 
-from activities.providers.base import ModelProvider
+from durable_agents.activities.providers.base import ModelProvider
 
 if TYPE_CHECKING:  # the OpenAI SDK loads only when that provider is chosen
-    from activities.providers.openai_compat import AssistantToolContent, MaxTokensField, StrictTools
+    from durable_agents.activities.providers.openai_compat import (
+        AssistantToolContent,
+        MaxTokensField,
+        StrictTools,
+    )
 
 _CHOICES = "openai|anthropic|offline|scripted"
 
@@ -64,7 +68,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
                     "MODEL_PROVIDER=openai needs MODEL_API_KEY (for api.openai.com) or "
                     "MODEL_BASE_URL (for an OpenAI-compatible server)."
                 )
-            from activities.providers.openai_compat import OpenAICompatibleProvider
+            from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 
             return OpenAICompatibleProvider(
                 base_url=settings.base_url,
@@ -78,7 +82,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
         case "anthropic":
             if not api_key:
                 raise ValueError("MODEL_PROVIDER=anthropic needs MODEL_API_KEY.")
-            from activities.providers.anthropic_provider import AnthropicProvider
+            from durable_agents.activities.providers.anthropic_provider import AnthropicProvider
 
             return AnthropicProvider(
                 api_key=api_key,
@@ -87,13 +91,13 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
                 base_url=settings.base_url,
             )
         case "offline":
-            from activities.providers.offline import OfflineProvider
+            from durable_agents.activities.providers.offline import OfflineProvider
 
             return OfflineProvider(settings.offline_piece_seconds)
         case "scripted":
             if settings.script_path is None:
                 raise ValueError("MODEL_PROVIDER=scripted needs MODEL_SCRIPT_PATH.")
-            from activities.providers.scripted import ScriptedProvider
+            from durable_agents.activities.providers.scripted import ScriptedProvider
 
             return ScriptedProvider.from_file(settings.script_path)
     raise ValueError(f"Unknown MODEL_PROVIDER {settings.provider!r}: use one of {_CHOICES}.")

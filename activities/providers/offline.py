@@ -17,7 +17,7 @@ import re
 import shlex
 from typing import Any
 
-from activities.providers.base import (
+from durable_agents.activities.providers.base import (
     ChatMessage,
     ModelReply,
     ModelRequest,

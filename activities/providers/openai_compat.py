@@ -23,8 +23,8 @@ from openai.types.chat import (
 )
 from openai.types.shared_params import FunctionDefinition
 
-from activities.providers import errors
-from activities.providers.base import (
+from durable_agents.activities.providers import errors
+from durable_agents.activities.providers.base import (
     ChatMessage,
     ModelReply,
     ModelRequest,
@@ -32,11 +32,11 @@ from activities.providers.base import (
     ToolSpec,
     Usage,
 )
-from activities.providers.context_window import DiscoveredWindow, discover_window
-from activities.providers.openai_stream import StreamedReply, read_stream, usage_of
-from activities.providers.strict_schema import strict_compatible
-from activities.providers.text_tool_calls import read_reply_text
-from storage.previews import ERROR_PREFIX
+from durable_agents.activities.providers.context_window import DiscoveredWindow, discover_window
+from durable_agents.activities.providers.openai_stream import StreamedReply, read_stream, usage_of
+from durable_agents.activities.providers.strict_schema import strict_compatible
+from durable_agents.activities.providers.text_tool_calls import read_reply_text
+from durable_agents.vocabulary.previews import ERROR_PREFIX
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an

@@ -17,7 +17,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionChunk
 
-from activities.providers.base import TextSink, Usage
+from durable_agents.activities.providers.base import TextSink, Usage
 
 
 @dataclass

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
+from durable_agents.activities.providers.failure import ProviderError
 
 CONTEXT_OVERFLOW = "ContextOverflow"
 
@@ -120,17 +120,19 @@ def _numbers(text: str) -> dict[str, int]:
     return {}
 
 
-def overflow_error(message: str, overflow: Overflow) -> ApplicationError:
+def overflow_error(message: str, overflow: Overflow) -> ProviderError:
     """The provider's error for an overflow. Retryable: the caller learns the window from its
     details, so the next attempt sends less; the details are numbers only."""
-    return ApplicationError(message, asdict(overflow), type=CONTEXT_OVERFLOW)
+    return ProviderError(message, asdict(overflow), type=CONTEXT_OVERFLOW)
 
 
 def overflow_of(error: BaseException) -> Overflow | None:
-    """The Overflow an ApplicationError from a provider carries, or None for other errors."""
-    if not isinstance(error, ApplicationError) or error.type != CONTEXT_OVERFLOW:
+    """The Overflow a provider's error carries (the ProviderError, or the ApplicationError the
+    activity edge made of it), or None for other errors."""
+    details_of = getattr(error, "details", None)
+    if getattr(error, "type", None) != CONTEXT_OVERFLOW or not isinstance(details_of, tuple | list):
         return None
-    details = error.details[0] if error.details else {}
+    details = details_of[0] if details_of else {}
     if not isinstance(details, Mapping):
         return Overflow()
     known = Overflow.__dataclass_fields__

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
 
 
 @dataclass(frozen=True)

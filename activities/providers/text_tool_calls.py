@@ -19,8 +19,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from activities.providers.base import ProviderCall
-from activities.providers.errors import RAW_ARGUMENTS_KEY, parse_tool_arguments
+from durable_agents.activities.providers.base import ProviderCall
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY, parse_tool_arguments
 
 # More calls than this in one reply is a model looping, not a plan; the rest stay text.
 MAX_TEXT_CALLS = 16

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.providers.errors import RAW_ARGUMENTS_KEY
-from activities.tools.base import ToolError
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.tools.base import ToolError
 
 # What an error message shows of names the model chose, and how many of them.
 _MAX_SHOWN_NAME = 60

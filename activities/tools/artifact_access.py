@@ -14,13 +14,13 @@ from collections.abc import AsyncGenerator
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.tools.base import ArtifactInfo, ToolError
-from storage.artifact_records import ArtifactRepository
-from storage.artifacts import ArtifactStore
-from storage.errors import ArtifactNotFound, SessionNotFound
-from storage.models import ArtifactRow
-from storage.sessions import SessionRepository
-from workflows.contracts import ArtifactRef
+from durable_agents.activities.tools.base import ArtifactInfo, ToolError
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.errors import ArtifactNotFound, SessionNotFound
+from durable_agents.storage.models import ArtifactRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workflows.contracts import ArtifactRef
 
 MIN_PREFIX_CHARS = 8
 # A read without a length stops here: a tool that wants more pages through it.

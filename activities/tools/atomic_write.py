@@ -7,7 +7,7 @@ import os
 import secrets
 import stat
 
-from activities.tools.workspace import RESERVED_DIR
+from durable_agents.activities.tools.workspace import RESERVED_DIR
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 DEFAULT_MODE = 0o644

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from activities.providers.base import ToolSpec
-from activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 
 # The effects contract (DESIGN: tools): what running a call twice under one key would do.
 # read_only: nothing outside the result; idempotent: the second run under the same

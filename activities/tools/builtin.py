@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolRegistry
-from activities.tools.files import (
+from durable_agents.activities.tools.base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolRegistry,
+)
+from durable_agents.activities.tools.files import (
     DEFAULT_READ_CAP_BYTES,
     list_dir_tool,
     make_read_file_tool,
     write_file_tool,
 )
-from activities.tools.memory import memory_tools
-from activities.tools.read_artifact import read_artifact_tool
-from activities.tools.typed import tool
-from activities.tools.web import fetch_url_tool
+from durable_agents.activities.tools.memory import memory_tools
+from durable_agents.activities.tools.read_artifact import read_artifact_tool
+from durable_agents.activities.tools.typed import tool
+from durable_agents.activities.tools.web import fetch_url_tool
 
 # Tools the agent loop itself runs (not an activity): never served by a device.
 WORKFLOW_TOOLS = frozenset({"delegate"})

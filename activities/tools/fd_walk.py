@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from activities.tools.base import ToolError
-from activities.tools.fs_errors import classified
-from activities.tools.workspace import WorkspacePath
+from durable_agents.activities.tools.base import ToolError
+from durable_agents.activities.tools.fs_errors import classified
+from durable_agents.activities.tools.workspace import WorkspacePath
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # New workspace roots are private to the worker's user.

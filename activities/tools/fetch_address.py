@@ -9,9 +9,9 @@ from __future__ import annotations
 import socket
 from ipaddress import ip_address
 
-from activities.tools.base import ToolError, TransientToolError
-from activities.tools.fetch_policy import FetchPolicy
-from activities.tools.internal_addresses import IPAddress, ip_literal, why_internal
+from durable_agents.activities.tools.base import ToolError, TransientToolError
+from durable_agents.activities.tools.fetch_policy import FetchPolicy
+from durable_agents.activities.tools.internal_addresses import IPAddress, ip_literal, why_internal
 
 ALLOW_SETTING = "AGENT_FETCH_ALLOW"
 

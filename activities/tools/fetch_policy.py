@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_network
 
-from activities.tools.internal_addresses import IPAddress, embedded_ipv4, ip_literal
+from durable_agents.activities.tools.internal_addresses import IPAddress, embedded_ipv4, ip_literal
 
 # host -> every address it resolves to, as strings ("127.0.0.1", "::1").
 Resolver = Callable[[str], Awaitable[Sequence[str]]]

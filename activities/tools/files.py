@@ -20,13 +20,25 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from activities.tools.atomic_write import write_at
-from activities.tools.base import EffectInDoubt, Tool, ToolContext, ToolError, ToolFn, ToolOutput
-from activities.tools.fd_walk import held_dir, held_root
-from activities.tools.fs_errors import classified
-from activities.tools.listing import MAX_LIST_DEPTH, MAX_LIST_ENTRIES, list_dir, list_dir_tool
-from activities.tools.typed import output_of, tool
-from activities.tools.workspace import WorkspacePath, parse_relative
+from durable_agents.activities.tools.atomic_write import write_at
+from durable_agents.activities.tools.base import (
+    EffectInDoubt,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolFn,
+    ToolOutput,
+)
+from durable_agents.activities.tools.fd_walk import held_dir, held_root
+from durable_agents.activities.tools.fs_errors import classified
+from durable_agents.activities.tools.listing import (
+    MAX_LIST_DEPTH,
+    MAX_LIST_ENTRIES,
+    list_dir,
+    list_dir_tool,
+)
+from durable_agents.activities.tools.typed import output_of, tool
+from durable_agents.activities.tools.workspace import WorkspacePath, parse_relative
 
 __all__ = [
     "DEFAULT_READ_CAP_BYTES",

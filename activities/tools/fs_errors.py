@@ -12,7 +12,7 @@ import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from activities.tools.base import ToolError
+from durable_agents.activities.tools.base import ToolError
 
 # errno -> ToolError type. Anything not listed is treated as transient.
 DETERMINISTIC: dict[int, str] = {

@@ -8,12 +8,12 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from activities.tools.base import ToolContext, ToolFn
-from activities.tools.fd_walk import DIR_FLAGS, held_root, open_dir
-from activities.tools.fs_errors import classified
-from activities.tools.typed import tool
-from activities.tools.workspace import RESERVED_DIR, parse_relative
-from storage.workspaces import MAX_PATH_DEPTH
+from durable_agents.activities.tools.base import ToolContext, ToolFn
+from durable_agents.activities.tools.fd_walk import DIR_FLAGS, held_root, open_dir
+from durable_agents.activities.tools.fs_errors import classified
+from durable_agents.activities.tools.typed import tool
+from durable_agents.activities.tools.workspace import RESERVED_DIR, parse_relative
+from durable_agents.storage.workspaces import MAX_PATH_DEPTH
 
 MAX_LIST_ENTRIES = 2000
 # The workspace's own depth limit, counted from the root: a tree deeper than the tools may

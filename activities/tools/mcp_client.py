@@ -25,15 +25,20 @@ from mcp import ClientSession, McpError, types
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from activities.tools.base import ToolContext, ToolError, ToolOutput, TransientToolError
-from activities.tools.mcp_servers import (
+from durable_agents.activities.tools.base import (
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    TransientToolError,
+)
+from durable_agents.activities.tools.mcp_servers import (
     CONNECT_TIMEOUT_SECONDS,
     McpListingError,
     McpServer,
     McpStdio,
 )
-from activities.tools.mcp_tools import McpToolInfo, output_of
-from activities.tools.tool_identity import RunAs, make_non_dumpable
+from durable_agents.activities.tools.mcp_tools import McpToolInfo, output_of
+from durable_agents.activities.tools.tool_identity import RunAs, make_non_dumpable
 
 logger = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from typing import Any
 from mcp import types
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from activities.tools.mcp_servers import McpListingError, McpStdio
-from activities.tools.mcp_tools import McpToolInfo, tool_infos
-from storage.devices import DeviceRepository
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from durable_agents.activities.tools.mcp_servers import McpListingError, McpStdio
+from durable_agents.activities.tools.mcp_tools import McpToolInfo, tool_infos
+from durable_agents.storage.devices import DeviceRepository
 
 
 def _infos(records: list[dict[str, Any]]) -> list[McpToolInfo]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from activities.tools.base import EFFECTS, Effect
+from durable_agents.activities.tools.base import EFFECTS, Effect
 
 # A server name prefixes its tools' model-facing names (`server__tool`) and keys approval
 # policies (`server.tool`): short, and no '.' so that the policy key splits one way only.

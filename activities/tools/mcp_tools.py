@@ -17,9 +17,9 @@ from typing import Any
 
 from mcp import types
 
-from activities.providers.base import ToolSpec
-from activities.tools.base import Effect, ToolError, ToolOutput
-from activities.tools.mcp_servers import McpListingError, McpServer
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tools.base import Effect, ToolError, ToolOutput
+from durable_agents.activities.tools.mcp_servers import McpListingError, McpServer
 
 # OpenAI's and Anthropic's function-name alphabet and length.
 MODEL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")

@@ -18,20 +18,20 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from activities.tools.base import Tool, ToolContext, ToolOutput
-from activities.tools.mcp_servers import (
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput
+from durable_agents.activities.tools.mcp_servers import (
     CONNECT_TIMEOUT_SECONDS,
     McpListingError,
     McpServer,
     McpStdio,
     check_unique,
 )
-from activities.tools.tool_identity import ToolIdentityError, tool_identity
+from durable_agents.activities.tools.tool_identity import ToolIdentityError, tool_identity
 
 if TYPE_CHECKING:
-    from activities.tools.mcp_client import McpServerClient
-    from activities.tools.mcp_tools import McpToolInfo
-    from activities.tools.tool_identity import RunAs
+    from durable_agents.activities.tools.mcp_client import McpServerClient
+    from durable_agents.activities.tools.mcp_tools import McpToolInfo
+    from durable_agents.activities.tools.tool_identity import RunAs
 
 
 class McpToolsets:
@@ -51,7 +51,7 @@ class McpToolsets:
         mine = [s for s in servers if s.device_local == device]
         self._servers: list[McpServerClient] = []
         if mine:
-            from activities.tools.mcp_client import McpServerClient
+            from durable_agents.activities.tools.mcp_client import McpServerClient
 
             self._servers = [
                 McpServerClient(s, _run_as(s, tool_user) if isinstance(s, McpStdio) else None)
@@ -77,7 +77,7 @@ class McpToolsets:
         lists tools we refuse fails the start, naming the server."""
         if not self._servers:
             return
-        from activities.tools.mcp_tools import tool_infos
+        from durable_agents.activities.tools.mcp_tools import tool_infos
 
         try:
             for server in self._servers:

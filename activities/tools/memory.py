@@ -12,11 +12,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.tools.base import MemoryAccess, Tool, ToolContext, ToolError, ToolFn
-from activities.tools.typed import tool
-from storage.errors import MemoryNotFound
-from storage.memories import MAX_CONTENT_CHARS, MemoryRepository
-from storage.models import MemoryRow
+from durable_agents.activities.tools.base import MemoryAccess, Tool, ToolContext, ToolError, ToolFn
+from durable_agents.activities.tools.typed import tool
+from durable_agents.storage.errors import MemoryNotFound
+from durable_agents.storage.memories import MAX_CONTENT_CHARS, MemoryRepository
+from durable_agents.storage.models import MemoryRow
 
 DEFAULT_RECALL_LIMIT = 10
 MAX_TOOL_RECALL_LIMIT = 50

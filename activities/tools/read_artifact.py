@@ -17,9 +17,14 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from activities.linear_regex import RegexRefused, compile_linear
-from activities.tools.base import ArtifactAccess, ArtifactInfo, ToolContext, ToolError
-from activities.tools.typed import tool
+from durable_agents.activities.policies.linear_regex import RegexRefused, compile_linear
+from durable_agents.activities.tools.base import (
+    ArtifactAccess,
+    ArtifactInfo,
+    ToolContext,
+    ToolError,
+)
+from durable_agents.activities.tools.typed import tool
 
 DEFAULT_PAGE_BYTES = 8 * 1024
 MAX_PAGE_BYTES = 64 * 1024

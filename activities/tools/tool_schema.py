@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
-from activities.tools.base import ToolContext, ToolError
+from durable_agents.activities.tools.base import ToolContext, ToolError
 
 # What the model is sent for one tool's parameters; bigger is a mistake, not a tool.
 MAX_SCHEMA_BYTES = 16 * 1024

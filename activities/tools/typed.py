@@ -35,11 +35,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from activities.providers.base import ToolSpec
-from activities.tools.args import check_allowed, check_args
-from activities.tools.base import EFFECTS, Effect, ReconcileFn, Tool, ToolContext, ToolOutput
-from activities.tools.tool_docs import parse_docstring
-from activities.tools.tool_schema import (
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tools.args import check_allowed, check_args
+from durable_agents.activities.tools.base import (
+    EFFECTS,
+    Effect,
+    ReconcileFn,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
+from durable_agents.activities.tools.tool_docs import parse_docstring
+from durable_agents.activities.tools.tool_schema import (
     Arguments,
     ToolDefinitionError,
     arguments_of,

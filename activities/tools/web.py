@@ -17,11 +17,17 @@ from typing import Any
 
 import httpx
 
-from activities.tools.base import ToolContext, ToolError, ToolFn, ToolOutput, TransientToolError
-from activities.tools.fetch_address import checked_address
-from activities.tools.fetch_policy import FetchPolicy
-from activities.tools.internal_addresses import IPAddress, ip_literal
-from activities.tools.typed import tool
+from durable_agents.activities.tools.base import (
+    ToolContext,
+    ToolError,
+    ToolFn,
+    ToolOutput,
+    TransientToolError,
+)
+from durable_agents.activities.tools.fetch_address import checked_address
+from durable_agents.activities.tools.fetch_policy import FetchPolicy
+from durable_agents.activities.tools.internal_addresses import IPAddress, ip_literal
+from durable_agents.activities.tools.typed import tool
 
 MAX_REDIRECTS = 5
 USER_AGENT = "durable-agents/0.1 (+fetch_url tool)"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 
-from activities.tools.base import ToolError
-from storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
+from durable_agents.activities.tools.base import ToolError
+from durable_agents.storage.workspaces import MAX_PATH_BYTES, MAX_PATH_DEPTH
 
 # Holds the effects ledger; tools must never expose or modify it, or a model could
 # forge "already applied" entries and silently suppress writes.

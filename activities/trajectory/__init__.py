@@ -11,8 +11,8 @@ Modules, each one concept, imported only downward:
   audit             an outbox event as the span the forwarder exports
 """
 
-from activities.trajectory.audit import AuditEvent, AuditRecords
-from activities.trajectory.genai import (
+from durable_agents.activities.trajectory.audit import AuditEvent, AuditRecords
+from durable_agents.activities.trajectory.genai import (
     EVENT_ID,
     PARENT,
     ModelCallEvent,
@@ -21,8 +21,8 @@ from activities.trajectory.genai import (
     event_id,
     payload_refs,
 )
-from activities.trajectory.recorder import TrajectoryRecorder
-from activities.trajectory.workflow_tracing import AgentTracingPlugin
+from durable_agents.activities.trajectory.recorder import TrajectoryRecorder
+from durable_agents.activities.trajectory.workflow_tracing import AgentTracingPlugin
 
 __all__ = [
     "EVENT_ID",

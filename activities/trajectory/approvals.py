@@ -20,9 +20,9 @@ import temporalio.activity
 import temporalio.worker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.trajectory.metrics import TrajectoryMetrics
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
+from durable_agents.activities.trajectory.metrics import TrajectoryMetrics
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.session_status import SessionStatus
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
-from activities.trajectory import genai
-from activities.trajectory.ids import ForcingIdGenerator, derived_id, forced_ids
+from durable_agents.activities.trajectory import genai
+from durable_agents.activities.trajectory.ids import ForcingIdGenerator, derived_id, forced_ids
 
 
 @dataclass(frozen=True)

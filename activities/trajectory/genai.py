@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from opentelemetry.util.types import AttributeValue
 
-from activities.providers.base import ChatMessage, ModelReply
+from durable_agents.activities.providers.base import ChatMessage, ModelReply
 
 Attributes = dict[str, AttributeValue]
 

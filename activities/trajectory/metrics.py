@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from opentelemetry.metrics import Meter
 
-from activities.providers.base import ModelReply
-from activities.trajectory import genai
+from durable_agents.activities.providers.base import ModelReply
+from durable_agents.activities.trajectory import genai
 
 
 class TrajectoryMetrics:

@@ -21,16 +21,20 @@ import temporalio.worker
 from opentelemetry import metrics, trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from activities.trajectory import genai as tm
-from activities.trajectory.approvals import ApprovalsWaitingInterceptor
-from activities.trajectory.metrics import TrajectoryMetrics
-from activities.trajectory.recordings import ModelCallRecording, ToolCallRecording, safely
-from activities.trajectory.workflow_tracing import AgentTracingPlugin
-from storage.artifact_commit import register_uploaded
-from storage.artifact_records import ArtifactRepository
-from storage.artifacts import ArtifactStore
-from storage.outbox import OutboxRepository
-from workflows.contracts import ArtifactRef
+from durable_agents.activities.trajectory import genai as tm
+from durable_agents.activities.trajectory.approvals import ApprovalsWaitingInterceptor
+from durable_agents.activities.trajectory.metrics import TrajectoryMetrics
+from durable_agents.activities.trajectory.recordings import (
+    ModelCallRecording,
+    ToolCallRecording,
+    safely,
+)
+from durable_agents.activities.trajectory.workflow_tracing import AgentTracingPlugin
+from durable_agents.storage.artifact_commit import register_uploaded
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.outbox import OutboxRepository
+from durable_agents.workflows.contracts import ArtifactRef
 
 DEFAULT_RETENTION = timedelta(days=30)
 

@@ -26,10 +26,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.providers.base import ChatMessage, ModelReply
-from activities.trajectory import genai as tm
-from activities.trajectory.metrics import TrajectoryMetrics
-from workflows.contracts import ArtifactRef
+from durable_agents.activities.providers.base import ChatMessage, ModelReply
+from durable_agents.activities.trajectory import genai as tm
+from durable_agents.activities.trajectory.metrics import TrajectoryMetrics
+from durable_agents.workflows.contracts import ArtifactRef
 
 logger = logging.getLogger(__name__)
 

@@ -49,7 +49,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from activities.trajectory import genai
+from durable_agents.activities.trajectory import genai
 
 AGENT_WORKFLOW = "AgentWorkflow"
 # The header the SDK's interceptors carry the W3C trace context in (their wire format), and

@@ -1,4 +1,4 @@
-"""Alembic environment: async engine, URL handed in by storage.db.migrate()."""
+"""Alembic environment: async engine, URL handed in by durable_agents.storage.db.migrate()."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from storage import (
+from durable_agents.storage import (
     device_models,  # noqa: F401  (registers devices, device_calls)
     outbox_models,  # noqa: F401  (registers trajectory_outbox on Base)
     rate_limits,  # noqa: F401  (registers rate_limits)
     usage_models,  # noqa: F401  (registers model_usage, session_spend)
 )
-from storage.models import Base
+from durable_agents.storage.models import Base
 
 target_metadata = Base.metadata
 
@@ -37,7 +37,9 @@ async def _run_async(url: str) -> None:
 def run_migrations_online() -> None:
     url = context.config.get_main_option("sqlalchemy.url")
     if not url:
-        raise RuntimeError("storage.migrations: sqlalchemy.url was not set by migrate()")
+        raise RuntimeError(
+            "durable_agents.storage.migrations: sqlalchemy.url was not set by migrate()"
+        )
     asyncio.run(_run_async(url))
 
 

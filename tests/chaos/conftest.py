@@ -15,14 +15,14 @@ import pytest
 from _pytest.terminal import TerminalReporter
 from temporalio.client import Client
 
-from activities.providers.base import ModelProvider
-from activities.tools.builtin import default_registry
-from storage.db import migrate
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.db import migrate
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.resources import Resources, open_resources
+from durable_agents.workers.stack import DevStack, StackEndpoints
+from durable_agents.workers.temporal_client import connect_client
 from tests.support.chaos import SUMMARIES, write_summaries
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.resources import Resources, open_resources
-from workers.stack import DevStack, StackEndpoints
-from workers.temporal_client import connect_client
 
 LAST_RUN = Path(__file__).with_name(".last_run.txt")
 

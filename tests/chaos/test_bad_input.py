@@ -19,13 +19,13 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.fetch_policy import FetchAllowlist
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.fetch_policy import FetchAllowlist
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
 from tests.chaos.conftest import ChaosRunner
 from tests.support.chaos import Audit, audit_runs, summarise
 from tests.support.helpers import start, tenant_root, wait_for_pending
-from workers import tasks
-from workers.resources import Resources
 
 FETCH_LIMIT = 1000
 

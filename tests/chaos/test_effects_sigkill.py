@@ -21,17 +21,17 @@ from typing import Any, Literal
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.context import ContextBudget, assemble_context
-from storage.models import ItemRow
-from storage.tool_effects import ToolEffectRepository
+from durable_agents.activities.context.assembly import ContextBudget, assemble_context
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.tool_effects import ToolEffectRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.chaos import Audit, fail_attempts_of_dead_worker, results_of, summarise
 from tests.support.effect_tools import executions
 from tests.support.effect_worker import COUNT_FILE_ENV, RECONCILED_TASK
 from tests.support.helpers import items_of, start
 from tests.support.processes import WorkerProcess
-from workers import tasks
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 WAVES = 2
 IN_DOUBT_PER_WAVE = 26  # 52 runs of the tool without reconcile

@@ -17,12 +17,12 @@ from typing import Any, Protocol
 import pytest
 from temporalio.client import Client
 
-from storage.models import ItemRow
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import DevStack
 from tests.support.chaos import audit_runs, results_of, summarise
 from tests.support.helpers import items_of, start, tenant_root
 from tests.support.processes import WorkerProcess
-from workers.resources import Resources
-from workers.stack import DevStack
 
 RUNS = 5
 FILES = ["a.txt", "b.txt", "c.txt"]

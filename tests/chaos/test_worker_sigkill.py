@@ -15,12 +15,12 @@ from typing import Any
 
 from temporalio.client import Client
 
-from storage.tool_effects import ToolEffectRepository
+from durable_agents.storage.tool_effects import ToolEffectRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.chaos import audit_runs, fail_attempts_of_dead_worker, results_of, summarise
 from tests.support.helpers import start, tenant_root
 from tests.support.processes import WorkerProcess
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 SEED = 20261130
 BATCHES = 5

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from activities.providers.base import ModelProvider
-from activities.providers.factory import build_provider
-from workers.local_model import DEFAULT_MODEL, model_named
-from workers.stack.llama import LlamaServer
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.workers.stack.llama import LlamaServer
+from durable_agents.workers.stack.local_model import DEFAULT_MODEL, model_named
 
 # Small enough for a 1.5B model on two cores to answer in tens of seconds a step.
 CONTEXT = 8192

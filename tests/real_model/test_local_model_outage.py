@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.providers.base import ModelProvider
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.watch.follow import watch_items
+from durable_agents.workers.client.watch.wait_status import wait_line
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack.llama import LlamaServer
 from tests.conftest import AgentRunner
 from tests.real_model.test_local_model_tasks import (
     FACT,
@@ -19,11 +24,6 @@ from tests.real_model.test_local_model_tasks import (
     start_answer_task,
 )
 from tests.support.helpers import items_of, run_approving
-from workers import tasks
-from workers.resources import Resources
-from workers.session_watch import watch_items
-from workers.stack.llama import LlamaServer
-from workers.wait_status import wait_line
 
 pytestmark = pytest.mark.real_model
 

@@ -15,9 +15,13 @@ import pytest
 from aiohttp import web
 from temporalio.client import Client, WorkflowHandle
 
-from activities.providers.base import ModelProvider
-from activities.providers.factory import build_provider
-from storage.models import ItemRow
+from durable_agents.activities.providers.base import ModelProvider
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.demo.run import DEMO_TASK
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack.llama import LlamaServer
+from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
 from tests.real_model.relay import relay, serving
 from tests.support.fake_openai import answer, completion
@@ -29,10 +33,6 @@ from tests.support.helpers import (
     session_root,
     start,
 )
-from workers.demo import DEMO_TASK
-from workers.resources import Resources
-from workers.stack.llama import LlamaServer
-from workflows.agent import AgentWorkflow
 
 pytestmark = pytest.mark.real_model
 

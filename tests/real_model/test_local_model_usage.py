@@ -14,7 +14,9 @@ import pytest
 from aiohttp import web
 from temporalio.client import Client
 
-from activities.providers.factory import build_provider
+from durable_agents.activities.providers.factory import build_provider
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack.llama import LlamaServer
 from tests.conftest import AgentRunner
 from tests.real_model.relay import relay, serving
 from tests.real_model.test_local_model_tasks import (
@@ -25,8 +27,6 @@ from tests.real_model.test_local_model_tasks import (
     start_answer_task,
 )
 from tests.support.helpers import agentctl, items_of, run_approving
-from workers.resources import Resources
-from workers.stack.llama import LlamaServer
 
 pytestmark = pytest.mark.real_model
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from activities.tools.base import ToolContext
-from activities.tools.files import write_file
-from workers.resources import Resources
+from durable_agents.activities.tools.base import ToolContext
+from durable_agents.activities.tools.files import write_file
+from durable_agents.workers.resources import Resources
 
 
 @asynccontextmanager

@@ -16,9 +16,9 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from storage.models import ItemRow
+from durable_agents.storage.models import ItemRow
+from durable_agents.workers.resources import Resources
 from tests.support.helpers import items_of, s3_sha256, stored_key
-from workers.resources import Resources
 
 SUMMARIES: list[str] = []
 

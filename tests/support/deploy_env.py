@@ -13,8 +13,8 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 from temporalio.envconfig import ClientConfig
 
-from workers.cli import app
-from workers.settings import (
+from durable_agents.workers.cli.main import app
+from durable_agents.workers.settings import (
     AgentSettings,
     DatabaseSettings,
     GatewaySettings,
@@ -107,8 +107,8 @@ class _Stub:
 
 def gateway_health_path() -> str:
     """The path of the gateway's health route, asked of its app (workers/gateway/app.py)."""
-    from workers.gateway.app import create_app
-    from workers.settings import Settings
+    from durable_agents.workers.gateway.app import create_app
+    from durable_agents.workers.settings import Settings
 
     app = create_app(_Stub(), _Stub(), Settings())  # type: ignore[arg-type]
     return str(app.url_path_for("healthz"))

@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx
 from temporalio.client import Client
 
-from storage.api_keys import ApiKeyRepository
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 from tests.support.gateway import bearer
 from tests.support.gateway import gateway_server as served_gateway
 from tests.support.processes import AGENTCTL, REPO
-from workers.resources import Resources
-from workers.stack import StackEndpoints
 
 # What a device process may see of the machine: no DATABASE_*, S3_*, TEMPORAL_* at all.
 _PASSED = ("PATH", "HOME", "LANG", "TMPDIR")

@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from activities.providers.base import ToolSpec
-from activities.tools.base import Tool, ToolContext, ToolOutput
+from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput
 
 _SPEC_PARAMETERS: dict[str, Any] = {
     "type": "object",

@@ -14,14 +14,14 @@ import os
 import signal
 from pathlib import Path
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.base import ToolRegistry
-from activities.tools.builtin import builtin_tools
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.resources import open_resources
+from durable_agents.workers.settings import get_settings
+from durable_agents.workers.temporal_client import connect_client
 from tests.support.effect_tools import bump_tool
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.resources import open_resources
-from workers.settings import get_settings
-from workers.temporal_client import connect_client
 
 logger = logging.getLogger("tests.support.effect_worker")
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from activities.tokens import count_tokens
+from durable_agents.vocabulary.tokens import count_tokens
 from tests.support.fake_openai import answer, completion
 
 

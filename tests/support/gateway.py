@@ -15,12 +15,12 @@ import httpx
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from storage.api_keys import ApiKeyRepository
-from workers.gateway.app import create_app
-from workers.gateway.serving import serving
-from workers.resources import Resources
-from workers.settings import GatewaySettings
-from workers.stack import StackEndpoints
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.stack import StackEndpoints
 
 
 async def make_key(res: Resources, tenant: str, *scopes: str, user: str = "ann", **kw: Any) -> str:

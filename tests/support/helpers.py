@@ -17,17 +17,17 @@ import zstandard
 from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
-from storage.artifacts import artifact_key
-from storage.device_models import DeviceRow
-from storage.devices import DeviceRepository
-from storage.models import ArtifactRow, ItemRow, SessionRow
-from storage.workspaces import TENANT_DIR
-from workers import tasks
-from workers.cli import main
-from workers.resources import Resources
-from workflows.agent import AgentWorkflow
+from durable_agents.storage.artifacts import artifact_key
+from durable_agents.storage.device_models import DeviceRow
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.models import ArtifactRow, ItemRow, SessionRow
+from durable_agents.storage.workspaces import TENANT_DIR
+from durable_agents.workers.cli.main import main
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.agent import AgentWorkflow
 
-DEMO_WORKSPACE = Path(__file__).resolve().parents[2] / "workers" / "demo_workspace"
+DEMO_WORKSPACE = Path(__file__).resolve().parents[2] / "workers" / "demo" / "workspace"
 
 
 def copy_demo_workspace(target: Path) -> Path:

@@ -7,15 +7,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+PUBLIC = "durable_agents"
+# Each layer's folder, as installed under the one import name (durable_agents/ links to them).
 PACKAGES = ("activities", "workers", "storage", "workflows")
+LEAVES = ("vocabulary",)
 
 
 def modules() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for pkg in PACKAGES:
-        for path in (ROOT / pkg).rglob("*.py"):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = path
+    """Every module of ours by its installed name, `durable_agents.<layer>.<...>`."""
+    found: dict[str, Path] = {PUBLIC: ROOT / PUBLIC / "__init__.py"}
+    folders = [ROOT / pkg for pkg in PACKAGES] + [ROOT / PUBLIC / leaf for leaf in LEAVES]
+    for folder in folders:
+        for path in folder.rglob("*.py"):
+            if "demo/workspace" in path.as_posix():
+                continue
+            rel = path.relative_to(folder.parent).with_suffix("").parts
+            name = ".".join((PUBLIC, *rel)).removesuffix(".__init__")
+            found[name] = path
     return found
 
 

@@ -4,7 +4,7 @@
 
 Like a worker, it holds credentials in its environment (the test sets DATABASE_URL and the
 rest) and opens its MCP servers with McpToolsets and AGENT_TOOL_USER from the settings, as
-workers/processes.py does. It declares the hostile stdio server (tests/mcp_servers/
+workers/process/run.py does. It declares the hostile stdio server (tests/mcp_servers/
 hostile.py, run by PYTHON from SERVER), calls its `probe` tool on PATH through the tool
 the model would call, and prints, as JSON, that tool's output (the report of what the
 server read) and whether this process was left dumpable.
@@ -17,11 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-from activities.tools.base import ToolContext
-from activities.tools.mcp_servers import McpStdio
-from activities.tools.mcp_toolset import McpToolsets
-from activities.tools.tool_identity import is_dumpable
-from workers.settings import get_settings
+from durable_agents.activities.tools.base import ToolContext
+from durable_agents.activities.tools.mcp_servers import McpStdio
+from durable_agents.activities.tools.mcp_toolset import McpToolsets
+from durable_agents.activities.tools.tool_identity import is_dumpable
+from durable_agents.workers.settings import get_settings
 
 
 async def _probe(python: str, server: str, path: str) -> dict[str, object]:

@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-from storage.artifacts import ArtifactStore
+from durable_agents.storage.artifacts import ArtifactStore
 
 MiB = 1024 * 1024
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from activities.tools.mcp_servers import McpHttp, McpStdio
+from durable_agents.activities.tools.mcp_servers import McpHttp, McpStdio
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_MODULE = "tests.mcp_servers.toolbox"

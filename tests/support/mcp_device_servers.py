@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from activities.agents import Agent
+from durable_agents.activities.agents import Agent
 from tests.support.mcp import toolbox_stdio
 
 SERVERS = [

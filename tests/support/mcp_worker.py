@@ -12,9 +12,9 @@ import json
 import logging
 import os
 
-from activities.tools.mcp_servers import McpHttp
-from workers.processes import run_cloud_worker
-from workers.settings import get_settings
+from durable_agents.activities.tools.mcp_servers import McpHttp
+from durable_agents.workers.process.run import run_cloud_worker
+from durable_agents.workers.settings import get_settings
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from workers.claim_check_plugin import ClaimCheckPlugin
+from durable_agents import ClaimCheckPlugin
 
 MODEL_TIMEOUT = timedelta(seconds=float(os.environ.get("PEER_MODEL_TIMEOUT", "15")))
 

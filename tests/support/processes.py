@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from storage.devices import DeviceRepository
-from workers.resources import Resources
-from workers.stack import StackEndpoints
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 REPO = Path(__file__).resolve().parents[2]

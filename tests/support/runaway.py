@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports
 REPLY_TOKENS = sum(PER_REPLY)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from temporalio import workflow
 
-import workflows.contracts
+import durable_agents.workflows.contracts
 from tests.support.sandbox_clock import read_clock
 
 
@@ -29,6 +29,6 @@ class SandboxProbe:
     @workflow.run
     async def run(self, inp: ProbeInput) -> ProbeResult:
         return ProbeResult(
-            contracts_module_id=id(workflows.contracts),
+            contracts_module_id=id(durable_agents.workflows.contracts),
             clock=read_clock() if inp.read_clock else None,
         )

@@ -7,9 +7,9 @@ from typing import Any
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from storage import device_models, outbox_models, rate_limits, usage_models  # noqa: F401
-from storage.models import Base
-from storage.partitioning import PARTITION_SCHEMA_PREFIX
+from durable_agents.storage import device_models, outbox_models, rate_limits, usage_models  # noqa: F401
+from durable_agents.storage.models import Base
+from durable_agents.storage.partitioning import PARTITION_SCHEMA_PREFIX
 
 
 def _partition_clone(diff: Any) -> bool:

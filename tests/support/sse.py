@@ -1,4 +1,4 @@
-"""A plain Server-Sent Events reader for tests: independent of workers/sse.py, so the
+"""A plain Server-Sent Events reader for tests: independent of workers/client/watch/sse.py, so the
 gateway's stream is checked by a second parser, not by the one under test."""
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ _PROCESS_MODULES = (
     "tests.support.gateway_process",
     "tests.support.mcp",
     "tests.support.isolation_worker",
-    "workers.prefork",
+    "durable_agents.workers.process.prefork",
 )
 _BROWSER_MODULES = ("tests.support.browser", "playwright.async_api")
 _ROOT = Path(__file__).resolve().parents[1]

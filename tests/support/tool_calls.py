@@ -8,12 +8,12 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.tool_run import ToolActivities
-from storage.items import ItemRepository, NewItem
-from storage.sessions import SessionRepository
-from storage.tool_effects import ToolEffectRepository
-from workers.resources import Resources
-from workflows.contracts import ToolOutcome, ToolRunInput
+from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import ToolEffectRepository
+from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
 
 async def new_call(

@@ -18,12 +18,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider, create_tracer_provider
 
-from activities.providers.scripted import ScriptedProvider
-from activities.tools.builtin import default_registry
-from activities.trajectory import TrajectoryRecorder
-from workers.cloud import build_cloud_worker, cloud_activities, running
-from workers.resources import Resources
-from workers.stack import StackEndpoints
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.activities.trajectory import TrajectoryRecorder
+from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.stack import StackEndpoints
 
 
 class _ToTheCurrentTest(SpanProcessor):

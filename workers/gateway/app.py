@@ -8,7 +8,7 @@ their files. Every answer carries the same security headers (security_headers.py
 settings), so tests and `agentctl gateway` build it the same way. Routers: tasks, sessions,
 the event stream (Server-Sent Events, one LISTEN connection per process, opened by the
 first stream) and the web page at `/` (workers/gateway/page.py); each API route states its
-scope with workers.gateway.auth.require.
+scope with durable_agents.workers.gateway.auth.require.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from storage.session_events import EventHub, listen_dsn
-from workers.gateway import (
+from durable_agents.storage.session_events import EventHub, listen_dsn
+from durable_agents.workers.gateway import (
     page,
     routes_budget,
     routes_devices,
@@ -30,16 +30,16 @@ from workers.gateway import (
     routes_tenant,
     routes_usage,
 )
-from workers.gateway.body_limit import BodyLimit
-from workers.gateway.context import Gateway
-from workers.gateway.device_relays import DeviceRelays
-from workers.gateway.device_wakes import DeviceWakes
-from workers.gateway.errors import install_error_handlers
-from workers.gateway.key_holds import POLL, STREAM, OpenHolds
-from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
-from workers.gateway.security_headers import SecuredApp
-from workers.resources import Resources
-from workers.settings import Settings
+from durable_agents.workers.gateway.body_limit import BodyLimit
+from durable_agents.workers.gateway.context import Gateway
+from durable_agents.workers.gateway.device_relays import DeviceRelays
+from durable_agents.workers.gateway.device_wakes import DeviceWakes
+from durable_agents.workers.gateway.errors import install_error_handlers
+from durable_agents.workers.gateway.key_holds import POLL, STREAM, OpenHolds
+from durable_agents.workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
+from durable_agents.workers.gateway.security_headers import SecuredApp
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import Settings
 
 # Client addresses whose failed authentications are remembered at once (memory bound).
 MAX_THROTTLED_ADDRESSES = 100_000

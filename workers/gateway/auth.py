@@ -16,9 +16,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from storage.api_keys import SCOPES, ApiKeyRepository, Principal
-from workers.gateway.context import gateway_of
-from workers.gateway.errors import ApiError
+from durable_agents.storage.api_keys import SCOPES, ApiKeyRepository, Principal
+from durable_agents.workers.gateway.context import gateway_of
+from durable_agents.workers.gateway.errors import ApiError
 
 # auto_error=False: a missing header gets our 401 body, not FastAPI's 403.
 _bearer = HTTPBearer(auto_error=False, description="An API key from `agentctl keys create`.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from workers.gateway.errors import error_response
+from durable_agents.workers.gateway.errors import error_response
 
 
 class BodyTooLarge(HTTPException):

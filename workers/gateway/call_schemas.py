@@ -15,11 +15,11 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.context_configs import ContextConfigNotFound, ContextConfigRepository
-from storage.models import ItemRow
-from storage.turns import TurnRepository
-from workers.gateway.errors import ApiError
-from workers.gateway.schema_validator import LinearValidator, extra_properties
+from durable_agents.storage.context_configs import ContextConfigNotFound, ContextConfigRepository
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.workers.gateway.errors import ApiError
+from durable_agents.workers.gateway.schema_validator import LinearValidator, extra_properties
 
 _META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 # How much of a name the client chose (a property key) an error message shows.
@@ -65,7 +65,7 @@ def argument_problems(schema: dict[str, Any] | None, arguments: dict[str, Any]) 
     if schema is None:
         return []  # the tool validates its arguments itself when it runs
     if "properties" in schema and "additionalProperties" not in schema:
-        # As activities.tools.args.check_allowed: declared properties are closed.
+        # As durable_agents.activities.tools.args.check_allowed: declared properties are closed.
         schema = {**schema, "additionalProperties": False}
     # A tool's own broken schema is not the approver's mistake: left to the tool. (Not
     # check_schema: its format check compiles patterns with re, which refuses RE2 syntax.)

@@ -10,14 +10,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 from temporalio.client import Client
 
-from storage.session_events import EventHub
-from workers.gateway.events import fanout
-from workers.gateway.fanout import SessionFanout
-from workers.gateway.key_holds import OpenHolds
-from workers.gateway.live_status import LiveStatusCache
-from workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
-from workers.resources import Resources
-from workers.settings import Settings
+from durable_agents.storage.session_events import EventHub
+from durable_agents.workers.gateway.events import fanout
+from durable_agents.workers.gateway.fanout import SessionFanout
+from durable_agents.workers.gateway.key_holds import OpenHolds
+from durable_agents.workers.gateway.live_status import LiveStatusCache
+from durable_agents.workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -28,25 +28,25 @@ from typing import Any
 from botocore.exceptions import ClientError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.tool_effects import EFFECT_IN_DOUBT
-from activities.tool_run import call_arguments, outcome_of
-from storage.api_keys import Principal
-from storage.artifact_streams import status as s3_status
-from storage.device_calls import DONE, STAGING_DIR, DeviceCallRepository
-from storage.device_models import DeviceCallRow
-from storage.devices import DeviceRepository
-from storage.items import ItemRepository
-from storage.models import ItemRow
-from storage.sessions import SessionRepository
-from storage.tool_effects import EffectState
-from storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
-from workers.gateway.auth import unauthorized
-from workers.gateway.context import Gateway
-from workers.gateway.device_models import Completion, OfferedCall, UploadTarget
-from workers.gateway.device_relays import DeviceRelays
-from workers.gateway.device_wakes import DeviceWakes
-from workers.gateway.errors import ApiError
-from workers.gateway.key_holds import POLL
+from durable_agents.activities.tool_run import call_arguments, outcome_of
+from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT
+from durable_agents.storage.api_keys import Principal
+from durable_agents.storage.artifact_streams import status as s3_status
+from durable_agents.storage.device_calls import DONE, STAGING_DIR, DeviceCallRepository
+from durable_agents.storage.device_models import DeviceCallRow
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.models import ItemRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import EffectState
+from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
+from durable_agents.workers.gateway.auth import unauthorized
+from durable_agents.workers.gateway.context import Gateway
+from durable_agents.workers.gateway.device_models import Completion, OfferedCall, UploadTarget
+from durable_agents.workers.gateway.device_relays import DeviceRelays
+from durable_agents.workers.gateway.device_wakes import DeviceWakes
+from durable_agents.workers.gateway.errors import ApiError
+from durable_agents.workers.gateway.key_holds import POLL
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ RECHECK_SECONDS = 5.0
 def staging_key(prefix: str, call: DeviceCallRow) -> str:
     """Where the device uploads this call's result under its current lease: one key per
     call and lease, under its tenant (an upload made under an older lease is never read;
-    storage.gc collects what was left behind)."""
+    durable_agents.storage.gc collects what was left behind)."""
     return f"{prefix}/{call.tenant_id}/{STAGING_DIR}/{call.id}/{call.offers}"
 
 

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from activities.tools.base import Effect
-from activities.tools.mcp_tools import MAX_MCP_NAME_CHARS
-from storage.tool_effects import SETTLED, EffectState
-from workers.gateway.models import Request
+from durable_agents.activities.tools.base import Effect
+from durable_agents.activities.tools.mcp_tools import MAX_MCP_NAME_CHARS
+from durable_agents.storage.tool_effects import SETTLED, EffectState
+from durable_agents.workers.client.http_bodies import Request
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 # type/subtype with an optional parameter (charset=utf-8): what a preview may be told.

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.device_relay import DeviceRelayActivities
-from workflows.policies import device_task_queue
+from durable_agents.activities.device_relay import DeviceRelayActivities
+from durable_agents.workflows.policies import device_task_queue
 
 logger = logging.getLogger(__name__)
 

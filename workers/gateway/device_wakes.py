@@ -1,5 +1,5 @@
 """Wake-ups of the device long-polls held by this gateway process: one LISTEN connection
-for all of them, on storage.device_calls.CALLS_CHANNEL.
+for all of them, on durable_agents.storage.device_calls.CALLS_CHANNEL.
 
 A call becomes pending (offered by the cloud's offer_device_call, or released after a
 refused result) in one gateway-independent place, PostgreSQL, and its NOTIFY names the
@@ -20,7 +20,7 @@ from typing import Any
 
 import asyncpg
 
-from storage.device_calls import CALLS_CHANNEL, parse_wake
+from durable_agents.storage.device_calls import CALLS_CHANNEL, parse_wake
 
 logger = logging.getLogger(__name__)
 

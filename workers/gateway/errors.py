@@ -1,7 +1,7 @@
 """Every error the gateway answers with has one JSON shape: {"error": {"type", "message"}},
 plus `errors` (a list of strings, one problem each) where a request has several problems.
 
-Exceptions from workers.tasks and storage map to statuses here, so routes just call them.
+Exceptions from workers.client.tasks and storage map to statuses here, so routes just call them.
 A missing session and another tenant's session raise the same SessionNotFound, so they
 answer the same 404.
 """
@@ -19,10 +19,10 @@ from starlette.exceptions import HTTPException
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from storage.errors import ArtifactNotFound, InvalidTenant, SessionNotFound
-from storage.quotas import QuotaRefused, TenantFrozen
-from workers.commands import ScopeRefused
-from workers.tasks import TaskNotResumable, TaskNotRunning
+from durable_agents.storage.errors import ArtifactNotFound, InvalidTenant, SessionNotFound
+from durable_agents.storage.quotas import QuotaRefused, TenantFrozen
+from durable_agents.workers.client.commands import ScopeRefused
+from durable_agents.workers.client.tasks import TaskNotResumable, TaskNotRunning
 
 log = logging.getLogger(__name__)
 

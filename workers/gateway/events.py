@@ -18,14 +18,19 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage.artifacts import ArtifactStore
-from storage.items import MAX_ORDINAL
-from storage.models import ItemRow, SessionRow
-from storage.session_deltas import Delta
-from storage.session_events import EventHub
-from workers.gateway.fanout import FOLLOWER_QUEUE, RECHECK_SECONDS, Change, SessionFanout
-from workers.gateway.models import Item
-from workers.wait_status import wait_line
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.items import MAX_ORDINAL
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.session_deltas import Delta
+from durable_agents.storage.session_events import EventHub
+from durable_agents.workers.client.http_bodies import Item
+from durable_agents.workers.client.watch.wait_status import wait_line
+from durable_agents.workers.gateway.fanout import (
+    FOLLOWER_QUEUE,
+    RECHECK_SECONDS,
+    Change,
+    SessionFanout,
+)
 
 
 def item_data(row: ItemRow) -> dict[str, Any]:

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage.artifacts import ArtifactStore
-from storage.item_kinds import ItemKind
-from storage.models import ItemRow, SessionRow
-from storage.session_deltas import Delta
-from storage.session_events import EventHub
-from storage.session_status import TERMINAL_STATUSES
-from workers.session_watch import WATCH_PAGE, watch_live
-from workers.tasks import read_session
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.session_deltas import Delta
+from durable_agents.storage.session_events import EventHub
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import TERMINAL_STATUSES
+from durable_agents.workers.client.tasks import read_session
+from durable_agents.workers.client.watch.follow import WATCH_PAGE, watch_live
 
 # Entries queued for one follower before it is cut off: at ~2 commits/s per session this
 # is minutes of a stalled client, while each entry is a reference to one shared rendering.

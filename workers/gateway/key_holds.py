@@ -20,8 +20,8 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage.api_keys import ApiKeyRepository
-from workers.gateway.errors import ApiError
+from durable_agents.storage.api_keys import ApiKeyRepository
+from durable_agents.workers.gateway.errors import ApiError
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from storage.models import SessionRow
-from workflows.client_contracts import AgentStatus
+from durable_agents.storage.models import SessionRow
+from durable_agents.workflows.client_contracts import AgentStatus
 
 # Sessions remembered; the least recently asked for goes first.
 MAX_SESSIONS = 4096

@@ -33,8 +33,8 @@ from collections.abc import Callable
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from storage import rate_limits
-from storage.db import autocommit
+from durable_agents.storage import rate_limits
+from durable_agents.storage.db import autocommit
 
 log = logging.getLogger(__name__)
 

@@ -8,17 +8,17 @@ import uuid
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from workers.budget_raise import raise_budget
-from workers.gateway.auth import Approver
-from workers.gateway.context import GatewayDep
-from workers.gateway.routes_tasks import owned_session
+from durable_agents.workers.client.budget_raise import raise_budget
+from durable_agents.workers.gateway.auth import Approver
+from durable_agents.workers.gateway.context import GatewayDep
+from durable_agents.workers.gateway.routes_tasks import owned_session
 
 router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
 
 
 class RaiseBudget(BaseModel):
     """New figures (unnamed ones stay); ranges are the command layer's
-    (activities/task_rules.py), as at every door."""
+    (activities/policies/task_rules.py), as at every door."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -11,14 +11,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from activities.tools.mcp_device import device_mcp_tools
-from activities.tools.mcp_servers import McpListingError
-from storage.devices import DeviceRepository
-from storage.quotas import TenantControls, TenantFrozen
-from workers.gateway import device_calls
-from workers.gateway.auth import DeviceKey
-from workers.gateway.context import GatewayDep
-from workers.gateway.device_models import (
+from durable_agents.activities.tools.mcp_device import device_mcp_tools
+from durable_agents.activities.tools.mcp_servers import McpListingError
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.quotas import TenantControls, TenantFrozen
+from durable_agents.workers.gateway import device_calls
+from durable_agents.workers.gateway.auth import DeviceKey
+from durable_agents.workers.gateway.context import GatewayDep
+from durable_agents.workers.gateway.device_models import (
     TOOL_NAME_PATTERN,
     Completion,
     CompletionAnswer,
@@ -28,9 +28,9 @@ from workers.gateway.device_models import (
     UploadRequest,
     UploadTarget,
 )
-from workers.gateway.device_relays import DeviceRelays
-from workers.gateway.device_wakes import DeviceWakes
-from workers.gateway.errors import ApiError
+from durable_agents.workers.gateway.device_relays import DeviceRelays
+from durable_agents.workers.gateway.device_wakes import DeviceWakes
+from durable_agents.workers.gateway.errors import ApiError
 
 router = APIRouter(prefix="/v1/device", tags=["device"])
 

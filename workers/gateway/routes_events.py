@@ -21,14 +21,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from sse_starlette.sse import EventSourceResponse
 
-from storage.errors import SessionNotFound
-from storage.items import MAX_ORDINAL
-from workers.gateway.auth import Reader
-from workers.gateway.context import GatewayDep
-from workers.gateway.errors import ApiError
-from workers.gateway.events import cursor_of, session_events
-from workers.gateway.fanout import StreamInterrupted
-from workers.gateway.key_holds import STREAM, until_ended
+from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.items import MAX_ORDINAL
+from durable_agents.workers.gateway.auth import Reader
+from durable_agents.workers.gateway.context import GatewayDep
+from durable_agents.workers.gateway.errors import ApiError
+from durable_agents.workers.gateway.events import cursor_of, session_events
+from durable_agents.workers.gateway.fanout import StreamInterrupted
+from durable_agents.workers.gateway.key_holds import STREAM, until_ended
 
 router = APIRouter(prefix="/v1", tags=["read"])
 # A comment line this often keeps proxies from closing a quiet stream.

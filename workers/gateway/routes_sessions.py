@@ -13,24 +13,20 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import RedirectResponse, StreamingResponse
 from temporalio.service import RPCError
 
-from activities.agents import DEFAULT_AGENT
-from activities.tools.builtin import builtin_tools
-from storage.api_keys import Principal
-from storage.artifact_records import ArtifactRepository
-from storage.artifact_ref import ArtifactRef
-from storage.download_types import download_headers
-from storage.item_kinds import ItemKind
-from storage.items import MAX_ORDINAL, ItemRepository
-from storage.models import SessionRow
-from storage.session_status import SessionStatus
-from storage.sessions import SessionRepository
-from workers import tasks
-from workers.agent_loading import load_agents
-from workers.gateway.auth import Reader
-from workers.gateway.call_schemas import call_schema
-from workers.gateway.context import Gateway, GatewayDep
-from workers.gateway.errors import ApiError
-from workers.gateway.models import (
+from durable_agents.activities.agents import DEFAULT_AGENT
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.storage.api_keys import Principal
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.download_types import download_headers
+from durable_agents.storage.items import MAX_ORDINAL, ItemRepository
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.agent_loading import load_agents
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.http_bodies import (
     Agents,
     AgentTool,
     AgentTools,
@@ -45,6 +41,10 @@ from workers.gateway.models import (
     SessionList,
     SessionPage,
 )
+from durable_agents.workers.gateway.auth import Reader
+from durable_agents.workers.gateway.call_schemas import call_schema
+from durable_agents.workers.gateway.context import Gateway, GatewayDep
+from durable_agents.workers.gateway.errors import ApiError
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["read"])

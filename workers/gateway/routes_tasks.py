@@ -1,6 +1,6 @@
 """Routes that act on tasks: start, follow up, approve, reject, cancel, resume.
 
-Each goes through workers.tasks (as agentctl and workers.api do), as the tenant of the
+Each goes through workers.client.tasks (as agentctl and workers.api do), as the tenant of the
 request's key; who decides is the key's user. The session is checked to be the tenant's
 before anything else, so another tenant's session is a 404 whatever state it is in.
 """
@@ -11,15 +11,12 @@ import uuid
 
 from fastapi import APIRouter, status
 
-from storage.api_keys import Principal
-from storage.items import ItemRepository
-from storage.sessions import SessionRepository
-from workers import tasks
-from workers.commands import Caller, StartRequest, start_command
-from workers.gateway.auth import Approver, Starter
-from workers.gateway.call_schemas import call_schema, check_arguments
-from workers.gateway.context import Gateway, GatewayDep
-from workers.gateway.models import (
+from durable_agents.storage.api_keys import Principal
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.http_bodies import (
     Approve,
     Cancelled,
     Decided,
@@ -30,6 +27,9 @@ from workers.gateway.models import (
     Started,
     StartTask,
 )
+from durable_agents.workers.gateway.auth import Approver, Starter
+from durable_agents.workers.gateway.call_schemas import call_schema, check_arguments
+from durable_agents.workers.gateway.context import Gateway, GatewayDep
 
 router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
 
@@ -45,7 +45,7 @@ async def owned_session(gateway: Gateway, principal: Principal, session_id: str)
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Started)
 async def start(body: StartTask, principal: Starter, gateway: GatewayDep) -> Started:
-    """Start a task of an agent, through the one command layer (workers/commands.py): the
+    """Start a task of an agent, through the one command layer (workers/client/commands.py): the
     options a key's scopes allow, checked as at every other door."""
     options = body.model_dump(exclude_unset=True, exclude_none=True, exclude={"text", "agent"})
     request = StartRequest(body.text, body.agent, options)

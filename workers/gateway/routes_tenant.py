@@ -9,11 +9,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
-from storage.api_keys import Principal
-from storage.quotas import Quotas
-from workers.gateway.auth import Reader, require
-from workers.gateway.context import Gateway, GatewayDep
-from workers.tenant_controls import TenantState, freeze, tenant_state, thaw
+from durable_agents.storage.api_keys import Principal
+from durable_agents.storage.quotas import Quotas
+from durable_agents.workers.client.tenant_controls import TenantState, freeze, tenant_state, thaw
+from durable_agents.workers.gateway.auth import Reader, require
+from durable_agents.workers.gateway.context import Gateway, GatewayDep
 
 router = APIRouter(prefix="/v1/tenant", tags=["tenant"])
 

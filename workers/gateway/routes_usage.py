@@ -10,10 +10,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from storage.usage import UsageSum
-from workers.gateway.auth import Reader
-from workers.gateway.context import GatewayDep
-from workers.usage_report import MAX_AGENT_CHARS, usage_filter, usage_report
+from durable_agents.storage.usage import UsageSum
+from durable_agents.workers.client.usage_report import MAX_AGENT_CHARS, usage_filter, usage_report
+from durable_agents.workers.gateway.auth import Reader
+from durable_agents.workers.gateway.context import GatewayDep
 
 router = APIRouter(prefix="/v1", tags=["read"])
 

@@ -4,7 +4,7 @@ A tool's schema can come from an MCP server, which is untrusted, and the value i
 matched against from whoever approves: with the backtracking `re` that jsonschema uses, a
 pattern such as `^(a+)+$` would stall the gateway's event loop. Here `pattern`,
 `patternProperties` and the `additionalProperties` they affect match in linear time
-(activities.linear_regex); a pattern RE2 cannot take is not checked here (the tool checks
+(activities.policies.linear_regex); a pattern RE2 cannot take is not checked here (the tool checks
 its arguments again when it runs) rather than refusing an edit for the schema's fault.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError, validators
 
-from activities.linear_regex import RegexRefused, compile_linear
+from durable_agents.activities.policies.linear_regex import RegexRefused, compile_linear
 
 
 def _search(pattern: str, text: str) -> bool | None:

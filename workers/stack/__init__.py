@@ -18,7 +18,7 @@ from typing import Protocol
 
 from pydantic import SecretStr
 
-from workers.settings import (
+from durable_agents.workers.settings import (
     DEV_POSTGRES_PORT,
     DEV_S3_ACCESS_KEY,
     DEV_S3_PORT,
@@ -30,11 +30,11 @@ from workers.settings import (
     S3Settings,
     Settings,
 )
-from workers.stack.errors import PortInUseError, StackError
-from workers.stack.ports import free_port, reserve_ports
-from workers.stack.postgres import PostgresServer
-from workers.stack.seaweed import DEFAULT_BUCKET, SeaweedServer
-from workers.stack.temporal import TemporalDevServer
+from durable_agents.workers.stack.errors import PortInUseError, StackError
+from durable_agents.workers.stack.ports import free_port, reserve_ports
+from durable_agents.workers.stack.postgres import PostgresServer
+from durable_agents.workers.stack.seaweed import DEFAULT_BUCKET, SeaweedServer
+from durable_agents.workers.stack.temporal import TemporalDevServer
 
 __all__ = [
     "DEFAULT_BUCKET",

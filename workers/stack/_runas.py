@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.stack._pginstall import PgInstall, cached_copy
-from workers.stack.errors import StackError
+from durable_agents.workers.stack._pginstall import PgInstall, cached_copy
+from durable_agents.workers.stack.errors import StackError
 
 logger = logging.getLogger(__name__)
 

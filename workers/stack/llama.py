@@ -12,10 +12,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from workers.local_model import LocalModel, LocalModelError, assemble
-from workers.settings import ModelSettings
-from workers.stack._process import ServiceProcess
-from workers.stack.ports import LOOPBACK, resolve_port
+from durable_agents.workers.settings import ModelSettings
+from durable_agents.workers.stack._process import ServiceProcess
+from durable_agents.workers.stack.local_model import LocalModel, LocalModelError, assemble
+from durable_agents.workers.stack.ports import LOOPBACK, resolve_port
 
 # Readiness must not go through a proxy from the environment.
 _no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))

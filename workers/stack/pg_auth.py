@@ -18,9 +18,9 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from workers.stack.errors import StackError
-from workers.stack.ports import LOOPBACK
-from workers.stack.private_file import write_private_file
+from durable_agents.workers.stack.errors import StackError
+from durable_agents.workers.stack.ports import LOOPBACK
+from durable_agents.workers.stack.private_file import write_private_file
 
 # PostgreSQL's own default iteration count (scram_iterations).
 _ITERATIONS = 4096

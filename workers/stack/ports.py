@@ -12,7 +12,7 @@ import socket
 import threading
 from pathlib import Path
 
-from workers.stack.errors import PortInUseError
+from durable_agents.workers.stack.errors import PortInUseError
 
 LOOPBACK = "127.0.0.1"
 _LOWEST = 20000

@@ -18,22 +18,22 @@ import subprocess
 import time
 from pathlib import Path
 
-import storage
-from workers.settings import DEV_POSTGRES_PORT
-from workers.stack._pginstall import DEFAULT_CACHE_ROOT, PgInstall, wheel_install
-from workers.stack._process import child_env, log_tail
-from workers.stack._runas import Launch, pg_launch
-from workers.stack.errors import StackError
-from workers.stack.pg_auth import HBA_CONF, role_passwords, scram_verifier
-from workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
-from workers.stack.private_file import write_private_file
+import durable_agents.storage
+from durable_agents.workers.settings import DEV_POSTGRES_PORT
+from durable_agents.workers.stack._pginstall import DEFAULT_CACHE_ROOT, PgInstall, wheel_install
+from durable_agents.workers.stack._process import child_env, log_tail
+from durable_agents.workers.stack._runas import Launch, pg_launch
+from durable_agents.workers.stack.errors import StackError
+from durable_agents.workers.stack.pg_auth import HBA_CONF, role_passwords, scram_verifier
+from durable_agents.workers.stack.ports import LOOPBACK, ensure_port_free, resolve_port
+from durable_agents.workers.stack.private_file import write_private_file
 
 logger = logging.getLogger(__name__)
 
 # sun_path holds 108 bytes; a longer socket path makes postgres fail to start.
 _MAX_SOCKET_PATH = 100
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-ROLES_SQL = Path(storage.__file__).parent / "roles.sql"
+ROLES_SQL = Path(durable_agents.storage.__file__).parent / "roles.sql"
 SUPERUSER = "postgres"
 
 

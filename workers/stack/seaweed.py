@@ -14,9 +14,14 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from workers.settings import DEV_S3_ACCESS_KEY, DEV_S3_PORT, DEV_S3_SECRET_KEY
-from workers.stack._process import ServiceProcess, child_env, find_executable
-from workers.stack.ports import LOOPBACK, ensure_port_free, reserve_ports, resolve_port
+from durable_agents.workers.settings import DEV_S3_ACCESS_KEY, DEV_S3_PORT, DEV_S3_SECRET_KEY
+from durable_agents.workers.stack._process import ServiceProcess, child_env, find_executable
+from durable_agents.workers.stack.ports import (
+    LOOPBACK,
+    ensure_port_free,
+    reserve_ports,
+    resolve_port,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from workers.settings import DEV_TEMPORAL_PORT
-from workers.stack._process import ServiceProcess, find_executable
-from workers.stack.ports import LOOPBACK, ensure_port_free, port_is_free, resolve_port
+from durable_agents.workers.settings import DEV_TEMPORAL_PORT
+from durable_agents.workers.stack._process import ServiceProcess, find_executable
+from durable_agents.workers.stack.ports import (
+    LOOPBACK,
+    ensure_port_free,
+    port_is_free,
+    resolve_port,
+)
 
 logger = logging.getLogger(__name__)
 

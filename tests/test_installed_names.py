@@ -1,0 +1,99 @@
+"""`pip install` of this repository installs one import name, `durable_agents`: the layers'
+folders (workflows/, activities/, storage/, workers/) are installed under it, with their
+package data, and nothing else lands at the top of site-packages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from durable_agents import __all__ as public_names
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = ("workflows", "activities", "storage", "workers")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = out.glob("durable_agents-*.whl")
+    return built
+
+
+def test_the_wheel_holds_one_top_level_name_and_every_module(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"durable_agents"}
+    top_level = next(n for n in names if n.endswith(".dist-info/top_level.txt"))
+    assert zipfile.ZipFile(wheel).read(top_level).split() == [b"durable_agents"]
+    ours = {
+        f"durable_agents/{p.relative_to(REPO).as_posix()}"
+        for layer in LAYERS
+        for p in (REPO / layer).rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    assert ours - set(names) == set()
+    for data in ("storage/roles.sql", "workers/gateway/web/index.html", "workers/demo/workspace"):
+        assert any(n.startswith(f"durable_agents/{data}") for n in names), data
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert b"agentctl = durable_agents.workers.cli.main:run" in zipfile.ZipFile(wheel).read(
+        entry_points
+    )
+
+
+def test_the_installed_package_serves_the_public_names_and_no_layer_at_the_top(
+    wheel: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), wheel],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    # (bin/ holds the agentctl script)
+    installed = {p.name for p in target.iterdir() if not p.name.endswith(".dist-info")}
+    assert installed == {"durable_agents", "bin"}
+    probe = (
+        "import importlib.util, sys\n"
+        f"sys.path.insert(0, {str(target)!r})\n"
+        "import durable_agents\n"
+        f"assert durable_agents.__file__.startswith({str(target)!r}), durable_agents.__file__\n"
+        "before = set(sys.modules)\n"
+        "import durable_agents as da\n"
+        "names = [getattr(da, n) for n in da.__all__]\n"
+        "from durable_agents.workers.stack.postgres import ROLES_SQL\n"
+        "assert ROLES_SQL.is_file(), ROLES_SQL\n"
+        "for layer in ('workflows', 'activities', 'storage', 'workers'):\n"
+        "    assert importlib.util.find_spec(layer) is None, layer\n"
+        "print(len(names))\n"
+    )
+    # From outside the repository, so its folders are not on sys.path.
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.strip() == str(len(public_names))
+
+
+def test_importing_the_public_package_loads_no_layer() -> None:
+    # The workflow sandbox imports `durable_agents` before `durable_agents.workflows`: the
+    # public names are imported on first use only.
+    probe = (
+        "import sys, durable_agents\n"
+        "print(sorted(m for m in sys.modules if m.startswith('durable_agents')))"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert ran.stdout.strip() == "['durable_agents']", ran.stderr[-2000:]

@@ -1,0 +1,1 @@
+"""agentctl: the command line, one module per command group."""

@@ -1,0 +1,38 @@
+"""agentctl demo: the whole product in one command, on the offline model or a local one."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from durable_agents.workers.cli.common import console, run_async
+from durable_agents.workers.cli.local_model import ModelOption
+from durable_agents.workers.stack.local_model import DEFAULT_MODEL
+
+
+class DemoModel(StrEnum):
+    offline = "offline"
+    local = "local"
+
+
+def demo(
+    interactive: Annotated[
+        bool | None, typer.Option(help="Ask before approving (default: when on a terminal).")
+    ] = None,
+    model: Annotated[
+        DemoModel, typer.Option(help="offline: the deterministic stand-in; local: llama.cpp.")
+    ] = DemoModel.offline,
+    local_model: ModelOption = DEFAULT_MODEL,
+) -> None:
+    """Start a throwaway stack, run the demo task to completion, show what happened, stop.
+
+    Exits 1 unless the task completed and wrote out/report.md naming the workspace's files.
+    """
+    from durable_agents.workers.demo.run import run_demo
+
+    ask = sys.stdin.isatty() if interactive is None else interactive
+    chosen = local_model if model is DemoModel.local else None
+    raise typer.Exit(run_async(run_demo(console, interactive=ask, local_model=chosen)))

@@ -1,0 +1,123 @@
+"""`agentctl dev up`: the embedded stack plus a cloud worker and the gateway, in the
+foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.console import Console
+
+from durable_agents.storage.db import migrate
+from durable_agents.workers.cli.devup_signals import StopOnSignals
+from durable_agents.workers.client.gateway_client import KEY_ENV, URL_ENV
+from durable_agents.workers.gateway.app import create_app
+from durable_agents.workers.gateway.serving import serving
+from durable_agents.workers.process.payload_offload import data_converter_with_offload
+from durable_agents.workers.process.run import run_cloud_worker
+from durable_agents.workers.resources import open_resources
+from durable_agents.workers.settings import ModelSettings, Settings, get_settings
+from durable_agents.workers.stack import DevStack
+from durable_agents.workers.stack.private_file import write_private_file
+from durable_agents.workers.temporal_client import connect_client
+
+console = Console()
+
+ENV_FILE = "env"  # in the state dir
+# Never printed: they go to the env file only.
+SECRET_ENV = frozenset({"DATABASE_URL", "DATABASE_MIGRATION_URL", "S3_SECRET_ACCESS_KEY"})
+
+
+async def dev_up(
+    state_dir: Path,
+    temporal_port: int,
+    postgres_port: int,
+    s3_port: int,
+    ui: bool,
+    model_provider: str | None,
+    gateway_port: int = 8000,
+) -> None:
+    base = get_settings()
+    provider = model_provider or base.model.provider
+    if provider is None:
+        raise ValueError(
+            "choose a model: --model-provider offline (deterministic, no network) or set "
+            "MODEL_PROVIDER=openai|anthropic with MODEL_BASE_URL / MODEL_API_KEY"
+        )
+    stack = DevStack(
+        state_dir, temporal_port=temporal_port, postgres_port=postgres_port, s3_port=s3_port, ui=ui
+    )
+    stop = asyncio.Event()
+    with StopOnSignals(stack, stop) as signals:
+        try:
+            await _serve(stack, base, provider, gateway_port, stop, signals)
+        except asyncio.CancelledError:
+            if signals.signalled is None:
+                raise
+        finally:
+            # Also when start-up was cancelled half way: stop waits for it to give up.
+            await asyncio.to_thread(stack.stop)
+
+
+async def _serve(
+    stack: DevStack,
+    base: Settings,
+    provider: str,
+    gateway_port: int,
+    stop: asyncio.Event,
+    signals: StopOnSignals,
+) -> None:
+    ep = await asyncio.to_thread(stack.start)
+    # The worker and any agentctl started from this process read the same variables.
+    os.environ.update(ep.env())
+    env_file = write_env_file(stack.state_dir / ENV_FILE, ep.env())
+    await migrate(ep.database_migration_url)
+    console.print("[bold]durable-agents dev stack is up[/] (Ctrl-C stops everything)")
+    for name, value in ep.env().items():
+        if name not in SECRET_ENV:
+            console.print(f"  export {name}={value}", highlight=False, soft_wrap=True)
+    console.print(
+        f"  and the passwords: . {env_file}  (all of the above; readable only by you)",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    if ep.temporal_ui_url:
+        console.print(f"  Temporal Web UI: {ep.temporal_ui_url}")
+    settings = Settings(
+        model=ModelSettings.model_validate({**base.model.model_dump(), "provider": provider}),
+        agent=base.agent,
+    )
+    async with open_resources(settings.database, settings.s3) as res:
+        client = await connect_client(data_converter=data_converter_with_offload(res.store))
+        async with serving(create_app(res, client, settings), port=gateway_port) as url:
+            console.print(
+                f"  gateway: {url} (web page: {url}/, API schema: {url}/openapi.json)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            console.print(
+                f"    a key: agentctl keys create --tenant {settings.agent.tenant_id} "
+                "--user you --scope read --scope start --scope approve\n"
+                f"    then: {URL_ENV}={url} {KEY_ENV}=<key> agentctl watch SESSION",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,  # whole commands, to copy
+            )
+            console.file.flush()  # read by whoever waits for the stack (a pipe too)
+            logging.getLogger().setLevel(logging.INFO)
+            await run_cloud_worker(settings, stop, ready=signals.serving)
+
+
+def write_env_file(path: Path, env: Mapping[str, str]) -> Path:
+    """The stack's variables as `export` lines for a shell to source, 0600: they hold the
+    database passwords, which are never printed."""
+    lines = [f"export {name}={shlex.quote(value)}\n" for name, value in env.items()]
+    write_private_file(
+        path, "# agentctl dev up: `. " + path.name + "` in another terminal\n" + "".join(lines)
+    )
+    return path

@@ -1,0 +1,118 @@
+"""Where a failed or cancelled task continues: the last run's own input, moved to the
+last committed step.
+
+The options (tools on a device, approval policies, timeouts, the outage deadline) come
+from the start event of the last run in Temporal history, not from AgentState: that event
+is exactly what the loop ran with, every AgentInput field included, while AgentState keeps
+only some of them (the session row has no device, policies or timeouts).
+
+The step comes from AgentState: the newest committed model reply's step. The new run
+starts by re-running that step under its original idempotency keys, so call_model returns
+the committed reply, run_tool returns committed results, recorded approval decisions stand,
+and only what never happened runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+
+from durable_agents.activities.session_open import run_start_input
+from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.task_options import TaskOptions
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.policies import workflow_id_for
+
+# Workflow states a task can be resumed from (a task stopped with `agentctl cancel` ends
+# its workflow as completed, with the session cancelled: see `resumable`).
+_STOPPED = (
+    WorkflowExecutionStatus.FAILED,
+    WorkflowExecutionStatus.CANCELED,
+    WorkflowExecutionStatus.TERMINATED,
+    WorkflowExecutionStatus.TIMED_OUT,
+)
+_RESUMABLE_SESSIONS = (SessionStatus.FAILED, SessionStatus.CANCELLED)
+
+
+class TaskNotResumable(ValueError):
+    """The task is running, completed or archived: there is nothing to resume."""
+
+
+async def resume(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    *,
+    max_steps: int | None = None,
+) -> WorkflowHandle[AgentWorkflow, Any]:
+    """Continue a failed or cancelled task from its last committed item, in a new run of
+    the same workflow id (same session, same AgentState). TaskNotResumable otherwise."""
+    if max_steps is not None:
+        TaskOptions(max_steps=max_steps)  # the same bounds a new task gets
+    sid = uuid.UUID(session_id)  # callers pass a checked id (tasks.session_uuid)
+    async with sessions() as db:
+        row = await SessionRepository(db, tenant_id).get(sid)  # another tenant's: not found
+        step = await ItemRepository(db, tenant_id).last_model_step(sid)
+    desc = await client.get_workflow_handle(workflow_id_for(session_id)).describe()
+    check_resumable(session_id, desc.status, row.status)
+    last = await last_run_input(client, desc.id, desc.run_id)
+    # Started without a workflow-level conflict policy: a resume racing another one (or a
+    # start) fails with WorkflowAlreadyStartedError instead of running the task twice.
+    return await client.start_workflow(
+        AgentWorkflow.run,
+        resumed_input(last, step, max_steps),
+        id=desc.id,
+        task_queue=desc.task_queue,
+    )
+
+
+def check_resumable(
+    session_id: str, workflow: WorkflowExecutionStatus | None, session_status: str
+) -> None:
+    """Refuse a task that runs or finished well, with one line saying which."""
+    if workflow == WorkflowExecutionStatus.RUNNING:
+        raise TaskNotResumable(f"task {session_id} is running; only a stopped task resumes")
+    if workflow in _STOPPED or session_status in _RESUMABLE_SESSIONS:
+        if session_status == SessionStatus.ARCHIVED:
+            raise TaskNotResumable(f"task {session_id} is archived; restore it first")
+        return
+    raise TaskNotResumable(
+        f"task {session_id} is {session_status}; only a failed or cancelled task resumes"
+    )
+
+
+async def last_run_input(client: Client, workflow_id: str, run_id: str | None) -> AgentInput:
+    """The input the given run of the task started with (its first history event)."""
+    inp = await run_start_input(client, workflow_id, run_id)
+    if inp is None:
+        raise TaskNotResumable(f"task {workflow_id} has no start input to resume from")
+    return inp
+
+
+def resumed_input(last: AgentInput, step: int | None, max_steps: int | None) -> AgentInput:
+    """The new run's input: the last run's settings, the cursor at the last committed step."""
+    at = step if step is not None else 0
+    limit = max_steps if max_steps is not None else last.max_steps
+    if step is not None and limit <= step + 1:
+        raise TaskNotResumable(
+            f"the task has used {step + 1} of its {last.max_steps} steps; "
+            f"resume with more (--max-steps above {step + 1})"
+        )
+    # The task text a plain client started with is committed already: not sent again.
+    return replace(
+        copy.deepcopy(last),
+        step=at,
+        max_steps=limit,
+        seen_messages=0,
+        received_messages=0,
+        task_text=None,
+    )

@@ -1,0 +1,351 @@
+"""What a user does to a task, from any device: start, send, approve, reject, read.
+
+Content (the task text, follow-up messages) is committed to AgentState first; Temporal
+only ever sees the session id and the item's id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
+
+from durable_agents.activities.context.user_messages import stage_user_text, user_message_item
+from durable_agents.activities.policies.text_limits import (
+    TextLimits,
+    check_json_text,
+    check_size,
+    check_text,
+    json_size,
+    utf8_size,
+)
+from durable_agents.storage.archive import rehydrate_for_read
+from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.workspaces import validate_project
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.decisions import send_decision
+from durable_agents.workers.client.resume_point import TaskNotResumable as TaskNotResumable
+from durable_agents.workers.client.resume_point import resume as resume
+from durable_agents.workers.settings import get_settings
+from durable_agents.workers.task_options import (
+    TaskOptions as TaskOptions,  # the API callers know
+)
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import (
+    AgentStatus,
+    ApproveInput,
+    CancelInput,
+    CancelResult,
+    DecisionResult,
+    RejectInput,
+    SendMessageInput,
+)
+from durable_agents.workflows.policies import workflow_id_for
+
+
+class TaskNotRunning(Exception):
+    pass
+
+
+def session_uuid(session_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(session_id)
+    except ValueError:
+        raise ValueError(f"not a session id: {session_id!r} (expected a UUID)") from None
+
+
+async def start_task(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    text: str,
+    options: TaskOptions,
+    *,
+    session_id: uuid.UUID | None = None,
+    store: ArtifactStore | None = None,
+    limits: TextLimits | None = None,
+    check: Callable[[AsyncSession], Awaitable[None]] | None = None,
+) -> WorkflowHandle[AgentWorkflow, Any]:
+    """Commit the session and its first message, then start the workflow for it.
+
+    A task over the inline limit is stored as an artifact first (needs `store`). `check`
+    runs in the commit's transaction first (the command layer's quotas): what it raises
+    rolls everything back."""
+    limits = limits or get_settings().agent.text_limits()
+    check_text("text", text)
+    check_size("the task text", utf8_size(text), limits.max_task_bytes, "AGENT_MAX_TASK_BYTES")
+    if not text.strip():
+        raise ValueError("the task text is empty")
+    # Validate everything before anything is committed.
+    check_user_tenant(options.tenant_id)
+    if options.project is not None:
+        validate_project(options.project)
+    staged = await stage_user_text(store, options.tenant_id, text, limits.inline_message_bytes)
+    session_id = session_id or uuid.uuid4()
+    workflow_id = workflow_id_for(str(session_id))
+    async with sessions() as db, db.begin():
+        # Inside the transaction: a refusal rolls back, so nothing is committed.
+        await _check_device(db, options)
+        if check is not None:
+            await check(db)
+        await SessionRepository(db, options.tenant_id).create(
+            session_id,
+            title=text[:200],
+            model_config=options.model_config,
+            workflow_id=workflow_id,
+            project=options.project,
+            agent_definition=options.agent,
+            approvals=options.approvals_record(),
+        )
+        item = await user_message_item(
+            db,
+            store,
+            staged,
+            tenant_id=options.tenant_id,
+            session_id=session_id,
+            idempotency_key=f"{workflow_id}:task",
+        )
+        await ItemRepository(db, options.tenant_id).append(item)
+    return await client.start_workflow(
+        AgentWorkflow.run,
+        options.agent_input(str(session_id)),
+        id=workflow_id,
+        task_queue=options.task_queue,
+    )
+
+
+async def _check_device(db: AsyncSession, options: TaskOptions) -> None:
+    """A task may route tools only to a device its own tenant registered, and only tools
+    that device serves: device identity is (tenant, device id)."""
+    if options.device_id is None:
+        return  # TaskOptions already refused device tools without a device
+    device = await DeviceRepository(db, options.tenant_id).get(options.device_id)
+    if device is None:
+        raise ValueError(
+            f"no device {options.device_id!r} is registered for tenant {options.tenant_id!r}; "
+            "start its device worker first (`agentctl devices` lists them)"
+        )
+    unserved = sorted(set(options.device_tools) - set(device.tools))
+    if unserved:
+        raise ValueError(
+            f"device {options.device_id!r} does not serve {', '.join(map(repr, unserved))} "
+            f"(it serves {', '.join(device.tools) or 'nothing'})"
+        )
+
+
+def task_handle(client: Client, session_id: str) -> WorkflowHandle[AgentWorkflow, Any]:
+    return client.get_workflow_handle_for(AgentWorkflow.run, workflow_id_for(session_id))
+
+
+async def send_message(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    text: str,
+    *,
+    message_id: str | None = None,
+    store: ArtifactStore | None = None,
+    limits: TextLimits | None = None,
+) -> ItemRow:
+    """Commit a follow-up message and tell the running workflow about it.
+
+    A message over the inline limit is stored as an artifact first (needs `store`)."""
+    limits = limits or get_settings().agent.text_limits()
+    check_text("text", text)
+    check_size("the message", utf8_size(text), limits.max_message_bytes, "AGENT_MAX_MESSAGE_BYTES")
+    if not text.strip():
+        raise ValueError("the message is empty")
+    # The tenant first: another tenant's session is not found, whatever state its task is in.
+    async with sessions() as db:
+        await SessionRepository(db, tenant_id).get(session_uuid(session_id))
+    handle = task_handle(client, session_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        state = desc.status.name.lower() if desc.status else "unknown"
+        raise TaskNotRunning(f"task {session_id} is not running ({state})")
+    key = f"{handle.id}:user:{message_id or uuid.uuid4()}"
+    staged = await stage_user_text(store, tenant_id, text, limits.inline_message_bytes)
+    async with sessions() as db, db.begin():
+        item = await user_message_item(
+            db,
+            store,
+            staged,
+            tenant_id=tenant_id,
+            session_id=session_uuid(session_id),
+            idempotency_key=key,
+        )
+        row, _ = await ItemRepository(db, tenant_id).append(item)
+    await handle.signal(
+        AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal, tenant_id)
+    )
+    return row
+
+
+MAX_REASON_CHARS = 2000
+MAX_DECIDER_CHARS = 100
+
+
+async def _commit_decision(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    call_id: str,
+    decision: str,
+    by: str,
+    *,
+    reason: str = "",
+    edited_arguments: dict[str, Any] | None = None,
+) -> str:
+    """Commit who decides, why, and any edited arguments as one item; its id goes to the
+    workflow instead of the text. The item is a request: the decision itself is recorded
+    by the loop once the workflow accepted it, so a refused update decides nothing."""
+    check_text("decided_by", by)
+    check_text("reason", reason)
+    if not by.strip() or len(by) > MAX_DECIDER_CHARS:
+        raise ValueError(f"who decides must be 1-{MAX_DECIDER_CHARS} characters")
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValueError(
+            f"the reason is {len(reason)} characters; at most {MAX_REASON_CHARS} are kept"
+        )
+    data: dict[str, Any] = {"decision": decision, "decided_by": by, "reason": reason}
+    if edited_arguments is not None:
+        data |= {"proposed_arguments": edited_arguments, "proposed_by": by}
+    async with sessions() as db, db.begin():
+        row, _ = await ItemRepository(db, tenant_id).append(
+            NewItem(
+                session_id=session_uuid(session_id),
+                kind=ItemKind.APPROVAL,
+                role="user",
+                idempotency_key=f"{workflow_id_for(session_id)}:{decision}:{uuid.uuid4()}",
+                text=f"{by} asks to {decision}"
+                + (" with edited arguments" if edited_arguments is not None else "")
+                + (f": {reason}" if reason else ""),
+                tool_call_id=call_id,
+                data=data,
+            )
+        )
+        return str(row.id)
+
+
+async def approve(
+    client: Client,
+    session_id: str,
+    call_id: str,
+    by: str,
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    device_id: str | None = None,
+    edited_arguments: dict[str, Any] | None = None,
+    limits: TextLimits | None = None,
+) -> DecisionResult:
+    """Approve a waiting call, optionally with edited arguments to run instead.
+
+    Who decides and the edited arguments are content: they are committed to AgentState
+    first (under the caller's tenant, so another tenant's session is not found) and the
+    update carries the item's id.
+    """
+    if edited_arguments is not None:
+        check_json_text("arguments", edited_arguments)
+        limits = limits or get_settings().agent.text_limits()
+        size = json_size(edited_arguments)
+        check_size("the edited arguments", size, limits.max_edit_bytes, "AGENT_MAX_EDIT_BYTES")
+    item_id = await _commit_decision(
+        sessions, tenant_id, session_id, call_id, "approve", by, edited_arguments=edited_arguments
+    )
+    edited = item_id if edited_arguments is not None else None
+    return await send_decision(
+        task_handle(client, session_id),
+        "approve",
+        ApproveInput(
+            call_id,
+            tenant_id=tenant_id,
+            device_id=device_id,
+            edited_arguments_item_id=edited,
+            decision_item_id=item_id,
+        ),
+        sessions=sessions,
+        tenant_id=tenant_id,
+        session_id=session_uuid(session_id),
+    )
+
+
+async def reject(
+    client: Client,
+    session_id: str,
+    call_id: str,
+    reason: str,
+    by: str,
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    device_id: str | None = None,
+) -> DecisionResult:
+    """Reject a waiting call; the model is told who rejected it and why."""
+    item_id = await _commit_decision(
+        sessions, tenant_id, session_id, call_id, "reject", by, reason=reason
+    )
+    return await send_decision(
+        task_handle(client, session_id),
+        "reject",
+        RejectInput(call_id, tenant_id=tenant_id, device_id=device_id, decision_item_id=item_id),
+        sessions=sessions,
+        tenant_id=tenant_id,
+        session_id=session_uuid(session_id),
+    )
+
+
+async def cancel(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+) -> CancelResult:
+    """Stop a task of the caller's tenant; False in the result when it had already ended."""
+    async with sessions() as db:
+        await SessionRepository(db, tenant_id).get(session_uuid(session_id))
+    handle = task_handle(client, session_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        return CancelResult(session_id, cancelled=False)
+    result: CancelResult = await handle.execute_update(
+        AgentWorkflow.cancel, CancelInput(tenant_id), id=f"cancel:{uuid.uuid4()}"
+    )
+    return result
+
+
+async def live_status(client: Client, session_id: str) -> AgentStatus:
+    return await task_handle(client, session_id).query(AgentWorkflow.status)
+
+
+async def read_session(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    session_id: str,
+    *,
+    after: int = 0,
+    limit: int | None = None,
+    store: ArtifactStore | None = None,
+) -> tuple[SessionRow, list[ItemRow]]:
+    """The session and a page of its items; an archived one is rehydrated first (needs
+    `store`, else SessionArchived)."""
+    async with sessions() as db:
+        sid = session_uuid(session_id)
+        row = await SessionRepository(db, tenant_id).get(sid)
+        if row.status == SessionStatus.ARCHIVED:
+            await rehydrate_for_read(sessions, store, tenant_id, sid)
+            await db.refresh(row)
+        items = await ItemRepository(db, tenant_id).page(sid, after_ordinal=after, limit=limit)
+        return row, items

@@ -1,0 +1,1 @@
+"""`agentctl demo`: the whole product in one command on a throwaway embedded stack."""
