@@ -31,6 +31,7 @@ from durable_agents.activities.providers.base import (
 )
 from durable_agents.activities.providers.failure import ProviderError
 from durable_agents.activities.providers.overflow import overflow_of
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfig
 from durable_agents.storage.models import CompactionRow, ItemRow
@@ -92,16 +93,17 @@ class CompactionActivities:
         async with outage, storage_errors_are_final(), heartbeating():
             # A worker's first model call may be this one (once per worker; never fails).
             await self._windows.discover(self._current.model)
-            async with self._sessions() as db, db.begin():
-                repo = CompactionRepository(db, inp.tenant_id)
-                done = await repo.by_key(inp.idempotency_key)
+            async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
+                done = await st.compactions.by_key(inp.idempotency_key)
                 if done is not None:
                     return _ref(done)
-                agent_name, provider, current = await self._agent_of(db, inp.tenant_id, session_id)
-                _, config = await turn_config(db, inp.tenant_id, session_id, current)
+                agent_name, provider, current = await self._agent_of(
+                    st.db, inp.tenant_id, session_id
+                )
+                _, config = await turn_config(st, session_id, current)
                 budget = self._windows.budget(config.model, budget_of(config))
-                previous = await repo.latest(session_id)
-                window = await window_items(db, inp.tenant_id, session_id, budget, previous)
+                previous = await st.compactions.latest(session_id)
+                window = await window_items(st, session_id, budget, previous)
             cut = cut_ordinal(window, int(budget.context_tokens * KEEP_RECENT_RATIO))
             floor = previous.covers_through_ordinal if previous else 0
             if cut is None or cut <= floor:

@@ -39,16 +39,15 @@ from durable_agents.activities.tool_call_refs import tool_call_refs
 from durable_agents.activities.tools.base import ToolRegistry
 from durable_agents.activities.tools.mcp_servers import McpListingError
 from durable_agents.activities.trajectory import ModelCallEvent, TrajectoryRecorder
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.context_configs import ContextConfig
-from durable_agents.storage.db import autocommit
-from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import CompactionRow, ItemRow
 from durable_agents.storage.quotas import Quotas
 from durable_agents.storage.session_deltas import DeltaPublisher
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.usage import UsageRecord, UsageRepository
+from durable_agents.storage.usage import UsageRecord
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.contracts import ModelCallInput, ModelCallResult
@@ -120,19 +119,16 @@ class ModelActivities:
         async with outage, storage_errors_are_final(), heartbeating():
             # Reads, and at a turn's first step one UPDATE naming its config (whose rows are
             # content-addressed inserts, each complete by itself): no transaction needed.
-            async with autocommit(self._sessions) as db:
-                session = await SessionRepository(db, inp.tenant_id).get(session_id)
+            async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
+                session = await st.sessions.get(session_id)
                 agent = await self._agent_for(inp, session.agent_definition)
-                _, config = await turn_config(
-                    db, inp.tenant_id, session_id, agent.config, self._configs
-                )
-                done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
+                _, config = await turn_config(st, session_id, agent.config, self._configs)
+                done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
-                    return await self._result_of(db, inp, done, agent, config, session.approvals)
+                    return await self._result_of(st, inp, done, agent, config, session.approvals)
                 # Against what is committed; a reply committed already was spent already.
                 gate = await step_gate(
-                    db,
-                    inp.tenant_id,
+                    st,
                     session,
                     inp.budget,
                     budget_session=_uuid_or_none(inp.budget_session_id),
@@ -154,11 +150,10 @@ class ModelActivities:
             async def assemble(budget: ContextBudget) -> AssembledContext:
                 nonlocal compaction
                 sized = replace(config, budget=asdict(budget))
-                async with autocommit(self._sessions) as db:  # reads only
-                    context, compaction = await assemble_for_step(
-                        db,
+                async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
+                    context, compaction = await assemble_for_step(  # reads only
+                        st,
                         self._store,
-                        inp.tenant_id,
                         session_id,
                         sized,
                         self._read_cache,
@@ -205,20 +200,20 @@ class ModelActivities:
                     context.truncated,
                     len(reply.tool_calls),
                 )
-                async with self._sessions() as db, db.begin():
+                async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
                     row, call_rows = await self._persist(
-                        db, inp, session_id, fitted, config, compaction
+                        st, inp, session_id, fitted, config, compaction
                     )
                     # In the reply's transaction, under its key: counted once, or not at all.
-                    await self._count(db, inp, session.agent_definition, agent, config, reply)
-                    await trace.committed(db)  # audit mode: the event commits with the reply
+                    await self._count(st, inp, session.agent_definition, agent, config, reply)
+                    await trace.committed(st.db)  # audit mode: the event commits with the reply
                     return await self._result_of(
-                        db, inp, row, agent, config, session.approvals, call_rows
+                        st, inp, row, agent, config, session.approvals, call_rows
                     )
 
     async def _count(
         self,
-        db: AsyncSession,
+        st: AgentState,
         inp: ModelCallInput,
         agent_name: str,
         agent: AgentRuntime,
@@ -227,7 +222,7 @@ class ModelActivities:
     ) -> None:
         """The reply's usage as its provider reported it, priced by the configured model."""
         provider, usage = agent.provider.name, reply.usage
-        await UsageRepository(db, inp.tenant_id).record(
+        await st.usage.record(
             UsageRecord(
                 idempotency_key=inp.idempotency_key,
                 session_id=uuid.UUID(inp.session_id),
@@ -310,7 +305,7 @@ class ModelActivities:
 
     async def _persist(
         self,
-        db: AsyncSession,
+        st: AgentState,
         inp: ModelCallInput,
         session_id: uuid.UUID,
         fitted: Fitted,
@@ -318,7 +313,7 @@ class ModelActivities:
         compaction: CompactionRow | None,
     ) -> tuple[ItemRow, dict[str, ItemRow]]:
         """The assistant item and the tool_call items, by call id."""
-        items = ItemRepository(db, inp.tenant_id)
+        items = st.items
         reply = fitted.reply
         encoding = budget_of(config).encoding
         # Our ids, never the model's: its ids may repeat or be empty (see call_ids).
@@ -373,7 +368,7 @@ class ModelActivities:
 
     async def _result_of(
         self,
-        db: AsyncSession,
+        st: AgentState,
         inp: ModelCallInput,
         row: ItemRow,
         agent: AgentRuntime,
@@ -386,7 +381,7 @@ class ModelActivities:
         committed (the task's policies, and loosenings with who made them); a session
         started before it kept them has them in `inp` instead, and they only tighten."""
         calls = await tool_call_refs(
-            ItemRepository(db, inp.tenant_id),
+            st.items,
             row,
             agent,
             config.agent.get("approvals", {}),

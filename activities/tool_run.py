@@ -36,6 +36,7 @@ from durable_agents.activities.tools.effects import EffectLedger, awaits_decisio
 from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from durable_agents.activities.tools.memory import SqlMemoryAccess
 from durable_agents.activities.trajectory import ToolCallEvent, TrajectoryRecorder
+from durable_agents.storage.agent_state import CallReads
 from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore, artifact_key
 from durable_agents.storage.db import autocommit
@@ -46,7 +47,6 @@ from durable_agents.storage.tool_effects import EffectState, ToolEffectRepositor
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from durable_agents.storage.workspace_lifecycle import restore_if_packed
 from durable_agents.storage.workspaces import WorkspaceLayout
-from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workflows.contracts import ArtifactRef, ToolOutcome, ToolRunInput
 
 # An UnknownTool error lists the real tools, so a model that guessed a name can pick one;
@@ -261,14 +261,12 @@ class ToolActivities:
 async def call_arguments(
     items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
 ) -> tuple[dict[str, Any], str]:
-    """The call's arguments (an approver's edit wins) and the tool name the model used."""
-    thread = await items.call_thread(session_id, tool_call_id)
-    if thread is None:
+    """The call's arguments (an approver's edit wins) and the tool name the model used; a
+    call AgentState does not hold fails the activity, typed and final."""
+    call = await CallReads(items).effective(session_id, tool_call_id)
+    if call is None:
         raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
-    call, others = thread.call, thread.others
-    edits = [r for r in others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")]
-    args = dict(edits[-1].data["arguments"] if edits else call.data.get("arguments", {}))
-    return args, call.tool_name or ""
+    return call.arguments, call.tool_name
 
 
 def _tool_names(registry: ToolRegistry) -> str:

@@ -34,6 +34,7 @@ from throwaway_stack import bench_resources
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.db import autocommit
 from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.quotas import Quotas, TenantControls
@@ -126,7 +127,8 @@ async def _measure(
         session = await SessionRepository(db, tenant).get(sid)
         for _ in range(checks):
             start = time.perf_counter()
-            gate = await step_gate(db, tenant, session, BUDGET, quota_defaults=quotas, now=now)
+            st = AgentState(db, tenant)
+            gate = await step_gate(st, session, BUDGET, quota_defaults=quotas, now=now)
             times.append((time.perf_counter() - start) * 1000)
             assert not gate.closed
     return times

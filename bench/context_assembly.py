@@ -22,6 +22,7 @@ from throwaway_stack import bench_resources  # bench/ is on sys.path when run as
 from durable_agents.activities.context.assembly import ContextBudget
 from durable_agents.activities.context.model_context import assemble_for_step, config_of
 from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.sessions import SessionRepository
@@ -99,7 +100,8 @@ async def measure(res: Resources, sid: uuid.UUID, runs: int) -> tuple[float, flo
     for _ in range(runs):
         began = time.perf_counter()
         async with res.sessions() as db:
-            context, _ = await assemble_for_step(db, res.store, TENANT, sid, config)
+            st = AgentState(db, TENANT)
+            context, _ = await assemble_for_step(st, res.store, sid, config)
         timings.append((time.perf_counter() - began) * 1000)
         tokens = context.input_tokens
     timings.sort()

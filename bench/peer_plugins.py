@@ -1,36 +1,55 @@
 """Agents written for other SDKs on Temporal, as their users run them, with and without our
-claim-check plugin (workers/peers/claim_check_plugin.py), on bench/compare_loops.py's workload:
-N model calls, each asking for one tool whose result is R bytes of distinct seeded text.
+claim-check plugin (durable_agents/workers/peers/claim_check_plugin.py), on
+bench/compare_loops.py's workload: N model calls, each asking for one tool whose result is R
+bytes of distinct seeded text.
 
-The agents are the tests' (tests/support/peer_openai_agent.py, peer_pydantic_agent.py), the
-model a Chat Completions server in this process (tests/support/peer_agents.py), the worker
-its own process (tests/support/peer_worker.py: its peak RSS is read from /proc), the stack
-a throwaway embedded one (Temporal dev server, PostgreSQL, SeaweedFS). Per run it reports
-calls completed (model requests answered), how the run ended, history bytes (the server's
-history_size_bytes), stored bytes (the run's tenant prefix) over N·R, step p50/p95 (one step
-= one model request to the next) and the worker's peak RSS.
+The agents are the tests' (tests/support/peer_openai_agent.py, peer_pydantic_agent.py) and a
+temporal-agent-harness 0.8 agent (bench/peer_harness_agent.py: pydantic-ai on the harness);
+the model a Chat Completions server in this process (tests/support/peer_agents.py); the
+worker its own process (bench/peer_bench_worker.py: its RSS is read from /proc every second);
+the stack a throwaway embedded one (Temporal dev server, PostgreSQL, SeaweedFS). Per run it
+reports calls answered, how the run ended and why (the run's own history and pending tasks),
+history bytes (the server's history_size_bytes), stored bytes (our store's tenant prefix plus
+the harness's offload directory) over N·R, step p50/p95 (one step = one model request to the
+next) and their growth (median of the first ten steps against the last ten), the worker's
+peak RSS and the largest payload the SDK's converter made (the model call's input, measured
+before any codec).
 
-    .venv/bin/python bench/peer_plugins.py                       # 20kb and 100kb, both SDKs
-    .venv/bin/python bench/peer_plugins.py --variant smoke --sdk openai-agents --ours-only
+    .venv/bin/python bench/peer_plugins.py                       # 20kb and 100kb, every SDK
+    .venv/bin/python bench/peer_plugins.py --variant 1mb --sdk harness --plugin none
+    .venv/bin/python bench/peer_plugins.py --variant smoke --sdk openai-agents --plugin ours
 
-Needs the `peers` extra (openai-agents, temporalio-openai-agents, pydantic-ai-slim).
+Needs the `peers` extra (openai-agents, temporalio-openai-agents, pydantic-ai-slim) and, for
+`--sdk harness`, the `bench` extra's temporal-agent-harness.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
-import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from loop_report import percentiles
+from peer_report import (
+    VARIANTS,
+    Row,
+    growth,
+    probe_largest,
+    step_ms,
+    step_parts,
+    table,
+    why_ended,
+)
 from proc_stats import proc_mem_kib
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,30 +60,11 @@ from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.support.peer_agents import ToolLoopModel, serving
 
-VARIANTS = {
-    "smoke": (10, 5_000),
-    "20kb": (100, 20_000),
-    "100kb": (200, 100_000),
-    "1mb": (100, 1_000_000),
-}
+SDKS = ("openai-agents", "pydantic-ai", "harness")
 WORKFLOWS = {"openai-agents": "OpenAIAgentWorkflow", "pydantic-ai": "PydanticAgentWorkflow"}
+PROMPT = "read them all"
 REPO = Path(__file__).resolve().parents[1]
-
-
-@dataclass
-class Row:
-    sdk: str
-    ours: bool
-    variant: str
-    calls: int = 0
-    ended: str = ""
-    history_bytes: int = 0
-    stored_bytes: int = 0
-    n_r: int = 0
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    rss_mib: float = 0.0
-    seconds: float = 0.0
+RETRIED = 5  # a task at this attempt fails the same way every time: the run is over
 
 
 async def stored(res: Resources, tenant: str) -> int:
@@ -76,111 +76,196 @@ async def stored(res: Resources, tenant: str) -> int:
     return total
 
 
+def append_line(path: Path, line: str) -> None:
+    with path.open("a") as out:
+        out.write(line + "\n")
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+Finished = Callable[[], Awaitable[bool | None]]  # True: completed; False: failed; None: running
+
+
+async def start(
+    row: Row, client: Client, queue: str, model: ToolLoopModel
+) -> tuple[WorkflowHandle[Any, Any], Finished]:
+    """Start the agent as its users do; return its handle and how to tell it finished."""
+    workflow_id = f"peer-{row.sdk}-{uuid.uuid4().hex[:8]}"
+    if row.sdk != "harness":
+        handle = await client.start_workflow(
+            WORKFLOWS[row.sdk], PROMPT, id=workflow_id, task_queue=queue, result_type=str
+        )
+        result = asyncio.ensure_future(handle.result())
+
+        async def finished() -> bool | None:
+            if not result.done():
+                return None
+            return not result.cancelled() and result.exception() is None
+
+        return handle, finished
+
+    from peer_harness_agent import WORKFLOW
+    from temporal_agent_harness.harness.agent_client import AgentClient
+    from temporal_agent_harness.harness.agent_protocol import AgentConfig
+
+    agent = AgentClient(client, workflow_id)
+    # A session, not a run: the agent answers the message and waits for the next one.
+    await agent.start_and_submit_message(
+        "ask",
+        {"text": PROMPT},
+        workflow_name=WORKFLOW,
+        task_queue=queue,
+        start_config=AgentConfig(),
+    )
+    handle = client.get_workflow_handle(workflow_id)
+    calls = VARIANTS[row.variant][0]
+
+    async def answered() -> bool | None:
+        if (max(model.carried, default=-1) + 1) < calls:
+            return None
+        try:
+            status = await asyncio.wait_for(agent.get_status(), 10)
+        except TimeoutError:
+            return None
+        return True if status.current_turn >= 1 and not status.turn_active else None
+
+    return handle, answered
+
+
+async def dead(handle: WorkflowHandle[Any, Any]) -> str:
+    """How the run ended, if it did: closed, or a task that keeps failing (retried forever)."""
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        return str(desc.status.name if desc.status else "?").lower()
+    raw = desc.raw_description
+    if raw.pending_workflow_task.attempt >= RETRIED:
+        return f"workflow task failing (attempt {raw.pending_workflow_task.attempt})"
+    for act in raw.pending_activities:
+        if act.attempt >= RETRIED:
+            return f"{act.activity_type.name} failing (attempt {act.attempt})"
+    return ""
+
+
 async def run_one(
-    ep: StackEndpoints, res: Resources, row: Row, stall_seconds: float, limit: float
+    ep: StackEndpoints, res: Resources, row: Row, args: argparse.Namespace, logs: Path
 ) -> None:
     calls, size = VARIANTS[row.variant]
     row.n_r = calls * size
     tenant = f"peer-{uuid.uuid4().hex[:8]}"
     queue = f"peer-{uuid.uuid4().hex[:8]}"
+    name = f"{row.sdk}-{'ours' if row.ours else 'none'}-{row.variant}-{tenant}"
+    offload, probe = logs / f"{name}.offload", logs / f"{name}.probe"
+    offload.mkdir()
     model = ToolLoopModel(calls, size)
-    plugins = [ClaimCheckPlugin(tenant, store=ClaimCheckStore(res.store, res.sessions))]
-    client = await Client.connect(
-        ep.temporal_address, namespace="default", plugins=plugins if row.ours else []
-    )
+    plugins: list[Any] = []
+    if row.sdk == "harness":
+        from peer_harness_agent import client_plugins
+
+        plugins = client_plugins(offload)
+    if row.ours:
+        plugins.append(ClaimCheckPlugin(tenant, store=ClaimCheckStore(res.store, res.sessions)))
+    client = await Client.connect(ep.temporal_address, namespace="default", plugins=plugins)
+    raw = await Client.connect(ep.temporal_address, namespace="default")
+    row.log = str(logs / f"{name}.log")
     async with serving(model):
         env = {
             **os.environ,
             **ep.env(),
             "PEER_CLAIM_CHECK": "1" if row.ours else "0",
             "PEER_MODEL_TIMEOUT": "120",
+            "PEER_OFFLOAD_DIR": str(offload),
+            "PEER_PROBE": str(probe),
         }
-        command = [sys.executable, "-m", "tests.support.peer_worker", row.sdk, queue, tenant]
+        command = [sys.executable, str(REPO / "bench" / "peer_bench_worker.py"), row.sdk]
+        log = os.open(row.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         worker = await asyncio.create_subprocess_exec(
-            *command,
-            model.url,
-            env=env,
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            *command, queue, tenant, model.url, env=env, cwd=REPO, stdout=log, stderr=log
         )
+        os.close(log)  # the child holds its own
         began = time.monotonic()
         try:
-            handle = await client.start_workflow(
-                WORKFLOWS[row.sdk],
-                "read them all",
-                id=f"peer-{row.sdk}-{uuid.uuid4().hex[:8]}",
-                task_queue=queue,
-                result_type=str,
-            )
-            result = asyncio.ensure_future(handle.result())
-            while not result.done():
-                await asyncio.wait([result], timeout=1)
+            handle, finished = await start(row, client, queue, model)
+            outcome: bool | None = None
+            described = began
+            while outcome is None:
+                await asyncio.sleep(1)
+                rss = proc_mem_kib(worker.pid)[0] / 1024
+                done = len(set(model.carried))
+                if not row.rss_by_call or row.rss_by_call[-1][0] != done:
+                    row.rss_by_call.append((done, round(rss)))
+                outcome = await finished()
+                now = time.monotonic()
                 last = model.arrivals[-1] if model.arrivals else began
-                if time.monotonic() - last > stall_seconds or time.monotonic() - began > limit:
-                    result.cancel()
+                if outcome is None and now - described > 5:
+                    described = now
+                    row.ended = await dead(handle)
+                    outcome = False if row.ended else None
+                if outcome is not None:
                     break
+                if now - began > args.limit_seconds:
+                    row.ended = f"cut at the {args.limit_seconds:.0f} s limit"
+                elif now - last > args.stall_seconds:
+                    row.ended = f"stalled (no model call for {args.stall_seconds:.0f} s)"
+                elif rss > args.rss_cap_gib * 1024:
+                    row.ended = f"cut at the {args.rss_cap_gib:.0f} GiB RSS cap"
+                else:
+                    continue
+                break
             row.rss_mib = proc_mem_kib(worker.pid)[1] / 1024
-            if result.done() and not result.cancelled() and result.exception() is None:
+            row.seconds = time.monotonic() - began
+            if outcome:
                 row.ended = "completed"
             else:
-                desc = await handle.describe()
-                if desc.status == WorkflowExecutionStatus.RUNNING:
-                    over = time.monotonic() - began > limit
-                    row.ended = (
-                        f"cut at the {limit:.0f} s limit"
-                        if over
-                        else f"stalled (no model call for {stall_seconds:.0f} s)"
-                    )
-                    await handle.terminate("bench: stopped")
-                else:
+                if not row.ended:
+                    desc = await handle.describe()
                     row.ended = str(desc.status.name if desc.status else "?").lower()
+                row.why = await why_ended(raw, handle.id)
             desc = await handle.describe()
             row.history_bytes = desc.raw_description.workflow_execution_info.history_size_bytes
+            row.parts_first, row.parts_last = await step_parts(raw, handle.id)
+            if desc.status == WorkflowExecutionStatus.RUNNING:
+                await handle.terminate("bench: stopped")
         finally:
             worker.kill()
             await worker.wait()
-    row.seconds = time.monotonic() - began
-    row.calls = model.requests
-    row.stored_bytes = await stored(res, tenant)
+    row.requests, row.calls = model.requests, len(set(model.carried))
+    row.offload_bytes = dir_bytes(offload)
+    row.stored_bytes = await stored(res, tenant) + row.offload_bytes
     row.p50_ms, row.p95_ms = percentiles(model.arrivals)
-
-
-def table(rows: list[Row]) -> str:
-    head = (
-        "| SDK | plugin | N x R | calls | ended | history | stored / N·R | step p50 / p95 |"
-        " worker peak RSS | wall |\n|---|---|---|---|---|---|---|---|---|---|"
-    )
-    lines = [head]
-    for r in rows:
-        calls, size = VARIANTS[r.variant]
-        p = f"{r.p50_ms:.0f} / {r.p95_ms:.0f} ms" if r.p50_ms is not None and r.p95_ms else "-"
-        lines.append(
-            f"| {r.sdk} | {'ours' if r.ours else 'none'} | {calls} x {size // 1000} KB | "
-            f"{r.calls} | {r.ended} | {r.history_bytes / 1e6:.2f} MB | "
-            f"{r.stored_bytes / r.n_r:.2f} | {p} | {r.rss_mib:.0f} MiB | {r.seconds:.0f} s |"
-        )
-    return "\n".join(lines)
+    row.first10_ms, row.last10_ms = growth(step_ms(model.arrivals))
+    row.model_input_mb = probe_largest(probe) / 1e6
+    row.request_mb = max(model.request_bytes, default=0) / 1e6
 
 
 async def main(args: argparse.Namespace) -> None:
     rows: list[Row] = []
+    logs = Path(tempfile.mkdtemp(prefix="peer-bench-", dir=args.logs))
+    print(f"worker logs, probes and offload directories in {logs}", flush=True)
+    plugins = {"both": (True, False), "ours": (True,), "none": (False,)}[args.plugin]
     async with bench_stack() as (ep, res, _state):
         for variant in args.variant or ["20kb", "100kb"]:
             for sdk in args.sdk.split(","):
-                for ours in (True,) if args.ours_only else (True, False):
+                for ours in plugins:
                     row = Row(sdk, ours, variant)
-                    await run_one(ep, res, row, args.stall_seconds, args.limit_seconds)
+                    await run_one(ep, res, row, args, logs)
                     rows.append(row)
                     print(table([row]).splitlines()[-1], flush=True)
+                    if row.why:
+                        print(f"    why: {row.why}", flush=True)
+                    append_line(Path(args.out), json.dumps(row.json()))
     print(table(rows))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS))
-    parser.add_argument("--sdk", default="openai-agents,pydantic-ai")
-    parser.add_argument("--ours-only", action="store_true")
-    parser.add_argument("--stall-seconds", type=float, default=60)
-    parser.add_argument("--limit-seconds", type=float, default=900)
+    parser.add_argument("--sdk", default=",".join(SDKS), help=f"comma-separated: {SDKS}")
+    parser.add_argument("--plugin", choices=["both", "ours", "none"], default="both")
+    parser.add_argument("--stall-seconds", type=float, default=120)
+    parser.add_argument("--limit-seconds", type=float, default=1800)
+    parser.add_argument("--rss-cap-gib", type=float, default=12)
+    parser.add_argument("--logs", default=None, help="where the run's directory goes (/tmp)")
+    parser.add_argument("--out", default="peer_plugins.jsonl", help="rows appended as JSON")
     asyncio.run(main(parser.parse_args()))

@@ -22,10 +22,9 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.workers.client import tasks
 from durable_agents.workers.process.cloud import SHUTDOWN_GRACE_SECONDS, cloud_activities, running
-from durable_agents.workers.process.sandbox import runner_for
+from durable_agents.workers.process.plugin import AgentPlugin
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
-from durable_agents.workflows.agent import AgentWorkflow
 from tests.support.helpers import start
 
 SCRIPT: list[dict[str, Any]] = [
@@ -77,9 +76,7 @@ async def test_a_decision_arriving_with_the_reply_that_asks_for_it_is_accepted(
         return Worker(
             client,
             task_queue=queue,
-            workflows=[AgentWorkflow],
-            activities=acts,
-            workflow_runner=runner_for("strict"),
+            plugins=[AgentPlugin(acts, sandbox="strict")],
             max_cached_workflows=0,
             graceful_shutdown_timeout=timedelta(seconds=30),
         )

@@ -24,6 +24,7 @@ from durable_agents.activities.agents import Agent, AgentDefinitionError, Limits
 from durable_agents.activities.policies.budget_check import budget_reached
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.sessions import SessionRepository
@@ -359,7 +360,7 @@ async def test_cost_and_wall_clock_budgets_are_reached_from_committed_figures(
     async def reached(budget: TaskBudget) -> BudgetFigures | None:
         async with resources.sessions() as db:
             session = await SessionRepository(db, tenant).get(sid)
-            return await budget_reached(db, tenant, session, budget)
+            return await budget_reached(AgentState(db, tenant), session, budget)
 
     assert await reached(TaskBudget(cost_usd=1.0, seconds=7200, tokens=31)) is None
     at_cost = await reached(TaskBudget(cost_usd=0.75, tokens=31))

@@ -13,8 +13,8 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.workers.client import tasks
-from durable_agents.workers.device.worker import build_device_worker
 from durable_agents.workers.process.cloud import running
+from durable_agents.workers.process.device_worker import build_device_worker
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import (

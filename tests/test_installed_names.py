@@ -4,6 +4,7 @@ package data, and nothing else lands at the top of site-packages."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,9 +20,16 @@ LAYERS = ("workflows", "activities", "storage", "workers")
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built from a copy of what the build reads, so no build/ or egg-info lands in the clone.
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in (*LAYERS, "durable_agents"):
+        shutil.copytree(REPO / folder, source / folder, symlinks=True, ignore=skip)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         timeout=300,

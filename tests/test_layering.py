@@ -43,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": WORKER_BASE,
     "device": WORKER_BASE | {"client"},
     "process": WORKER_BASE | {"device", "client"},
-    "gateway": WORKER_BASE | {"client"},
+    "gateway": WORKER_BASE | {"client", "process"},
     "demo": WORKER_BASE | {"client", "process", "stack", "gateway", "device"},
     "cli": WORKER_BASE | {"client", "process", "stack", "gateway", "device", "demo", "peers"},
     "api": WORKER_BASE | {"client", "process", "peers"},

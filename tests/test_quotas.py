@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from temporalio.client import Client
 
 from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.quotas import QuotaRefused, Quotas, TenantControls
 from durable_agents.storage.sessions import SessionRepository
@@ -218,7 +219,8 @@ async def test_quota_checks_count_the_tenants_committed_spend_by_day_and_month(
     async def gate(quotas: Quotas, at: datetime = now) -> Any:
         async with resources.sessions() as db:
             session = await SessionRepository(db, tenant).get(sid)
-            return await step_gate(db, tenant, session, None, quota_defaults=quotas, now=at)
+            st = AgentState(db, tenant)
+            return await step_gate(st, session, None, quota_defaults=quotas, now=at)
 
     assert not (await gate(Quotas(tokens_per_day=61, tokens_per_month=121))).closed
     day = await gate(Quotas(tokens_per_day=60))

@@ -11,6 +11,7 @@ from sqlalchemy import event
 
 from durable_agents.activities.context.assembly import ContextBudget
 from durable_agents.activities.context.model_context import ConfigCache, config_of, turn_config
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.db import autocommit
 from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.sessions import SessionRepository
@@ -51,7 +52,7 @@ async def test_an_agents_config_is_recorded_once_and_each_turn_names_it(
         for _ in range(3):
             sid = await _session_with_turn(res, tenant)
             async with autocommit(res.sessions) as db:
-                config_id, config = await turn_config(db, tenant, sid, current, cache)
+                config_id, config = await turn_config(AgentState(db, tenant), sid, current, cache)
             async with res.sessions() as db:
                 turn = await TurnRepository(db, tenant).latest(sid)
             assert turn is not None and turn.context_config_id == config_id
@@ -72,12 +73,12 @@ async def test_a_config_recorded_in_a_rolled_back_unit_is_recorded_again(
     first = await _session_with_turn(res, tenant)
     with pytest.raises(_Boom):
         async with res.sessions() as db, db.begin():
-            await turn_config(db, tenant, first, current, cache)
+            await turn_config(AgentState(db, tenant), first, current, cache)
             raise _Boom  # the config rows go with the transaction
     second = await _session_with_turn(res, tenant)
     async with res.sessions() as db, db.begin():
         # A remembered id of the rolled-back row would break the turn's foreign key here.
-        config_id, _ = await turn_config(db, tenant, second, current, cache)
+        config_id, _ = await turn_config(AgentState(db, tenant), second, current, cache)
     async with res.sessions() as db:
         turn = await TurnRepository(db, tenant).latest(second)
     assert turn is not None and turn.context_config_id == config_id

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import TypeVar
 
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from durable_agents.activities.context.assembly import (
     AssembledContext,
@@ -18,14 +18,11 @@ from durable_agents.activities.context.assembly import (
     assemble_context,
 )
 from durable_agents.activities.providers.base import ToolSpec
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.artifact_cache import ArtifactReadCache
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
-from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfig, ContextConfigRepository
-from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import CompactionRow, ItemRow
-from durable_agents.storage.turns import TurnRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 
 # Kinds that begin a block of the conversation (see context._blocks): a window that began
@@ -83,15 +80,16 @@ class ConfigCache:
         self._keep(self._known, key, loaded)
         return loaded
 
-    async def record(self, db: AsyncSession, tenant_id: str, config: ContextConfig) -> uuid.UUID:
-        """The id `config` is recorded under, recording it in `db`'s unit of work when this
+    async def record(self, st: AgentState, config: ContextConfig) -> uuid.UUID:
+        """The id `config` is recorded under, recording it in `st`'s unit of work when this
         worker has not seen it committed yet."""
-        key = (tenant_id, id(config))
+        db = st.db
+        key = (st.tenant_id, id(config))
         hit = self._recorded.get(key)
         if hit is not None and hit[0] is config:
             self._recorded.move_to_end(key)
             return hit[1]
-        config_id = await ContextConfigRepository(db, tenant_id).record(config)
+        config_id = await st.configs.record(config)
         if _autocommits(await db.connection()):
             self._keep(self._recorded, key, (config, config_id))  # committed already
         elif self._entries > 0:
@@ -119,23 +117,20 @@ def _autocommits(conn: AsyncConnection) -> bool:
 
 
 async def turn_config(
-    db: AsyncSession,
-    tenant_id: str,
+    st: AgentState,
     session_id: uuid.UUID,
     current: ContextConfig,
     cache: ConfigCache | None = None,
 ) -> tuple[uuid.UUID | None, ContextConfig]:
     """The latest turn's recorded config; the first step of a turn records `current`."""
     cache = cache or ConfigCache(0)
-    turns = TurnRepository(db, tenant_id)
-    turn = await turns.latest(session_id)
+    turn = await st.turns.latest(session_id)
     if turn is None:
         return None, current
     config_id = turn.context_config_id
     if config_id is None:
-        config_id = await turns.set_config(turn.id, await cache.record(db, tenant_id, current))
-    configs = ContextConfigRepository(db, tenant_id)
-    return config_id, await cache.load(configs, tenant_id, config_id)
+        config_id = await st.turns.set_config(turn.id, await cache.record(st, current))
+    return config_id, await cache.load(st.configs, st.tenant_id, config_id)
 
 
 def preview_budget(budget: ContextBudget) -> int:
@@ -163,15 +158,14 @@ def summary_prompt(system_prompt: str, compaction: CompactionRow | None) -> str:
 
 
 async def window_items(
-    db: AsyncSession,
-    tenant_id: str,
+    st: AgentState,
     session_id: uuid.UUID,
     budget: ContextBudget,
     compaction: CompactionRow | None,
 ) -> list[ItemRow]:
     """Items after the latest compaction that fit the window, plus the task itself if no
     compaction has summarised it yet."""
-    items = ItemRepository(db, tenant_id)
+    items = st.items
     after = compaction.covers_through_ordinal if compaction else 0
     window = await items.window(
         session_id, after_ordinal=after, token_budget=preview_budget(budget), starts=BLOCK_STARTS
@@ -185,9 +179,8 @@ async def window_items(
 
 
 async def assemble_for_step(
-    db: AsyncSession,
+    st: AgentState,
     store: ArtifactStore,
-    tenant_id: str,
     session_id: uuid.UUID,
     config: ContextConfig,
     cache: ArtifactReadCache | None = None,
@@ -196,9 +189,10 @@ async def assemble_for_step(
     """`cache`: the worker's artifact read cache (None: read every expansion from S3);
     `pending`: notes for device calls still running (assemble_context)."""
     budget = budget_of(config)
-    compaction = await CompactionRepository(db, tenant_id).latest(session_id)
-    rows = await window_items(db, tenant_id, session_id, budget, compaction)
-    artifacts = ArtifactRepository(db, tenant_id)
+    tenant_id = st.tenant_id
+    compaction = await st.compactions.latest(session_id)
+    rows = await window_items(st, session_id, budget, compaction)
+    artifacts = st.artifacts
     cache = cache if cache is not None else ArtifactReadCache(0)
 
     async def fetch(artifact_id: uuid.UUID, max_bytes: int) -> tuple[bytes, str]:

@@ -13,13 +13,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.models import SessionRow
 from durable_agents.storage.quotas import (
     Quotas,
     StepFigures,
-    TenantControls,
     next_period,
     spend_over,
 )
@@ -43,8 +41,7 @@ OPEN = StepGate()
 
 
 async def step_gate(
-    db: AsyncSession,
-    tenant_id: str,
+    st: AgentState,
     session: SessionRow,
     budget: TaskBudget | None,
     *,
@@ -55,7 +52,7 @@ async def step_gate(
     """Frozen first (nothing of the tenant runs), then the task's budget, then the
     tenant's quotas: the table's figures, each unset one from `quota_defaults`."""
     now = now or datetime.now(UTC)
-    figures = await TenantControls(db, tenant_id).step_figures(
+    figures = await st.controls.step_figures(
         session.id, budget_session=budget_session, day=now.date()
     )
     if figures.frozen:
@@ -76,11 +73,11 @@ async def step_gate(
 
 
 async def budget_reached(
-    db: AsyncSession, tenant_id: str, session: SessionRow, budget: TaskBudget
+    st: AgentState, session: SessionRow, budget: TaskBudget
 ) -> BudgetFigures | None:
     """The session's figures when any is at or past its limit, else None."""
     now = datetime.now(UTC)
-    figures = await TenantControls(db, tenant_id).step_figures(session.id, day=now.date())
+    figures = await st.controls.step_figures(session.id, day=now.date())
     return _budget(figures, session, budget, now)
 
 

@@ -47,6 +47,7 @@ class ToolLoopModel:
     request_bytes: list[int] = field(default_factory=list)
     answered: asyncio.Event = field(default_factory=asyncio.Event)  # set at every request
     arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request
+    carried: list[int] = field(default_factory=list)  # tool results each request carried
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -56,6 +57,7 @@ class ToolLoopModel:
         self.request_bytes.append(len(raw))
         self.answered.set()
         done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+        self.carried.append(done)
         if done + 1 >= self.calls:
             return await answer(request, body, says(f"read {done} results"))
         arguments = json.dumps({"index": done, "size": self.result_bytes})

@@ -26,12 +26,11 @@ from durable_agents.activities.policies.text_limits import (
     json_size,
     utf8_size,
 )
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.archive import rehydrate_for_read
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
-from durable_agents.storage.devices import DeviceRepository
-from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow, SessionRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.workspaces import validate_project
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
@@ -94,12 +93,12 @@ async def start_task(
     staged = await stage_user_text(store, options.tenant_id, text, limits.inline_message_bytes)
     session_id = session_id or uuid.uuid4()
     workflow_id = workflow_id_for(str(session_id))
-    async with sessions() as db, db.begin():
+    async with agent_state(sessions, options.tenant_id, write=True) as st:
         # Inside the transaction: a refusal rolls back, so nothing is committed.
-        await _check_device(db, options)
+        await _check_device(st, options)
         if check is not None:
-            await check(db)
-        await SessionRepository(db, options.tenant_id).create(
+            await check(st.db)
+        await st.sessions.create(
             session_id,
             title=text[:200],
             model_config=options.model_config,
@@ -109,14 +108,14 @@ async def start_task(
             approvals=options.approvals_record(),
         )
         item = await user_message_item(
-            db,
+            st.db,
             store,
             staged,
             tenant_id=options.tenant_id,
             session_id=session_id,
             idempotency_key=f"{workflow_id}:task",
         )
-        await ItemRepository(db, options.tenant_id).append(item)
+        await st.items.append(item)
     return await client.start_workflow(
         AgentWorkflow.run,
         options.agent_input(str(session_id)),
@@ -125,12 +124,12 @@ async def start_task(
     )
 
 
-async def _check_device(db: AsyncSession, options: TaskOptions) -> None:
+async def _check_device(st: AgentState, options: TaskOptions) -> None:
     """A task may route tools only to a device its own tenant registered, and only tools
     that device serves: device identity is (tenant, device id)."""
     if options.device_id is None:
         return  # TaskOptions already refused device tools without a device
-    device = await DeviceRepository(db, options.tenant_id).get(options.device_id)
+    device = await st.devices.get(options.device_id)
     if device is None:
         raise ValueError(
             f"no device {options.device_id!r} is registered for tenant {options.tenant_id!r}; "
@@ -168,8 +167,8 @@ async def send_message(
     if not text.strip():
         raise ValueError("the message is empty")
     # The tenant first: another tenant's session is not found, whatever state its task is in.
-    async with sessions() as db:
-        await SessionRepository(db, tenant_id).get(session_uuid(session_id))
+    async with agent_state(sessions, tenant_id) as st:
+        await st.sessions.get(session_uuid(session_id))
     handle = task_handle(client, session_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
@@ -177,16 +176,16 @@ async def send_message(
         raise TaskNotRunning(f"task {session_id} is not running ({state})")
     key = f"{handle.id}:user:{message_id or uuid.uuid4()}"
     staged = await stage_user_text(store, tenant_id, text, limits.inline_message_bytes)
-    async with sessions() as db, db.begin():
+    async with agent_state(sessions, tenant_id, write=True) as st:
         item = await user_message_item(
-            db,
+            st.db,
             store,
             staged,
             tenant_id=tenant_id,
             session_id=session_uuid(session_id),
             idempotency_key=key,
         )
-        row, _ = await ItemRepository(db, tenant_id).append(item)
+        row, _ = await st.items.append(item)
     await handle.signal(
         AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal, tenant_id)
     )
@@ -222,8 +221,8 @@ async def _commit_decision(
     data: dict[str, Any] = {"decision": decision, "decided_by": by, "reason": reason}
     if edited_arguments is not None:
         data |= {"proposed_arguments": edited_arguments, "proposed_by": by}
-    async with sessions() as db, db.begin():
-        row, _ = await ItemRepository(db, tenant_id).append(
+    async with agent_state(sessions, tenant_id, write=True) as st:
+        row, _ = await st.items.append(
             NewItem(
                 session_id=session_uuid(session_id),
                 kind=ItemKind.APPROVAL,
@@ -314,8 +313,8 @@ async def cancel(
     session_id: str,
 ) -> CancelResult:
     """Stop a task of the caller's tenant; False in the result when it had already ended."""
-    async with sessions() as db:
-        await SessionRepository(db, tenant_id).get(session_uuid(session_id))
+    async with agent_state(sessions, tenant_id) as st:
+        await st.sessions.get(session_uuid(session_id))
     handle = task_handle(client, session_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
@@ -341,11 +340,11 @@ async def read_session(
 ) -> tuple[SessionRow, list[ItemRow]]:
     """The session and a page of its items; an archived one is rehydrated first (needs
     `store`, else SessionArchived)."""
-    async with sessions() as db:
+    async with agent_state(sessions, tenant_id) as st:
         sid = session_uuid(session_id)
-        row = await SessionRepository(db, tenant_id).get(sid)
+        row = await st.sessions.get(sid)
         if row.status == SessionStatus.ARCHIVED:
             await rehydrate_for_read(sessions, store, tenant_id, sid)
-            await db.refresh(row)
-        items = await ItemRepository(db, tenant_id).page(sid, after_ordinal=after, limit=limit)
+            await st.db.refresh(row)
+        items = await st.items.page(sid, after_ordinal=after, limit=limit)
         return row, items

@@ -28,8 +28,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agents.activities.tool_run import call_arguments, outcome_of
+from durable_agents.activities.tool_run import outcome_of
 from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.api_keys import Principal
 from durable_agents.storage.artifact_streams import status as s3_status
 from durable_agents.storage.device_calls import DONE, STAGING_DIR, DeviceCallRepository
@@ -37,7 +38,6 @@ from durable_agents.storage.device_models import DeviceCallRow
 from durable_agents.storage.devices import DeviceRepository
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import ItemRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from durable_agents.workers.gateway.auth import unauthorized
@@ -165,14 +165,18 @@ async def _claim(gateway: Gateway, tenant: str, device: str) -> OfferedCall | No
         call = await DeviceCallRepository(db, tenant, device).claim(_lease(gateway))
         if call is None:
             return None
-        items = ItemRepository(db, tenant)
-        args, asked_for = await call_arguments(items, call.session_id, call.tool_call_id)
-        session = await SessionRepository(db, tenant).get(call.session_id)
+        st = AgentState(db, tenant)
+        effective = await st.calls.effective(call.session_id, call.tool_call_id)
+        if effective is None:
+            # offer_device_call checked the call first: this rolls the claim back, offers
+            # nothing, and the gateway answers 500.
+            raise LookupError(f"device call {call.id}: no tool call {call.tool_call_id}")
+        session = await st.sessions.get(call.session_id)
     return OfferedCall(
         call_id=str(call.id),
         idempotency_key=call.idempotency_key,
-        tool=call.tool_name or asked_for[:128],
-        arguments=args,
+        tool=call.tool_name or effective.tool_name[:128],
+        arguments=effective.arguments,
         agent=session.agent_definition,
         step=call.step,
         offered_before=call.offers > 1,

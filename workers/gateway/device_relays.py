@@ -22,6 +22,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_agents.activities.device_relay import DeviceRelayActivities
+from durable_agents.workers.process.plugin import AgentPlugin
 from durable_agents.workflows.policies import device_task_queue
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class DeviceRelays:
         worker = Worker(
             self._client,
             task_queue=device_task_queue(tenant_id, device_id),
-            activities=[acts.run_tool],
+            plugins=[AgentPlugin([acts.run_tool], workflows=())],
         )
         relay = _Relay(worker, asyncio.create_task(worker.run()), offered)
         self._relays[(tenant_id, device_id)] = relay

@@ -19,7 +19,6 @@ from durable_agents.activities.context_windows import ContextWindows, WindowSour
 from durable_agents.activities.delegation import DelegationActivities
 from durable_agents.activities.device_presence import DevicePresenceActivities
 from durable_agents.activities.device_relay import DeviceDispatchActivities
-from durable_agents.activities.failure_words import FailureWords
 from durable_agents.activities.gc import GcActivities
 from durable_agents.activities.model_call import ModelActivities
 from durable_agents.activities.providers.base import ModelProvider
@@ -29,15 +28,10 @@ from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.activities.tools.base import Tool, ToolRegistry
 from durable_agents.activities.trajectory import TrajectoryRecorder
 from durable_agents.storage.artifact_cache import ArtifactReadCache
-from durable_agents.workers.process.sandbox import runner_for
+from durable_agents.workers.process.plugin import CLOUD_WORKFLOWS as CLOUD_WORKFLOWS
+from durable_agents.workers.process.plugin import AgentPlugin
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import AgentSettings, SandboxMode, Settings, workspace_layout
-from durable_agents.workflows.agent import AgentWorkflow
-from durable_agents.workflows.gc import ArtifactGcWorkflow
-
-# The workflows a cloud worker serves: what `agentctl deploy check` replays histories
-# against, so a deploy is checked with exactly the code the workers will run.
-CLOUD_WORKFLOWS: tuple[type, ...] = (AgentWorkflow, ArtifactGcWorkflow)
 
 _BEHAVIORS = {
     "auto_upgrade": VersioningBehavior.AUTO_UPGRADE,
@@ -189,16 +183,8 @@ def build_cloud_worker(
         extra["max_cached_workflows"] = max_cached_workflows
     if deployment is not None:
         extra["deployment_config"] = deployment
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=list(CLOUD_WORKFLOWS),
-        activities=list(activities),
-        interceptors=[FailureWords(), *interceptors],
-        plugins=list(plugins),
-        workflow_runner=runner_for(sandbox),
-        **extra,
-    )
+    ours = AgentPlugin(activities, sandbox=sandbox, interceptors=interceptors)
+    return Worker(client, task_queue=task_queue, plugins=[ours, *plugins], **extra)
 
 
 @asynccontextmanager

@@ -23,13 +23,13 @@ from durable_agents.storage.devices import DeviceRepository, validate_device_id
 from durable_agents.workers.agent_loading import Providers, agents_from, servers_of
 from durable_agents.workers.device.calls import LocalTools
 from durable_agents.workers.device.link import DeviceLinkSettings, run_device_link
-from durable_agents.workers.device.worker import build_device_worker
 from durable_agents.workers.process.cloud import (
     build_cloud_worker,
     cloud_activities,
     deployment_config,
     running,
 )
+from durable_agents.workers.process.device_worker import build_device_worker
 from durable_agents.workers.process.health_file import heartbeat
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.process.tracing import recorder_for

@@ -5,8 +5,8 @@ from __future__ import annotations
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from durable_agents.activities.failure_words import FailureWords
 from durable_agents.activities.tool_run import ToolActivities
+from durable_agents.workers.process.plugin import AgentPlugin
 from durable_agents.workflows.policies import device_task_queue
 
 
@@ -15,9 +15,5 @@ def build_device_worker(
 ) -> Worker:
     """Poll the queue of (tenant, device) only: another tenant's device of the same name
     polls a queue of its own."""
-    return Worker(
-        client,
-        task_queue=device_task_queue(tenant_id, device_id),
-        activities=[tools.run_tool],
-        interceptors=[FailureWords()],
-    )
+    plugin = AgentPlugin([tools.run_tool], workflows=())
+    return Worker(client, task_queue=device_task_queue(tenant_id, device_id), plugins=[plugin])

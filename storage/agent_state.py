@@ -1,0 +1,151 @@
+"""AgentState as one facade: one tenant's rows in one unit of work.
+
+    async with agent_state(sessions, tenant) as st:            # reads
+        row = await st.sessions.get(session_id)
+    async with agent_state(sessions, tenant, write=True) as st:  # one transaction
+        await st.items.append(new_item)
+    async with agent_state(sessions, tenant, autocommit=True) as st:  # each statement
+        ...
+
+The tenant and the database session are bound once, so every repository and read model in a
+block reads and writes the same tenant in the same transaction; `write=True` commits at the
+end of the block (and rolls back if it raises); `autocommit=True` commits each statement by
+itself (storage.db.autocommit: reads, and single writes that need no partner).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.storage.context_configs import ContextConfigRepository
+from durable_agents.storage.db import autocommit as autocommitting
+from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.items import CallThread, ItemRepository
+from durable_agents.storage.memories import MemoryRepository
+from durable_agents.storage.quotas import TenantControls
+from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.tool_effects import ToolEffectRepository
+from durable_agents.storage.turns import TurnRepository
+from durable_agents.storage.usage import UsageRepository
+from durable_agents.vocabulary.item_kinds import ItemKind
+
+
+@dataclass(frozen=True)
+class EffectiveCall:
+    """What a tool call runs with: the approver's last edit of its arguments, else the
+    model's, and the tool name the model used."""
+
+    tool_name: str
+    arguments: dict[str, Any]
+    edited: bool
+
+
+class CallReads:
+    """Read models of one tool call across its items (the call, decisions, edits, result)."""
+
+    def __init__(self, items: ItemRepository) -> None:
+        self._items = items
+
+    async def thread(self, session_id: uuid.UUID, tool_call_id: str) -> CallThread | None:
+        """The call's item and the other items committed for it, or None for no such call."""
+        return await self._items.call_thread(session_id, tool_call_id)
+
+    async def effective(self, session_id: uuid.UUID, tool_call_id: str) -> EffectiveCall | None:
+        """The arguments the call runs with (an approver's edit wins), or None for no call."""
+        thread = await self.thread(session_id, tool_call_id)
+        if thread is None:
+            return None
+        edits = [
+            r for r in thread.others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")
+        ]
+        source = edits[-1].data["arguments"] if edits else thread.call.data.get("arguments", {})
+        return EffectiveCall(thread.call.tool_name or "", dict(source), bool(edits))
+
+
+@dataclass
+class AgentState:
+    """One tenant's AgentState in one database session (see the module docstring)."""
+
+    db: AsyncSession
+    tenant_id: str
+
+    @cached_property
+    def sessions(self) -> SessionRepository:
+        return SessionRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def items(self) -> ItemRepository:
+        return ItemRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def turns(self) -> TurnRepository:
+        return TurnRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def artifacts(self) -> ArtifactRepository:
+        return ArtifactRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def compactions(self) -> CompactionRepository:
+        return CompactionRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def configs(self) -> ContextConfigRepository:
+        return ContextConfigRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def memories(self) -> MemoryRepository:
+        return MemoryRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def effects(self) -> ToolEffectRepository:
+        return ToolEffectRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def usage(self) -> UsageRepository:
+        return UsageRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def devices(self) -> DeviceRepository:
+        return DeviceRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def controls(self) -> TenantControls:
+        return TenantControls(self.db, self.tenant_id)
+
+    @cached_property
+    def calls(self) -> CallReads:
+        return CallReads(self.items)
+
+
+@asynccontextmanager
+async def agent_state(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    *,
+    write: bool = False,
+    autocommit: bool = False,
+) -> AsyncIterator[AgentState]:
+    """`tenant_id`'s AgentState for one block: a read session; with `write` one transaction
+    committed when the block ends; with `autocommit` each statement committed by itself."""
+    if write and autocommit:
+        raise ValueError("agent_state: write (one transaction) or autocommit, not both")
+    if autocommit:
+        async with autocommitting(sessions) as db:
+            yield AgentState(db, tenant_id)
+        return
+    async with sessions() as db:
+        if write:
+            async with db.begin():
+                yield AgentState(db, tenant_id)
+        else:
+            yield AgentState(db, tenant_id)
