@@ -9,9 +9,13 @@ LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_INCLUDE=$(LLAMA_SERVER_ONLY)'
 
 CHROMIUM ?= /usr/bin/chromium
+# Two pytest workers, each with its own stack, a test file to a worker (its fixtures and
+# order stay together); the suite waits on servers and processes more than on the CPU.
+# `make test TEST_WORKERS=` runs it in one process.
+TEST_WORKERS ?= -n 2 --dist loadfile --durations=15
 
 .PHONY: run test test-fast lint typecheck check clean local-model demo-local test-real-model \
-	chromium test-partitioned
+	chromium test-partitioned test-storage
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +31,19 @@ run: $(STAMP)
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(TEST_WORKERS)
 
 ## The fast tier: the tests that need no service, start no process and drive no browser
 ## (markers set from each test's fixtures, tests/support/tiers.py); starting a process fails.
 test-fast: $(STAMP)
 	DURABLE_AGENTS_TEST_TIER=fast $(BIN)/pytest -q -p no:cacheprovider \
 		-m "not services and not processes and not chaos and not browser and not real_model"
+
+## The storage tier: the tests that need PostgreSQL and S3 and nothing else (no Temporal,
+## no process, no browser), on a stack started without Temporal.
+test-storage: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider \
+		-m "services and not temporal and not processes and not chaos and not browser and not real_model"
 
 ## The storage tests against AgentState hash-partitioned by tenant_id (4 partitions per
 ## tenant-owned table, storage/partitioning.py): the keys a distributed PostgreSQL needs.

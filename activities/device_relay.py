@@ -30,8 +30,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
-from durable_agents.activities.tool_run import call_arguments, outcome_of
+from durable_agents.activities.tool_run import call_arguments
 from durable_agents.activities.tools.effects import latest_settlement
+from durable_agents.activities.tools.outcomes import outcome_of
 from durable_agents.storage.device_calls import DONE, DeviceCallRepository
 from durable_agents.storage.devices import validate_device_id
 from durable_agents.storage.items import ItemRepository

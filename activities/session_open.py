@@ -14,8 +14,6 @@ from collections.abc import Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
 
 from durable_agents.activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
 from durable_agents.activities.agents import check_agent_name
@@ -30,6 +28,7 @@ from durable_agents.storage.quotas import Quotas, TenantControls
 from durable_agents.storage.sessions import SessionRepository, session_id_taken
 from durable_agents.workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
 from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
+from durable_agents.workflows.run_input import run_start_input
 
 TITLE_CHARS = 200
 
@@ -46,20 +45,6 @@ def check_task_text(text: str, max_bytes: int) -> str:
             "commit a longer task to AgentState first (durable_agents.workers.api / agentctl start)"
         )
     return text
-
-
-async def run_start_input(
-    client: Client, workflow_id: str, run_id: str | None
-) -> AgentInput | None:
-    """The input a run of AgentWorkflow started with (its first history event), if any."""
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
-    async for event in handle.fetch_history_events(page_size=1):
-        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            return None
-        payloads = event.workflow_execution_started_event_attributes.input.payloads
-        (inp,) = await client.data_converter.decode(payloads, [AgentInput])
-        return inp if isinstance(inp, AgentInput) else None
-    return None
 
 
 class SessionOpenActivities:

@@ -4,7 +4,6 @@ crash at any point leave at most an orphan object, never a ref to a missing one.
 
 from __future__ import annotations
 
-import errno
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,13 +31,14 @@ from durable_agents.activities.tools.base import (
     ToolRegistry,
     TransientToolError,
 )
-from durable_agents.activities.tools.effects import EffectLedger, awaits_decision, latest_settlement
+from durable_agents.activities.tools.effects import EffectLedger, latest_settlement
 from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from durable_agents.activities.tools.memory import SqlMemoryAccess
+from durable_agents.activities.tools.outcomes import failure_words, outcome_of
 from durable_agents.activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from durable_agents.storage.agent_state import CallReads
 from durable_agents.storage.artifact_cache import ArtifactReadCache
-from durable_agents.storage.artifacts import ArtifactStore, artifact_key
+from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.db import autocommit
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import ItemRow, SessionRow
@@ -277,13 +277,6 @@ def _tool_names(registry: ToolRegistry) -> str:
     return ", ".join(names[:_MAX_LISTED_TOOLS]) + (f" and {more} more" if more > 0 else "")
 
 
-def failure_words(exc: BaseException) -> str:
-    """An exception described without its message: type, and errno name for OS errors."""
-    code = getattr(exc, "errno", None)
-    name = errno.errorcode.get(code, "") if isinstance(code, int) else ""
-    return f"{type(exc).__name__} ({name})" if name else type(exc).__name__
-
-
 def _event(inp: ToolRunInput) -> ToolCallEvent:
     return ToolCallEvent(
         tenant_id=inp.tenant_id,
@@ -292,30 +285,4 @@ def _event(inp: ToolRunInput) -> ToolCallEvent:
         tool=inp.name,
         tool_call_id=inp.tool_call_id,
         idempotency_key=inp.idempotency_key,
-    )
-
-
-def outcome_of(row: ItemRow, tenant_id: str, store_prefix: str) -> ToolOutcome:
-    """What the loop learns of a committed tool_result item (ids and ref, no content).
-    `store_prefix` is the artifact store's key prefix: results written since migration
-    0015 leave the key to be derived; older ones keep the key they were stored under."""
-    info = row.data.get("artifact")
-    ref = None
-    if info and row.artifact_id is not None:
-        ref = ArtifactRef(
-            tenant_id=tenant_id,
-            sha256=info["sha256"],
-            key=info.get("key") or artifact_key(store_prefix, tenant_id, info["sha256"]),
-            size_bytes=int(info["size_bytes"]),
-            content_type=info["content_type"],
-            artifact_id=str(row.artifact_id),
-        )
-    return ToolOutcome(
-        tool_call_id=row.tool_call_id or "",
-        item_id=str(row.id),
-        ordinal=row.ordinal,
-        ref=ref,
-        error_type=row.data.get("error_type"),
-        in_doubt=awaits_decision(row),
-        rerun=int(row.data.get("rerun", 0)),
     )

@@ -110,7 +110,15 @@ __all__ = [
 ]
 
 
+# The layers, as attributes too: `import durable_agents.workflows.contracts` then
+# `durable_agents.workflows.contracts.X` works where this package was imported afresh and
+# the layer passed through from elsewhere (the workflow sandbox does both).
+_LAYERS = frozenset({"workflows", "activities", "storage", "workers", "vocabulary"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAYERS:
+        return import_module(f"{__name__}.{name}")
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'durable_agents' has no attribute {name!r}")

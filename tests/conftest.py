@@ -9,6 +9,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activ
 from durable_agents.workers.resources import Resources, open_resources
 from durable_agents.workers.settings import SandboxMode, get_settings
 from durable_agents.workers.stack import DevStack, StackEndpoints
+from durable_agents.workers.stack.temporal import TemporalDevServer
 from durable_agents.workers.temporal_client import connect_client
 from tests.support.tiers import guard_fast_tier, mark_tiers
 
@@ -40,12 +42,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def devstack() -> Iterator[DevStack]:
-    """The session's stack itself, for the few tests that act as its operator (the
-    PostgreSQL superuser creating a scratch database); others use `stack`."""
+    """The session's PostgreSQL and S3, for the few tests that act as their operator (the
+    PostgreSQL superuser creating a scratch database); others use `stack`, or `storage`
+    when they need no Temporal. Temporal is `temporal_server`, started only for the tests
+    that use it, so the storage tests run without it (`make test-storage`)."""
     # Not under pytest's 0700 tmp: as root, PostgreSQL runs as an unprivileged user.
     state = Path(tempfile.mkdtemp(prefix="durable-agents-test-"))
     state.chmod(0o755)
-    devstack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    devstack = DevStack(
+        state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False, temporal=False
+    )
     try:
         devstack.start()
         yield devstack
@@ -55,24 +61,47 @@ def devstack() -> Iterator[DevStack]:
 
 
 @pytest.fixture(scope="session")
-def stack(devstack: DevStack) -> StackEndpoints:
+def temporal_server(devstack: DevStack) -> Iterator[TemporalDevServer]:
+    server = devstack.temporal  # the stack's own, under its state dir; started on first use
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def storage(devstack: DevStack) -> StackEndpoints:
+    """PostgreSQL and S3 only: no Temporal address."""
     return devstack.endpoints
 
 
 @pytest.fixture(scope="session")
-async def migrated(stack: StackEndpoints) -> StackEndpoints:
+def stack(devstack: DevStack, temporal_server: TemporalDevServer) -> StackEndpoints:
+    return replace(devstack.endpoints, temporal_address=temporal_server.address)
+
+
+@pytest.fixture(scope="session")
+async def migrated_storage(storage: StackEndpoints) -> StackEndpoints:
     # As the owner; everything after (workers, repositories) uses the app role.
-    await migrate(stack.database_migration_url)
+    await migrate(storage.database_migration_url)
     if os.environ.get(ENV_FLAG) == "1":  # make test-partitioned
-        await partition_by_tenant(stack.database_migration_url)
+        await partition_by_tenant(storage.database_migration_url)
+    return storage
+
+
+@pytest.fixture(scope="session")
+async def migrated(stack: StackEndpoints, migrated_storage: StackEndpoints) -> StackEndpoints:
     return stack
 
 
 @pytest.fixture(scope="session")
 async def resources(
-    migrated: StackEndpoints, tmp_path_factory: pytest.TempPathFactory
+    migrated_storage: StackEndpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Resources]:
-    s = migrated.settings(workspace=Path("unused"), task_queue="unused", provider="scripted")
+    s = migrated_storage.settings(
+        workspace=Path("unused"), task_queue="unused", provider="scripted"
+    )
     async with open_resources(s.database, s.s3) as res:
         await res.store.ensure_bucket()
         yield res

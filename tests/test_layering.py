@@ -6,11 +6,15 @@ Rooms, bottom up:
 - vocabulary: the leaf terms (artifact refs, item kinds, statuses, previews, token counts).
 - storage: AgentState and the artifact store. Knows nothing of Temporal or workflows.
 - contracts: what the loop, its activities and its clients agree on: the payloads
-  (workflows/contracts.py, client_contracts.py, state_contracts.py) and the task queues,
-  timeouts and retry policies (workflows/policies.py).
-- domain: Temporal-free libraries (activities/providers, tools, context, policies).
+  (workflows/contracts.py, client_contracts.py, state_contracts.py), the task queues,
+  timeouts and retry policies (workflows/policies.py), and reading a run's start input back
+  (workflows/run_input.py).
+- domain: Temporal-free libraries (activities/providers, tools, context, policies) and the
+  agent definitions users write (activities/agents.py).
 - trajectory: OpenTelemetry by reference (activities/trajectory).
 - edges: the `@activity.defn` classes and what translates to Temporal (activities/*.py).
+  Only the worker processes (which register them) and the gateway (whose device relays
+  run one) import them.
 - loop: the deterministic workflows (workflows/*.py): contracts and the activities they name,
   never storage.
 - shared: what every process opens or reads (workers/settings, resources, temporal_client,
@@ -25,7 +29,9 @@ from collections.abc import Collection
 
 from tests.support.imports import PUBLIC, imports, modules
 
-BELOW_WORKERS = {"vocabulary", "storage", "contracts", "domain", "trajectory", "edges", "loop"}
+# What the roles under workers/ build on. The edges (the activities) are registered by the
+# worker processes and hosted by the gateway's device relays; nothing else calls into them.
+BELOW_WORKERS = {"vocabulary", "storage", "contracts", "domain", "trajectory", "loop"}
 WORKER_BASE = BELOW_WORKERS | {"shared"}
 
 # room -> the rooms it may import from (besides itself).
@@ -42,8 +48,8 @@ ALLOWED: dict[str, set[str]] = {
     "peers": WORKER_BASE,
     "client": WORKER_BASE,
     "device": WORKER_BASE | {"client"},
-    "process": WORKER_BASE | {"device", "client"},
-    "gateway": WORKER_BASE | {"client", "process"},
+    "process": WORKER_BASE | {"edges", "device", "client"},
+    "gateway": WORKER_BASE | {"edges", "client", "process"},
     "demo": WORKER_BASE | {"client", "process", "stack", "gateway", "device"},
     "cli": WORKER_BASE | {"client", "process", "stack", "gateway", "device", "demo", "peers"},
     "api": WORKER_BASE | {"client", "process", "peers"},
@@ -53,8 +59,8 @@ ALLOWED: dict[str, set[str]] = {
 # Rooms that must not import Temporal at all (the edges translate for them).
 TEMPORAL_FREE = {"vocabulary", "storage", "domain"}
 
-CONTRACTS = {"contracts", "client_contracts", "state_contracts", "policies"}
-DOMAIN = {"providers", "tools", "context", "policies"}
+CONTRACTS = {"contracts", "client_contracts", "state_contracts", "policies", "run_input"}
+DOMAIN = {"providers", "tools", "context", "policies", "agents"}
 SHARED = {"settings", "resources", "temporal_client", "task_options", "agent_loading"}
 ROLES = {"stack", "peers", "client", "device", "process", "gateway", "demo", "cli"}
 
@@ -125,6 +131,7 @@ def test_a_wrong_way_import_added_anywhere_is_named() -> None:
     graph = import_graph()
     graph["durable_agents.storage.items"].append(("durable_agents.workflows.agent", "X"))
     graph["durable_agents.workers.client.tasks"].append(("durable_agents.workers.cli", "main"))
+    graph["durable_agents.workers.client.tasks"].append(("durable_agents.activities", "tool_run"))
     graph["durable_agents.activities.tools.files"].append(("durable_agents.activities", "gc"))
     assert wrong_way_imports(graph) == [
         "durable_agents.activities.tools.files (domain) imports durable_agents.activities.gc "
@@ -132,6 +139,8 @@ def test_a_wrong_way_import_added_anywhere_is_named() -> None:
         "durable_agents.storage.items (storage) imports durable_agents.workflows.agent (loop)",
         "durable_agents.workers.client.tasks (client) imports durable_agents.workers.cli.main "
         "(cli)",
+        "durable_agents.workers.client.tasks (client) imports "
+        "durable_agents.activities.tool_run (edges)",
     ]
 
 

@@ -92,6 +92,29 @@ def test_markers_follow_fixtures_paths_and_the_calls_a_test_makes(
     assert all("services" in m for m in marks("tests/test_devstack.py::test_stack_stops"))
 
 
+def test_the_storage_tier_starts_no_temporal(collected: dict[str, dict[str, Any]]) -> None:
+    storage = {
+        i: r
+        for i, r in collected.items()
+        if "services" in r["marks"]
+        and not set(r["marks"]) & {"temporal", "processes", "chaos", "browser", "real_model"}
+    }
+    assert len(storage) > 200, len(storage)
+    # Whatever reaches Temporal goes through the temporal_server fixture (stack, migrated,
+    # client, agent_worker, cli_env): none of it is in a storage-tier test's closure.
+    temporal = {"temporal_server", "stack", "migrated", "client", "agent_worker", "cli_env"}
+    leaks = {i: sorted(set(r["fixtures"]) & temporal) for i, r in storage.items()}
+    assert not {i: f for i, f in leaks.items() if f}
+    assert all("temporal" in r["marks"] for r in collected.values() if "client" in r["fixtures"])
+    assert any(i.startswith("tests/test_repositories.py") for i in storage)
+
+
+def test_make_test_storage_selects_the_storage_tier() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    target = makefile.split("\ntest-storage:", 1)[1].split("\n\n", 1)[0]
+    assert "services and not temporal and not processes" in re.sub(r"\\\n\s*", "", target)
+
+
 def test_make_test_fast_selects_the_fast_tier() -> None:
     makefile = (REPO / "Makefile").read_text()
     target = makefile.split("\ntest-fast:", 1)[1].split("\n\n", 1)[0]

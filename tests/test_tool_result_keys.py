@@ -11,8 +11,9 @@ from typing import Any
 from sqlalchemy import update
 
 from durable_agents.activities.providers.base import ToolSpec
-from durable_agents.activities.tool_run import ToolActivities, outcome_of
+from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.activities.tools.outcomes import outcome_of
 from durable_agents.storage.models import ItemRow
 from durable_agents.workers.resources import Resources
 from tests.support.helpers import s3_sha256, stored_key

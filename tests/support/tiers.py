@@ -1,7 +1,9 @@
 """The suite's tiers, read from what each test uses: `services` (the real stack: Temporal,
-PostgreSQL, S3), `processes` (it starts a subprocess: a worker, a gateway, llama-server, a
-CLI), `chaos` and `browser`. A test with none of them (and not `real_model`) is the fast
-tier, `make test-fast`; in that run `guard_fast_tier` makes starting any process fail loudly.
+PostgreSQL, S3), `temporal` (of those, it needs Temporal), `processes` (it starts a
+subprocess: a worker, a gateway, llama-server, a CLI), `chaos` and `browser`. A test with
+none of them (and not `real_model`) is the fast tier, `make test-fast`; in that run
+`guard_fast_tier` makes starting any process fail loudly. `services` without `temporal` and
+the rest is the storage tier, `make test-storage`: PostgreSQL and S3 alone.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-TIERS = ("services", "processes", "chaos", "browser")
+TIERS = ("services", "temporal", "processes", "chaos", "browser")
 # The marker expression of the fast tier (the Makefile spells the same).
 FAST = "not services and not processes and not chaos and not browser and not real_model"
 FAST_ENV = "DURABLE_AGENTS_TEST_TIER"  # "fast" in `make test-fast`
@@ -26,6 +28,8 @@ FAST_ENV = "DURABLE_AGENTS_TEST_TIER"  # "fast" in `make test-fast`
 # agent_worker, cli_env, chaos_*) inherits the tier through the fixture closure. A test
 # body (or a function of its module it calls) that names one of them starts it itself.
 _SERVICE_TYPES = ("DevStack", "PostgresServer", "TemporalDevServer", "SeaweedServer", "PgInstall")
+# Temporal's own: the session's server (the `temporal_server` fixture), or one a test starts.
+_TEMPORAL_TYPES = ("TemporalDevServer", "DevStack", "WorkflowEnvironment")
 _PROCESS_TYPES = ("LlamaServer", "WorkerProcess", "GatewayProcess", "GatewayDeviceProcess")
 # Names whose call starts a subprocess, and modules whose helpers do. McpToolsets.start()
 # probes, as the tool user, that it reaches the server.
@@ -107,6 +111,12 @@ def tiers_of(item: pytest.Item) -> set[str]:
         item, defs, _from((), _SERVICE_TYPES)
     ):
         found.add("services")
+    # The fixtures by what they return (the stack's own fixture names DevStack but starts
+    # no Temporal), the test's own calls by what they name.
+    if any(_annotated(d, _TEMPORAL_TYPES[:1]) for d in defs) or _uses(
+        item, [], _from((), _TEMPORAL_TYPES)
+    ):
+        found.add("temporal")
     if any(_annotated(d, _PROCESS_TYPES) for d in defs) or _uses(
         item, defs, _from(_PROCESS_MODULES, _PROCESS_NAMES)
     ):

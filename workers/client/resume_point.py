@@ -22,7 +22,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
-from durable_agents.activities.session_open import run_start_input
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.session_status import SessionStatus
@@ -30,6 +29,7 @@ from durable_agents.workers.task_options import TaskOptions
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import AgentInput
 from durable_agents.workflows.policies import workflow_id_for
+from durable_agents.workflows.run_input import run_start_input
 
 # Workflow states a task can be resumed from (a task stopped with `agentctl cancel` ends
 # its workflow as completed, with the session cancelled: see `resumable`).

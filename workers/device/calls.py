@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from durable_agents.activities.policies.text_limits import ARGUMENTS_TOO_LARGE, oversized_arguments
-from durable_agents.activities.tool_run import failure_words
 from durable_agents.activities.tools.args import check_allowed
 from durable_agents.activities.tools.base import (
     ToolContext,
@@ -28,6 +27,7 @@ from durable_agents.activities.tools.effects import (
     reconcile_interrupted,
 )
 from durable_agents.activities.tools.fetch_policy import FetchPolicy
+from durable_agents.activities.tools.outcomes import failure_words
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agents.activities.tool_run import outcome_of
 from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT
+from durable_agents.activities.tools.outcomes import outcome_of
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.api_keys import Principal
 from durable_agents.storage.artifact_streams import status as s3_status

@@ -109,6 +109,8 @@ _STOPPED = "dev stack: stopped while starting"
 
 class DevStack:
     """Temporal + PostgreSQL + S3 under one state dir; a port of 0 means any free port.
+    `temporal=False` starts PostgreSQL and S3 alone (AgentState without a loop: the storage
+    tests); its endpoints then name no Temporal address.
 
     One start, one stop: stop() may come from another thread at any time, a start still
     under way included, and nothing runs after it returns.
@@ -126,6 +128,7 @@ class DevStack:
         s3_access_key: str = DEV_S3_ACCESS_KEY,
         s3_secret_key: str = DEV_S3_SECRET_KEY,
         bucket: str = DEFAULT_BUCKET,
+        temporal: bool = True,
     ) -> None:
         self.state_dir = state_dir.absolute()
         logs = self.state_dir / "logs"
@@ -150,7 +153,9 @@ class DevStack:
             log_path=logs / "temporal.log",
             fsync=fsync,
         )
-        self._services: list[_Service] = [self.postgres, self.seaweed, self.temporal]
+        self._services: list[_Service] = [self.postgres, self.seaweed]
+        if temporal:
+            self._services.append(self.temporal)
         self._endpoints: StackEndpoints | None = None
         self._stopped = threading.Event()
         self._starting = threading.Lock()  # held for the whole of start()
@@ -188,14 +193,14 @@ class DevStack:
                 logger.error("dev stack: another service failed too: %s", extra)
             raise errors[0]
         self._endpoints = StackEndpoints(
-            temporal_address=self.temporal.address,
+            temporal_address=self.temporal.address if self.temporal in self._services else "",
             database_url=self.postgres.url,
             database_migration_url=self.postgres.owner_url,
             s3_endpoint_url=self.seaweed.endpoint_url,
             s3_access_key_id=self.seaweed.access_key,
             s3_secret_access_key=self.seaweed.secret_key,
             s3_bucket=self.seaweed.bucket,
-            temporal_ui_url=self.temporal.ui_url,
+            temporal_ui_url=self.temporal.ui_url if self.temporal in self._services else None,
         )
         logger.info("dev stack up in %.2fs (state in %s)", time.monotonic() - began, self.state_dir)
         return self._endpoints
