@@ -45,33 +45,9 @@ if TYPE_CHECKING:
     from durable_agents.workers.peers.pydantic_ai_history import AgentStateHistory
     from durable_agents.workflows.contracts import AgentInput, ApproveInput
 
+# Where each public name lives, when not in the Python API (workers/api.py).
 _API = "durable_agents.workers.api"
-_WHERE: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "DEFAULT_AGENT",
-            "Agent",
-            "AgentClient",
-            "AgentStatus",
-            "Limits",
-            "McpHttp",
-            "McpStdio",
-            "ModelChoice",
-            "PendingApproval",
-            "Task",
-            "TaskOptions",
-            "TaskResult",
-            "Tool",
-            "ToolContext",
-            "ToolError",
-            "ToolOutput",
-            "builtin_tools",
-            "connect",
-            "serve",
-            "tool",
-        ),
-        _API,
-    ),
+_ELSEWHERE = {
     # An agent written for another SDK, on our storage (README, "Already have an agent?").
     "ClaimCheckPlugin": "durable_agents.workers.peers.claim_check_plugin",
     "AgentStateSession": "durable_agents.workers.peers.openai_agents_session",
@@ -119,10 +95,9 @@ _LAYERS = frozenset({"workflows", "activities", "storage", "workers", "vocabular
 def __getattr__(name: str) -> Any:
     if name in _LAYERS:
         return import_module(f"{__name__}.{name}")
-    module = _WHERE.get(name)
-    if module is None:
+    if name not in __all__:
         raise AttributeError(f"module 'durable_agents' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(import_module(_ELSEWHERE.get(name, _API)), name)
     globals()[name] = value
     return value
 

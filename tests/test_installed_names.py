@@ -105,3 +105,13 @@ def test_importing_the_public_package_loads_no_layer() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert ran.stdout.strip() == "['durable_agents']", ran.stderr[-2000:]
+
+
+def test_the_public_names_are_the_python_apis_and_each_resolves() -> None:
+    import durable_agents
+    from durable_agents.workers import api
+
+    assert set(api.__all__) <= set(public_names)
+    for name in public_names:
+        assert getattr(durable_agents, name) is not None, name
+    assert durable_agents.workflows.contracts.AgentInput is durable_agents.AgentInput
