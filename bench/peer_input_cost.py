@@ -118,11 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.walk:
         walk(args.walk, args.size)
         return 0
-    print("| tool results k | input payload | encode (workflow) | decode (activity) |")
-    print("|---|---|---|---|")
-    for calls in args.calls or [25, 50, 100, 150, 200]:
+    # k ascending: this process's VmHWM after each row is the largest call's peak so far.
+    print("| tool results k | input payload | encode (workflow) | decode (activity) | VmHWM |")
+    print("|---|---|---|---|---|")
+    for calls in sorted(args.calls or [25, 50, 100, 150, 200]):
         enc, dec, size = measure(calls, args.size, args.repeat)
-        print(f"| {calls} | {size / 1e6:.1f} MB | {enc:.0f} ms | {dec:.0f} ms |", flush=True)
+        hwm = proc_mem_kib(os.getpid())[1] / 1024
+        print(
+            f"| {calls} | {size / 1e6:.1f} MB | {enc:.0f} ms | {dec:.0f} ms | {hwm:,.0f} MiB |",
+            flush=True,
+        )
     return 0
 
 

@@ -98,6 +98,8 @@ async def start(
             WORKFLOWS[row.sdk], PROMPT, id=workflow_id, task_queue=queue, result_type=str
         )
         result = asyncio.ensure_future(handle.result())
+        # A run the bench stops ends in an error nobody awaits: mark it seen.
+        result.add_done_callback(lambda f: f.cancelled() or f.exception())
 
         async def finished() -> bool | None:
             if not result.done():
