@@ -256,7 +256,7 @@ async def main(args: argparse.Namespace) -> None:
                     print(table([row]).splitlines()[-1], flush=True)
                     if row.why:
                         print(f"    why: {row.why}", flush=True)
-                    append_line(Path(args.out), json.dumps(row.json()))
+                    append_line(Path(args.out or logs / "rows.jsonl"), json.dumps(row.json()))
     print(table(rows))
 
 
@@ -269,5 +269,9 @@ if __name__ == "__main__":
     parser.add_argument("--limit-seconds", type=float, default=1800)
     parser.add_argument("--rss-cap-gib", type=float, default=12)
     parser.add_argument("--logs", default=None, help="where the run's directory goes (/tmp)")
-    parser.add_argument("--out", default="peer_plugins.jsonl", help="rows appended as JSON")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="rows appended as JSON (default: the run directory's rows.jsonl)",
+    )
     asyncio.run(main(parser.parse_args()))
