@@ -17,7 +17,6 @@ from temporalio import activity
 
 from durable_agents.activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
 from durable_agents.activities.agents import check_agent_name
-from durable_agents.activities.context.user_messages import stage_user_text, user_message_item
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
 from durable_agents.activities.policies.task_rules import check_task_settings
 from durable_agents.activities.policies.text_limits import check_text, utf8_size
@@ -26,6 +25,7 @@ from durable_agents.storage.errors import InvalidTenant, SessionNotFound
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.quotas import Quotas, TenantControls
 from durable_agents.storage.sessions import SessionRepository, session_id_taken
+from durable_agents.storage.user_messages import stage_user_text, user_message_item
 from durable_agents.workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
 from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
 from durable_agents.workflows.run_input import run_start_input

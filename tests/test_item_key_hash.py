@@ -59,11 +59,16 @@ async def test_the_same_key_in_two_tenants_is_two_items_each_found_only_by_its_t
 async def test_lookups_by_key_use_the_hash_index_and_no_index_holds_the_key_text(
     resources: Resources, migrated: StackEndpoints, tenant: str
 ) -> None:
-    # Fresh statistics, as autovacuum keeps them: every index of items leads with the tenant
-    # (0023), so on stale ones a tenant with no rows makes any of them look as cheap.
+    # Every index of items leads with the tenant (0023): for a tenant with no rows each of them
+    # looks as cheap, and the planner's pick among equals is no evidence. A tenant with a few
+    # hundred items (and fresh statistics, as autovacuum keeps them) is what a lookup meets.
+    sid = uuid.uuid4()
+    async with resources.sessions() as db, db.begin():
+        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
+        await ItemRepository(db, tenant).append_many([msg(sid, f"k{n}") for n in range(400)])
     owner = make_engine(migrated.database_migration_url)
     try:
-        async with owner.connect() as conn:
+        async with owner.begin() as conn:  # committed: statistics roll back with a transaction
             await conn.execute(text("ANALYZE items"))
     finally:
         await owner.dispose()

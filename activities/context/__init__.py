@@ -1,2 +1,2 @@
-"""Context assembly: what a model step sees, read from AgentState and cut to its budget; tool
-call ids and the user's own messages. Temporal-free (tests/test_layering.py)."""
+"""Context assembly: what a model step sees, read from AgentState and cut to its budget, and
+the tool call ids it carries. Temporal-free (tests/test_layering.py)."""

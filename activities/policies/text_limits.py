@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from durable_agents.vocabulary.tokens import utf8_size as utf8_size
+
 KIB = 1024
 
 # A model call's oversized arguments are replaced by {OVERSIZED_ARGUMENTS_KEY: {...}}, like
@@ -36,10 +38,6 @@ class TextLimits:
     # A task or message over this is stored as an artifact with an inline preview, and
     # context assembly expands it like a tool result (an excerpt when it does not fit).
     inline_message_bytes: int = 32 * KIB
-
-
-def utf8_size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def json_size(value: Any) -> int:

@@ -130,3 +130,8 @@ def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base"
     if text.startswith(cut):
         _remember(_cuts, key, len(cut))
     return cut
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of `text` as UTF-8, lone surrogates included (what a size limit counts)."""
+    return len(text.encode("utf-8", "surrogatepass"))

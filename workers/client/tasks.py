@@ -17,7 +17,6 @@ from temporalio.client import (
     WorkflowHandle,
 )
 
-from durable_agents.activities.context.user_messages import stage_user_text, user_message_item
 from durable_agents.activities.policies.text_limits import (
     TextLimits,
     check_json_text,
@@ -31,6 +30,7 @@ from durable_agents.storage.archive import rehydrate_for_read
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
 from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.user_messages import stage_user_text, user_message_item
 from durable_agents.storage.workspaces import validate_project
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus

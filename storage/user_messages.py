@@ -14,15 +14,14 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from durable_agents.activities.policies.text_limits import utf8_size
 from durable_agents.storage.artifact_commit import artifact_info, register_uploaded
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.items import NewItem
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.previews import make_preview
-from durable_agents.vocabulary.tokens import count_tokens
-from durable_agents.workflows.contracts import ArtifactRef
+from durable_agents.vocabulary.tokens import count_tokens, utf8_size
 
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 
