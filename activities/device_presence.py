@@ -1,5 +1,5 @@
-"""The device_online and device_route activities: is a device heartbeating, by the
-database clock, and does it reach the cloud through the gateways (a live device key).
+"""The device_route activity: is a device heartbeating, by the database clock, and does it
+reach the cloud through the gateways (a live device key).
 
 Presence is a hint, not a guarantee: a device seen a second ago can be gone now, so a
 caller still relies on the device call's schedule-to-start timeout (DeviceOffline) to
@@ -21,14 +21,6 @@ from durable_agents.workflows.contracts import DevicePresenceInput, DeviceRoute
 class DevicePresenceActivities:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
-
-    @activity.defn(name="device_online")
-    async def device_online(self, inp: DevicePresenceInput) -> bool:
-        """True if the tenant's device was seen within `inp.within_seconds`."""
-        _checked(inp)
-        within = timedelta(seconds=max(inp.within_seconds, 0.0))
-        async with storage_errors_are_final(), self._sessions() as db:
-            return await DeviceRepository(db, inp.tenant_id).is_online(inp.device_id, within)
 
     @activity.defn(name="device_route")
     async def device_route(self, inp: DevicePresenceInput) -> DeviceRoute:

@@ -13,10 +13,6 @@ workflow keeps one awaited activity per call, so its timeout (the device's wait 
 tool's) and retry policy bound a device that never comes back exactly as a timeout, with
 no new signal handler or wait in the loop (a smaller patch to replay).
 
-run_tool on `device:{tenant}:{id}` is the same hand-over for runs that scheduled their
-device calls on the device's own queue before that (workflows/tool_calls.py
-DEVICE_CALLS_DISPATCHED); a gateway serves it only with device_queue_relays on.
-
 A call already committed under its idempotency key is answered at once, so a retried
 attempt never hands the device the call again.
 """
@@ -24,7 +20,6 @@ attempt never hands the device the call again.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
@@ -89,37 +84,4 @@ class DeviceDispatchActivities:
         outcome = await _hand_over(self._sessions, self._store_prefix, device_id, inp)
         if outcome is not None:
             return outcome
-        activity.raise_complete_async()
-
-
-class DeviceRelayActivities:
-    """run_tool for one (tenant, device) on its own queue (runs from before dispatch);
-    `offered` is called after each hand-over, so a waiting long-poll wakes at once."""
-
-    def __init__(
-        self,
-        sessions: async_sessionmaker[AsyncSession],
-        tenant_id: str,
-        device_id: str,
-        offered: Callable[[], None] = lambda: None,
-        *,
-        store_prefix: str,
-    ) -> None:
-        """`store_prefix`: the artifact store's key prefix, for the refs of the outcomes."""
-        self._sessions = sessions
-        self._store_prefix = store_prefix
-        self._tenant = tenant_id
-        self._device = device_id
-        self._offered = offered
-
-    @activity.defn(name="run_tool")
-    async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
-        """Hand the call to the device; completed later by the gateway."""
-        if inp.tenant_id != self._tenant:
-            # The queue name carries the tenant; a mismatch is a bug or a forged schedule.
-            raise non_retryable("TenantMismatch", "a call of another tenant on this queue")
-        outcome = await _hand_over(self._sessions, self._store_prefix, self._device, inp)
-        if outcome is not None:
-            return outcome
-        self._offered()
         activity.raise_complete_async()

@@ -378,14 +378,13 @@ class ModelActivities:
     ) -> ModelCallResult:
         """`call_rows`: the tool_call items when this attempt just wrote them. `config`: the
         turn's, whose agent approvals hold for the turn. `approvals`: what the session
-        committed (the task's policies, and loosenings with who made them); a session
-        started before it kept them has them in `inp` instead, and they only tighten."""
+        committed (the task's policies, and loosenings with who made them)."""
         calls = await tool_call_refs(
             st.items,
             row,
             agent,
             config.agent.get("approvals", {}),
-            approvals or {"policies": inp.approval_policies},
+            approvals or {},
             call_rows or {},
         )
         stats = row.data.get("context", {})

@@ -88,9 +88,6 @@ class SessionOpenActivities:
         start = await self._start_input()
         text = start.task_text or ""
         staged = await stage_user_text(self._store, inp.tenant_id, text, self._inline_bytes)
-        # Approval overrides (the older spelling) only add approvals here: a plain start
-        # holds no scope that may loosen the agent's.
-        folded = start.with_overrides_folded().approval_policies
         async with storage_errors_are_final(), self._sessions() as db, db.begin():
             if not await session_id_taken(db, session_id):
                 # The command layer's start check, in this commit's transaction; a retry
@@ -106,7 +103,12 @@ class SessionOpenActivities:
                     workflow_id=info.workflow_id,
                     workflow_run_id=info.workflow_run_id,
                     agent_definition=inp.agent,
-                    approvals={"policies": folded, "loosened": {}, "loosened_by": None},
+                    # A plain start holds no scope that may loosen the agent's approvals.
+                    approvals={
+                        "policies": dict(start.approval_policies),
+                        "loosened": {},
+                        "loosened_by": None,
+                    },
                 )
             except SessionNotFound:
                 raise _taken(session_id) from None

@@ -32,7 +32,6 @@ def every_setting_changed() -> AgentInput:
         max_steps=7,
         device_id="laptop",
         device_tools=["run_shell"],
-        approval_overrides={"write_file": False},
         approval_policies={"fetch_url": "always"},
         approval_timeout_seconds=5,
         tool_timeout_seconds=6,
@@ -48,7 +47,6 @@ def every_setting_changed() -> AgentInput:
         continue_as_new_every=4,
         task_text="Survey the workspace.",
         agent="researcher",
-        approvals_in_state=True,
         budget_tokens=5_000,
         budget_cost_usd=1.5,
         budget_tool_calls=12,
@@ -99,16 +97,11 @@ def test_task_options_carry_every_setting_to_the_start_input() -> None:
     inp = every_setting_changed()
     settings = {f.name for f in fields(AgentInput)} - CURSORS - FIRST_RUN_ONLY
     # Set by the loop for a sub-agent, never by a starter.
-    settings -= {"session_id", "depth", "approvals_in_state", "budget_root"}
+    settings -= {"session_id", "depth", "budget_root"}
     values: dict[str, Any] = {name: getattr(inp, name) for name in settings}
     options = TaskOptions(**values)
     started = options.agent_input("s")
-    # An override that asks is a policy; one that stops asking is a loosening, which the
-    # session keeps (tests/test_approval_overrides.py); the start input names neither.
-    folded = {"approval_overrides": {}, "approval_policies": {"fetch_url": "always"}}
-    assert {n: getattr(started, n) for n in settings} == {**values, **folded}
-    assert options.loosened_approvals == {"write_file": "never"}
-    assert started.approvals_in_state
+    assert {n: getattr(started, n) for n in settings} == values
     assert (started.step, started.depth, started.compaction) == (0, 0, None)
 
 

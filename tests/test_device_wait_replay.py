@@ -1,9 +1,7 @@
-"""Device calls and replay. tests/histories/device_call_awaited.json was recorded before
-device calls ran in the background (the loop awaited the call until DeviceOffline);
-device_call_pending.json with the call pending while the model took a step and answered,
-then the wait, the timeout and one more step. tests/test_replay.py replays both with the
-current code; this test runs the same task live and replays its history.
-RECORD_DEVICE_HISTORY=NAME records the live run as tests/histories/NAME.json."""
+"""Device calls and replay. tests/histories/device_call_pending.json holds a device call
+pending while the model took a step and answered, then the wait, the timeout and one more
+step; tests/test_replay.py replays it with the current code, and this test runs the same task
+live and replays its history. RECORD_HISTORIES=1 records the live run as that file."""
 
 from __future__ import annotations
 
@@ -37,7 +35,6 @@ DEVICE_AND_CLOUD = [
 async def test_a_device_call_history_replays(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    name = os.environ.get("RECORD_DEVICE_HISTORY")
     device_id = f"gone-{uuid.uuid4().hex[:6]}"
     async with resources.sessions() as db, db.begin():
         await DeviceRepository(db, tenant).register(device_id, ["read_file"])
@@ -54,7 +51,7 @@ async def test_a_device_call_history_replays(
         result = await handle.result()
     assert result.status == "completed"
     history = await handle.fetch_history()
-    if name:
-        (HISTORIES / f"{name}.json").write_text(history.to_json())
+    if os.environ.get("RECORD_HISTORIES"):
+        (HISTORIES / "device_call_pending.json").write_text(history.to_json())
     replayed = await Replayer(workflows=[AgentWorkflow]).replay_workflow(history)
     assert replayed.replay_failure is None

@@ -13,8 +13,7 @@ Rooms, bottom up:
   agent definitions users write (activities/agents.py).
 - trajectory: OpenTelemetry by reference (activities/trajectory).
 - edges: the `@activity.defn` classes and what translates to Temporal (activities/*.py).
-  Only the worker processes (which register them) and the gateway (whose device relays
-  run one) import them.
+  Only the worker processes, which register them, import them.
 - loop: the deterministic workflows (workflows/*.py): contracts and the activities they name,
   never storage.
 - shared: what every process opens or reads (workers/settings, resources, temporal_client,
@@ -30,7 +29,7 @@ from collections.abc import Collection
 from tests.support.imports import PUBLIC, imports, modules
 
 # What the roles under workers/ build on. The edges (the activities) are registered by the
-# worker processes and hosted by the gateway's device relays; nothing else calls into them.
+# worker processes; nothing else calls into them.
 BELOW_WORKERS = {"vocabulary", "storage", "contracts", "domain", "trajectory", "loop"}
 WORKER_BASE = BELOW_WORKERS | {"shared"}
 
@@ -49,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": WORKER_BASE,
     "device": WORKER_BASE | {"client"},
     "process": WORKER_BASE | {"edges", "device", "client"},
-    "gateway": WORKER_BASE | {"edges", "client", "process"},
+    "gateway": WORKER_BASE | {"client", "process"},
     "demo": WORKER_BASE | {"client", "process", "stack", "gateway", "device"},
     "cli": WORKER_BASE | {"client", "process", "stack", "gateway", "device", "demo", "peers"},
     "api": WORKER_BASE | {"client", "process", "peers"},

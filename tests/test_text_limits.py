@@ -92,7 +92,12 @@ async def test_a_model_tool_call_over_the_argument_cap_becomes_an_error_result(
     )
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(
-            client, resources, queue, tenant=tenant, approval_overrides={"write_file": False}
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            loosened_approvals={"write_file": "never"},
+            loosened_by="test",
         )
         result = await asyncio.wait_for(handle.result(), 30)
 

@@ -134,7 +134,7 @@ async def test_deterministic_failure_is_an_error_result_after_one_attempt(
         async with agent_worker(provider, workspace) as queue:
             session_id, handle = await start(
                 client, resources, queue, tenant=tenant, session_id=sid,
-                approval_overrides={"write_file": False},
+                loosened_approvals={"write_file": "never"}, loosened_by="test",
             )  # fmt: skip
             result = await asyncio.wait_for(handle.result(), 60)
 

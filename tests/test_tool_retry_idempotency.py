@@ -53,7 +53,8 @@ async def test_retry_after_timeout_does_not_duplicate_write_file_effect(
                 tenant=tenant,
                 session_id=sid,
                 tool_timeout_seconds=3,
-                approval_overrides={"write_file": False},
+                loosened_approvals={"write_file": "never"},
+                loosened_by="test",
             )
             await wait_until_commit_blocked(resources)
             first = os.stat(target)

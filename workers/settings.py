@@ -304,9 +304,6 @@ class GatewaySettings(BaseSettings):
     key_recheck_seconds: float = Field(default=2.0, gt=0, le=4.0)
     # A device's lease on a call (renewed by its heartbeats); its upload URL ends with it.
     device_lease_seconds: int = Field(default=30, ge=2, le=300)
-    # Also run a Temporal worker on each polling device's own queue: only while runs that
-    # scheduled device calls there before dispatch (device-calls-dispatched) are open.
-    device_queue_relays: bool = False
 
 
 class Settings(BaseSettings):

@@ -24,7 +24,6 @@ class TaskOptions:
     max_steps: int = 24
     device_id: str | None = None
     device_tools: list[str] = field(default_factory=list)
-    approval_overrides: dict[str, bool] = field(default_factory=dict)
     approval_policies: dict[str, str] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = 120
@@ -54,21 +53,10 @@ class TaskOptions:
 
     def __post_init__(self) -> None:
         """Refuse options that would fail the task at once, make it wait forever or load
-        every worker, so nothing is committed for them (InvalidTaskInput naming the field).
-
-        Approval overrides (the older spelling) become policies here: True asks ("always",
-        a tightening), False stops asking (a loosening, as this code's caller decided)."""
+        every worker, so nothing is committed for them (InvalidTaskInput naming the field)."""
         check_task_settings(self)
         self.approval_policies = dict(self.approval_policies)
         self.loosened_approvals = dict(self.loosened_approvals)
-        for tool, ask in self.approval_overrides.items():
-            if ask:
-                self.approval_policies[tool] = "always"
-            else:  # as an override did, it beats a policy given for the same tool
-                self.approval_policies.pop(tool, None)
-                self.loosened_approvals[tool] = "never"
-                self.loosened_by = self.loosened_by or "operator"
-        self.approval_overrides = {}
         check_policies("loosened_approvals", self.loosened_approvals)
         if self.loosened_approvals and not self.loosened_by:
             raise InvalidTaskInput("loosened_by", "loosened approvals need who loosened them")
@@ -108,6 +96,4 @@ class TaskOptions:
         over by name, so a setting added to both is never left behind here."""
         shared = {f.name for f in fields(AgentInput)} & {f.name for f in fields(self)}
         values = {name: copy.deepcopy(getattr(self, name)) for name in shared}
-        # The session holds the approvals (committed with it): model calls read them there.
-        values["approvals_in_state"] = True
         return AgentInput(session_id=session_id, **{**values, **overrides})

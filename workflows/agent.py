@@ -7,14 +7,13 @@ lives in AgentState and is assembled inside the call_model activity.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from durable_agents.workflows.approval_waits import Waiting, check_decision, pending_approvals
-from durable_agents.workflows.budgets import BUDGETS_PATCH, budget_words, raised
+from durable_agents.workflows.budgets import budget_words, raised
 from durable_agents.workflows.cancels import cancelled_activity
 from durable_agents.workflows.compactions import Compactions
 from durable_agents.workflows.contracts import (
@@ -36,22 +35,13 @@ from durable_agents.workflows.contracts import (
     ToolCallRef,
 )
 from durable_agents.workflows.delegation import DELEGATE_TOOL, delegate
-from durable_agents.workflows.device_waits import (
-    DEVICE_CALLS_IN_BACKGROUND,
-    PendingDeviceCalls,
-    refuse_over_limit,
-)
-from durable_agents.workflows.empty_replies import EMPTY_REPLY_PATCH, NO_ANSWER, nudge
+from durable_agents.workflows.device_waits import PendingDeviceCalls, refuse_over_limit
+from durable_agents.workflows.empty_replies import NO_ANSWER, nudge
 from durable_agents.workflows.model_calls import model_call_options, model_failure
 from durable_agents.workflows.session_open import open_session
-from durable_agents.workflows.start_checks import (
-    ONE_DOOR_PATCH,
-    check_identity,
-    check_options,
-    refused,
-)
+from durable_agents.workflows.start_checks import check_identity, check_options, refused
 from durable_agents.workflows.state_writes import write_state_in_task
-from durable_agents.workflows.tenant_gate import TENANT_GATE_PATCH, TenantGate, is_gated
+from durable_agents.workflows.tenant_gate import TenantGate, is_gated
 from durable_agents.workflows.tool_calls import device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
@@ -63,21 +53,12 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.activities.session_state import SessionStateActivities
     from durable_agents.vocabulary.session_status import SessionStatus
 
-# Signals carry the sender's tenant from this patch on; replays of earlier histories count
-# every send_message signal as they did.
-TENANT_CHECKED_SIGNALS = "tenant-checked-signals"
-
 
 @workflow.defn(name="AgentWorkflow")
 class AgentWorkflow:
     @workflow.init
     def __init__(self, inp: AgentInput) -> None:
-        # Overrides in an input started before they were policies become policies here, so
-        # every model call from now on decides approvals with them.
-        self._inp = inp.with_overrides_folded()
-        # Steps whose model call was recorded before that decided without them: they still
-        # apply to those (and agree with the folded policies on every later step).
-        self._recorded_overrides = dict(inp.approval_overrides)
+        self._inp = inp
         self._step = inp.step
         self._status: str = SessionStatus.RUNNING
         self._waiting: dict[str, Waiting] = {}
@@ -110,13 +91,9 @@ class AgentWorkflow:
 
     async def _run(self) -> AgentResult:
         try:
-            checked = workflow.patched(ONE_DOOR_PATCH)
-            if checked:
-                await self._check_start()
+            await self._check_start()
             if self._inp.task_text is not None:  # a plain client's start: no command otherwise
                 await open_session(self._inp)
-                if checked:  # open_session committed the task's approvals with the session
-                    self._inp = replace(self._inp, approvals_in_state=True)
             await self._set_status(SessionStatus.RUNNING)
             return await self._loop()
         except asyncio.CancelledError:
@@ -155,11 +132,11 @@ class AgentWorkflow:
                 if cancelled_activity(err):
                     raise asyncio.CancelledError from None
                 raise await self._fail(model_failure(err, inp), "ModelFailed") from err
-            if result.budget_exhausted is not None and workflow.patched(BUDGETS_PATCH):
+            if result.budget_exhausted is not None:
                 # Nothing was called or committed: once raised, the same step again.
                 await self._park_at_budget(result)
                 continue
-            if is_gated(result) and workflow.patched(TENANT_GATE_PATCH):
+            if is_gated(result):
                 await self._gate.park(result, self._park_status)  # frozen, or at a quota
                 self._status, self._last_error = SessionStatus.RUNNING, None
                 await self._set_status(SessionStatus.RUNNING)
@@ -188,7 +165,7 @@ class AgentWorkflow:
                     # would wait for the device for as long as it may stay away.
                     raise asyncio.CancelledError
                 continue
-            if result.empty_reply and workflow.patched(EMPTY_REPLY_PATCH):
+            if result.empty_reply:
                 if nudged_at == step - 1:  # the reply to the nudge was empty as well
                     return await self._no_answer(final_item)
                 nudged_at = step
@@ -244,9 +221,6 @@ class AgentWorkflow:
                 tenant_id=self._inp.tenant_id,
                 step=step,
                 idempotency_key=self._key(step, "model"),
-                approval_policies=(
-                    {} if self._inp.approvals_in_state else dict(self._inp.approval_policies)
-                ),
                 device_id=self._inp.device_id,
                 pending_device_calls=self._device_calls.refs(),
                 budget=self._inp.budget(),
@@ -274,7 +248,7 @@ class AgentWorkflow:
 
     async def _handle_call(self, step: int, call: ToolCallRef) -> None:
         key = self._key(step, call.tool_call_id)
-        needs = self._recorded_overrides.get(call.name, call.needs_approval)
+        needs = call.needs_approval
         if needs and call.known and call.decision is not None:
             # A resumed run re-reads a step decided before: the decision stands, the person
             # is not asked twice (a rejection's result is committed already).
@@ -287,7 +261,7 @@ class AgentWorkflow:
             await delegate(self._inp, step, call, key)
             return
         device = device_of(self._inp, call)
-        if device is not None and workflow.patched(DEVICE_CALLS_IN_BACKGROUND):
+        if device is not None:
             if len(self._device_calls) >= self._inp.max_pending_device_calls:
                 self._last_error = await refuse_over_limit(self._inp, step, call, key, device)
                 return
@@ -422,7 +396,7 @@ class AgentWorkflow:
         # A signal cannot be refused, so one from another tenant (or none) is ignored. The
         # message itself was committed under the sender's tenant, so it never reaches this
         # session's context either way; this only keeps a stranger from waking the loop.
-        if inp.tenant_id != self._inp.tenant_id and workflow.patched(TENANT_CHECKED_SIGNALS):
+        if inp.tenant_id != self._inp.tenant_id:
             workflow.logger.warning("send_message signal from another tenant ignored")
             return
         self._received += 1

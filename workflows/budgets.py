@@ -1,5 +1,5 @@
-"""A task's budget in the loop: the patch that marks runs which park at it, a raise
-applied to the task's input, and the park's note. Deterministic code only."""
+"""A task's budget in the loop: a raise applied to the task's input, and the park's note.
+Deterministic code only."""
 
 from __future__ import annotations
 
@@ -11,10 +11,6 @@ from durable_agents.workflows.contracts import (
     RaiseBudgetInput,
     TaskBudget,
 )
-
-# From this patch on, a model call that finds the budget reached parks the task as
-# budget_exhausted until a raise; runs recorded before never got such a result.
-BUDGETS_PATCH = "task-budgets"
 
 RAISABLE = ("tokens", "cost_usd", "tool_calls", "seconds")
 

@@ -7,8 +7,6 @@ and goes on. One runs at a time; a step that still finds one due while it runs l
 The loop waits for it before continue-as-new (the next run starts from its ref) and before
 the session ends; a compaction that failed fails the loop at its next step, as it did when
 the loop waited for each one.
-
-Histories from before BACKGROUND_COMPACTION_PATCH waited for each compaction, and replay so.
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ from durable_agents.workflows.model_calls import model_call_options
 with workflow.unsafe.imports_passed_through():
     from durable_agents.activities.compaction import CompactionActivities
 
-BACKGROUND_COMPACTION_PATCH = "background-compaction"
-
 
 class Compactions:
     def __init__(self, inp: AgentInput) -> None:
@@ -35,9 +31,6 @@ class Compactions:
 
     async def start(self, step: int, key: str) -> None:
         """Compact as of `step`, in the background unless one already runs."""
-        if not workflow.patched(BACKGROUND_COMPACTION_PATCH):
-            await self._compact(step, key)
-            return
         if self._running is not None and not self._running.done():
             return
         await self.settle()  # a finished one's failure surfaces here at the latest

@@ -144,10 +144,6 @@ class AgentInput:
     device_id: str | None = None
     # Tools that run on the device's own task queue when device_id is set.
     device_tools: list[str] = field(default_factory=list)
-    # Tool name -> needs approval, as tasks started before these became policies carry it:
-    # the workflow folds it into approval_policies (with_overrides_folded). New inputs
-    # leave it empty.
-    approval_overrides: dict[str, bool] = field(default_factory=dict)
     # Per-task approval policies: tool name -> "never" | "always" | "outside:DIR" | "match:A:RE".
     approval_policies: dict[str, str] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
@@ -175,10 +171,6 @@ class AgentInput:
     # Only a first run carries the text: every input derived from this one drops it.
     task_text: str | None = None
     agent: str | None = None
-    # The session holds the task's approvals (SessionRow.approvals): model calls read them
-    # there, so the policies are not sent again with every step. False in inputs started
-    # before sessions kept them.
-    approvals_in_state: bool = False
     # The task's budget (None: no limit on that figure), checked before each model call
     # against what is committed: tokens in and out, cost in USD (priced replies), tool
     # calls, and seconds since the session was created. A raise replaces the figures.
@@ -216,20 +208,6 @@ class AgentInput:
             received_messages=received_messages,
             compaction=compaction,
             task_text=None,
-        )
-
-    def with_overrides_folded(self) -> "AgentInput":
-        """This input with each approval override as a policy ("always" for True, "never"
-        for False), which beats a policy given for the same tool, as an override did."""
-        if not self.approval_overrides:
-            return self
-        folded = {
-            tool: "always" if ask else "never" for tool, ask in self.approval_overrides.items()
-        }
-        return replace(
-            copy.deepcopy(self),
-            approval_policies={**self.approval_policies, **folded},
-            approval_overrides={},
         )
 
     def for_child(self, session_id: str) -> "AgentInput":
@@ -275,7 +253,6 @@ class ModelCallInput:
     tenant_id: str
     step: int
     idempotency_key: str
-    approval_policies: dict[str, str] = field(default_factory=dict)
     # The task's device: the tools of its agent's device-local MCP servers are offered
     # from what that device registered.
     device_id: str | None = None

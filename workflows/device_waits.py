@@ -29,8 +29,6 @@ from durable_agents.workflows.state_writes import write_state
 with workflow.unsafe.imports_passed_through():
     from durable_agents.activities.session_state import SessionStateActivities
 
-# Histories recorded before this awaited every device call before the next step.
-DEVICE_CALLS_IN_BACKGROUND = "device-calls-in-background"
 PENDING_LIMIT_ERROR = "DevicePendingLimit"
 
 

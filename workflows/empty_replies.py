@@ -11,9 +11,6 @@ from durable_agents.workflows.state_writes import write_state
 with workflow.unsafe.imports_passed_through():
     from durable_agents.activities.session_state import SessionStateActivities
 
-# From this patch on an empty reply is nudged; replays of earlier histories complete with it
-# as they did (tests/histories/empty_reply_completed.json).
-EMPTY_REPLY_PATCH = "empty-reply-nudge"
 NO_ANSWER = "no answer: the model's reply was empty again after it was told so"
 
 

@@ -28,10 +28,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agents.activities.policies.text_limits import check_text
 
-# Runs from this patch on check their input and id first, and keep the task's approvals in
-# the session; replays of earlier histories do neither, as those runs did not.
-ONE_DOOR_PATCH = "one-door-start-checks"
-
 
 def refused(err: InvalidTaskInput) -> ApplicationError:
     """The run's failure for `err`: the rule's own words (field, bound), never free text."""

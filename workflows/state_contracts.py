@@ -99,7 +99,7 @@ class DeviceRoute:
     """How a device call reaches its device: `via_gateway` when the tenant holds a live
     device key for it (the call is recorded in AgentState and leased by whichever gateway
     the device polls), else on the device's own task queue (a device that runs a Temporal
-    worker itself); `online` as device_online answers."""
+    worker itself); `online`: the device was seen within `within_seconds`."""
 
     online: bool
     via_gateway: bool

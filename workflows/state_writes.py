@@ -9,12 +9,6 @@ from temporalio import workflow
 
 from durable_agents.workflows.policies import STATE_WRITE_RETRY, STATE_WRITE_TIMEOUT
 
-# From this patch on, the status writes and approval records run as local activities: the
-# write happens inside the workflow task that asks for it (one marker event) instead of
-# scheduling an activity and waking the workflow again for its result. Histories recorded
-# before keep their scheduled activities (the patch is decided once per run).
-LOCAL_STATE_WRITES_PATCH = "local-state-writes"
-
 
 async def write_state(method: Any, arg: Any) -> Any:
     """Run the state-writing activity `method` with `arg`; its result."""
@@ -27,14 +21,14 @@ async def write_state(method: Any, arg: Any) -> Any:
 
 
 async def write_state_in_task(method: Any, arg: Any) -> Any:
-    """Like `write_state`, but as a local activity once the run has the patch.
+    """Like `write_state`, but as a local activity: the write happens inside the workflow
+    task that asks for it (one marker event) instead of scheduling an activity and waking
+    the workflow again for its result.
 
     Only for short idempotent writes: a worker that dies mid-write loses its workflow task,
     and the retried task runs the write again from the start. The retry policy is the one
     scheduled writes use (every retry within a minute runs in the worker, the workflow task
     heartbeating meanwhile), so a write fails the loop exactly when it did before."""
-    if not workflow.patched(LOCAL_STATE_WRITES_PATCH):
-        return await write_state(method, arg)
     return await workflow.execute_local_activity_method(
         method,
         arg,

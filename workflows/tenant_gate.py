@@ -22,10 +22,6 @@ from durable_agents.workflows.contracts import ModelCallResult
 with workflow.unsafe.imports_passed_through():
     from durable_agents.vocabulary.session_status import SessionStatus
 
-# From this patch on, a model call that finds the tenant frozen or at its quota parks the
-# task until a wake; runs recorded before never got such a result.
-TENANT_GATE_PATCH = "tenant-gate"
-
 RECHECK_SECONDS = 3600.0
 FROZEN_WORDS = "tenant frozen: the task goes on when an operator thaws it"
 

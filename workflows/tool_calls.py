@@ -5,8 +5,7 @@ Deterministic workflow code only.
 A device holding a device key gets its calls through offer_device_call on the cloud queue
 (recorded in AgentState, leased by any gateway: activities/device_relay.py), bounded by
 the device's wait plus the tool's timeout; a device running its own Temporal worker gets
-them on its own queue, bounded by schedule-to-start as before. Runs that made a device
-call before DEVICE_CALLS_DISPATCHED keep the device's queue for the rest of the run.
+them on its own queue, bounded by schedule-to-start.
 """
 
 from __future__ import annotations
@@ -42,8 +41,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.activities.tool_run import ToolActivities
 
 StatusHook = Callable[[], Awaitable[None]]
-# Histories recorded before this ran every device call on the device's own task queue.
-DEVICE_CALLS_DISPATCHED = "device-calls-dispatched"
 
 
 @dataclass(frozen=True)
@@ -69,12 +66,8 @@ async def run_tool_call(
 ) -> CallEnd:
     """Run `call` under `key` (`rerun`: the n-th approved run after it was in doubt)."""
     device = device_of(inp, call)
-    route: DeviceRoute | None = None
-    if device is not None and workflow.patched(DEVICE_CALLS_DISPATCHED):
-        route = await _route(inp.tenant_id, device)
-        away = not route.online
-    else:
-        away = device is not None and not await _online(inp.tenant_id, device)
+    route = await _route(inp.tenant_id, device) if device is not None else None
+    away = route is not None and not route.online
     if away:
         await device_away()  # the session shows waiting_device while the call waits
     timeout = timedelta(seconds=inp.tool_timeout_seconds)
@@ -142,16 +135,6 @@ def device_of(inp: AgentInput, call: ToolCallRef) -> str | None:
     """The device `call` runs on, or None for a cloud call."""
     on_device = call.name in inp.device_tools or call.on_device
     return inp.device_id if on_device else None
-
-
-async def _online(tenant_id: str, device_id: str) -> bool:
-    online: bool = await workflow.execute_activity_method(
-        DevicePresenceActivities.device_online,
-        DevicePresenceInput(tenant_id, device_id),
-        start_to_close_timeout=STATE_WRITE_TIMEOUT,
-        retry_policy=STATE_WRITE_RETRY,
-    )
-    return online
 
 
 async def _route(tenant_id: str, device_id: str) -> DeviceRoute:

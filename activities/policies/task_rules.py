@@ -83,7 +83,6 @@ class TaskSettings(Protocol):
     device_id: str | None
     device_tools: list[str]
     approval_policies: dict[str, str]
-    approval_overrides: dict[str, bool]
     budget_tokens: int | None
     budget_cost_usd: float | None
     budget_tool_calls: int | None
@@ -204,13 +203,6 @@ def check_task_settings(options: TaskSettings) -> None:
         field = f"budget_{figure}"
         check_budget_figure(field, getattr(options, field, None), bound, integer)
     check_policies("approval_policies", options.approval_policies)
-    overrides = options.approval_overrides
-    if not isinstance(overrides, Mapping) or len(overrides) > MAX_POLICIES:
-        raise InvalidTaskInput(
-            "approval_overrides", f"approval_overrides must map at most {MAX_POLICIES} tools"
-        )
-    if not all(isinstance(v, bool) for v in overrides.values()):
-        raise InvalidTaskInput("approval_overrides", "approval_overrides values must be booleans")
     check_tool_names("device_tools", options.device_tools)
     if options.device_id is not None:
         try:

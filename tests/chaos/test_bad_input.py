@@ -91,7 +91,8 @@ async def test_malformed_tool_call_json_becomes_an_error_result_and_the_run_cont
             chaos_resources,
             queue,
             tenant=tenant,
-            approval_overrides={"write_file": False},
+            loosened_approvals={"write_file": "never"},
+            loosened_by="test",
         )
         result = await asyncio.wait_for(handle.result(), 60)
     audit = await audit_runs(chaos_resources, tenant, [session_id], [result.status])
@@ -237,7 +238,8 @@ async def test_step_limit_fails_the_run_but_keeps_every_effect_and_result_commit
             queue,
             tenant=tenant,
             max_steps=4,
-            approval_overrides={"write_file": False},
+            loosened_approvals={"write_file": "never"},
+            loosened_by="test",
         )
         with pytest.raises(WorkflowFailureError) as info:
             await asyncio.wait_for(handle.result(), 60)

@@ -93,7 +93,8 @@ async def _run_batch(
                 f"batch {batch} run {run}",
                 tenant=tenant,
                 tool_timeout_seconds=5,
-                approval_overrides={"write_file": False},
+                loosened_approvals={"write_file": "never"},
+                loosened_by="test",
             )
             for run in range(RUNS_PER_BATCH)
         ]

@@ -32,7 +32,6 @@ from durable_agents.workers.gateway import (
 )
 from durable_agents.workers.gateway.body_limit import BodyLimit
 from durable_agents.workers.gateway.context import Gateway
-from durable_agents.workers.gateway.device_relays import DeviceRelays
 from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import install_error_handlers
 from durable_agents.workers.gateway.key_holds import POLL, STREAM, OpenHolds
@@ -49,12 +48,6 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     """The gateway app, serving with these resources as the tenants of its API keys."""
     hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
     wakes = DeviceWakes(listen_dsn(settings.database.url.get_secret_value()))
-    # Per-device Temporal workers only while runs from before dispatch may wait on them.
-    relays = (
-        DeviceRelays(client, resources.sessions, store_prefix=resources.store.prefix)
-        if settings.gateway.device_queue_relays
-        else None
-    )
     limits = settings.gateway
     holds = OpenHolds(
         resources.sessions,
@@ -67,8 +60,6 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         yield
         await hub.aclose()  # the LISTEN connection, if a stream opened it
         await wakes.aclose()  # the device polls' LISTEN connection
-        if relays is not None:
-            await relays.aclose()  # the device queues this process served
         await holds.aclose()  # the re-check of open streams' keys
 
     app = SecuredApp(
@@ -93,7 +84,6 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         ),
         holds=holds,
     )
-    app.state.device_relays = relays
     app.state.device_wakes = wakes
     install_error_handlers(app)
 

@@ -43,7 +43,6 @@ from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, co
 from durable_agents.workers.gateway.auth import unauthorized
 from durable_agents.workers.gateway.context import Gateway
 from durable_agents.workers.gateway.device_models import Completion, OfferedCall, UploadTarget
-from durable_agents.workers.gateway.device_relays import DeviceRelays
 from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import ApiError
 from durable_agents.workers.gateway.key_holds import POLL
@@ -116,10 +115,8 @@ async def next_call(
     wakes: DeviceWakes,
     principal: Principal,
     wait_seconds: float,
-    relays: DeviceRelays | None = None,
 ) -> OfferedCall | None:
-    """Lease this device's next call, waiting up to `wait_seconds` for one (`relays`: also
-    serve the device's own queue, for runs from before dispatch)."""
+    """Lease this device's next call, waiting up to `wait_seconds` for one."""
     tenant, device = principal.tenant_id, device_of(principal)
     async with gateway.resources.sessions() as db, db.begin():
         if not await DeviceRepository(db, tenant).heartbeat(device):
@@ -131,8 +128,6 @@ async def next_call(
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait_seconds
             while True:
-                if relays is not None:
-                    relays.polled(tenant, device)
                 if hold.ended.is_set():  # the key was revoked or expired while it waited
                     raise unauthorized()
                 woken.clear()

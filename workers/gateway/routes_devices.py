@@ -28,18 +28,12 @@ from durable_agents.workers.gateway.device_models import (
     UploadRequest,
     UploadTarget,
 )
-from durable_agents.workers.gateway.device_relays import DeviceRelays
 from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import ApiError
 
 router = APIRouter(prefix="/v1/device", tags=["device"])
 
 MAX_WAIT_SECONDS = 30.0
-
-
-def relays_of(request: Request) -> DeviceRelays | None:
-    relays: DeviceRelays | None = request.app.state.device_relays
-    return relays
 
 
 def wakes_of(request: Request) -> DeviceWakes:
@@ -98,9 +92,7 @@ async def next_call(
     async with gateway.resources.sessions() as db:
         if await TenantControls(db, principal.tenant_id).frozen():
             raise TenantFrozen(principal.tenant_id)
-    found = await device_calls.next_call(
-        gateway, wakes_of(request), principal, wait, relays_of(request)
-    )
+    found = await device_calls.next_call(gateway, wakes_of(request), principal, wait)
     if found is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     return found

@@ -133,7 +133,6 @@ def cloud_activities(
     )
     return [
         opener.open_session,
-        presence.device_online,
         presence.device_route,
         dispatch.offer_device_call,
         gc.collect_garbage,
