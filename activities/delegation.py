@@ -10,7 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.gatekeeper import Gatekeeper
+from durable_agents.activities.policies.admission import Admission, Refusal, admit
 from durable_agents.activities.tools.builtin import DELEGATE_SPEC
+from durable_agents.storage.admissions import SUB_AGENT
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.items import ItemRepository, NewItem
@@ -50,20 +54,43 @@ def _task_of(arguments: dict[str, Any]) -> tuple[str, str]:
 
 
 class DelegationActivities:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], store: ArtifactStore) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        store: ArtifactStore,
+        gate: Gatekeeper | None = None,
+    ) -> None:
+        """`gate`: what admits each sub-agent (default: the kill switch and budgets, no
+        quotas, no cap on sub-agents)."""
         self._sessions = sessions
         self._store = store
+        self._gate = gate or Gatekeeper(sessions)
 
     @activity.defn(name="open_child_session")
     async def open_child_session(self, inp: ChildSessionInput) -> ChildSession:
-        """Create the child session (parent edge, agent name) with the task as its message."""
+        """Once the gate admits it, create the child session (parent edge, agent name)
+        with the task as its message, in the admission's transaction. Refused, the call
+        gets the refusal as its result instead."""
         parent = uuid.UUID(inp.parent_session_id)
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            items = ItemRepository(db, inp.tenant_id)
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            items, db = st.items, st.db
             call = await items.tool_call(parent, inp.tool_call_id)
             if call is None:
                 raise non_retryable("ToolCallNotFound", f"no tool call {inp.tool_call_id}")
             task, agent = _task_of(dict(call.data.get("arguments", {})))
+            root = uuid.UUID(inp.budget_session_id) if inp.budget_session_id else None
+            request = Admission(
+                SUB_AGENT, inp.idempotency_key, await st.sessions.get(parent), inp.budget, root
+            )
+            gate = await admit(st, request, self._gate.limits(inp.tenant_id))
+            if gate.closed is not None:
+                return ChildSession("", "", closed=gate.closed)
+            if gate.refused is not None:
+                await _refuse(st, inp, gate.refused)
+                return ChildSession("", "", refused=True)
             child = _child_id(inp.idempotency_key)
             await SessionRepository(db, inp.tenant_id).create(
                 child,
@@ -146,3 +173,20 @@ class DelegationActivities:
                     store=self._store,
                 )
                 return CommittedItem(str(row.id), row.ordinal)
+
+
+async def _refuse(st: AgentState, inp: ChildSessionInput, refusal: Refusal) -> None:
+    """The delegate call's result: the refusal, in the gate's words."""
+    await commit_tool_result(
+        st.db,
+        st.tenant_id,
+        ToolResult(
+            session_id=uuid.UUID(inp.parent_session_id),
+            tool_call_id=inp.tool_call_id,
+            tool_name=DELEGATE_SPEC.name,
+            step=inp.step,
+            idempotency_key=inp.idempotency_key,
+            error_type=refusal.error_type,
+            error=refusal.words,
+        ),
+    )

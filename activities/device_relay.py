@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.tool_run import call_arguments
 from durable_agents.activities.tools.effects import latest_settlement
 from durable_agents.activities.tools.outcomes import outcome_of
@@ -35,11 +36,23 @@ from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
 
 async def _hand_over(
-    sessions: async_sessionmaker[AsyncSession], store_prefix: str, device_id: str, inp: ToolRunInput
+    sessions: async_sessionmaker[AsyncSession],
+    store_prefix: str,
+    device_id: str,
+    inp: ToolRunInput,
+    gate: Gatekeeper,
 ) -> ToolOutcome | None:
-    """Record the call for the device under this attempt's task token; its outcome when it
-    was committed already, else None (the gateway completes the attempt later)."""
+    """Record the call for the device under this attempt's task token once the gate admits
+    it; its outcome when it was committed already or was not admitted, else None (the
+    gateway completes the attempt later)."""
     info = activity.info()
+    async with storage_errors_are_final():
+        async with sessions() as db:
+            done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
+        if done is None:
+            closed = await gate.admit_tool(inp)
+            if closed is not None:
+                return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
     async with storage_errors_are_final(), sessions() as db, db.begin():
         items = ItemRepository(db, inp.tenant_id)
         done = await items.by_key(inp.idempotency_key)
@@ -69,10 +82,18 @@ async def _hand_over(
 class DeviceDispatchActivities:
     """offer_device_call, on the cloud worker: one activity per device call."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, store_prefix: str) -> None:
-        """`store_prefix`: the artifact store's key prefix, for the refs of the outcomes."""
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        store_prefix: str,
+        gate: Gatekeeper | None = None,
+    ) -> None:
+        """`store_prefix`: the artifact store's key prefix, for the refs of the outcomes;
+        `gate`: what admits each call (default: the kill switch and budgets, no quotas)."""
         self._sessions = sessions
         self._store_prefix = store_prefix
+        self._gate = gate or Gatekeeper(sessions)
 
     @activity.defn(name="offer_device_call")
     async def offer_device_call(self, inp: ToolRunInput) -> ToolOutcome:
@@ -81,7 +102,7 @@ class DeviceDispatchActivities:
             device_id = validate_device_id(inp.device_id or "")
         except ValueError as err:
             raise non_retryable("InvalidDeviceId", "the call names no valid device") from err
-        outcome = await _hand_over(self._sessions, self._store_prefix, device_id, inp)
+        outcome = await _hand_over(self._sessions, self._store_prefix, device_id, inp, self._gate)
         if outcome is not None:
             return outcome
         activity.raise_complete_async()

@@ -4,7 +4,6 @@ only the reply (an assistant item plus one tool_call item per requested call).""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -13,11 +12,6 @@ from temporalio import activity
 
 from durable_agents.activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
 from durable_agents.activities.context.assembly import AssembledContext, ContextBudget, pending_note
-from durable_agents.activities.context.call_ids import (
-    PROVIDER_ID_KEY,
-    our_call_id,
-    provider_id_to_keep,
-)
 from durable_agents.activities.context.model_context import (
     ConfigCache,
     assemble_for_step,
@@ -28,29 +22,28 @@ from durable_agents.activities.context.model_context import (
 )
 from durable_agents.activities.context_windows import ContextWindows, Fitted, call_within_window
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.model_deltas import DeltaStream
 from durable_agents.activities.model_wait import outage_aware
-from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.activities.policies.admission import Admission
 from durable_agents.activities.policies.pricing import PriceTable
-from durable_agents.activities.policies.text_limits import TextLimits, bounded_arguments
-from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest
+from durable_agents.activities.policies.text_limits import TextLimits
+from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest, Usage
+from durable_agents.activities.reply_items import ReplyItems
 from durable_agents.activities.tool_call_refs import tool_call_refs
 from durable_agents.activities.tools.base import ToolRegistry
 from durable_agents.activities.tools.mcp_servers import McpListingError
 from durable_agents.activities.trajectory import ModelCallEvent, TrajectoryRecorder
+from durable_agents.storage.admissions import MODEL, Reservation
 from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.context_configs import ContextConfig
-from durable_agents.storage.items import NewItem
-from durable_agents.storage.models import CompactionRow, ItemRow
-from durable_agents.storage.quotas import Quotas
+from durable_agents.storage.models import CompactionRow, ItemRow, SessionRow
 from durable_agents.storage.session_deltas import DeltaPublisher
 from durable_agents.storage.usage import UsageRecord
-from durable_agents.vocabulary.item_kinds import ItemKind
-from durable_agents.vocabulary.tokens import count_tokens
-from durable_agents.workflows.contracts import ModelCallInput, ModelCallResult
+from durable_agents.workflows.contracts import Closed, ModelCallInput, ModelCallResult
 
 
 class ModelActivities:
@@ -71,7 +64,8 @@ class ModelActivities:
         agents: AgentCatalog | None = None,
         deltas: DeltaPublisher | None = None,
         prices: PriceTable | None = None,
-        quotas: Mapping[str, Quotas] | None = None,
+        gate: Gatekeeper | None = None,
+        max_calls_per_reply: int = 16,
     ) -> None:
         """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
         agent; `agents`: every agent this worker serves (default: that one alone).
@@ -79,9 +73,12 @@ class ModelActivities:
         compaction); by default learned from overflow errors only. `deltas`: where the
         reply's text is published as it streams (None: providers do not stream).
         `prices`: what each reply's tokens cost (default: every model unpriced).
-        `quotas`: the default quotas by tenant ("*": any other; storage/quotas.py)."""
+        `gate`: what admits each call (default: the kill switch and budgets, no quotas).
+        `max_calls_per_reply`: the calls of one reply that run; the rest get a result
+        saying so (a reply may ask for any number)."""
         self._sessions = sessions
-        self._quotas = quotas or {}
+        self._gate = gate or Gatekeeper(sessions)
+        self._max_calls = max_calls_per_reply
         self._prices = prices or PriceTable()
         self._deltas = deltas
         self._windows = windows if windows is not None else ContextWindows()
@@ -126,90 +123,120 @@ class ModelActivities:
                 done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
                     return await self._result_of(st, inp, done, agent, config, session.approvals)
-                # Against what is committed; a reply committed already was spent already.
-                gate = await step_gate(
+            closed = await self._admit(inp, session, agent, config)
+            if closed is not None:
+                return ModelCallResult(item_id="", ordinal=0, closed=closed)
+            try:
+                return await self._reply(inp, session_id, session, agent, config)
+            except BaseException:
+                # The call ends without a counted reply: its reservation ends with it (a
+                # retried attempt finds itself admitted and reserves again).
+                await self._gate.settle(inp.tenant_id, inp.idempotency_key)
+                raise
+
+    async def _admit(
+        self, inp: ModelCallInput, session: SessionRow, agent: AgentRuntime, config: ContextConfig
+    ) -> Closed | None:
+        """Pass the gate, reserving the most this call can use: its context budget (input
+        and reply together) at the model's price."""
+        budget = budget_of(config)
+        most = Usage(budget.context_tokens - budget.reply_tokens, budget.reply_tokens)
+        reservation = Reservation(
+            budget.context_tokens, self._prices.cost(agent.provider.name, config.model, most)
+        )
+        request = Admission(
+            MODEL,
+            inp.idempotency_key,
+            session,
+            inp.budget,
+            _uuid_or_none(inp.budget_session_id),
+            reservation,
+        )
+        return (await self._gate.admit(inp.tenant_id, request)).closed
+
+    async def _reply(
+        self,
+        inp: ModelCallInput,
+        session_id: uuid.UUID,
+        session: SessionRow,
+        agent: AgentRuntime,
+        config: ContextConfig,
+    ) -> ModelCallResult:
+        """Assemble, call the provider, and commit the reply with its usage."""
+        compaction: CompactionRow | None = None
+        pending = {
+            p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls
+        }
+
+        async def assemble(budget: ContextBudget) -> AssembledContext:
+            nonlocal compaction
+            sized = replace(config, budget=asdict(budget))
+            async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
+                context, compaction = await assemble_for_step(  # reads only
                     st,
-                    session,
-                    inp.budget,
-                    budget_session=_uuid_or_none(inp.budget_session_id),
-                    quota_defaults=self._quotas.get(inp.tenant_id) or self._quotas.get("*"),
+                    self._store,
+                    session_id,
+                    sized,
+                    self._read_cache,
+                    pending,
                 )
-                if gate.closed:
-                    return ModelCallResult(
-                        item_id="",
-                        ordinal=0,
-                        budget_exhausted=gate.budget,
-                        quota_exhausted=gate.quota,
-                        frozen=gate.frozen,
-                    )
-            compaction: CompactionRow | None = None
-            pending = {
-                p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls
-            }
+            return context
 
-            async def assemble(budget: ContextBudget) -> AssembledContext:
-                nonlocal compaction
-                sized = replace(config, budget=asdict(budget))
-                async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
-                    context, compaction = await assemble_for_step(  # reads only
-                        st,
-                        self._store,
-                        session_id,
-                        sized,
-                        self._read_cache,
-                        pending,
+        async def send(
+            context: AssembledContext, budget: ContextBudget, overflows: int
+        ) -> ModelReply:
+            # A smaller request is another request: vendors that dedupe by key may refuse
+            # one key with a second body. Still stable across retries and replay.
+            key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
+            sink = self._delta_stream(inp, overflows)
+            try:
+                # No transaction is held open across the provider call.
+                return await agent.provider.complete(
+                    ModelRequest(
+                        model=config.model,
+                        messages=context.messages,
+                        tools=tools_of(config),
+                        idempotency_key=key,
+                        max_output_tokens=budget.reply_tokens,
+                        on_text=sink,
                     )
-                return context
-
-            async def send(
-                context: AssembledContext, budget: ContextBudget, overflows: int
-            ) -> ModelReply:
-                # A smaller request is another request: vendors that dedupe by key may refuse
-                # one key with a second body. Still stable across retries and replay.
-                key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
-                sink = self._delta_stream(inp, overflows)
-                try:
-                    # No transaction is held open across the provider call.
-                    return await agent.provider.complete(
-                        ModelRequest(
-                            model=config.model,
-                            messages=context.messages,
-                            tools=tools_of(config),
-                            idempotency_key=key,
-                            max_output_tokens=budget.reply_tokens,
-                            on_text=sink,
-                        )
-                    )
-                finally:
-                    if sink is not None:
-                        # Before the reply commits: a listener hears every delta first.
-                        await sink.flush()
-
-            event = self._event(inp, agent.provider.name, config.model)
-            async with self._recorder.model_call(event) as trace:
-                fitted = await call_within_window(
-                    self._windows, config.model, budget_of(config), tools_of(config), assemble, send
                 )
-                context, reply = fitted.context, fitted.reply
-                await trace.replied(context.messages, reply)
-                activity.logger.info(
-                    "model step %s: %d input tokens, %d expanded, %d truncated, %d tool calls",
-                    inp.step,
-                    context.input_tokens,
-                    context.expanded,
-                    context.truncated,
-                    len(reply.tool_calls),
+            finally:
+                if sink is not None:
+                    # Before the reply commits: a listener hears every delta first.
+                    await sink.flush()
+
+        event = self._event(inp, agent.provider.name, config.model)
+        async with self._recorder.model_call(event) as trace:
+            fitted = await call_within_window(
+                self._windows, config.model, budget_of(config), tools_of(config), assemble, send
+            )
+            context, reply = fitted.context, fitted.reply
+            await trace.replied(context.messages, reply)
+            activity.logger.info(
+                "model step %s: %d input tokens, %d expanded, %d truncated, %d tool calls",
+                inp.step,
+                context.input_tokens,
+                context.expanded,
+                context.truncated,
+                len(reply.tool_calls),
+            )
+            async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
+                row, call_rows = await ReplyItems(
+                    inp,
+                    session_id,
+                    config,
+                    max_argument_bytes=self._max_argument_bytes,
+                    max_calls=self._max_calls,
+                ).commit(st, fitted, self._context_stats(fitted, config, compaction))
+                # In the reply's transaction, under its key: counted once, or not at all;
+                # the reservation it replaces ends with it.
+                await self._count(st, inp, session.agent_definition, agent, config, reply)
+                await st.admissions.settle(inp.idempotency_key)
+                await trace.committed(st.db)  # audit mode: the event commits with the reply
+                return await self._result_of(
+                    st, inp, row, agent, config, session.approvals, call_rows
                 )
-                async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
-                    row, call_rows = await self._persist(
-                        st, inp, session_id, fitted, config, compaction
-                    )
-                    # In the reply's transaction, under its key: counted once, or not at all.
-                    await self._count(st, inp, session.agent_definition, agent, config, reply)
-                    await trace.committed(st.db)  # audit mode: the event commits with the reply
-                    return await self._result_of(
-                        st, inp, row, agent, config, session.approvals, call_rows
-                    )
 
     async def _count(
         self,
@@ -302,69 +329,6 @@ class ModelActivities:
         if window["source"] != "setting" or window["overflow_retries"] or window["server_tokens"]:
             stats["window"] = window
         return stats
-
-    async def _persist(
-        self,
-        st: AgentState,
-        inp: ModelCallInput,
-        session_id: uuid.UUID,
-        fitted: Fitted,
-        config: ContextConfig,
-        compaction: CompactionRow | None,
-    ) -> tuple[ItemRow, dict[str, ItemRow]]:
-        """The assistant item and the tool_call items, by call id."""
-        items = st.items
-        reply = fitted.reply
-        encoding = budget_of(config).encoding
-        # Our ids, never the model's: its ids may repeat or be empty (see call_ids).
-        calls = [(our_call_id(inp.step, i), c) for i, c in enumerate(reply.tool_calls)]
-        # Oversized arguments are not stored (nor re-sent to the model every step): a marker
-        # stands in, and running the call reports the error to the model.
-        arguments = {
-            cid: bounded_arguments(c.arguments, self._max_argument_bytes) for cid, c in calls
-        }
-        reply_item = NewItem(
-            session_id=session_id,
-            kind=ItemKind.ASSISTANT_MESSAGE,
-            role="assistant",
-            idempotency_key=inp.idempotency_key,
-            text=reply.text,
-            tokens=count_tokens(reply.text, encoding),
-            data={
-                "step": inp.step,
-                "tool_calls": [{"id": cid, "name": c.name} for cid, c in calls],
-                "finish_reason": reply.finish_reason,
-                "model": reply.model or config.model,
-                # Provider, agent and context config are the turn's (turns.context_config_id):
-                # not repeated on every reply.
-                "usage": {
-                    "input_tokens": reply.usage.input_tokens,
-                    "output_tokens": reply.usage.output_tokens,
-                    **({"cached_tokens": n} if (n := reply.usage.cached_tokens) else {}),
-                },
-                "context": self._context_stats(fitted, config, compaction),
-            },
-        )
-        call_items = [
-            NewItem(
-                session_id=session_id,
-                kind=ItemKind.TOOL_CALL,
-                role="assistant",
-                idempotency_key=f"{inp.idempotency_key}:call:{cid}",
-                text=f"{call.name}",
-                tokens=count_tokens(call.name + str(arguments[cid]), encoding),
-                tool_call_id=cid,
-                tool_name=call.name,
-                data={
-                    "arguments": arguments[cid],
-                    "step": inp.step,
-                    PROVIDER_ID_KEY: provider_id_to_keep(call.id),
-                },
-            )
-            for cid, call in calls
-        ]
-        (row, _), *rows = await items.append_many([reply_item, *call_items])
-        return row, {cid: call_row for (cid, _), (call_row, _) in zip(calls, rows, strict=True)}
 
     async def _result_of(
         self,

@@ -9,6 +9,7 @@ from typing import Any
 from durable_agents.activities.agent_catalog import AgentRuntime
 from durable_agents.activities.errors import non_retryable
 from durable_agents.activities.policies.approval_policy import call_policies, needs_any
+from durable_agents.activities.reply_items import calls_run
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import ItemRow
 from durable_agents.vocabulary.item_kinds import ItemKind
@@ -28,7 +29,7 @@ async def tool_call_refs(
     `call_rows`: the tool_call items when this attempt just wrote them."""
     task_policies, loosened = approvals.get("policies", {}), approvals.get("loosened", {})
     calls = []
-    for call in row.data.get("tool_calls", []):
+    for call in calls_run(row):
         tool = agent.registry.get(call["name"])
         call_row = call_rows.get(call["id"])
         decision = None

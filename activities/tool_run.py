@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agents.activities.agent_catalog import unknown_agent
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.policies.text_limits import (
     ARGUMENTS_TOO_LARGE,
@@ -76,6 +77,7 @@ class ToolActivities:
         read_cache: ArtifactReadCache | None = None,
         max_tool_argument_bytes: int = TextLimits.max_tool_argument_bytes,
         agents: Mapping[str, ToolRegistry] | None = None,
+        gate: Gatekeeper | None = None,
     ) -> None:
         """`registry`: the tools of the default agent; `agents`: the tools of every agent
         this worker serves, by agent name (a session runs the tools of its agent only).
@@ -85,7 +87,8 @@ class ToolActivities:
         serves the folder its user chose for every task of theirs.
 
         `fetch`: what fetch_url may reach (default: public addresses only).
-        `read_cache`: the one call_model reads through, when both run in this process."""
+        `read_cache`: the one call_model reads through, when both run in this process.
+        `gate`: what admits each run (default: the kill switch and budgets, no quotas)."""
         self._max_argument_bytes = max_tool_argument_bytes
         self._sessions = sessions
         self._store = store
@@ -96,6 +99,7 @@ class ToolActivities:
         self._recorder = recorder or TrajectoryRecorder.noop()
         self._read_cache = read_cache
         self._effects = EffectLedger(sessions)
+        self._gate = gate or Gatekeeper(sessions)
 
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
@@ -113,6 +117,9 @@ class ToolActivities:
                 session = await SessionRepository(db, inp.tenant_id).get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
+            closed = await self._gate.admit_tool(inp)
+            if closed is not None:
+                return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
             await self._unpack(inp.tenant_id, session)
             async with self._recorder.tool_call(_event(inp)) as trace:
                 result = await self._execute(inp, registry, args, agent_name, asked_for, root)

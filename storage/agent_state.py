@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from durable_agents.storage.admissions import AdmissionRepository
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfigRepository
@@ -121,6 +122,10 @@ class AgentState:
     @cached_property
     def controls(self) -> TenantControls:
         return TenantControls(self.db, self.tenant_id)
+
+    @cached_property
+    def admissions(self) -> AdmissionRepository:
+        return AdmissionRepository(self.db, self.tenant_id)
 
     @cached_property
     def calls(self) -> CallReads:

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import uuid
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Table, bindparam, func, literal, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from durable_agents.storage.admissions import RESERVATION_TTL
 from durable_agents.storage.errors import StorageError
 from durable_agents.storage.external_items import EXTERNAL_PREFIX
 from durable_agents.storage.models import SessionRow
@@ -75,6 +77,9 @@ PARKED_STATUSES = (
 )
 
 
+T = TypeVar("T")
+
+
 class QuotaRefused(StorageError):
     """A start the tenant's quotas do not allow; nothing was committed."""
 
@@ -90,6 +95,11 @@ class TenantFrozen(QuotaRefused):
         super().__init__(
             f"tenant {tenant_id!r} is frozen: nothing starts or runs until an operator thaws it"
         )
+
+
+def tenant_default(table: Mapping[str, T], tenant_id: str) -> T | None:
+    """The deployment's default for `tenant_id` in a table by tenant ("*": any other)."""
+    return table.get(tenant_id) or table.get("*")
 
 
 def month_start(day: date) -> date:
@@ -113,8 +123,9 @@ class Spent:
 
 @dataclass(frozen=True)
 class StepFigures:
-    """What one model step's checks read, in one round trip: the spend its budget counts,
-    the tenant's quotas (table figures only) and frozen flag, and its day and month."""
+    """What one admission's checks read, in one round trip: the spend its budget counts
+    (committed, and reserved by model calls in flight), the tenant's quotas (table figures
+    only) and frozen flag, and its day and month."""
 
     session_tokens: int
     session_cost_usd: Decimal | None
@@ -123,6 +134,11 @@ class StepFigures:
     frozen: bool
     day: Spent
     month: Spent
+    session_sub_agents: int = 0
+    # Held by the budget's model calls in flight (storage/admissions.py); cost None: some
+    # of them are unpriced.
+    reserved_tokens: int = 0
+    reserved_cost_usd: Decimal | None = Decimal(0)
 
 
 _CONTROLS: Table = TenantControlRow.__table__  # type: ignore[assignment]
@@ -144,16 +160,17 @@ GROW_DAY = _NEW_DAY.on_conflict_do_update(
     },
 )
 
-# Every figure a model step is checked against, by primary key and one month's day rows
-# (at most 31): one statement before every step, however long the session or busy the
-# tenant. bench/budget_check.py measures it.
+# Every figure an admission is checked against, by primary key, one month's day rows (at
+# most 31) and the budget's open reservations (its calls in flight): one statement per
+# admission, however long the session or busy the tenant. bench/budget_check.py measures it.
 _STEP = text(
     """
     SELECT s.tokens, s.cost_usd, s.unpriced_replies, s.tool_calls,
            c.tokens_per_day, c.cost_usd_per_day, c.tokens_per_month, c.cost_usd_per_month,
            COALESCE(c.frozen, false),
            d.tokens, d.cost_usd, d.unpriced_replies,
-           m.tokens, m.cost_usd, m.unpriced_replies
+           m.tokens, m.cost_usd, m.unpriced_replies,
+           s.sub_agents, r.tokens, r.cost_usd, r.unpriced
       FROM (SELECT 1) AS one
       LEFT JOIN session_spend AS s ON s.tenant_id = :tenant AND s.session_id = :session
       LEFT JOIN tenant_controls AS c ON c.tenant_id = :tenant
@@ -163,6 +180,13 @@ _STEP = text(
                SUM(unpriced_replies) AS unpriced_replies
           FROM tenant_spend WHERE tenant_id = :tenant AND day >= :month AND day <= :day
       ) AS m
+      CROSS JOIN LATERAL (
+        SELECT SUM(reserved_tokens) AS tokens, SUM(reserved_cost_usd) AS cost_usd,
+               COUNT(*) FILTER (WHERE reserved_cost_usd IS NULL) AS unpriced
+          FROM admissions
+         WHERE tenant_id = :tenant AND budget_session_id = :session AND open
+           AND renewed_at > now() - make_interval(secs => :ttl)
+      ) AS r
     """
 )
 
@@ -185,7 +209,7 @@ class TenantControls:
     async def step_figures(
         self, session_id: uuid.UUID, *, budget_session: uuid.UUID | None = None, day: date
     ) -> StepFigures:
-        """What a model step of `session_id` is checked against on `day`; its budget
+        """What an admission for `session_id` is checked against on `day`; its budget
         counts the spend of `budget_session` (a sub-agent's: its root task's) if given."""
         row = (
             await self._db.execute(
@@ -195,10 +219,12 @@ class TenantControls:
                     "session": budget_session or session_id,
                     "day": day,
                     "month": month_start(day),
+                    "ttl": RESERVATION_TTL.total_seconds(),
                 },
             )
         ).one()
         s_tokens, s_cost, s_unpriced, s_calls, tpd, cpd, tpm, cpm, frozen = row[:9]
+        s_agents, r_tokens, r_cost, r_unpriced = row[15:19]
         return StepFigures(
             session_tokens=int(s_tokens or 0),
             session_cost_usd=None if s_unpriced else Decimal(s_cost or 0),
@@ -212,6 +238,9 @@ class TenantControls:
             frozen=bool(frozen),
             day=_spent(*row[9:12]),
             month=_spent(*row[12:15]),
+            session_sub_agents=int(s_agents or 0),
+            reserved_tokens=int(r_tokens or 0),
+            reserved_cost_usd=None if r_unpriced else Decimal(r_cost or 0),
         )
 
     async def spent(self, since: date, until: date) -> Spent:
@@ -308,8 +337,7 @@ class TenantControls:
             await self._check_spend(quotas, now.date())
         if all(getattr(quotas, n) is None for n in START_QUOTAS):
             return
-        lock = zlib.crc32(f"quota-start:{self._tenant}".encode()) - 2**31
-        await self._db.execute(select(func.pg_advisory_xact_lock(literal(lock))))
+        await self.lock_starts()
         counts = await self._db.execute(
             select(
                 func.count().filter(SessionRow.status.in_(RUNNING_STATUSES)),
@@ -318,11 +346,7 @@ class TenantControls:
                     SessionRow.parent_id.is_(None),
                     SessionRow.created_at > now - timedelta(minutes=1),
                 ),
-            ).where(
-                SessionRow.tenant_id == self._tenant,
-                # A conversation another SDK keeps in AgentState is not a task.
-                ~SessionRow.agent_definition.startswith(EXTERNAL_PREFIX, autoescape=True),
-            )
+            ).where(*self._tasks())
         )
         running, parked, recent = counts.one()
         for name, have in (
@@ -336,6 +360,29 @@ class TenantControls:
                     f"quota {name} reached for tenant {self._tenant!r}: {have} of {limit}; "
                     "a new task may start once it is under (or the quota is raised)"
                 )
+
+    async def lock_starts(self) -> None:
+        """Serialize what takes a place among the tenant's running tasks (a start, a resume,
+        a sub-agent) until this transaction ends, so two cannot both take the last one."""
+        lock = zlib.crc32(f"quota-start:{self._tenant}".encode()) - 2**31
+        await self._db.execute(select(func.pg_advisory_xact_lock(literal(lock))))
+
+    async def running(self, *, besides: uuid.UUID | None = None) -> int:
+        """How many of the tenant's tasks count as running (`besides`: not counting it)."""
+        where = self._tasks()
+        if besides is not None:
+            where.append(SessionRow.id != besides)
+        count = await self._db.scalar(
+            select(func.count()).where(SessionRow.status.in_(RUNNING_STATUSES), *where)
+        )
+        return int(count or 0)
+
+    def _tasks(self) -> list[Any]:
+        return [
+            SessionRow.tenant_id == self._tenant,
+            # A conversation another SDK keeps in AgentState is not a task.
+            ~SessionRow.agent_definition.startswith(EXTERNAL_PREFIX, autoescape=True),
+        ]
 
     async def _check_spend(self, quotas: Quotas, day: date) -> None:
         # A start over the day's or month's spend would park before its first step.

@@ -58,7 +58,7 @@ class UsageRecord:
     cached_tokens: int = 0
     cost_usd: Decimal | None = None
     purpose: str = "chat"
-    # The tool calls the reply asked for (a budget's tool_calls figure).
+    # The tool calls the reply asked for (reported; a budget counts those admitted).
     tool_calls: int = 0
     # A sub-agent's reply counts against its root task's budget too: that session's sums
     # grow with it (None: the session is its own budget's).
@@ -105,7 +105,6 @@ _NEW_SPEND = insert(_SPENT).values(
     tokens=bindparam("in_tokens"),
     cost_usd=bindparam("in_cost"),
     unpriced_replies=bindparam("in_unpriced"),
-    tool_calls=bindparam("in_calls"),
 )
 # Grown only by a reply whose usage row was just inserted: counted once, as model_usage.
 _GROW_SPEND = _NEW_SPEND.on_conflict_do_update(
@@ -114,7 +113,6 @@ _GROW_SPEND = _NEW_SPEND.on_conflict_do_update(
         "tokens": _SPENT.c.tokens + _NEW_SPEND.excluded.tokens,
         "cost_usd": _SPENT.c.cost_usd + _NEW_SPEND.excluded.cost_usd,
         "unpriced_replies": _SPENT.c.unpriced_replies + _NEW_SPEND.excluded.unpriced_replies,
-        "tool_calls": _SPENT.c.tool_calls + _NEW_SPEND.excluded.tool_calls,
     },
 )
 # What a budget check reads before every model step: one primary-key row.
@@ -180,14 +178,14 @@ class UsageRepository:
                     "in_tokens": tokens,
                     "in_cost": usage.cost_usd or 0,
                     "in_unpriced": int(usage.cost_usd is None),
-                    "in_calls": usage.tool_calls,
                 },
             )
         await TenantControls(self._db, self._tenant).grow(day, tokens, usage.cost_usd)
         return True
 
     async def session_spend(self, session_id: uuid.UUID) -> SessionSpend:
-        """Tokens, cost and tool calls the session committed (a budget's figures)."""
+        """Tokens and cost the session committed and the tool calls admitted under it (a
+        budget's figures)."""
         row = (
             await self._db.execute(_SPEND, {"in_tenant": self._tenant, "in_session": session_id})
         ).one_or_none()

@@ -1,5 +1,6 @@
-"""Spend: each model reply's usage (model_usage) and each session's running sums of it
-(session_spend). Their SQL lives in storage/usage.py.
+"""Spend: each model reply's usage (model_usage), each session's running sums of it
+(session_spend), and the admissions every model call, tool call and sub-agent passed
+(admissions). Their SQL lives in storage/usage.py and storage/admissions.py.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from decimal import Decimal
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Date,
     DateTime,
@@ -19,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     func,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -63,8 +66,9 @@ class ModelUsageRow(Base):
 
 
 class SessionSpendRow(Base):
-    """A session's running sums of model_usage (storage/usage.py), grown with each reply
-    counted: what a budget check reads."""
+    """A session's running sums: tokens and cost of model_usage (storage/usage.py), grown
+    with each reply counted, and the tool calls and sub-agents admitted under it
+    (storage/admissions.py): what a budget check reads."""
 
     __tablename__ = "session_spend"
 
@@ -74,6 +78,39 @@ class SessionSpendRow(Base):
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(20, 9), server_default="0")
     unpriced_replies: Mapped[int] = mapped_column(Integer, server_default="0")
     tool_calls: Mapped[int] = mapped_column(Integer, server_default="0")
+    sub_agents: Mapped[int] = mapped_column(Integer, server_default="0")
+
+
+class AdmissionRow(Base):
+    """One admission through the gate (storage/admissions.py), under the idempotency key of
+    what it admitted: a retried or replayed call finds itself admitted. A model call holds a
+    reservation (tokens, and their cost at the model's price) while `open`: the budget counts
+    it until the reply is counted or the call fails, or `renewed_at` is older than the
+    longest model call."""
+
+    __tablename__ = "admissions"
+    __table_args__ = (
+        CheckConstraint("kind IN ('model', 'tool', 'sub_agent')", name="ck_admissions_kind"),
+        CheckConstraint("reserved_tokens >= 0", name="ck_admissions_reserved"),
+        Index(
+            "ix_admissions_open",
+            "tenant_id",
+            "budget_session_id",
+            postgresql_where=text("open"),
+        ),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    idempotency_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    # Whose budget it counts against: the task's root session.
+    budget_session_id: Mapped[uuid.UUID] = mapped_column()
+    session_id: Mapped[uuid.UUID] = mapped_column()
+    kind: Mapped[str] = mapped_column(String(16))
+    reserved_tokens: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    # NULL: the model is unpriced, so the reservation's cost is unknown.
+    reserved_cost_usd: Mapped[Decimal | None] = mapped_column(Numeric(20, 9))
+    open: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    renewed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 # The tenant's side of spend (tenant_spend, and the quotas it is held to) lives with the

@@ -21,7 +21,7 @@ from temporalio.worker import Replayer
 
 from durable_agents import connect
 from durable_agents.activities.agents import Agent, AgentDefinitionError, Limits
-from durable_agents.activities.policies.budget_check import budget_reached
+from durable_agents.activities.policies.admission import budget_figures
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
 from durable_agents.storage.agent_state import AgentState
@@ -135,7 +135,9 @@ async def test_a_runaway_model_parks_at_its_budget_and_a_raise_continues_it_with
         assert live.status == SessionStatus.BUDGET_EXHAUSTED
         assert live.last_error == "budget reached: tokens 330 of 250"
         assert len(model.keys) == 3
-        assert parked["tool_call"] == parked["tool_result"] == parked["usage"] == 3
+        assert parked["tool_call"] == parked["usage"] == 3
+        # The third reply reached the budget: its call waits at the gate, not run.
+        assert parked["tool_result"] == 2
         assert parked["assistant_message"] == 3
 
         # Another tenant cannot raise it (its session is not found under that tenant).
@@ -360,7 +362,9 @@ async def test_cost_and_wall_clock_budgets_are_reached_from_committed_figures(
     async def reached(budget: TaskBudget) -> BudgetFigures | None:
         async with resources.sessions() as db:
             session = await SessionRepository(db, tenant).get(sid)
-            return await budget_reached(AgentState(db, tenant), session, budget)
+            now = datetime.now(UTC)
+            figures = await AgentState(db, tenant).controls.step_figures(sid, day=now.date())
+            return budget_figures(figures, session, budget, now)
 
     assert await reached(TaskBudget(cost_usd=1.0, seconds=7200, tokens=31)) is None
     at_cost = await reached(TaskBudget(cost_usd=0.75, tokens=31))

@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.client import Client
 
-from durable_agents.activities.policies.budget_check import step_gate
+from durable_agents.activities.policies.admission import Admission, GateLimits, admit
+from durable_agents.storage.admissions import MODEL
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.quotas import QuotaRefused, Quotas, TenantControls
@@ -217,24 +218,27 @@ async def test_quota_checks_count_the_tenants_committed_spend_by_day_and_month(
         await usage.record(UsageRecord("k1", sid, "default", "p", "m", 60, 0), day=now.date())
 
     async def gate(quotas: Quotas, at: datetime = now) -> Any:
-        async with resources.sessions() as db:
+        """The model call's gate, in a transaction rolled back: nothing is admitted."""
+        async with resources.sessions() as db, db.begin():
             session = await SessionRepository(db, tenant).get(sid)
-            st = AgentState(db, tenant)
-            return await step_gate(st, session, None, quota_defaults=quotas, now=at)
+            request = Admission(MODEL, "model-key", session, None)
+            gate = await admit(AgentState(db, tenant), request, GateLimits(quotas), now=at)
+            await db.rollback()
+            return gate.closed
 
-    assert not (await gate(Quotas(tokens_per_day=61, tokens_per_month=121))).closed
+    assert await gate(Quotas(tokens_per_day=61, tokens_per_month=121)) is None
     day = await gate(Quotas(tokens_per_day=60))
     assert day.quota.words == "tokens_per_day reached: 60 of 60"
     assert day.quota.resets_in_seconds == 3600  # UTC midnight
     month = await gate(Quotas(cost_usd_per_month=1.0))
     assert month.quota.words == "cost_usd_per_month reached: 1.000000 of 1.0"
     # The next day (and month) counts afresh.
-    assert not (await gate(Quotas(tokens_per_day=60), now + timedelta(hours=2))).closed
-    assert not (await gate(Quotas(tokens_per_month=100), now + timedelta(hours=2))).closed
+    assert await gate(Quotas(tokens_per_day=60), now + timedelta(hours=2)) is None
+    assert await gate(Quotas(tokens_per_month=100), now + timedelta(hours=2)) is None
     # The table's figure replaces the default; another tenant's spend is not this one's.
     async with resources.sessions() as db, db.begin():
         await TenantControls(db, tenant).set_quotas({"tokens_per_day": 1_000}, "ops")
-    assert not (await gate(Quotas(tokens_per_day=60))).closed
+    assert await gate(Quotas(tokens_per_day=60)) is None
     async with resources.sessions() as db:
         other = await TenantControls(db, f"{tenant}-x").spent(now.date(), now.date())
     assert other.tokens == 0

@@ -190,6 +190,10 @@ class AgentSettings(BaseSettings):
     # AGENT_TENANT_QUOTAS='{"*": {"tokens_per_day": 2000000, "running_tasks": 20}}'. A figure
     # `agentctl quota set` gave a tenant replaces its default; unset in both: unlimited.
     tenant_quotas: dict[str, Quotas] = Field(default_factory=dict)
+    # The tool calls of one model reply that run (a reply may ask for any number: the rest
+    # get a result saying so), and the sub-agents one task (its whole tree) may start.
+    max_calls_per_reply: int = Field(default=16, ge=1, le=256)
+    max_sub_agents: int = Field(default=8, ge=0, le=1000)
     max_task_bytes: int = Field(default=TextLimits.max_task_bytes, gt=0)
     max_message_bytes: int = Field(default=TextLimits.max_message_bytes, gt=0)
     max_edit_bytes: int = Field(default=TextLimits.max_edit_bytes, gt=0)

@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from durable_agents.workflows.approval_waits import Waiting, check_decision, pending_approvals
-from durable_agents.workflows.budgets import budget_words, raised
+from durable_agents.workflows.budgets import raised
 from durable_agents.workflows.cancels import cancelled_activity
 from durable_agents.workflows.compactions import Compactions
 from durable_agents.workflows.contracts import (
@@ -38,11 +38,12 @@ from durable_agents.workflows.delegation import DELEGATE_TOOL, delegate
 from durable_agents.workflows.device_waits import PendingDeviceCalls, refuse_over_limit
 from durable_agents.workflows.empty_replies import NO_ANSWER, nudge
 from durable_agents.workflows.model_calls import model_call_options, model_failure
+from durable_agents.workflows.parks import Parks
+from durable_agents.workflows.policies import step_key
 from durable_agents.workflows.session_open import open_session
 from durable_agents.workflows.start_checks import check_identity, check_options, refused
 from durable_agents.workflows.state_writes import write_state_in_task
-from durable_agents.workflows.tenant_gate import TenantGate, is_gated
-from durable_agents.workflows.tool_calls import device_of, run_tool_call
+from durable_agents.workflows.tool_calls import CallEnd, device_of, run_tool_call
 
 with workflow.unsafe.imports_passed_through():
     # No I/O, enum values only: shared with the host, not re-imported per workflow.
@@ -71,9 +72,8 @@ class AgentWorkflow:
         self._device_calls = PendingDeviceCalls()
         self._main: asyncio.Task[AgentResult] | None = None
         self._cancel_requested = False
-        # Raises accepted in this run; the loop parked at its budget waits for the next.
-        self._budget_raises = 0
-        self._gate = TenantGate(inp.tenant_id)
+        # Where admissions the gate did not let through wait: frozen, at a quota or budget.
+        self._parks = Parks(inp.tenant_id, lambda: self._inp.budget(), self._park_status)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -132,14 +132,9 @@ class AgentWorkflow:
                 if cancelled_activity(err):
                     raise asyncio.CancelledError from None
                 raise await self._fail(model_failure(err, inp), "ModelFailed") from err
-            if result.budget_exhausted is not None:
-                # Nothing was called or committed: once raised, the same step again.
-                await self._park_at_budget(result)
-                continue
-            if is_gated(result):
-                await self._gate.park(result, self._park_status)  # frozen, or at a quota
-                self._status, self._last_error = SessionStatus.RUNNING, None
-                await self._set_status(SessionStatus.RUNNING)
+            if result.closed is not None:
+                # Nothing was called or committed: once woken, the same step again.
+                await self._parks.wait(result.closed)
                 continue
             self._step += 1
             self._seen = seen
@@ -210,8 +205,7 @@ class AgentWorkflow:
         )
 
     def _key(self, step: int, suffix: str) -> str:
-        # Stable across retries, worker crashes, replay and continue-as-new.
-        return f"{workflow.info().workflow_id}:{step}:{suffix}"
+        return step_key(workflow.info().workflow_id, step, suffix)
 
     async def _call_model(self, step: int) -> ModelCallResult:
         return await workflow.execute_activity_method(
@@ -229,18 +223,8 @@ class AgentWorkflow:
             **model_call_options(self._inp),
         )
 
-    async def _park_at_budget(self, result: ModelCallResult) -> None:
-        assert result.budget_exhausted is not None
-        raises = self._budget_raises
-        self._status = SessionStatus.BUDGET_EXHAUSTED
-        self._last_error = budget_words(result.budget_exhausted, self._inp.budget())
-        await self._set_status(SessionStatus.BUDGET_EXHAUSTED, self._last_error, f"budget{raises}")
-        # A cancel ends the wait as it ends any other (the loop's task is cancelled).
-        await workflow.wait_condition(lambda: self._budget_raises > raises)
-        self._status, self._last_error = SessionStatus.RUNNING, None
-        await self._set_status(SessionStatus.RUNNING)
-
-    async def _park_status(self, status: str, note: str, suffix: str) -> None:
+    async def _park_status(self, status: str, note: str | None, suffix: str | None) -> None:
+        # A cancel ends a park's wait as it ends any other (the loop's task is cancelled).
         self._status, self._last_error = status, note
         await self._set_status(status, note, suffix)
 
@@ -258,7 +242,7 @@ class AgentWorkflow:
         elif needs and call.known and not await self._approved(step, call, key):
             return
         if call.name == DELEGATE_TOOL:
-            await delegate(self._inp, step, call, key)
+            await delegate(self._inp, step, call, key, self._parks)
             return
         device = device_of(self._inp, call)
         if device is not None:
@@ -273,29 +257,36 @@ class AgentWorkflow:
         await self._run_call(step, call, key)
 
     async def _run_call(self, step: int, call: ToolCallRef, key: str) -> None:
-        end = await run_tool_call(
-            self._inp, step, call, key, device_away=self._device_away, device_back=self._device_back
-        )
+        end = await self._admitted_run(step, call, key)
         # In doubt (an interrupted attempt may or may not have acted): run it again only
-        # when a person approves, each time under a new key. Only a new outcome field
-        # leads here, so recorded histories replay unchanged.
+        # when a person approves, each time under a new key.
         rerun = end.rerun  # a resumed run goes on after the re-runs decided before
         while end.in_doubt:
             rerun += 1
             again = f"{key}:rerun{rerun}"
             if not await self._approved(step, call, again, rerun=rerun):
                 break
+            end = await self._admitted_run(step, call, again, rerun)
+        if end.error is not None:
+            self._last_error = end.error
+
+    async def _admitted_run(
+        self, step: int, call: ToolCallRef, key: str, rerun: int = 0
+    ) -> CallEnd:
+        """Run the call once the gate admits it (it parks the task meanwhile)."""
+        while True:
             end = await run_tool_call(
                 self._inp,
                 step,
                 call,
-                again,
+                key,
                 device_away=self._device_away,
                 device_back=self._device_back,
                 rerun=rerun,
             )
-        if end.error is not None:
-            self._last_error = end.error
+            if end.closed is None:
+                return end
+            await self._parks.wait(end.closed)
 
     async def _device_away(self) -> None:
         self._devices_away += 1
@@ -370,7 +361,7 @@ class AgentWorkflow:
         """New budget figures; a task parked at its budget goes on with them."""
         parked = self._status == SessionStatus.BUDGET_EXHAUSTED
         self._inp = raised(self._inp, inp)
-        self._budget_raises += 1
+        self._parks.raised()
         i = self._inp
         return RaiseBudgetResult(
             i.session_id,
@@ -404,7 +395,7 @@ class AgentWorkflow:
     @workflow.signal(name="tenant_changed")
     def tenant_changed(self, inp: TenantChangedInput) -> None:
         """The tenant was thawed or its quotas changed: a parked step checks again."""
-        self._gate.woken(inp.tenant_id)
+        self._parks.woken(inp.tenant_id)
 
     @workflow.update(name="cancel")
     def cancel(self, inp: CancelInput) -> CancelResult:

@@ -51,6 +51,10 @@ from durable_agents.workflows.client_contracts import (
 from durable_agents.workflows.client_contracts import (
     TenantChangedInput as TenantChangedInput,
 )
+from durable_agents.workflows.gate_contracts import BudgetFigures as BudgetFigures
+from durable_agents.workflows.gate_contracts import Closed as Closed
+from durable_agents.workflows.gate_contracts import QuotaReached as QuotaReached
+from durable_agents.workflows.gate_contracts import TaskBudget as TaskBudget
 from durable_agents.workflows.state_contracts import (
     ApprovalRecordInput as ApprovalRecordInput,
 )
@@ -93,45 +97,6 @@ class CompactionRef:
     compaction_id: str
     version: int
     covers_through_ordinal: int
-
-
-@dataclass
-class TaskBudget:
-    """What a task may spend; None: no limit on that figure."""
-
-    tokens: int | None = None
-    cost_usd: float | None = None
-    tool_calls: int | None = None
-    seconds: float | None = None
-
-    def limited(self) -> bool:
-        return any(
-            v is not None for v in (self.tokens, self.cost_usd, self.tool_calls, self.seconds)
-        )
-
-
-@dataclass
-class BudgetFigures:
-    """What a task had spent when it reached its budget; `reached` names the figures
-    (tokens, cost_usd, tool_calls, seconds) at or past their limit."""
-
-    reached: list[str]
-    tokens: int = 0
-    tool_calls: int = 0
-    seconds: float = 0.0
-    # None: some reply was unpriced, so the cost is not known (a cost budget then counts
-    # as reached: it cannot be kept).
-    cost_usd: float | None = 0.0
-
-
-@dataclass
-class QuotaReached:
-    """Its tenant's quota a task reached before a step: which, in our words and numbers
-    ("tokens_per_day reached: 120 of 100"), and when that period rolls over."""
-
-    words: str
-    # Seconds from the check to the next UTC day (or month) the quota counts afresh.
-    resets_in_seconds: float = 0.0
 
 
 @dataclass
@@ -294,13 +259,9 @@ class ModelCallResult:
     compaction_due: bool = False
     # No text and no tool calls: not an answer (the loop nudges the model once).
     empty_reply: bool = False
-    # Set: the budget was reached before this step; nothing was called or committed, and
-    # `item_id` is empty. The loop parks and takes the same step once it is raised.
-    budget_exhausted: BudgetFigures | None = None
-    # Set: the tenant's token or cost quota was reached (or `frozen`: the tenant was
-    # frozen) before this step; nothing was called or committed, as for a budget.
-    quota_exhausted: QuotaReached | None = None
-    frozen: bool = False
+    # Set: the gate did not admit this step; nothing was called or committed, and `item_id`
+    # is empty. The loop parks and takes the same step once woken.
+    closed: Closed | None = None
 
 
 @dataclass
@@ -324,6 +285,9 @@ class ToolRunInput:
     rerun: int = 0
     # The device a call dispatched through the gateways is for (offer_device_call).
     device_id: str | None = None
+    # What the gate admits the call against: the task's budget, counted on its root task.
+    budget: TaskBudget | None = None
+    budget_session_id: str | None = None
 
 
 @dataclass
@@ -346,6 +310,9 @@ class ToolOutcome:
     # The re-run this result comes from (0: the call's first run). A resumed run re-reading
     # a call in doubt gets the newest result, and goes on from there.
     rerun: int = 0
+    # Set: the gate did not admit the call; it did not run and nothing was committed
+    # (`item_id` empty). The loop parks and runs it under the same key once woken.
+    closed: Closed | None = None
 
 
 @dataclass

@@ -73,3 +73,10 @@ def device_task_queue(tenant_id: str, device_id: str) -> str:
 
 def workflow_id_for(session_id: str) -> str:
     return f"{WORKFLOW_ID_PREFIX}{session_id}"
+
+
+def step_key(workflow_id: str, step: int, suffix: str) -> str:
+    """The idempotency key of something the loop does at `step` (its model call "model", a
+    tool call by its id, a status write "status:..."): stable across retries, worker
+    crashes, replay and continue-as-new, as it names no time and no randomness."""
+    return f"{workflow_id}:{step}:{suffix}"

@@ -9,6 +9,8 @@ no content.
 
 from dataclasses import dataclass
 
+from durable_agents.workflows.gate_contracts import Closed, TaskBudget
+
 
 @dataclass
 class ApprovalRecordInput:
@@ -114,12 +116,21 @@ class ChildSessionInput:
     step: int
     tool_call_id: str
     idempotency_key: str
+    # What the gate admits the sub-agent against: the task's budget, on its root task.
+    budget: TaskBudget | None = None
+    budget_session_id: str | None = None
 
 
 @dataclass
 class ChildSession:
+    """The sub-agent's session, once the gate admitted it. `closed`: not admitted yet (the
+    parent parks and asks again); `refused`: not admitted at all, and the parent's call
+    already has that as its result (`session_id` empty either way)."""
+
     session_id: str
     agent_name: str
+    closed: Closed | None = None
+    refused: bool = False
 
 
 @dataclass

@@ -20,6 +20,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from durable_agents.workflows.contracts import (
     AgentInput,
+    Closed,
     DevicePresenceInput,
     DeviceRoute,
     ToolCallRef,
@@ -52,6 +53,8 @@ class CallEnd:
     in_doubt: bool = False
     # The re-run the result came from (a resumed run continues after it).
     rerun: int = 0
+    # The gate did not admit the call: it did not run (the loop parks, then asks again).
+    closed: Closed | None = None
 
 
 async def run_tool_call(
@@ -72,7 +75,15 @@ async def run_tool_call(
         await device_away()  # the session shows waiting_device while the call waits
     timeout = timedelta(seconds=inp.tool_timeout_seconds)
     run = ToolRunInput(
-        inp.session_id, inp.tenant_id, step, call.tool_call_id, call.name, key, rerun
+        inp.session_id,
+        inp.tenant_id,
+        step,
+        call.tool_call_id,
+        call.name,
+        key,
+        rerun,
+        budget=inp.budget(),
+        budget_session_id=inp.budget_root,
     )
     try:
         outcome: ToolOutcome
@@ -104,7 +115,7 @@ async def run_tool_call(
                 else None,
                 retry_policy=TOOL_RETRY,
             )
-        return CallEnd(in_doubt=outcome.in_doubt, rerun=outcome.rerun)
+        return CallEnd(in_doubt=outcome.in_doubt, rerun=outcome.rerun, closed=outcome.closed)
     except ActivityError as err:
         offline = device is not None and isinstance(err.cause, TemporalTimeout)
         message = cause_of(err)

@@ -1,7 +1,7 @@
 """What an operator (agentctl quota/tenant) or an admin key (the gateway) does to a tenant:
 set its quotas, freeze it, thaw it. Each commits first, then wakes the tenant's parked tasks
 (the `tenant_changed` signal) so they check again at once; a wake that fails to arrive is
-made up by the loop's own re-check (workflows/tenant_gate.py)."""
+made up by the loop's own re-check (workflows/parks.py)."""
 
 from __future__ import annotations
 

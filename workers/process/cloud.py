@@ -19,6 +19,7 @@ from durable_agents.activities.context_windows import ContextWindows, WindowSour
 from durable_agents.activities.delegation import DelegationActivities
 from durable_agents.activities.device_presence import DevicePresenceActivities
 from durable_agents.activities.device_relay import DeviceDispatchActivities
+from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.gc import GcActivities
 from durable_agents.activities.model_call import ModelActivities
 from durable_agents.activities.providers.base import ModelProvider
@@ -84,6 +85,11 @@ def cloud_activities(
         budget=budget,
         toolset_tools=toolset_tools,
     )
+    gate = Gatekeeper(
+        resources.sessions,
+        settings.agent.tenant_quotas,
+        max_sub_agents=settings.agent.max_sub_agents,
+    )
     model = ModelActivities(
         resources.sessions,
         resources.store,
@@ -99,7 +105,8 @@ def cloud_activities(
         windows=windows,
         deltas=resources.deltas if m.stream else None,
         prices=m.price_table(),
-        quotas=settings.agent.tenant_quotas,
+        gate=gate,
+        max_calls_per_reply=settings.agent.max_calls_per_reply,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -111,6 +118,7 @@ def cloud_activities(
         read_cache=read_cache,
         max_tool_argument_bytes=settings.agent.max_tool_argument_bytes,
         agents=catalog.registries(),
+        gate=gate,
     )
     state = SessionStateActivities(resources.sessions)
     compaction = CompactionActivities(
@@ -122,9 +130,11 @@ def cloud_activities(
         prices=m.price_table(),
     )
     gc = GcActivities(resources.sessions, resources.store, workspace_layout(settings.agent))
-    delegation = DelegationActivities(resources.sessions, resources.store)
+    delegation = DelegationActivities(resources.sessions, resources.store, gate)
     presence = DevicePresenceActivities(resources.sessions)
-    dispatch = DeviceDispatchActivities(resources.sessions, store_prefix=resources.store.prefix)
+    dispatch = DeviceDispatchActivities(
+        resources.sessions, store_prefix=resources.store.prefix, gate=gate
+    )
     opener = SessionOpenActivities(
         resources.sessions,
         resources.store,
