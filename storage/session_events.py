@@ -2,11 +2,12 @@
 
 Triggers (migration 0013) NOTIFY channel `agent_events` with ids only when an item commits
 or a session's status changes; NOTIFY is delivered at commit, so a listener never hears of
-a row it cannot read yet. One EventHub per process holds one LISTEN connection and wakes
-whoever follows the session that changed: a wake-up says "read again after your cursor",
-so a listener that misses one (a full queue, a reconnect) loses nothing, it reads later.
-The same connection LISTENs to the token deltas of storage/session_deltas.py, handed to
-the session's delta followers as they come (ephemeral: a full queue drops them).
+a row it cannot read yet. One EventHub per process subscribes to the process's Listener
+(storage/listener.py) and wakes whoever follows the session that changed: a wake-up says
+"read again after your cursor", so a follower that misses one (a full queue, a reconnect:
+then every follower is woken) loses nothing, it reads later. The same connection LISTENs
+to the token deltas of storage/session_deltas.py, handed to the session's delta followers
+as they come (ephemeral: a full queue drops them).
 """
 
 from __future__ import annotations
@@ -14,24 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import asyncpg
 from sqlalchemy.engine import make_url
 
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
 
 CHANNEL = "agent_events"
-# How long a lost LISTEN connection waits before it is opened again.
-RECONNECT_SECONDS = 1.0
 # Deltas held for one follower that reads slower than the model writes; past that, newer
 # deltas are dropped (the gap in seq shows it) and the committed item still arrives.
 DELTA_QUEUE = 256
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,39 +59,23 @@ def listen_dsn(database_url: str) -> str:
 
 
 class EventHub:
-    """One LISTEN connection shared by every follower in this process."""
+    """The session followers of this process, woken through its one Listener."""
 
-    def __init__(self, dsn: str) -> None:
-        self._dsn = dsn
+    def __init__(self, listener: Listener) -> None:
+        self._listener = listener
         self._followers: dict[tuple[str, str], set[asyncio.Queue[Change]]] = {}
         self._delta_followers: dict[tuple[str, str], set[asyncio.Queue[Delta]]] = {}
-        self._conn: Any = None
-        self._closed = False
-        self._reconnect: asyncio.Task[None] | None = None
-        self._starting = asyncio.Lock()
         self.notifications = 0
         self.deltas = 0
         self.dropped_deltas = 0
+        listener.subscribe(
+            {CHANNEL: self._on_notify, DELTA_CHANNEL: self._on_delta}, missed=self._wake_all
+        )
 
     async def ensure_started(self) -> None:
-        """Open the LISTEN connection on first use (a process that never streams never
-        holds one)."""
-        async with self._starting:
-            if self._conn is None and not self._closed:
-                await self.start()
-
-    async def start(self) -> None:
-        self._conn = await asyncpg.connect(self._dsn)
-        self._conn.add_termination_listener(self._lost)
-        await self._conn.add_listener(CHANNEL, self._on_notify)
-        await self._conn.add_listener(DELTA_CHANNEL, self._on_delta)
-
-    async def aclose(self) -> None:
-        self._closed = True
-        if self._reconnect is not None:
-            self._reconnect.cancel()
-        if self._conn is not None and not self._conn.is_closed():
-            await self._conn.close()
+        """Listen before the first follower reads (a process that never streams never
+        holds a connection); an unreachable database wakes every follower once it is back."""
+        await self._listener.start()
 
     @contextlib.contextmanager
     def follow(self, tenant_id: str, session_id: str) -> Iterator[asyncio.Queue[Change]]:
@@ -132,7 +111,7 @@ class EventHub:
     def followers(self) -> int:
         return sum(len(f) for f in self._followers.values())
 
-    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+    def _on_notify(self, payload: str) -> None:
         change = parse(payload)
         if change is None:
             return
@@ -141,7 +120,7 @@ class EventHub:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(change)
 
-    def _on_delta(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+    def _on_delta(self, payload: str) -> None:
         delta = parse_delta(payload)
         if delta is None:
             return
@@ -151,23 +130,6 @@ class EventHub:
                 queue.put_nowait(delta)
             except asyncio.QueueFull:
                 self.dropped_deltas += 1
-
-    def _lost(self, _conn: object) -> None:
-        if self._closed:
-            return
-        logger.warning("LISTEN connection lost; reconnecting (followers re-read meanwhile)")
-        self._wake_all()
-        self._reconnect = asyncio.get_running_loop().create_task(self._reopen())
-
-    async def _reopen(self) -> None:
-        while not self._closed:
-            await asyncio.sleep(RECONNECT_SECONDS)
-            try:
-                await self.start()
-            except (OSError, asyncpg.PostgresError):
-                continue
-            self._wake_all()  # whatever committed while it was down is read now
-            return
 
     def _wake_all(self) -> None:
         for (tenant, session), followers in self._followers.items():

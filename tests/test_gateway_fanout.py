@@ -17,6 +17,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_events import EventHub, listen_dsn
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
@@ -40,10 +41,10 @@ ITEMS = 30
 
 @pytest.fixture
 async def hub(migrated: StackEndpoints) -> AsyncIterator[EventHub]:
-    events = EventHub(listen_dsn(migrated.database_url))
-    await events.start()
-    yield events
-    await events.aclose()
+    listener = Listener(listen_dsn(migrated.database_url))
+    events = EventHub(listener)
+    async with listener:
+        yield events
 
 
 async def _session(resources: Resources, tenant: str) -> str:

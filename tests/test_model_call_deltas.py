@@ -16,6 +16,7 @@ from durable_agents.activities.model_call import ModelActivities
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_deltas import Delta, DeltaPublisher, encode_deltas
 from durable_agents.storage.session_events import EventHub, listen_dsn
 from durable_agents.storage.sessions import SessionRepository
@@ -37,10 +38,10 @@ BIG_TASK = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" fo
 
 @pytest.fixture
 async def hub(migrated: StackEndpoints) -> AsyncIterator[EventHub]:
-    events = EventHub(listen_dsn(migrated.database_url))
-    await events.start()
-    yield events
-    await events.aclose()
+    listener = Listener(listen_dsn(migrated.database_url))
+    events = EventHub(listener)
+    async with listener:
+        yield events
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from temporalio.client import Client
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.errors import SessionNotFound
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_events import EventHub, listen_dsn, parse
 from durable_agents.workers.client import tasks
 from durable_agents.workers.gateway.events import cursor_of, session_events
@@ -34,10 +35,10 @@ SCRIPT = [
 
 @pytest.fixture
 async def hub(migrated: StackEndpoints) -> AsyncIterator[EventHub]:
-    events = EventHub(listen_dsn(migrated.database_url))
-    await events.start()
-    yield events
-    await events.aclose()
+    listener = Listener(listen_dsn(migrated.database_url))
+    events = EventHub(listener)
+    async with listener:
+        yield events
 
 
 def _items(events: list[dict[str, Any]]) -> list[int]:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from durable_agents.activities.model_deltas import DEFAULT_INTERVAL_SECONDS, DeltaStream
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_deltas import (
     MAX_PAYLOAD_BYTES,
     Delta,
@@ -30,10 +31,10 @@ MIXED = 'plain "quoted" \\ \n\x01\x1f é ü 漢字 😀 '
 
 @pytest.fixture
 async def hub(migrated: StackEndpoints) -> AsyncIterator[EventHub]:
-    events = EventHub(listen_dsn(migrated.database_url))
-    await events.start()
-    yield events
-    await events.aclose()
+    listener = Listener(listen_dsn(migrated.database_url))
+    events = EventHub(listener)
+    async with listener:
+        yield events
 
 
 @pytest.fixture

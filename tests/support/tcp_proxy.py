@@ -1,5 +1,7 @@
 """A TCP proxy on loopback whose connections a test can drop: what a restarted load
-balancer, a NAT timeout or a lost Wi-Fi does to a long-lived HTTP stream."""
+balancer, a NAT timeout or a lost Wi-Fi does to a long-lived HTTP stream or a database
+connection. New connections can also be refused (a server restarting behind it) or held
+unanswered (a server slow to come back)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ class TcpProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.connections = 0  # accepted so far
+        self.refusing = False  # new connections are cut at once
+        self._admit = asyncio.Event()  # cleared: new connections wait, unanswered
+        self._admit.set()
         self._open: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -26,6 +31,10 @@ class TcpProxy:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        await self._admit.wait()
+        if self.refusing:
+            writer.transport.abort()
+            return
         up_reader, up_writer = await asyncio.open_connection(*self.target)
         self._open |= {writer, up_writer}
         both = [
@@ -35,6 +44,13 @@ class TcpProxy:
         self._tasks.update(both)
         await asyncio.gather(*both, return_exceptions=True)
         self._open -= {writer, up_writer}
+
+    def hold(self) -> None:
+        """New connections wait, unanswered, until release()."""
+        self._admit.clear()
+
+    def release(self) -> None:
+        self._admit.set()
 
     def drop(self) -> int:
         """Cut every open connection, both ways; how many sockets were cut."""
@@ -48,7 +64,7 @@ class TcpProxy:
 
 @asynccontextmanager
 async def tcp_proxy(url: str) -> AsyncIterator[tuple[TcpProxy, str]]:
-    """(proxy, its URL) in front of the http://host:port `url`."""
+    """(proxy, its URL) in front of the scheme://host:port `url`."""
     parts = urlsplit(url)
     assert parts.hostname and parts.port
     proxy = TcpProxy(parts.hostname, parts.port)
@@ -57,6 +73,8 @@ async def tcp_proxy(url: str) -> AsyncIterator[tuple[TcpProxy, str]]:
     try:
         yield proxy, f"http://127.0.0.1:{port}"
     finally:
+        proxy.refusing = True  # a connection still held is cut, not forwarded
+        proxy.release()
         proxy.drop()
         server.close()
         for task in proxy._tasks:

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.session_events import EventHub, listen_dsn
 from durable_agents.workers.cli.common import (
@@ -64,9 +65,9 @@ def watch_cmd(
         with WatchPrinter(console) as printer:
             # Woken by LISTEN/NOTIFY as items commit, which also brings the token deltas
             # (the gateway's event stream does the same).
-            hub = EventHub(listen_dsn(get_settings().database.url.get_secret_value()))
-            await hub.start()
-            try:
+            listener = Listener(listen_dsn(get_settings().database.url.get_secret_value()))
+            hub = EventHub(listener)
+            async with listener:
                 async for change in watch_live(
                     res.sessions,
                     t,
@@ -83,8 +84,6 @@ def watch_cmd(
                         printer.status(change.status, wait_line(change))
                     else:
                         printer.delta(change)
-            finally:
-                await hub.aclose()
             row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
             printer.ended(row.status)
 

@@ -6,9 +6,10 @@ their files. Every answer carries the same security headers (security_headers.py
 
 `create_app` takes what the process already opened (resources, a Temporal client,
 settings), so tests and `agentctl gateway` build it the same way. Routers: tasks, sessions,
-the event stream (Server-Sent Events, one LISTEN connection per process, opened by the
-first stream) and the web page at `/` (workers/gateway/page.py); each API route states its
-scope with durable_agents.workers.gateway.auth.require.
+the event stream (Server-Sent Events) and the device routes, which share one LISTEN
+connection per process (storage/listener.py, opened by the first stream or poll), and the
+web page at `/` (workers/gateway/page.py); each API route states its scope with
+durable_agents.workers.gateway.auth.require.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_events import EventHub, listen_dsn
 from durable_agents.workers.gateway import (
     page,
@@ -46,8 +48,9 @@ MAX_THROTTLED_ADDRESSES = 100_000
 
 def create_app(resources: Resources, client: Client, settings: Settings) -> FastAPI:
     """The gateway app, serving with these resources as the tenants of its API keys."""
-    hub = EventHub(listen_dsn(settings.database.url.get_secret_value()))
-    wakes = DeviceWakes(listen_dsn(settings.database.url.get_secret_value()))
+    listener = Listener(listen_dsn(settings.database.url.get_secret_value()))
+    hub = EventHub(listener)
+    wakes = DeviceWakes(listener)
     limits = settings.gateway
     holds = OpenHolds(
         resources.sessions,
@@ -58,8 +61,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await hub.aclose()  # the LISTEN connection, if a stream opened it
-        await wakes.aclose()  # the device polls' LISTEN connection
+        await listener.aclose()  # the LISTEN connection, if a stream or a poll opened it
         await holds.aclose()  # the re-check of open streams' keys
 
     app = SecuredApp(
