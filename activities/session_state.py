@@ -10,6 +10,7 @@ from temporalio import activity
 
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
 from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT, not_rerun_text
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.db import autocommit
 from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.sessions import SessionRepository
@@ -20,6 +21,7 @@ from durable_agents.vocabulary.previews import PREVIEW_CHARS
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.contracts import (
     ApprovalRecordInput,
+    BudgetRaiseRecordInput,
     CommittedItem,
     NudgeInput,
     SessionStatusInput,
@@ -27,36 +29,20 @@ from durable_agents.workflows.contracts import (
 )
 
 
-async def _client_item(
-    items: ItemRepository, inp: ApprovalRecordInput, item_id: str, key: str, error_type: str
-) -> dict[str, Any]:
-    """The data of an item the deciding client committed for this call, holding `key`."""
-    rows = await items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
-    item = next((r for r in rows if str(r.id) == item_id), None)
-    if item is None or key not in item.data:
-        raise non_retryable(error_type, f"no item {item_id} with {key} for call {inp.tool_call_id}")
-    return dict(item.data)
-
-
-async def _edited_arguments(
-    items: ItemRepository, inp: ApprovalRecordInput
-) -> dict[str, Any] | None:
-    """The arguments an approver committed to run instead, if any (same session and call)."""
-    if not inp.approved or not inp.edited_arguments_item_id:
-        return None
-    data = await _client_item(
-        items, inp, inp.edited_arguments_item_id, "proposed_arguments", "EditedArgumentsNotFound"
+async def _request(st: AgentState, inp: ApprovalRecordInput) -> dict[str, Any]:
+    """What the decider staged with the decision (a reason, edited arguments), taken into
+    the record: {} when it staged nothing. A person's words never travel through history."""
+    if not inp.request_id:
+        return {}
+    staged = await st.requests.take(
+        uuid.UUID(inp.request_id), uuid.UUID(inp.session_id), inp.tool_call_id
     )
-    return dict(data["proposed_arguments"])
-
-
-async def _decider(items: ItemRepository, inp: ApprovalRecordInput) -> tuple[str, str]:
-    """Who decided and why: from the decision item the client committed, when there is one
-    (a person's words never travel through workflow history), else the loop's own words."""
-    if not inp.decision_item_id:
-        return inp.decided_by, inp.reason
-    data = await _client_item(items, inp, inp.decision_item_id, "decision", "DecisionNotFound")
-    return str(data.get("decided_by", "")), str(data.get("reason", ""))
+    if staged is None:
+        raise non_retryable(
+            "DecisionRequestNotFound",
+            f"no staged request {inp.request_id} for call {inp.tool_call_id}",
+        )
+    return staged
 
 
 # Said of a reply that was empty, only markup, or only a copy of a tool result shown in the
@@ -79,17 +65,26 @@ class SessionStateActivities:
         """Record who decided what. A rejection also becomes the call's tool result, so the
         model is told why the call did not run."""
         session_id = uuid.UUID(inp.session_id)
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            items = ItemRepository(db, inp.tenant_id)
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            items, db = st.items, st.db
+            key = f"{inp.idempotency_key}:decision"
+            done = await items.by_key(key)
+            if done is not None:  # a retry after the record committed: the request is taken
+                return CommittedItem(item_id=str(done.id), ordinal=done.ordinal)
             decision = "approved" if inp.approved else "rejected"
-            edited = await _edited_arguments(items, inp)
-            decided_by, reason = await _decider(items, inp)
+            staged = await _request(st, inp)
+            reason = str(staged.get("reason") or inp.reason)
+            edited = staged.get("arguments") if inp.approved else None
+            decided_by = inp.decided_by
             row, _ = await items.append(
                 NewItem(
                     session_id=session_id,
                     kind=ItemKind.APPROVAL,
                     role="user",
-                    idempotency_key=f"{inp.idempotency_key}:decision",
+                    idempotency_key=key,
                     text=f"{decision} by {decided_by}" + (f": {reason}" if reason else ""),
                     tool_call_id=inp.tool_call_id,
                     data={
@@ -128,6 +123,28 @@ class SessionStateActivities:
                         ),
                     ),
                 )
+            return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+
+    @activity.defn(name="record_budget_raise")
+    async def record_budget_raise(self, inp: BudgetRaiseRecordInput) -> CommittedItem:
+        """Record a raise the loop accepted: who raised the budget, and to what."""
+        figures = {
+            name: value
+            for name in ("tokens", "cost_usd", "tool_calls", "seconds")
+            if (value := getattr(inp, name)) is not None
+        }
+        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+            row, _ = await ItemRepository(db, inp.tenant_id).append(
+                NewItem(
+                    session_id=uuid.UUID(inp.session_id),
+                    kind=ItemKind.APPROVAL,
+                    role="user",
+                    idempotency_key=inp.idempotency_key,
+                    text=f"{inp.decided_by} raises the budget: "
+                    + ", ".join(f"{k} {v:g}" for k, v in figures.items()),
+                    data={"budget_raise": figures, "decided_by": inp.decided_by},
+                )
+            )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
 
     @activity.defn(name="record_tool_error")

@@ -63,15 +63,17 @@ from temporalio.client import Client
 from throwaway_stack import bench_stack
 from worker_metrics import cache_between
 
+from durable_agents.workers.client.commands import Caller
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.tasks import (
     TaskOptions,
-    approve,
     live_status,
     start_task,
     task_handle,
 )
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import Settings
 from durable_agents.workers.temporal_client import connect_client
 
 T = TypeVar("T")
@@ -277,6 +279,8 @@ async def measure(
     report.check("parked per status query", pending_ok == len(ids), f"{pending_ok}/{len(ids)}")
 
     # 3. approve all, then until all complete
+    service = TaskService(client, res.sessions, res.store, Settings())
+    bench_caller = Caller.operator(tenant, "bench")
     print("phase: approve", flush=True)
     ta = time.perf_counter()
     cpu_approve = CpuSnapshot.take(worker.pids, state)
@@ -284,7 +288,7 @@ async def measure(
     decisions, errors = await bounded(
         conc,
         ids,
-        lambda sid: approve(client, sid, CALL_ID, "bench", sessions=res.sessions, tenant_id=tenant),
+        lambda sid: service.approve(bench_caller, sid, CALL_ID),
     )
     t_approve = time.perf_counter() - ta
     note_errors(report, "approve", errors)

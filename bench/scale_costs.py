@@ -58,11 +58,13 @@ from durable_agents.storage.api_keys import ApiKeyRepository
 from durable_agents.storage.archive import archive_session
 from durable_agents.storage.db import make_engine
 from durable_agents.storage.workspaces import TENANT_DIR
-from durable_agents.workers.client.tasks import TaskOptions, approve, live_status, start_task
+from durable_agents.workers.client.commands import Caller
+from durable_agents.workers.client.service import TaskService
+from durable_agents.workers.client.tasks import TaskOptions, live_status, start_task
 from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.resources import Resources
-from durable_agents.workers.settings import GatewaySettings
+from durable_agents.workers.settings import GatewaySettings, Settings
 from durable_agents.workers.stack import DevStack, StackEndpoints
 from durable_agents.workers.temporal_client import connect_client
 
@@ -266,9 +268,8 @@ async def parked_profile(b: Bench, k: int) -> None:
 
     async def approve_one(sid: str) -> None:
         async with gate:
-            await approve(
-                b.client, sid, CALL_ID, "bench", sessions=b.res.sessions, tenant_id=tenant
-            )
+            service = TaskService(b.client, b.res.sessions, b.res.store, Settings())
+            await service.approve(Caller.operator(tenant, "bench"), sid, CALL_ID)
 
     async def finish() -> list[str]:
         await asyncio.gather(*(approve_one(s) for s in sids))

@@ -29,6 +29,7 @@ from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfigRepository
 from durable_agents.storage.db import autocommit as autocommitting
+from durable_agents.storage.decision_requests import DecisionRequests
 from durable_agents.storage.devices import DeviceRepository
 from durable_agents.storage.items import CallThread, ItemRepository
 from durable_agents.storage.memories import MemoryRepository
@@ -126,6 +127,10 @@ class AgentState:
     @cached_property
     def admissions(self) -> AdmissionRepository:
         return AdmissionRepository(self.db, self.tenant_id)
+
+    @cached_property
+    def requests(self) -> DecisionRequests:
+        return DecisionRequests(self.db, self.tenant_id)
 
     @cached_property
     def calls(self) -> CallReads:

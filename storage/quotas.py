@@ -361,6 +361,29 @@ class TenantControls:
                     "a new task may start once it is under (or the quota is raised)"
                 )
 
+    async def check_resume(
+        self, session_id: uuid.UUID, defaults: Quotas | None, now: datetime | None = None
+    ) -> None:
+        """TenantFrozen, or QuotaRefused naming the quota that a task resumed (counted among
+        the running again) would break; in the resume's own transaction, as a start's."""
+        row = await self.row()
+        if row is not None and row.frozen:
+            raise TenantFrozen(self._tenant)
+        quotas = (await self.quotas()).over(defaults)
+        now = now or datetime.now(UTC)
+        if quotas.spend_limited():
+            await self._check_spend(quotas, now.date())
+        if quotas.running_tasks is None:
+            return
+        await self.lock_starts()
+        running = await self.running(besides=session_id)
+        if running >= quotas.running_tasks:
+            raise QuotaRefused(
+                f"quota running_tasks reached for tenant {self._tenant!r}: {running} of "
+                f"{quotas.running_tasks}; the task may resume once it is under (or the quota "
+                "is raised)"
+            )
+
     async def lock_starts(self) -> None:
         """Serialize what takes a place among the tenant's running tasks (a start, a resume,
         a sub-agent) until this transaction ends, so two cannot both take the last one."""

@@ -19,12 +19,12 @@ from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.usage import UsageRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
-from durable_agents.workers.client.budget_raise import raise_budget
 from durable_agents.workers.client.tasks import live_status
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.gateway import poll
 from tests.support.helpers import session_root, start
+from tests.support.verbs import raise_budget
 from tests.test_quotas import _until
 
 CONTEXT_TOKENS = 4_000  # the reservation of one model call: its context budget

@@ -21,10 +21,10 @@ from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.models import ContextConfigRow, TurnRow
 from durable_agents.storage.sessions import SessionRepository
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.task_options import TaskOptions
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.fake_openai import (
     FakeOpenAI,
     calls,
@@ -135,7 +135,7 @@ async def test_an_agent_s_approval_policy_makes_its_call_wait(
     async with agent_worker(provider, workspace, agents=(WEATHER, NOTES)) as queue:
         sid, handle = await start(client, resources, queue, "hi", tenant=tenant, agent="notes")
         (call,) = await wait_for_pending(client, sid)
-        await tasks.approve(client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant)
+        await verbs.approve(client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant)
         assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
 
 
@@ -162,7 +162,7 @@ async def test_a_turn_keeps_the_definition_it_began_with_across_a_deploy(
         approvals=NOTES.approvals,
     )
     async with agent_worker(provider, workspace, queue=queue, agents=(changed,)):
-        await tasks.approve(client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant)
+        await verbs.approve(client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant)
         assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
     first, second = server.requests[0].body, server.requests[1].body
     assert _system_of(second) == _system_of(first) == "You keep notes."

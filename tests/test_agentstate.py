@@ -24,11 +24,11 @@ from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.turns import TurnRepository
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import ArtifactRef, CompactInput
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import files_to_read, items_of, session_root, start, wait_for_pending
 
 
@@ -44,7 +44,7 @@ async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
     # A new deploy: another prompt and model. The turn under way must not notice.
     new = ScriptedProvider.from_data(script)
     async with agent_worker(new, workspace, queue=queue, system_prompt="prompt v2", name="m-2"):
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
         )
         await asyncio.wait_for(handle.result(), 30)
@@ -67,8 +67,8 @@ async def test_follow_up_opens_a_new_turn_that_records_the_current_config(
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call,) = await wait_for_pending(client, session_id)
-        await tasks.send_message(client, resources.sessions, tenant, session_id, "and then?")
-        await tasks.approve(
+        await verbs.send_message(client, resources.sessions, tenant, session_id, "and then?")
+        await verbs.approve(
             client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
         )
         await asyncio.wait_for(handle.result(), 30)

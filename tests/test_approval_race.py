@@ -20,11 +20,11 @@ from temporalio.worker import Worker
 from durable_agents.activities.providers.base import ModelReply, ModelRequest
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import default_registry
-from durable_agents.workers.client import tasks
 from durable_agents.workers.process.cloud import SHUTDOWN_GRACE_SECONDS, cloud_activities, running
 from durable_agents.workers.process.plugin import AgentPlugin
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
+from tests.support import verbs
 from tests.support.helpers import start
 
 SCRIPT: list[dict[str, Any]] = [
@@ -104,7 +104,7 @@ async def test_a_decision_arriving_with_the_reply_that_asks_for_it_is_accepted(
         await asyncio.gather(first_run, return_exceptions=True)
         await asyncio.sleep(SHUTDOWN_GRACE_SECONDS)
     await _until_model_call_completed(handle)
-    decide = asyncio.create_task(tasks.approve(client, session_id, "call_0_0", "alice", **ours))
+    decide = asyncio.create_task(verbs.approve(client, session_id, "call_0_0", "alice", **ours))
     await asyncio.sleep(1.0)  # the update waits on the server with the model's result
     assert not decide.done()
     async with running(worker()):

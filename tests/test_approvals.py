@@ -18,9 +18,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, start, wait_for_pending
 
 
@@ -62,20 +62,20 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
         pending = await wait_for_pending(client, session_id)
         assert sorted(pending) == ["call_0_0", "call_0_1"]
 
-        unknown = await _refused(tasks.approve(client, session_id, "call_9_9", "alice", **ours))
+        unknown = await _refused(verbs.approve(client, session_id, "call_9_9", "alice", **ours))
         assert unknown.type == "UnknownToolCall" and "call_9_9" in unknown.message
         # A call AgentState does not hold is refused at once, not asked again.
         assert not [r for r in caplog.records if "asking again" in r.getMessage()]
 
-        await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
-        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice", **ours))
+        await verbs.approve(client, session_id, "call_0_0", "alice", **ours)
+        again = await _refused(verbs.approve(client, session_id, "call_0_0", "alice", **ours))
         assert again.type == "AlreadyDecided"
         flip = await _refused(
-            tasks.reject(client, session_id, "call_0_0", "changed my mind", "bob", **ours)
+            verbs.reject(client, session_id, "call_0_0", "changed my mind", "bob", **ours)
         )
         assert flip.type == "AlreadyDecided"
 
-        await tasks.reject(client, session_id, "call_0_1", "b.md is not wanted", "bob", **ours)
+        await verbs.reject(client, session_id, "call_0_1", "b.md is not wanted", "bob", **ours)
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "completed"
@@ -128,12 +128,12 @@ async def test_a_decision_whose_rpc_timed_out_is_asked_again_not_made_twice(
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         await wait_for_pending(client, session_id)
-        decided = await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
+        decided = await verbs.approve(client, session_id, "call_0_0", "alice", **ours)
         assert len(sent) == 2 and sent[0] == sent[1]  # asked again, same update
         assert decided.tool_call_id == "call_0_0" and decided.approved
-        again = await _refused(tasks.approve(client, session_id, "call_0_0", "alice", **ours))
+        again = await _refused(verbs.approve(client, session_id, "call_0_0", "alice", **ours))
         assert again.type == "AlreadyDecided"  # a new decision is still a second one
-        await tasks.reject(client, session_id, "call_0_1", "no", "bob", **ours)
+        await verbs.reject(client, session_id, "call_0_1", "no", "bob", **ours)
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
     approvals = [
         i
@@ -152,7 +152,7 @@ async def test_decisions_on_a_finished_task_are_refused(
         ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         await handle.result()
     with pytest.raises(RPCError, match=r"(?i)completed"):
-        await tasks.approve(client, session_id, "call_0_0", "alice", **ours)
+        await verbs.approve(client, session_id, "call_0_0", "alice", **ours)
 
 
 async def test_approval_that_never_comes_times_out_and_the_model_is_told(

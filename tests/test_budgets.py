@@ -33,7 +33,6 @@ from durable_agents.storage.usage_models import ModelUsageRow
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.client import tasks
-from durable_agents.workers.client.budget_raise import raise_budget
 from durable_agents.workers.client.commands import Caller, ScopeRefused, StartRequest, start_command
 from durable_agents.workers.client.tasks import live_status
 from durable_agents.workers.resources import Resources
@@ -45,6 +44,7 @@ from durable_agents.workflows.contracts import BudgetFigures, RaiseBudgetInput, 
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root
+from tests.support.verbs import raise_budget
 from tests.test_replay import HISTORIES
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports

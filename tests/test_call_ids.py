@@ -12,9 +12,9 @@ from temporalio.client import Client
 
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest
 from durable_agents.activities.providers.scripted import ScriptedProvider
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
 
 
@@ -69,7 +69,7 @@ async def test_an_id_reused_at_every_step_runs_each_steps_own_call_and_approval(
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         for expected in ("call_2_0", "call_3_0"):
             assert await wait_for_pending(client, session_id) == [expected]
-            await tasks.approve(client, session_id, expected, "alice", **ours)
+            await verbs.approve(client, session_id, expected, "alice", **ours)
         result = await asyncio.wait_for(handle.result(), 60)
 
     assert result.status == "completed"

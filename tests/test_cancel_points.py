@@ -25,6 +25,7 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.gateway import poll
 from tests.support.helpers import files_to_read, start
 
@@ -75,7 +76,7 @@ def _held_tool(entered: asyncio.Event, release: asyncio.Event) -> Tool:
 
 async def _cancel(client: Client, res: Resources, tenant: str, session_id: str, how: How) -> None:
     if how == "update":
-        result = await tasks.cancel(client, res.sessions, tenant, session_id)
+        result = await verbs.cancel(client, res.sessions, tenant, session_id)
         assert result.cancelled
     else:
         await tasks.task_handle(client, session_id).cancel()

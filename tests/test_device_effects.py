@@ -14,6 +14,7 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.device_gateway import device_link
 from tests.support.gateway import poll
 from tests.support.helpers import items_of, start, wait_for_pending
@@ -48,7 +49,7 @@ async def test_a_device_s_in_doubt_call_is_not_run_again_without_a_person(
         )
         decide: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         (call_id,) = await wait_for_pending(client, session_id)
-        await tasks.approve(client, session_id, call_id, "ann", **decide)
+        await verbs.approve(client, session_id, call_id, "ann", **decide)
         got = await http.post("/v1/device/calls/next", params={"wait": 20}, headers=auth)
         assert got.status_code == 200, got.text
         doubt = {
@@ -67,7 +68,7 @@ async def test_a_device_s_in_doubt_call_is_not_run_again_without_a_person(
         assert again.tool_call_id == call_id and again.rerun is True
         quiet = await http.post("/v1/device/calls/next", params={"wait": 1}, headers=auth)
         assert quiet.status_code == 204
-        await tasks.reject(client, session_id, call_id, "leave it", "ann", **decide)
+        await verbs.reject(client, session_id, call_id, "leave it", "ann", **decide)
         result = await handle.result()
     assert result.status == "completed"
     results = [i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"]

@@ -26,12 +26,12 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import WORKFLOW_TOOLS, default_registry
 from durable_agents.storage.device_models import DeviceRow
 from durable_agents.storage.devices import DeviceRepository
-from durable_agents.workers.client import tasks
 from durable_agents.workers.process import run as processes
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.contracts import DevicePresenceInput
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.blocking import (
     artifact_commit_held,
     wait_until_commit_blocked,
@@ -358,7 +358,7 @@ async def test_two_watchers_print_the_same_items_and_the_end(
         await until(lambda: asyncio.to_thread(lambda: "call" in early_out.read_text()))
         late = watch(env, session_id, late_out, "--after", "0")
         await asyncio.sleep(0.5)
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
         )
         await asyncio.wait_for(handle.result(), 30)

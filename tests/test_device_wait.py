@@ -17,9 +17,9 @@ from temporalio.client import Client
 from durable_agents.activities.providers.base import ModelRequest
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.models import ItemRow
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, register_device, start
 
 DEVICE_WAIT = 2  # seconds until an unserved device call is reported offline
@@ -147,7 +147,7 @@ async def test_cancel_while_a_device_call_is_pending_cancels_the_call(
             client, resources, queue, tenant=tenant, device_id=device_id, device_tools=["read_file"]
         )
         await asked(provider, 2)  # answered while the call is pending: the loop waits
-        assert (await tasks.cancel(client, resources.sessions, tenant, session_id)).cancelled
+        assert (await verbs.cancel(client, resources.sessions, tenant, session_id)).cancelled
         result = await asyncio.wait_for(handle.result(), 60)
     assert result.status == "cancelled"
     # The device call was cancelled with the task, not left behind on the device's queue.

@@ -9,22 +9,21 @@ from typing import Any
 
 import pytest
 
-from durable_agents.workers.gateway.call_schemas import (
+from durable_agents.activities.policies.edited_arguments import (
     MAX_LISTED_PROBLEMS,
+    InvalidEdit,
     argument_problems,
     check_arguments,
 )
-from durable_agents.workers.gateway.errors import ApiError
 
 SECRET = "s3cr3t-value"
 
 
 def _refusal(schema: dict[str, Any], arguments: dict[str, Any]) -> str:
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(InvalidEdit) as caught:
         check_arguments(schema, arguments)
-    assert caught.value.status == 422 and caught.value.type == "invalid_arguments"
-    assert SECRET not in caught.value.message
-    return caught.value.message.removeprefix("edited arguments refused: ")
+    assert SECRET not in str(caught.value) and not any(SECRET in p for p in caught.value.problems)
+    return str(caught.value).removeprefix("edited arguments refused: ")
 
 
 def test_the_first_bad_field_is_named_with_the_rule_never_the_value() -> None:
@@ -82,9 +81,9 @@ def test_every_bad_field_is_named_at_once_shallow_first() -> None:
         "required": ["n", "m", "k"],
     }
     arguments = {"opts": {"depth": SECRET}, "x": SECRET, "y": 1}
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(InvalidEdit) as caught:
         check_arguments(schema, arguments)
-    assert caught.value.details == [
+    assert caught.value.problems == [
         "'k' is required",
         "'m' is required",
         "'n' is required",
@@ -92,8 +91,8 @@ def test_every_bad_field_is_named_at_once_shallow_first() -> None:
         "'y' is not an argument of this tool",
         "'opts.depth' must be of type integer",
     ]
-    assert caught.value.message == "edited arguments refused: " + "; ".join(caught.value.details)
-    assert SECRET not in caught.value.message
+    assert str(caught.value) == "edited arguments refused: " + "; ".join(caught.value.problems)
+    assert SECRET not in str(caught.value)
 
 
 def test_a_pasted_blob_of_problems_is_listed_up_to_a_bound() -> None:

@@ -25,6 +25,7 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.agent import AgentWorkflow
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.effect_tools import bump_tool, executions
 from tests.support.helpers import agentctl, items_of, start, wait_for_pending
 
@@ -70,7 +71,7 @@ async def test_in_doubt_call_runs_again_only_after_approval_under_a_new_key(
         code, out, _ = await agentctl(capsys, "status", session_id)
         assert code == 0 and "waiting for approval to run again (in doubt): call_0_0" in out
         assert executions(count) == {}, "ran again before anyone approved"
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, "call_0_0", "ops", sessions=resources.sessions, tenant_id=tenant
         )
         result = await asyncio.wait_for(handle.result(), 30)
@@ -115,7 +116,7 @@ async def test_in_doubt_call_not_approved_keeps_the_in_doubt_result(
         )
         if decide == "reject":
             await wait_for_pending(client, session_id)
-            await tasks.reject(
+            await verbs.reject(
                 client,
                 session_id,
                 "call_0_0",
@@ -159,18 +160,18 @@ async def test_a_resumed_task_keeps_a_re_run_decision_and_asks_nobody_again(
                 if len((await tasks.live_status(client, session_id)).pending_approvals) == 2:
                     break
                 await asyncio.sleep(0.05)
-        await tasks.reject(client, session_id, "call_0_0", "not twice", "ops", **decide)
+        await verbs.reject(client, session_id, "call_0_0", "not twice", "ops", **decide)
         # Stopped while write_file still waits: the re-run of bump was decided, it was not.
-        await tasks.cancel(client, resources.sessions, tenant, session_id)
+        await verbs.cancel(client, resources.sessions, tenant, session_id)
         assert (await asyncio.wait_for(handle.result(), 30)).status == "cancelled"
 
-        resumed = await tasks.resume(client, resources.sessions, tenant, session_id)
+        resumed = await verbs.resume(client, resources.sessions, tenant, session_id)
         pending = await wait_for_pending(client, session_id)
         await asyncio.sleep(1)  # a question about bump would show by now as well
         live = await tasks.live_status(client, session_id)
         assert pending == ["call_0_1"]
         assert [(p.tool_call_id, p.rerun) for p in live.pending_approvals] == [("call_0_1", False)]
-        await tasks.approve(client, session_id, "call_0_1", "ops", **decide)
+        await verbs.approve(client, session_id, "call_0_1", "ops", **decide)
         result = await asyncio.wait_for(resumed.result(), 30)
 
     assert result.status == "completed"

@@ -15,9 +15,9 @@ from durable_agents.activities.providers.base import ToolSpec
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from durable_agents.activities.tools.builtin import builtin_tools
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import decoded_payloads, items_of, start, wait_for_pending
 
 REASON = "REASON-MARK-7f3a"
@@ -64,7 +64,7 @@ async def test_reasons_deciders_model_tool_names_and_exception_text_stay_out_of_
     async with agent_worker(provider, workspace, registry=registry) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call,) = await wait_for_pending(client, session_id)
-        await tasks.reject(
+        await verbs.reject(
             client,
             session_id,
             call,

@@ -16,6 +16,7 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import PREVIEW_CHARS
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import (
     artifact_count,
     committed_rows,
@@ -43,10 +44,10 @@ async def test_a_long_message_is_an_artifact_and_the_model_sees_prompt_task_and_
     async with agent_worker(provider, workspace, system_prompt=SYSTEM) as queue:
         session_id, handle = await start(client, resources, queue, "the task", tenant=tenant)
         await wait_for_pending(client, session_id)
-        row = await tasks.send_message(
+        row = await verbs.send_message(
             client, resources.sessions, tenant, session_id, text, store=resources.store
         )
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, "call_0_0", "alice", sessions=resources.sessions, tenant_id=tenant
         )
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"

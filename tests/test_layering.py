@@ -6,9 +6,9 @@ Rooms, bottom up:
 - vocabulary: the leaf terms (artifact refs, item kinds, statuses, previews, token counts).
 - storage: AgentState and the artifact store. Knows nothing of Temporal or workflows.
 - contracts: what the loop, its activities and its clients agree on: the payloads
-  (workflows/contracts.py, client_contracts.py, state_contracts.py), the task queues,
-  timeouts and retry policies (workflows/policies.py), and reading a run's start input back
-  (workflows/run_input.py).
+  (workflows/contracts.py, client_contracts.py, state_contracts.py, gate_contracts.py), the
+  task queues, timeouts and retry policies (workflows/policies.py), and reading a run's
+  start input back (workflows/run_input.py).
 - domain: Temporal-free libraries (activities/providers, tools, context, policies) and the
   agent definitions users write (activities/agents.py).
 - trajectory: OpenTelemetry by reference (activities/trajectory).
@@ -58,7 +58,14 @@ ALLOWED: dict[str, set[str]] = {
 # Rooms that must not import Temporal at all (the edges translate for them).
 TEMPORAL_FREE = {"vocabulary", "storage", "domain"}
 
-CONTRACTS = {"contracts", "client_contracts", "state_contracts", "policies", "run_input"}
+CONTRACTS = {
+    "contracts",
+    "client_contracts",
+    "state_contracts",
+    "gate_contracts",
+    "policies",
+    "run_input",
+}
 DOMAIN = {"providers", "tools", "context", "policies", "agents"}
 SHARED = {"settings", "resources", "temporal_client", "task_options", "agent_loading"}
 ROLES = {"stack", "peers", "client", "device", "process", "gateway", "demo", "cli"}

@@ -26,6 +26,7 @@ from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import ApprovalRecordInput, ApproveInput, SessionStatusInput
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.blocking import wait_until_lock_waited
 from tests.support.helpers import items_of, session_root, start
 from tests.support.processes import WorkerProcess
@@ -84,7 +85,7 @@ async def test_a_park_is_one_scheduled_activity_and_two_workflow_tasks(
         assert tasks_done == 2
         assert markers["core_local_activity"] == 2
 
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, "call_0_0", "alice", sessions=resources.sessions, tenant_id=tenant
         )
         result = await asyncio.wait_for(handle.result(), 30)

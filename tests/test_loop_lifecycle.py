@@ -14,6 +14,7 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, start, wait_for_pending
 
 
@@ -50,8 +51,8 @@ async def test_follow_up_message_during_a_step_is_answered_before_finishing(
     async with agent_worker(provider, workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call_id,) = await wait_for_pending(client, session_id)
-        await tasks.send_message(client, resources.sessions, tenant, session_id, "also add y.md")
-        await tasks.approve(
+        await verbs.send_message(client, resources.sessions, tenant, session_id, "also add y.md")
+        await verbs.approve(
             client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
         )
         result = await asyncio.wait_for(handle.result(), 30)
@@ -63,7 +64,7 @@ async def test_follow_up_message_during_a_step_is_answered_before_finishing(
     roles = [m.role for m in provider.requests[1].messages]
     assert roles.index("tool") == roles.index("assistant") + 1
     with pytest.raises(tasks.TaskNotRunning):
-        await tasks.send_message(client, resources.sessions, tenant, session_id, "too late")
+        await verbs.send_message(client, resources.sessions, tenant, session_id, "too late")
 
 
 async def test_cancel_while_waiting_for_approval_ends_cleanly(

@@ -17,11 +17,11 @@ from durable_agents.activities.tools.base import ToolRegistry
 from durable_agents.activities.tools.mcp_servers import McpServer
 from durable_agents.activities.tools.mcp_toolset import McpToolsets
 from durable_agents.storage.models import ItemRow
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.policies import TOOL_RETRY
 from tests.conftest import AgentRunner
 from tests.mcp_servers.toolbox import PNG
+from tests.support import verbs
 from tests.support.helpers import items_of, s3_sha256, start, stored_key, wait_for_pending
 from tests.support.mcp import recorded, toolbox_http, toolbox_stdio
 
@@ -104,7 +104,7 @@ async def test_policy_named_server_dot_tool_makes_an_mcp_call_wait_for_approval(
         )
         pending = await wait_for_pending(client, session_id)
         assert recorded(record) == []  # nothing ran before the decision
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, pending[0], "alice", sessions=resources.sessions, tenant_id=tenant
         )
         await handle.result()

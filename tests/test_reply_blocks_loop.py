@@ -13,9 +13,9 @@ from temporalio.client import Client
 
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.fake_openai import (
     FakeOpenAI,
     calls,
@@ -49,7 +49,7 @@ async def test_a_write_file_call_inside_tool_response_writes_the_report(
             root = session_root(workspace, tenant, session_id)
             (root / "README.md").write_text("hello\n")
             (call_id,) = await wait_for_pending(client, session_id, 60)
-            await tasks.approve(
+            await verbs.approve(
                 client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
             )
             result = await asyncio.wait_for(handle.result(), 60)

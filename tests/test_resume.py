@@ -21,6 +21,7 @@ from durable_agents.storage.models import ItemRow
 from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.fake_openai import (
     FakeOpenAI,
     completion,
@@ -86,7 +87,7 @@ async def test_resume_after_a_failure_repeats_nothing_committed_and_asks_nobody_
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         (call,) = await wait_for_pending(client, session_id)
         server.fail(400, "this request is refused")  # step 1 fails for good
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
         )
         with pytest.raises(WorkflowFailureError):
@@ -97,7 +98,7 @@ async def test_resume_after_a_failure_repeats_nothing_committed_and_asks_nobody_
 
         server.status = 200
         server.reply = completion({"role": "assistant", "content": "all done"}, "stop")
-        resumed = await tasks.resume(client, resources.sessions, tenant, session_id)
+        resumed = await verbs.resume(client, resources.sessions, tenant, session_id)
         # Nobody approves: a call asked again would park the task and time this out.
         result = await asyncio.wait_for(resumed.result(), 30)
 
@@ -136,14 +137,14 @@ async def test_resume_after_a_cancel_asks_the_undecided_call_and_runs_it_once(
                 if _count(await items_of(resources, tenant, session_id), "tool_result"):
                     break
                 await asyncio.sleep(0.05)
-        assert (await tasks.cancel(client, resources.sessions, tenant, session_id)).cancelled
+        assert (await verbs.cancel(client, resources.sessions, tenant, session_id)).cancelled
         assert (await asyncio.wait_for(handle.result(), 30)).status == "cancelled"
         row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
         assert row.status == "cancelled"
 
-        resumed = await tasks.resume(client, resources.sessions, tenant, session_id)
+        resumed = await verbs.resume(client, resources.sessions, tenant, session_id)
         (call,) = await wait_for_pending(client, session_id)  # never decided: asked
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
         )
         result = await asyncio.wait_for(resumed.result(), 30)
@@ -178,19 +179,19 @@ async def test_resume_is_refused_for_another_tenant_a_running_or_completed_task(
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call,) = await wait_for_pending(client, session_id)
         with pytest.raises(SessionNotFound):
-            await tasks.resume(client, resources.sessions, "someone-else", session_id)
+            await verbs.resume(client, resources.sessions, "someone-else", session_id)
         with pytest.raises(tasks.TaskNotResumable, match="is running"):
-            await tasks.resume(client, resources.sessions, tenant, session_id)
+            await verbs.resume(client, resources.sessions, tenant, session_id)
         code, _, err = await agentctl(capsys, "resume", session_id)
         assert code == 1 and err.strip() == (
             f"error: task {session_id} is running; only a stopped task resumes"
         )
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call, "test", sessions=resources.sessions, tenant_id=tenant
         )
         await asyncio.wait_for(handle.result(), 30)
         with pytest.raises(tasks.TaskNotResumable, match="is completed"):
-            await tasks.resume(client, resources.sessions, tenant, session_id)
+            await verbs.resume(client, resources.sessions, tenant, session_id)
 
 
 async def test_a_task_stopped_by_its_step_limit_resumes_with_a_higher_one(
@@ -201,8 +202,8 @@ async def test_a_task_stopped_by_its_step_limit_resumes_with_a_higher_one(
         with pytest.raises(WorkflowFailureError):
             await asyncio.wait_for(handle.result(), 30)
         with pytest.raises(tasks.TaskNotResumable, match="--max-steps above 2"):
-            await tasks.resume(client, resources.sessions, tenant, session_id)
-        resumed = await tasks.resume(client, resources.sessions, tenant, session_id, max_steps=10)
+            await verbs.resume(client, resources.sessions, tenant, session_id)
+        resumed = await verbs.resume(client, resources.sessions, tenant, session_id, max_steps=10)
         result = await asyncio.wait_for(resumed.result(), 30)
 
     assert result.status == "completed" and result.steps == 4

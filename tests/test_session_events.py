@@ -17,11 +17,11 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_events import EventHub, listen_dsn, parse
-from durable_agents.workers.client import tasks
 from durable_agents.workers.gateway.events import cursor_of, session_events
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, start, wait_for_pending
 
 # Never rechecked by time in these tests: every event must come from a notification.
@@ -63,7 +63,7 @@ async def test_every_item_arrives_once_in_order_as_it_commits_with_status_change
                 # The task waits for this decision: it is made on what the stream said.
                 if json.loads(event["data"]).get("status") == "waiting_approval":
                     (call,) = await wait_for_pending(client, sid)
-                    await tasks.approve(
+                    await verbs.approve(
                         client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant
                     )
         await asyncio.wait_for(handle.result(), 60)
@@ -94,7 +94,7 @@ async def test_a_dropped_stream_resumes_after_its_last_event_id_with_nothing_los
                 seen.append(int(event["id"]))
                 if len(seen) == 2:
                     break  # the connection drops here
-        await tasks.approve(client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant)
+        await verbs.approve(client, sid, call, "me", sessions=resources.sessions, tenant_id=tenant)
         await asyncio.wait_for(handle.result(), 60)
         resumed = [
             int(e["id"])

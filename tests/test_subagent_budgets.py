@@ -17,11 +17,11 @@ from durable_agents.storage.models import SessionRow
 from durable_agents.storage.quotas import TenantControls
 from durable_agents.storage.usage import UsageFilter, UsageRepository
 from durable_agents.vocabulary.session_status import SessionStatus
-from durable_agents.workers.client.budget_raise import raise_budget
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import session_root, start
 from tests.support.runaway import PER_REPLY, REPLY_TOKENS
+from tests.support.verbs import raise_budget
 from tests.test_quotas import _until
 
 

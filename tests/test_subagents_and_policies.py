@@ -14,9 +14,9 @@ from durable_agents.activities.policies.approval_policy import PolicyError, need
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.sessions import SessionRepository
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
 
 
@@ -97,7 +97,7 @@ async def test_outside_policy_lets_reports_through_and_holds_anything_else(
         other = f"{tenant}-other"
         # Another tenant's session is not found (tests/test_tenant_checks.py has the rest).
         with pytest.raises(SessionNotFound):
-            await tasks.approve(
+            await verbs.approve(
                 client,
                 session_id,
                 "call_0_1",
@@ -105,7 +105,7 @@ async def test_outside_policy_lets_reports_through_and_holds_anything_else(
                 sessions=resources.sessions,
                 tenant_id=other,
             )
-        await tasks.approve(
+        await verbs.approve(
             client,
             session_id,
             "call_0_1",

@@ -24,6 +24,7 @@ from durable_agents.workflows.contracts import (
     SendMessageInput,
 )
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
 
 WRITE = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.md", "content": "A"}}]}]
@@ -57,7 +58,7 @@ async def test_updates_without_the_tasks_tenant_are_refused(
         ):
             assert await _refused_type(handle.execute_update(update, arg)) == "TenantMismatch"
         assert (await tasks.live_status(client, session_id)).pending_approvals
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call, "owner", sessions=resources.sessions, tenant_id=tenant
         )
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
@@ -73,16 +74,16 @@ async def test_another_tenants_session_is_not_found_by_the_library(
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         (call,) = await wait_for_pending(client, session_id)
         for attempt in (
-            tasks.approve(client, session_id, call, "mallory", **theirs),
-            tasks.reject(client, session_id, call, "no", "mallory", **theirs),
-            tasks.send_message(client, resources.sessions, other, session_id, "hi"),
-            tasks.cancel(client, resources.sessions, other, session_id),
+            verbs.approve(client, session_id, call, "mallory", **theirs),
+            verbs.reject(client, session_id, call, "no", "mallory", **theirs),
+            verbs.send_message(client, resources.sessions, other, session_id, "hi"),
+            verbs.cancel(client, resources.sessions, other, session_id),
         ):
             with pytest.raises(SessionNotFound):
                 await attempt
         assert (await tasks.live_status(client, session_id)).status == "waiting_approval"
         assert not [i for i in await items_of(resources, tenant, session_id) if "mallory" in i.text]
-        await tasks.cancel(client, resources.sessions, tenant, session_id)
+        await verbs.cancel(client, resources.sessions, tenant, session_id)
         result = await asyncio.wait_for(handle.result(), 30)
 
     assert result.status == "cancelled"

@@ -16,6 +16,7 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import committed_rows, items_of, session_root, start, wait_for_pending
 
 
@@ -42,12 +43,12 @@ async def test_a_10_mb_message_is_refused_naming_the_limit_and_nothing_is_commit
         await wait_for_pending(client, session_id)
         before = await committed_rows(resources, tenant)
         with pytest.raises(ValueError, match="AGENT_MAX_MESSAGE_BYTES") as refused:
-            await tasks.send_message(
+            await verbs.send_message(
                 client, resources.sessions, tenant, session_id, "m" * 10_000_000
             )
         assert "the message: 10000000 bytes is over the limit" in str(refused.value)
         assert await committed_rows(resources, tenant) == before
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, "call_0_0", "alice", sessions=resources.sessions, tenant_id=tenant
         )
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"
@@ -64,7 +65,7 @@ async def test_edited_arguments_over_the_limit_are_refused_before_anything_is_co
         await wait_for_pending(client, session_id)
         before = await committed_rows(resources, tenant)
         with pytest.raises(ValueError, match="AGENT_MAX_EDIT_BYTES") as refused:
-            await tasks.approve(
+            await verbs.approve(
                 client,
                 session_id,
                 "call_0_0",
@@ -77,7 +78,7 @@ async def test_edited_arguments_over_the_limit_are_refused_before_anything_is_co
         assert await committed_rows(resources, tenant) == before
         # Still waiting: the refused edit decided nothing, and a normal decision goes through.
         assert await wait_for_pending(client, session_id) == ["call_0_0"]
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, "call_0_0", "alice", sessions=resources.sessions, tenant_id=tenant
         )
         assert (await asyncio.wait_for(handle.result(), 30)).status == "completed"

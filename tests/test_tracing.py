@@ -26,10 +26,10 @@ from durable_agents.activities.trajectory import (
     payload_refs,
 )
 from durable_agents.storage.models import ArtifactRefRow, ArtifactRow
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.agent import AgentWorkflow
+from tests.support import verbs
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
 from tests.test_replay import recorded_workflow_id
@@ -193,7 +193,7 @@ async def test_approvals_waiting_gauge_and_tool_errors(
         session_id, handle = await start(client, resources, queue, "write it", tenant=tenant)
         (call_id,) = await wait_for_pending(client, session_id)
         assert await waiting(otel, 1) == 1  # the status write may still be in flight
-        await tasks.approve(
+        await verbs.approve(
             client, session_id, call_id, "test", sessions=resources.sessions, tenant_id=tenant
         )
         result = await asyncio.wait_for(handle.result(), 60)

@@ -20,7 +20,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.workflow import NondeterminismError
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
-from durable_agents.workers.client import tasks
 from durable_agents.workers.process.cloud import running
 from durable_agents.workers.process.sandbox import (
     SHARED_WORKFLOW_MODULES,
@@ -30,6 +29,7 @@ from durable_agents.workers.process.sandbox import (
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import AgentSettings
 from tests.conftest import AgentRunner
+from tests.support import verbs
 from tests.support.helpers import session_root, start, wait_for_pending
 from tests.support.imports import imports, modules
 from tests.support.sandbox_probe import ProbeInput, ProbeResult, SandboxProbe
@@ -115,8 +115,8 @@ async def test_parked_session_evicted_from_the_cache_resumes_on_approval(
         [first_call] = await wait_for_pending(client, first)
         second, second_handle = await start(client, resources, queue, "second", **opts)
         [second_call] = await wait_for_pending(client, second)
-        await tasks.approve(client, first, first_call, "alice", **ours)
-        await tasks.approve(client, second, second_call, "alice", **ours)
+        await verbs.approve(client, first, first_call, "alice", **ours)
+        await verbs.approve(client, second, second_call, "alice", **ours)
         results = await asyncio.wait_for(
             asyncio.gather(first_handle.result(), second_handle.result()), 60
         )

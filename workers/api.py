@@ -15,7 +15,8 @@ approve its calls and await its answer.
 
 Connections come from the environment like every other entry point (DATABASE_URL, S3_*,
 TEMPORAL_ADDRESS, MODEL_*; `agentctl dev up` serves all three on this machine). Nothing
-here is a second implementation: each call goes through workers.client.tasks, as agentctl does.
+here is a second implementation: each call goes through the one service
+(workers/client/service.py), as agentctl's and the gateway's do.
 """
 
 from __future__ import annotations
@@ -33,13 +34,12 @@ from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, T
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.activities.tools.mcp_servers import McpHttp, McpStdio
 from durable_agents.activities.tools.typed import tool
-from durable_agents.storage.items import ItemRepository
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 from durable_agents.workers.client import tasks
-from durable_agents.workers.client.budget_raise import raise_budget
-from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.commands import Caller, StartRequest
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.process.run import run_cloud_worker
 from durable_agents.workers.resources import Resources, open_resources
@@ -95,7 +95,7 @@ class Task:
         self.session_id = session_id
 
     async def status(self) -> AgentStatus:
-        return await tasks.live_status(self._client.temporal, self.session_id)
+        return await self._client.service.live_status(self._client.caller, self.session_id)
 
     async def wait_for_approval(self, wait_seconds: float = 60.0) -> PendingApproval:
         """The first call waiting for a decision, once there is one. TimeoutError after
@@ -112,70 +112,38 @@ class Task:
                 await asyncio.sleep(POLL_SECONDS)
 
     async def approve(
-        self, call_id: str, *, by: str = "api", arguments: dict[str, Any] | None = None
+        self, call_id: str, *, by: str | None = None, arguments: dict[str, Any] | None = None
     ) -> None:
-        """Approve a waiting call; `arguments`: run it with these instead."""
-        await tasks.approve(
-            self._client.temporal,
-            self.session_id,
-            call_id,
-            by,
-            sessions=self._client.resources.sessions,
-            tenant_id=self._client.tenant_id,
-            edited_arguments=arguments,
-        )
+        """Approve a waiting call; `arguments`: run it with these instead (checked against
+        the tool's schema, as at every door)."""
+        caller = self._client.caller_as(by)
+        await self._client.service.approve(caller, self.session_id, call_id, arguments=arguments)
 
-    async def reject(self, call_id: str, reason: str, *, by: str = "api") -> None:
-        await tasks.reject(
-            self._client.temporal,
-            self.session_id,
-            call_id,
-            reason,
-            by,
-            sessions=self._client.resources.sessions,
-            tenant_id=self._client.tenant_id,
-        )
+    async def reject(self, call_id: str, reason: str, *, by: str | None = None) -> None:
+        caller = self._client.caller_as(by)
+        await self._client.service.reject(caller, self.session_id, call_id, reason)
 
     async def raise_budget(
         self,
         *,
-        by: str = "api",
+        by: str | None = None,
         tokens: int | None = None,
         cost_usd: float | None = None,
         tool_calls: int | None = None,
         seconds: float | None = None,
     ) -> RaiseBudgetResult:
         """New budget figures (unnamed ones stay); a task parked at its budget goes on."""
-        return await raise_budget(
-            self._client.temporal,
-            self.session_id,
-            by,
-            sessions=self._client.resources.sessions,
-            tenant_id=self._client.tenant_id,
-            tokens=tokens,
-            cost_usd=cost_usd,
-            tool_calls=tool_calls,
-            seconds=seconds,
-        )
+        given = {"tokens": tokens, "cost_usd": cost_usd, "tool_calls": tool_calls}
+        figures = {k: v for k, v in {**given, "seconds": seconds}.items() if v is not None}
+        caller = self._client.caller_as(by)
+        return await self._client.service.raise_budget(caller, self.session_id, figures)
 
     async def send(self, text: str) -> None:
         """A follow-up message; the task answers it before it ends."""
-        await tasks.send_message(
-            self._client.temporal,
-            self._client.resources.sessions,
-            self._client.tenant_id,
-            self.session_id,
-            text,
-            store=self._client.resources.store,
-        )
+        await self._client.service.send(self._client.caller, self.session_id, text)
 
     async def cancel(self) -> None:
-        await tasks.cancel(
-            self._client.temporal,
-            self._client.resources.sessions,
-            self._client.tenant_id,
-            self.session_id,
-        )
+        await self._client.service.cancel(self._client.caller, self.session_id)
 
     async def result(self) -> TaskResult:
         """Wait for the task to end; its status, steps and final answer."""
@@ -185,12 +153,11 @@ class Task:
             steps, error = done.steps, done.last_error
         except WorkflowFailureError:
             steps, error = -1, None  # AgentState says what happened
-        async with self._client.resources.sessions() as db:
-            sid = tasks.session_uuid(self.session_id)
-            session = await SessionRepository(db, self._client.tenant_id).get(sid)
-            items = ItemRepository(db, self._client.tenant_id)
-            reply = await items.first_of_kind(sid, ItemKind.ASSISTANT_MESSAGE, last=True)
-            failure = await items.first_of_kind(sid, ItemKind.ERROR, last=True)
+        sid = tasks.session_uuid(self.session_id)
+        async with agent_state(self._client.resources.sessions, self._client.tenant_id) as st:
+            session = await st.sessions.get(sid)
+            reply = await st.items.first_of_kind(sid, ItemKind.ASSISTANT_MESSAGE, last=True)
+            failure = await st.items.first_of_kind(sid, ItemKind.ERROR, last=True)
         completed = session.status == SessionStatus.COMPLETED
         if error is None and failure is not None and not completed:
             error = failure.text
@@ -201,21 +168,33 @@ class Task:
 
 
 class AgentClient:
-    """A connection to the deployment as one tenant."""
+    """A connection to the deployment as one tenant, holding the deployment's credentials
+    (the operator): every call goes through the one service, as agentctl's do."""
 
-    def __init__(self, temporal: Client, resources: Resources, tenant_id: str) -> None:
+    def __init__(
+        self,
+        temporal: Client,
+        resources: Resources,
+        tenant_id: str,
+        settings: Settings | None = None,
+    ) -> None:
         self.temporal = temporal
         self.resources = resources
         self.tenant_id = tenant_id
+        settings = settings or get_settings()
+        self.service = TaskService(temporal, resources.sessions, resources.store, settings)
+        self.caller = self.caller_as(None)
+
+    def caller_as(self, by: str | None) -> Caller:
+        """This client as the operator of its tenant, recorded as `by` (default api:TENANT)."""
+        return Caller.operator(self.tenant_id, user_id=by or f"api:{self.tenant_id}")
 
     async def start(self, agent: Agent | str, text: str, **options: Any) -> Task:
         """Start a task of `agent` (an Agent, or the name of one the workers serve).
         `options`: TaskOptions fields (max_steps, approval_policies, device_id, ...), checked
         by the command layer as at every other door; the tenant is this client's."""
-        caller = Caller.operator(self.tenant_id, user_id=f"api:{self.tenant_id}")
-        command = start_command(caller, StartRequest(text, agent, options), get_settings())
-        res = self.resources
-        return Task(self, await command.start(self.temporal, res.sessions, res.store))
+        sid = await self.service.start(self.caller, StartRequest(text, agent, options))
+        return Task(self, sid)
 
     def task(self, session_id: str) -> Task:
         """A task started earlier (from any device)."""
@@ -226,11 +205,12 @@ class AgentClient:
 async def connect(
     *, tenant_id: str | None = None, settings: Settings | None = None
 ) -> AsyncIterator[AgentClient]:
-    """A client for the block, as `tenant_id` (default AGENT_TENANT_ID)."""
+    """A client for the block, as `tenant_id` (default AGENT_TENANT_ID), with `settings`
+    (default: from the environment) for its connections and every task it starts."""
     settings = settings or get_settings()
     async with open_resources(settings.database, settings.s3) as res:
         temporal = await connect_client(data_converter=data_converter_with_offload(res.store))
-        yield AgentClient(temporal, res, tenant_id or settings.agent.tenant_id)
+        yield AgentClient(temporal, res, tenant_id or settings.agent.tenant_id, settings)
 
 
 @asynccontextmanager

@@ -12,8 +12,8 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from durable_agents.workflows.approval_waits import Waiting, check_decision, pending_approvals
-from durable_agents.workflows.budgets import raised
+from durable_agents.workflows.approval_waits import Waiting, check_waiting, pending_approvals
+from durable_agents.workflows.budgets import raise_record, raised
 from durable_agents.workflows.cancels import cancelled_activity
 from durable_agents.workflows.compactions import Compactions
 from durable_agents.workflows.contracts import (
@@ -41,7 +41,12 @@ from durable_agents.workflows.model_calls import model_call_options, model_failu
 from durable_agents.workflows.parks import Parks
 from durable_agents.workflows.policies import step_key
 from durable_agents.workflows.session_open import open_session
-from durable_agents.workflows.start_checks import check_identity, check_options, refused
+from durable_agents.workflows.start_checks import (
+    check_identity,
+    check_options,
+    refused,
+    update_refused,
+)
 from durable_agents.workflows.state_writes import write_state_in_task
 from durable_agents.workflows.tool_calls import CallEnd, device_of, run_tool_call
 
@@ -50,7 +55,11 @@ with workflow.unsafe.imports_passed_through():
     # Passed through: the activity classes only name the methods we schedule; their modules
     # (SQLAlchemy, aioboto3) must not be re-imported in every workflow sandbox.
     from durable_agents.activities.model_call import ModelActivities
-    from durable_agents.activities.policies.task_rules import InvalidTaskInput, check_budget_raise
+    from durable_agents.activities.policies.task_rules import (
+        InvalidTaskInput,
+        check_decision,
+        check_raise,
+    )
     from durable_agents.activities.session_state import SessionStateActivities
     from durable_agents.vocabulary.session_status import SessionStatus
 
@@ -327,21 +336,21 @@ class AgentWorkflow:
 
     @workflow.update(name="approve")
     def approve(self, inp: ApproveInput) -> DecisionResult:
-        self._waiting[inp.tool_call_id].approve(inp)
+        self._waiting[inp.tool_call_id].decide(True, inp)
         return DecisionResult(inp.tool_call_id, True)
 
     @approve.validator
     def _validate_approve(self, inp: ApproveInput) -> None:
-        self._validate_decision(inp.tool_call_id, inp.tenant_id)
+        self._validate_decision(inp)
 
     @workflow.update(name="reject")
     def reject(self, inp: RejectInput) -> DecisionResult:
-        self._waiting[inp.tool_call_id].reject(inp)
+        self._waiting[inp.tool_call_id].decide(False, inp)
         return DecisionResult(inp.tool_call_id, False)
 
     @reject.validator
     def _validate_reject(self, inp: RejectInput) -> None:
-        self._validate_decision(inp.tool_call_id, inp.tenant_id)
+        self._validate_decision(inp)
 
     def _check_tenant(self, tenant_id: str | None) -> None:
         # A missing tenant is refused like a wrong one: no caller skips the check by omission.
@@ -352,14 +361,28 @@ class AgentWorkflow:
                 non_retryable=True,
             )
 
-    def _validate_decision(self, tool_call_id: str, tenant_id: str | None) -> None:
-        self._check_tenant(tenant_id)
-        check_decision(self._waiting, self._decided, tool_call_id)
+    def _validate_decision(self, inp: ApproveInput | RejectInput) -> None:
+        self._check_tenant(inp.tenant_id)
+        try:
+            check_decision(inp)
+        except InvalidTaskInput as err:
+            raise update_refused(err) from None
+        check_waiting(self._waiting, self._decided, inp.tool_call_id)
 
     @workflow.update(name="raise_budget")
-    def raise_budget(self, inp: RaiseBudgetInput) -> RaiseBudgetResult:
-        """New budget figures; a task parked at its budget goes on with them."""
+    async def raise_budget(self, inp: RaiseBudgetInput) -> RaiseBudgetResult:
+        """New budget figures, recorded with who raised them; a task parked at its budget
+        goes on with them."""
         parked = self._status == SessionStatus.BUDGET_EXHAUSTED
+        update = workflow.current_update_info()
+        await write_state_in_task(
+            SessionStateActivities.record_budget_raise,
+            raise_record(
+                self._inp,
+                inp,
+                f"{workflow.info().workflow_id}:budget:{update.id if update else ''}",
+            ),
+        )
         self._inp = raised(self._inp, inp)
         self._parks.raised()
         i = self._inp
@@ -376,11 +399,9 @@ class AgentWorkflow:
     def _validate_raise_budget(self, inp: RaiseBudgetInput) -> None:
         self._check_tenant(inp.tenant_id)
         try:
-            check_budget_raise(inp)
+            check_raise(inp)
         except InvalidTaskInput as err:
-            raise ApplicationError(
-                str(err), err.field, type="InvalidTaskInput", non_retryable=True
-            ) from None
+            raise update_refused(err) from None
 
     @workflow.signal(name="send_message")
     def send_message(self, inp: SendMessageInput) -> None:

@@ -15,8 +15,6 @@ from durable_agents.workflows.contracts import (
     RejectInput,
 )
 
-MAX_REASON_CHARS = 500
-
 
 @dataclass
 class Waiting:
@@ -26,28 +24,20 @@ class Waiting:
     step: int
     approved: bool | None = None
     decided_by: str = ""
+    # Our own words (a timeout's); a person's reason is in their staged request.
     reason: str = ""
     device_id: str | None = None
-    edited_arguments_item_id: str | None = None
-    decision_item_id: str | None = None
+    request_id: str | None = None
     # > 0: asking to run a call in doubt again (its n-th re-run).
     rerun: int = 0
 
-    def approve(self, inp: ApproveInput) -> None:
-        self.approved, self.decided_by = True, inp.decided_by[:100]
-        self.device_id = inp.device_id
-        self.edited_arguments_item_id = inp.edited_arguments_item_id
-        self.decision_item_id = inp.decision_item_id
-
-    def reject(self, inp: RejectInput) -> None:
-        self.approved, self.decided_by = False, inp.decided_by[:100]
-        self.reason = inp.reason[:MAX_REASON_CHARS]
-        self.device_id = inp.device_id
-        self.decision_item_id = inp.decision_item_id
+    def decide(self, approved: bool, inp: ApproveInput | RejectInput) -> None:
+        self.approved, self.decided_by = approved, inp.decided_by
+        self.device_id, self.request_id = inp.device_id, inp.request_id
 
     def record(self, inp: AgentInput, tool_call_id: str, key: str) -> ApprovalRecordInput:
         """The decision as record_approval commits it (a person's words stay behind the
-        decision item's id)."""
+        staged request's id)."""
         return ApprovalRecordInput(
             session_id=inp.session_id,
             tenant_id=inp.tenant_id,
@@ -58,13 +48,12 @@ class Waiting:
             reason=self.reason,
             idempotency_key=key,
             device_id=self.device_id,
-            edited_arguments_item_id=self.edited_arguments_item_id,
-            decision_item_id=self.decision_item_id,
+            request_id=self.request_id,
             rerun=self.rerun,
         )
 
 
-def check_decision(waiting: dict[str, Waiting], decided: set[str], tool_call_id: str) -> None:
+def check_waiting(waiting: dict[str, Waiting], decided: set[str], tool_call_id: str) -> None:
     """Refuse a decision for a call already decided or not waiting (an update validator)."""
     call = waiting.get(tool_call_id)
     if tool_call_id in decided or (call is not None and call.approved is not None):

@@ -8,6 +8,7 @@ from dataclasses import replace
 from durable_agents.workflows.contracts import (
     AgentInput,
     BudgetFigures,
+    BudgetRaiseRecordInput,
     RaiseBudgetInput,
     TaskBudget,
 )
@@ -23,6 +24,20 @@ def raised(inp: AgentInput, request: RaiseBudgetInput) -> AgentInput:
         if getattr(request, name) is not None
     }
     return replace(inp, **changes)
+
+
+def raise_record(inp: AgentInput, request: RaiseBudgetInput, key: str) -> BudgetRaiseRecordInput:
+    """The loop's record of an accepted raise, under `key`."""
+    return BudgetRaiseRecordInput(
+        inp.session_id,
+        inp.tenant_id,
+        key,
+        request.decided_by,
+        tokens=request.tokens,
+        cost_usd=request.cost_usd,
+        tool_calls=request.tool_calls,
+        seconds=request.seconds,
+    )
 
 
 def budget_words(figures: BudgetFigures, budget: TaskBudget | None) -> str:

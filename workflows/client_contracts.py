@@ -13,27 +13,24 @@ from dataclasses import dataclass, field
 @dataclass
 class ApproveInput:
     tool_call_id: str
-    # Kept for histories written before decision items; new clients leave it empty.
-    decided_by: str = ""
     # The caller's tenant: a decision without one, or from another tenant, is refused.
     tenant_id: str | None = None
+    # Who decides: the caller's user id (1-100 characters, no control characters).
+    decided_by: str = ""
     device_id: str | None = None
-    # An approval item the client committed with edited arguments to run instead.
-    edited_arguments_item_id: str | None = None
-    # The decision item the client committed first: who decides (free text stays there).
-    decision_item_id: str | None = None
+    # The request the client staged (storage/decision_requests.py) with what must not
+    # travel in history: edited arguments to run instead.
+    request_id: str | None = None
 
 
 @dataclass
 class RejectInput:
     tool_call_id: str
-    # Kept for histories written before decision items; new clients leave both empty and
-    # commit who rejected and why as the decision item.
-    reason: str = ""
-    decided_by: str = ""
     tenant_id: str | None = None
+    decided_by: str = ""
     device_id: str | None = None
-    decision_item_id: str | None = None
+    # The staged request holding the reason the model is told.
+    request_id: str | None = None
 
 
 @dataclass
@@ -68,15 +65,15 @@ class CancelResult:
 
 @dataclass
 class RaiseBudgetInput:
-    """New figures for a task's budget (None: that figure stays as it is). Who decided is
-    in the request item the client committed first (`decision_item_id`)."""
+    """New figures for a task's budget (None: that figure stays as it is), and who raised
+    it (the caller's user id); the loop records the raise once it accepted it."""
 
     tenant_id: str | None = None
     tokens: int | None = None
     cost_usd: float | None = None
     tool_calls: int | None = None
     seconds: float | None = None
-    decision_item_id: str | None = None
+    decided_by: str = ""
 
 
 @dataclass

@@ -59,6 +59,9 @@ from durable_agents.workflows.state_contracts import (
     ApprovalRecordInput as ApprovalRecordInput,
 )
 from durable_agents.workflows.state_contracts import (
+    BudgetRaiseRecordInput as BudgetRaiseRecordInput,
+)
+from durable_agents.workflows.state_contracts import (
     ChildSession as ChildSession,
 )
 from durable_agents.workflows.state_contracts import (

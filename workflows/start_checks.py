@@ -1,4 +1,5 @@
-"""A run's start input, checked before the run's first command.
+"""A run's start input, checked before the run's first command, and the updates a client
+sends it, checked in their validators: with the command layer's own rules.
 
 Every door but one builds the input through the command layer, which checks it; a plain
 Temporal client builds it by hand. So the workflow checks every input with the layer's own
@@ -34,6 +35,11 @@ def refused(err: InvalidTaskInput) -> ApplicationError:
     return ApplicationError(
         f"cannot run the task: {err}", err.field, type="InvalidTaskInput", non_retryable=True
     )
+
+
+def update_refused(err: InvalidTaskInput) -> ApplicationError:
+    """An update's refusal for `err`, in the rule's words."""
+    return ApplicationError(str(err), err.field, type="InvalidTaskInput", non_retryable=True)
 
 
 def check_identity(inp: AgentInput, workflow_id: str) -> None:

@@ -19,17 +19,31 @@ class ApprovalRecordInput:
     step: int
     tool_call_id: str
     approved: bool
-    # Our own words only ("timeout", "no decision within 60s"): a person's name and reason
-    # are in the decision item the client committed (decision_item_id).
+    # The decider's user id, or our own words ("timeout"); a person's reason and edited
+    # arguments are in the request the client staged (request_id).
     decided_by: str
+    # Our own words only ("no decision within 60s").
     reason: str
     idempotency_key: str
     device_id: str | None = None
-    edited_arguments_item_id: str | None = None
-    decision_item_id: str | None = None
+    request_id: str | None = None
     # n > 0: the decision on re-run n of a call reported in doubt; a refusal's result then
     # says the call may or may not have taken effect.
     rerun: int = 0
+
+
+@dataclass
+class BudgetRaiseRecordInput:
+    """The loop's record of a raise it accepted: who raised it and the new figures."""
+
+    session_id: str
+    tenant_id: str
+    idempotency_key: str
+    decided_by: str
+    tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+    seconds: float | None = None
 
 
 @dataclass

@@ -10,10 +10,12 @@ I/O; messages name the field and the bound, never free text a caller sent.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from durable_agents.activities.policies.approval_policy import validate as validate_policy
+from durable_agents.activities.policies.text_limits import check_text
 from durable_agents.storage.devices import validate_device_id
 
 # Upper bounds a task may ask for: past them a value is a typo, not a plan.
@@ -60,6 +62,13 @@ BUDGET_FIGURES: tuple[tuple[str, float, bool], ...] = (
 )
 
 
+# Who decides (a user id) and why (told to the model), at every door that takes them.
+MAX_DECIDER_CHARS = 100
+MAX_REASON_CHARS = 2000
+# Tool call ids are ours (activities/context/call_ids.py), stored in 128 characters.
+MAX_TOOL_CALL_ID_CHARS = 128
+
+
 class InvalidTaskInput(ValueError):
     """An option no door accepts; nothing was committed. `field` names the option."""
 
@@ -89,7 +98,7 @@ class TaskSettings(Protocol):
     budget_seconds: float | None
 
 
-def _number(field: str, value: object, *, integer: bool) -> float:
+def check_number(field: str, value: object, *, integer: bool) -> float:
     # bool is an int; a JSON start input may also carry a string: neither is a number here.
     if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
         kind = "a whole number" if integer else "a number"
@@ -99,7 +108,7 @@ def _number(field: str, value: object, *, integer: bool) -> float:
 
 def check_range(field: str, value: object, low: float, high: float, *, open_low: bool) -> None:
     """InvalidTaskInput unless low < value (or <=, when not `open_low`) and value <= high."""
-    number = _number(field, value, integer=not open_low)
+    number = check_number(field, value, integer=not open_low)
     # Written so NaN fails too: every comparison with it is False.
     inside = (low < number if open_low else low <= number) and number <= high
     if not inside:
@@ -126,6 +135,60 @@ def check_budget_raise(request: object) -> None:
         )
     for name, high, integer in BUDGET_FIGURES:
         check_budget_figure(name, getattr(request, name, None), high, integer)
+
+
+def check_decider(field: str, by: object) -> str:
+    """`by` if it can name who decides: 1-MAX_DECIDER_CHARS characters, none of them a
+    control character (it is shown in status lines and records)."""
+    if not isinstance(by, str):
+        raise InvalidTaskInput(field, f"{field} must be a string, got {type(by).__name__}")
+    if not by.strip() or len(by) > MAX_DECIDER_CHARS:
+        raise InvalidTaskInput(field, f"{field} must be 1-{MAX_DECIDER_CHARS} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in by):
+        raise InvalidTaskInput(field, f"{field} contains a control character")
+    return by
+
+
+def check_decision(request: Any) -> None:
+    """An approve's or reject's ids as no door would send them: the call, who decides, the
+    staged request and the device."""
+    call_id = getattr(request, "tool_call_id", None)
+    if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_TOOL_CALL_ID_CHARS:
+        raise InvalidTaskInput("tool_call_id", "tool_call_id is not a tool call id")
+    check_decider("decided_by", getattr(request, "decided_by", None))
+    request_id = getattr(request, "request_id", None)
+    if request_id is not None:
+        try:
+            uuid.UUID(request_id)
+        except (ValueError, AttributeError, TypeError):
+            raise InvalidTaskInput("request_id", "request_id must be a UUID") from None
+    device_id = getattr(request, "device_id", None)
+    if device_id is not None:
+        try:
+            validate_device_id(device_id)
+        except (ValueError, TypeError):
+            raise InvalidTaskInput("device_id", "device_id is not a device id") from None
+
+
+def check_raise(request: Any) -> None:
+    """A budget raise as no door would send it: its figures and who raises it."""
+    check_budget_raise(request)
+    check_decider("decided_by", getattr(request, "decided_by", None))
+
+
+def check_reason(reason: object) -> str:
+    """A rejection's reason: a string of at most MAX_REASON_CHARS, storable as text."""
+    if not isinstance(reason, str):
+        raise InvalidTaskInput("reason", f"reason must be a string, got {type(reason).__name__}")
+    if len(reason) > MAX_REASON_CHARS:
+        raise InvalidTaskInput(
+            "reason", f"the reason is {len(reason)} characters; at most {MAX_REASON_CHARS} are kept"
+        )
+    try:
+        check_text("reason", reason)
+    except ValueError as err:
+        raise InvalidTaskInput("reason", str(err)) from None
+    return reason
 
 
 def check_policies(field: str, policies: object) -> dict[str, str]:

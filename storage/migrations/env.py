@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from durable_agents.storage import (
+    decision_requests,  # noqa: F401  (registers decision_requests)
     device_models,  # noqa: F401  (registers devices, device_calls)
     outbox_models,  # noqa: F401  (registers trajectory_outbox on Base)
     rate_limits,  # noqa: F401  (registers rate_limits)

@@ -21,9 +21,9 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.fetch_policy import FetchAllowlist
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.chaos.conftest import ChaosRunner
+from tests.support import verbs
 from tests.support.chaos import Audit, audit_runs, summarise
 from tests.support.helpers import start, tenant_root, wait_for_pending
 
@@ -138,7 +138,7 @@ async def test_unknown_tool_is_answered_with_an_error_and_never_waits_for_approv
         assert await wait_for_pending(chaos_client, session_id) == ["call_1_0"]
         # The unknown tool's call never waited for a decision, so there is none to give.
         with pytest.raises(WorkflowUpdateFailedError) as refused:
-            await tasks.approve(
+            await verbs.approve(
                 chaos_client,
                 session_id,
                 "call_0_0",
@@ -146,7 +146,7 @@ async def test_unknown_tool_is_answered_with_an_error_and_never_waits_for_approv
                 sessions=chaos_resources.sessions,
                 tenant_id=tenant,
             )
-        await tasks.approve(
+        await verbs.approve(
             chaos_client,
             session_id,
             "call_1_0",

@@ -27,6 +27,7 @@ from durable_agents.storage.tool_effects import ToolEffectRepository
 from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
+from tests.support import verbs
 from tests.support.chaos import Audit, fail_attempts_of_dead_worker, results_of, summarise
 from tests.support.effect_tools import executions
 from tests.support.effect_worker import COUNT_FILE_ENV, RECONCILED_TASK
@@ -89,9 +90,9 @@ async def _decide(
                 continue
             decide = dict(sessions=res.sessions, tenant_id=tenant)
             if run.plan == "approve":
-                await tasks.approve(client, run.session_id, "call_0_0", "ops", **decide)
+                await verbs.approve(client, run.session_id, "call_0_0", "ops", **decide)
             else:
-                await tasks.reject(client, run.session_id, "call_0_0", "not again", "ops", **decide)
+                await verbs.reject(client, run.session_id, "call_0_0", "not again", "ops", **decide)
             run.decided = True
         await asyncio.sleep(0.1)
 

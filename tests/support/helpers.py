@@ -26,6 +26,7 @@ from durable_agents.workers.cli.main import main
 from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.agent import AgentWorkflow
+from tests.support import verbs
 
 DEMO_WORKSPACE = Path(__file__).resolve().parents[2] / "workers" / "demo" / "workspace"
 
@@ -95,7 +96,7 @@ async def approve_all(
         live = await tasks.live_status(client, session_id)
         for p in live.pending_approvals:
             if p.tool_call_id not in approved:
-                await tasks.approve(
+                await verbs.approve(
                     client,
                     session_id,
                     p.tool_call_id,

@@ -7,7 +7,13 @@ from typing import Any
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from durable_agents.storage import device_models, outbox_models, rate_limits, usage_models  # noqa: F401
+from durable_agents.storage import (  # noqa: F401
+    decision_requests,
+    device_models,
+    outbox_models,
+    rate_limits,
+    usage_models,
+)
 from durable_agents.storage.models import Base
 from durable_agents.storage.partitioning import PARTITION_SCHEMA_PREFIX
 

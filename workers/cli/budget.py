@@ -9,16 +9,13 @@ import typer
 from durable_agents.activities.policies.task_rules import BUDGET_FIGURES
 from durable_agents.workers.cli.common import (
     Tenant,
+    as_operator,
     console,
-    operator_name,
     run_async,
     session_id,
-    temporal_client,
-    tenant_or_default,
-    with_resources,
+    with_service,
 )
-from durable_agents.workers.client.budget_raise import raise_budget
-from durable_agents.workers.resources import Resources
+from durable_agents.workers.client.service import TaskService
 
 budget_app = typer.Typer(no_args_is_help=True, help=__doc__)
 
@@ -59,22 +56,14 @@ def raise_cmd(
     by: Annotated[str | None, typer.Option(help="Who decides (recorded).")] = None,
 ) -> None:
     """New budget figures for a task (unnamed ones stay); a parked task goes on."""
-    session, t = session_id(session), tenant_or_default(tenant)
+    session, caller = session_id(session), as_operator(tenant, by)
+    given = {"tokens": tokens, "cost_usd": cost_usd, "tool_calls": tool_calls, "seconds": seconds}
+    figures = {name: value for name, value in given.items() if value is not None}
 
-    async def go(res: Resources) -> str:
-        result = await raise_budget(
-            await temporal_client(),
-            session,
-            by or operator_name(),
-            sessions=res.sessions,
-            tenant_id=t,
-            tokens=tokens,
-            cost_usd=cost_usd,
-            tool_calls=tool_calls,
-            seconds=seconds,
-        )
-        figures = f"tokens={result.tokens} cost_usd={result.cost_usd} "
-        figures += f"tool_calls={result.tool_calls} seconds={result.seconds}"
-        return ("resumed; " if result.resumed else "raised; ") + figures
+    async def go(service: TaskService) -> str:
+        result = await service.raise_budget(caller, session, figures)
+        shown = f"tokens={result.tokens} cost_usd={result.cost_usd} "
+        shown += f"tool_calls={result.tool_calls} seconds={result.seconds}"
+        return ("resumed; " if result.resumed else "raised; ") + shown
 
-    console.print(run_async(with_resources(go)), markup=False, highlight=False)
+    console.print(run_async(with_service(go)), markup=False, highlight=False)

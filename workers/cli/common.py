@@ -19,6 +19,8 @@ from temporalio.client import Client
 from durable_agents.storage.artifacts import check_user_tenant
 from durable_agents.storage.items import MAX_ORDINAL
 from durable_agents.workers.cli.errors import ServiceUnavailable
+from durable_agents.workers.client.commands import Caller
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.tasks import session_uuid
 from durable_agents.workers.resources import Resources, open_resources
 from durable_agents.workers.settings import get_settings
@@ -96,6 +98,23 @@ async def _check_postgres(engine: AsyncEngine) -> None:
         detail = getattr(err, "orig", None) or err
         where = f"{engine.url.host}:{engine.url.port}"
         raise ServiceUnavailable("PostgreSQL", "DATABASE_URL", f"{where}: {detail}") from err
+
+
+def as_operator(tenant: str | None, by: str | None = None) -> Caller:
+    """Who this shell acts as: the deployment's operator, for --tenant (else
+    AGENT_TENANT_ID), recorded as `by` (else the OS user, operator_name)."""
+    return Caller.operator(tenant_or_default(tenant), user_id=by or operator_name())
+
+
+async def with_service(fn: Callable[[TaskService], Awaitable[T]]) -> T:
+    """Run `fn` with the one service, on the configured PostgreSQL, S3 and Temporal."""
+
+    async def go(res: Resources) -> T:
+        return await fn(
+            TaskService(await temporal_client(), res.sessions, res.store, get_settings())
+        )
+
+    return await with_resources(go)
 
 
 async def with_resources(fn: Callable[[Resources], Awaitable[T]]) -> T:

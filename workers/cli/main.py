@@ -25,13 +25,14 @@ from durable_agents.workers.cli.budget import BudgetOption, budget_app, budget_o
 from durable_agents.workers.cli.common import (
     After,
     Tenant,
+    as_operator,
     console,
-    operator_name,
     run_async,
     session_id,
     temporal_client,
     tenant_or_default,
     with_resources,
+    with_service,
 )
 from durable_agents.workers.cli.demo import demo
 from durable_agents.workers.cli.deploy import deploy_app
@@ -49,7 +50,8 @@ from durable_agents.workers.cli.usage import usage
 from durable_agents.workers.cli.watch import watch_cmd
 from durable_agents.workers.cli.worker import device, worker
 from durable_agents.workers.client import tasks
-from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.commands import StartRequest
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.session_view import load_view, render_view, sessions_table
 from durable_agents.workers.client.watch.wait_status import effective_status, wait_line
 from durable_agents.workers.resources import Resources
@@ -130,13 +132,12 @@ def start(
     if device_tool:
         given["device_tools"] = list(device_tool)
     given |= budget_options(budget)
-    caller = Caller.operator(tenant_or_default(tenant), user_id=operator_name())
-    command = start_command(caller, StartRequest(task, agent, given), get_settings())
+    caller, request = as_operator(tenant), StartRequest(task, agent, given)
 
-    async def go(res: Resources) -> str:
-        return await command.start(await temporal_client(), res.sessions, res.store)
+    async def go(service: TaskService) -> str:
+        return await service.start(caller, request)
 
-    started = run_async(with_resources(go))
+    started = run_async(with_service(go))
     console.print(started)
     if watch:
         watch_cmd(started, tenant=tenant)
@@ -149,7 +150,7 @@ Device = Annotated[str | None, typer.Option(help="The device deciding (recorded)
 def approve(
     session: str,
     call: Annotated[str, typer.Argument(help="The tool call id waiting for approval.")],
-    by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
+    by: Annotated[str | None, typer.Option(help="Who decides (default: cli:USER).")] = None,
     tenant: Tenant = None,
     device: Device = None,
     edit: Annotated[
@@ -159,21 +160,12 @@ def approve(
     """Approve a tool call that waits for approval, optionally with edited arguments."""
     session = session_id(session)
     edited = _json_object(edit) if edit is not None else None
-    t, device = tenant_or_default(tenant), _device(device)
+    caller, device = as_operator(tenant, by), _device(device)
 
-    async def go(res: Resources) -> DecisionResult:
-        return await tasks.approve(
-            await temporal_client(),
-            session,
-            call,
-            by,
-            tenant_id=t,
-            device_id=device,
-            sessions=res.sessions,
-            edited_arguments=edited,
-        )
+    async def go(service: TaskService) -> DecisionResult:
+        return await service.approve(caller, session, call, arguments=edited, device_id=device)
 
-    result = run_async(with_resources(go))
+    result = run_async(with_service(go))
     console.print(f"approved {result.tool_call_id}")
 
 
@@ -182,39 +174,29 @@ def reject(
     session: str,
     call: str,
     reason: Annotated[str, typer.Option(help="Told to the model.")] = "",
-    by: Annotated[str, typer.Option(help="Who decides.")] = "cli",
+    by: Annotated[str | None, typer.Option(help="Who decides (default: cli:USER).")] = None,
     tenant: Tenant = None,
     device: Device = None,
 ) -> None:
     """Reject a tool call; the model is told, and the task goes on."""
     session = session_id(session)
-    t, device = tenant_or_default(tenant), _device(device)
+    caller, device = as_operator(tenant, by), _device(device)
 
-    async def go(res: Resources) -> DecisionResult:
-        return await tasks.reject(
-            await temporal_client(),
-            session,
-            call,
-            reason,
-            by,
-            sessions=res.sessions,
-            tenant_id=t,
-            device_id=device,
-        )
+    async def go(service: TaskService) -> DecisionResult:
+        return await service.reject(caller, session, call, reason, device_id=device)
 
-    console.print(f"rejected {run_async(with_resources(go)).tool_call_id}")
+    console.print(f"rejected {run_async(with_service(go)).tool_call_id}")
 
 
 @app.command()
 def cancel(session: str, tenant: Tenant = None) -> None:
     """Cancel a running task: the loop records `cancelled` and stops."""
-    session, t = session_id(session), tenant_or_default(tenant)
+    session, caller = session_id(session), as_operator(tenant)
 
-    async def go(res: Resources) -> bool:
-        result = await tasks.cancel(await temporal_client(), res.sessions, t, session)
-        return result.cancelled
+    async def go(service: TaskService) -> bool:
+        return (await service.cancel(caller, session)).cancelled
 
-    done = run_async(with_resources(go))
+    done = run_async(with_service(go))
     console.print(f"cancelled {session}" if done else f"{session} had already ended")
 
 
@@ -245,14 +227,12 @@ def _policies(pairs: list[str] | None) -> dict[str, str]:
 @app.command()
 def send(session: str, message: str, tenant: Tenant = None) -> None:
     """Send a follow-up message to a running task."""
-    session, t = session_id(session), tenant_or_default(tenant)
+    session, caller = session_id(session), as_operator(tenant)
 
-    async def go(res: Resources) -> int:
-        client = await temporal_client()
-        row = await tasks.send_message(client, res.sessions, t, session, message, store=res.store)
-        return row.ordinal
+    async def go(service: TaskService) -> int:
+        return (await service.send(caller, session, message)).ordinal
 
-    console.print(f"sent as item #{run_async(with_resources(go))}")
+    console.print(f"sent as item #{run_async(with_service(go))}")
 
 
 @app.command()

@@ -11,14 +11,15 @@ import typer
 from durable_agents.storage.quotas import QUOTA_NAMES, Quotas
 from durable_agents.workers.cli.common import (
     Tenant,
+    as_operator,
     console,
-    operator_name,
     run_async,
-    temporal_client,
     tenant_or_default,
     with_resources,
+    with_service,
 )
-from durable_agents.workers.client.tenant_controls import TenantState, set_quotas, tenant_state
+from durable_agents.workers.client.service import TaskService
+from durable_agents.workers.client.tenant_controls import TenantState, tenant_state
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import get_settings
 
@@ -74,15 +75,12 @@ def set_cmd(
     by: Annotated[str | None, typer.Option(help="Who decides (recorded).")] = None,
 ) -> None:
     """Set or clear a tenant's quotas; tasks parked at a quota check again."""
-    changes, t = quota_changes(figures or [], clear or []), tenant_or_default(tenant)
+    changes, caller = quota_changes(figures or [], clear or []), as_operator(tenant, by)
 
-    async def go(res: Resources) -> TenantState:
-        client = await temporal_client()
-        return await set_quotas(
-            client, res.sessions, t, changes, by or operator_name(), _defaults(t)
-        )
+    async def go(service: TaskService) -> TenantState:
+        return await service.set_quotas(caller, changes)
 
-    console.print(describe(run_async(with_resources(go))), markup=False, highlight=False)
+    console.print(describe(run_async(with_service(go))), markup=False, highlight=False)
 
 
 @quota_app.command("show")

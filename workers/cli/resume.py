@@ -8,15 +8,13 @@ import typer
 
 from durable_agents.workers.cli.common import (
     Tenant,
+    as_operator,
     console,
     run_async,
     session_id,
-    temporal_client,
-    tenant_or_default,
-    with_resources,
+    with_service,
 )
-from durable_agents.workers.client import tasks
-from durable_agents.workers.resources import Resources
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.task_options import MAX_STEPS
 
 
@@ -29,10 +27,10 @@ def resume(
 ) -> None:
     """Continue a failed or cancelled task from its last committed item (same session);
     `agentctl watch` follows it."""
-    session, t = session_id(session), tenant_or_default(tenant)
+    session, caller = session_id(session), as_operator(tenant)
 
-    async def go(res: Resources) -> None:
-        await tasks.resume(await temporal_client(), res.sessions, t, session, max_steps=max_steps)
+    async def go(service: TaskService) -> str:
+        return await service.resume(caller, session, max_steps=max_steps)
 
-    run_async(with_resources(go))
+    run_async(with_service(go))
     console.print(f"resumed {session}")

@@ -10,15 +10,13 @@ import typer
 
 from durable_agents.workers.cli.common import (
     Tenant,
+    as_operator,
     console,
-    operator_name,
     run_async,
-    temporal_client,
-    tenant_or_default,
-    with_resources,
+    with_service,
 )
-from durable_agents.workers.client.tenant_controls import TenantState, freeze, thaw
-from durable_agents.workers.resources import Resources
+from durable_agents.workers.client.service import TaskService
+from durable_agents.workers.client.tenant_controls import TenantState
 
 tenant_app = typer.Typer(no_args_is_help=True, help=__doc__)
 
@@ -28,24 +26,26 @@ By = Annotated[str | None, typer.Option(help="Who decides (recorded).")]
 @tenant_app.command("freeze")
 def freeze_cmd(tenant: Tenant = None, by: By = None) -> None:
     """Stop every task of the tenant at its next step; refuse its starts and device calls."""
-    t = tenant_or_default(tenant)
+    caller = as_operator(tenant, by)
 
-    async def go(res: Resources) -> TenantState:
-        return await freeze(res.sessions, t, by or operator_name())
+    async def go(service: TaskService) -> TenantState:
+        return await service.freeze(caller)
 
-    run_async(with_resources(go))
-    console.print(f"tenant {t}: frozen", markup=False, highlight=False)
+    state = run_async(with_service(go))
+    console.print(f"tenant {state.tenant_id}: frozen", markup=False, highlight=False)
 
 
 @tenant_app.command("thaw")
 def thaw_cmd(tenant: Tenant = None, by: By = None) -> None:
     """Let the tenant's frozen tasks go on from where they stopped."""
-    t = tenant_or_default(tenant)
+    caller = as_operator(tenant, by)
 
-    async def go(res: Resources) -> TenantState:
-        return await thaw(await temporal_client(), res.sessions, t, by or operator_name())
+    async def go(service: TaskService) -> TenantState:
+        return await service.thaw(caller)
 
-    state = run_async(with_resources(go))
+    state = run_async(with_service(go))
     console.print(
-        f"tenant {t}: thawed; woke {state.woken} parked task(s)", markup=False, highlight=False
+        f"tenant {state.tenant_id}: thawed; woke {state.woken} parked task(s)",
+        markup=False,
+        highlight=False,
     )

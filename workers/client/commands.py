@@ -13,6 +13,7 @@ plain Temporal client's start is checked by the workflow with the same rules
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowHandle
 
 from durable_agents.activities.agents import DEFAULT_AGENT, Agent
-from durable_agents.activities.policies.task_rules import BUDGET_FIGURES
+from durable_agents.activities.policies.task_rules import BUDGET_FIGURES, check_budget_figure
 from durable_agents.activities.policies.text_limits import (
     TextLimits,
     check_size,
@@ -30,7 +31,7 @@ from durable_agents.activities.policies.text_limits import (
 )
 from durable_agents.storage.api_keys import Principal
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
-from durable_agents.storage.quotas import Quotas, TenantControls
+from durable_agents.storage.quotas import Quotas, TenantControls, tenant_default
 from durable_agents.workers.agent_loading import task_options_for
 from durable_agents.workers.client import tasks
 from durable_agents.workers.settings import Settings
@@ -40,10 +41,11 @@ from durable_agents.workers.task_options import TaskOptions
 # definition says, asking for more approvals at most; "admin" may also loosen them;
 # "operator" is whoever holds the deployment's own credentials (agentctl, the Python API,
 # a trusted backend): it may set anything but the tenant, which is bound once.
+OPERATOR = "operator"
 START_OPTIONS = frozenset(
     {"max_steps", "approval_policies", "project"} | {f"budget_{n}" for n, _, _ in BUDGET_FIGURES}
 )
-OPERATOR = "operator"
+BUDGET_OPTIONS = tuple(f"budget_{n}" for n, _, _ in BUDGET_FIGURES)
 _BOUND = frozenset({"tenant_id", "loosened_by"})
 SCOPE_OPTIONS: Mapping[str, frozenset[str]] = {
     "start": START_OPTIONS,
@@ -53,8 +55,26 @@ SCOPE_OPTIONS: Mapping[str, frozenset[str]] = {
 }
 
 
+# The scope each verb needs (workers/client/service.py). An API key's scopes come from its
+# row (admin grants every one of them); the operator holds them all.
+VERB_SCOPES: Mapping[str, str] = {
+    "read": "read",
+    "start": "start",
+    "send": "start",
+    "cancel": "start",
+    "resume": "start",
+    "approve": "approve",
+    "reject": "approve",
+    "raise_budget": "approve",
+    "freeze": "admin",
+    "thaw": "admin",
+    # A tenant's own keys read its quotas but never set them.
+    "set_quotas": OPERATOR,
+}
+
+
 class ScopeRefused(PermissionError):
-    """The caller's scopes do not allow an option it set; nothing was committed."""
+    """The caller's scopes do not allow a verb or an option it set; nothing was committed."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,16 @@ class Caller:
         """A holder of the deployment's credentials acting as `tenant_id`."""
         return cls(check_user_tenant(tenant_id), user_id, frozenset({OPERATOR}))
 
+    def require(self, verb: str) -> None:
+        """ScopeRefused unless the caller's scopes allow `verb`."""
+        scope = VERB_SCOPES[verb]
+        granting = {scope, OPERATOR} if scope == OPERATOR else {scope, "admin", OPERATOR}
+        if not self.scopes & granting:
+            needs = f"the {scope} scope"
+            if scope == OPERATOR:
+                needs = "the deployment's own credentials"
+            raise ScopeRefused(f"{verb} needs {needs}")
+
     def may_set(self) -> frozenset[str]:
         allowed: set[str] = set()
         for scope in self.scopes:
@@ -90,6 +120,9 @@ class StartRequest:
     text: str
     agent: Agent | str = DEFAULT_AGENT
     options: dict[str, Any] = field(default_factory=dict)
+    # The new session's id, when the caller prepares something for it first (a workspace);
+    # an id that any session holds already is refused. None: a new one.
+    session_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +136,7 @@ class StartCommand:
     limits: TextLimits
     # The deployment's default quotas for the tenant (None: only the table's figures).
     quotas: Quotas | None = None
+    session_id: uuid.UUID | None = None
 
     async def start(
         self,
@@ -123,6 +157,7 @@ class StartCommand:
             store=store,
             limits=self.limits,
             check=within_quotas,
+            session_id=self.session_id,
         )
         return handle.id.removeprefix("agent-")
 
@@ -166,31 +201,49 @@ def start_command(caller: Caller, request: StartRequest, settings: Settings) -> 
     given = {**deployment_options(settings), **request.options, "tenant_id": caller.tenant_id}
     if given.get("loosened_approvals"):
         given["loosened_by"] = caller.user_id
+    own = {k: given.pop(k) for k in BUDGET_OPTIONS if k in given}
     if isinstance(request.agent, Agent):
         options = TaskOptions.for_agent(request.agent, **given)
     else:
         options = task_options_for(request.agent, settings.agent.definitions, **given)
-    options = _with_tenant_budget(options, request.options, settings, caller.tenant_id)
-    quotas = settings.agent.tenant_quotas
-    return StartCommand(
-        request.text, options, limits, quotas.get(caller.tenant_id) or quotas.get("*")
-    )
+    options = _with_tenant_budget(options, settings, caller.tenant_id)
+    if own:
+        _check_budget_ceiling(caller, options, own)
+        options = replace(options, **own)
+    quotas = tenant_default(settings.agent.tenant_quotas, caller.tenant_id)
+    return StartCommand(request.text, options, limits, quotas, request.session_id)
 
 
-def _with_tenant_budget(
-    options: TaskOptions, given: Mapping[str, Any], settings: Settings, tenant_id: str
-) -> TaskOptions:
+def _with_tenant_budget(options: TaskOptions, settings: Settings, tenant_id: str) -> TaskOptions:
     """The tenant's default budget under what the agent's Limits set: the tighter figure of
-    the two holds. A figure the request set itself stays as set (its scope allowed it)."""
-    budgets = settings.agent.tenant_budgets
-    defaults = budgets.get(tenant_id) or budgets.get("*")
+    the two holds."""
+    defaults = tenant_default(settings.agent.tenant_budgets, tenant_id)
     if defaults is None:
         return options
     changes: dict[str, Any] = {}
     for name, _, _ in BUDGET_FIGURES:
         option, tenant = f"budget_{name}", getattr(defaults, name)
-        if option in given or tenant is None:
+        if tenant is None:
             continue
         agent = getattr(options, option)
         changes[option] = tenant if agent is None else min(agent, tenant)
     return replace(options, **changes) if changes else options
+
+
+def _check_budget_ceiling(caller: Caller, defaults: TaskOptions, own: Mapping[str, Any]) -> None:
+    """A task may tighten its agent's and tenant's budget, never loosen it without a scope
+    made for it (admin, or the deployment's own credentials): ScopeRefused naming the first
+    figure set above its default."""
+    if caller.scopes & {"admin", OPERATOR}:
+        return
+    for name, high, integer in BUDGET_FIGURES:
+        option = f"budget_{name}"
+        if option not in own:
+            continue
+        check_budget_figure(option, own[option], high, integer)  # a number before comparing
+        ceiling = getattr(defaults, option)
+        if ceiling is not None and (own[option] is None or own[option] > ceiling):
+            raise ScopeRefused(
+                f"setting {option} above {ceiling:g} (the agent's or the tenant's default) "
+                "needs the admin scope"
+            )

@@ -5,18 +5,34 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
 from durable_agents.activities.agents import DEFAULT_AGENT
+from durable_agents.activities.policies.task_rules import MAX_REASON_CHARS, check_number
 from durable_agents.storage.models import ItemRow, SessionRow
-from durable_agents.workers.client.tasks import MAX_REASON_CHARS
 from durable_agents.workers.task_options import MAX_STEPS
 
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _as_sent(integer: bool) -> BeforeValidator:
+    """No coercion at this door either: the command layer's rule reads the JSON value as it
+    came (`true` or `"100"` is not a number), and its refusal is a 400 in its own words."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        if value is not None:
+            check_number(info.field_name or "value", value, integer=integer)
+        return value
+
+    return BeforeValidator(check)
+
+
+WholeNumber = Annotated[int | None, _as_sent(integer=True)]
+Number = Annotated[float | None, _as_sent(integer=False)]
 
 
 class StartTask(Request):
@@ -25,7 +41,7 @@ class StartTask(Request):
 
     text: str = Field(description="What the agent should do.")
     agent: str = Field(DEFAULT_AGENT, description="The agent definition to run.")
-    max_steps: int | None = Field(None, description=f"1-{MAX_STEPS} model steps.")
+    max_steps: WholeNumber = Field(None, description=f"1-{MAX_STEPS} model steps.")
     approval_policies: dict[str, str] = Field(
         default_factory=dict,
         description="TOOL -> never|always|outside:DIR|match:ARG:REGEX; each only adds "
@@ -37,10 +53,10 @@ class StartTask(Request):
         "scope; who loosened what is kept with the session).",
     )
     project: str | None = None
-    budget_tokens: int | None = Field(None, description="Tokens in and out the task may use.")
-    budget_cost_usd: float | None = Field(None, description="USD the task may spend.")
-    budget_tool_calls: int | None = Field(None, description="Tool calls the task may make.")
-    budget_seconds: float | None = Field(None, description="Seconds the task may run.")
+    budget_tokens: WholeNumber = Field(None, description="Tokens in and out the task may use.")
+    budget_cost_usd: Number = Field(None, description="USD the task may spend.")
+    budget_tool_calls: WholeNumber = Field(None, description="Tool calls the task may make.")
+    budget_seconds: Number = Field(None, description="Seconds the task may run.")
 
 
 class FollowUp(Request):
@@ -58,7 +74,7 @@ class Reject(Request):
 
 
 class Resume(Request):
-    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+    max_steps: WholeNumber = Field(None, description=f"1-{MAX_STEPS} model steps in all.")
 
 
 class Session(BaseModel):

@@ -22,10 +22,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
-from durable_agents.storage.items import ItemRepository
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.quotas import Quotas
 from durable_agents.vocabulary.session_status import SessionStatus
-from durable_agents.workers.task_options import TaskOptions
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import AgentInput
 from durable_agents.workflows.policies import workflow_id_for
@@ -46,33 +45,42 @@ class TaskNotResumable(ValueError):
     """The task is running, completed or archived: there is nothing to resume."""
 
 
-async def resume(
+async def resume_run(
     client: Client,
     sessions: async_sessionmaker[AsyncSession],
     tenant_id: str,
-    session_id: str,
+    session_id: uuid.UUID,
+    quotas: Quotas | None,
     *,
     max_steps: int | None = None,
 ) -> WorkflowHandle[AgentWorkflow, Any]:
     """Continue a failed or cancelled task from its last committed item, in a new run of
-    the same workflow id (same session, same AgentState). TaskNotResumable otherwise."""
-    if max_steps is not None:
-        TaskOptions(max_steps=max_steps)  # the same bounds a new task gets
-    sid = uuid.UUID(session_id)  # callers pass a checked id (tasks.session_uuid)
-    async with sessions() as db:
-        row = await SessionRepository(db, tenant_id).get(sid)  # another tenant's: not found
-        step = await ItemRepository(db, tenant_id).last_model_step(sid)
-    desc = await client.get_workflow_handle(workflow_id_for(session_id)).describe()
-    check_resumable(session_id, desc.status, row.status)
+    the same workflow id (same session, same AgentState). TaskNotResumable otherwise;
+    TenantFrozen or QuotaRefused (`quotas`: the deployment's defaults for the tenant) when
+    the tenant's kill switch or quotas do not admit it among its running tasks again."""
+    sid = str(session_id)
+    async with agent_state(sessions, tenant_id) as st:
+        row = await st.sessions.get(session_id)  # another tenant's: not found
+        step = await st.items.last_model_step(session_id)
+    desc = await client.get_workflow_handle(workflow_id_for(sid)).describe()
+    check_resumable(sid, desc.status, row.status)
     last = await last_run_input(client, desc.id, desc.run_id)
-    # Started without a workflow-level conflict policy: a resume racing another one (or a
-    # start) fails with WorkflowAlreadyStartedError instead of running the task twice.
-    return await client.start_workflow(
-        AgentWorkflow.run,
-        resumed_input(last, step, max_steps),
-        id=desc.id,
-        task_queue=desc.task_queue,
-    )
+    resumed = resumed_input(last, step, max_steps)
+    # Admitted in one transaction with its place among the running: a resume racing a
+    # start (or another resume) for the last place cannot take it too.
+    async with agent_state(sessions, tenant_id, write=True) as st:
+        await st.controls.check_resume(session_id, quotas)
+        await st.sessions.set_status(session_id, SessionStatus.RUNNING)
+    try:
+        # Started without a workflow-level conflict policy: a resume racing another one (or
+        # a start) fails with WorkflowAlreadyStartedError instead of running the task twice.
+        return await client.start_workflow(
+            AgentWorkflow.run, resumed, id=desc.id, task_queue=desc.task_queue
+        )
+    except BaseException:
+        async with agent_state(sessions, tenant_id, write=True) as st:
+            await st.sessions.set_status(session_id, row.status)  # as it was
+        raise
 
 
 def check_resumable(

@@ -1,4 +1,6 @@
-"""What a user does to a task, from any device: start, send, approve, reject, read.
+"""The pieces of a task that the verbs (workers/client/service.py) share: committing and
+starting a task, committing and announcing a follow-up, a task's handle and live status, and
+reading a session.
 
 Content (the task text, follow-up messages) is committed to AgentState first; Temporal
 only ever sees the session id and the item's id.
@@ -19,24 +21,18 @@ from temporalio.client import (
 
 from durable_agents.activities.policies.text_limits import (
     TextLimits,
-    check_json_text,
     check_size,
     check_text,
-    json_size,
     utf8_size,
 )
 from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.archive import rehydrate_for_read
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
-from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.user_messages import stage_user_text, user_message_item
 from durable_agents.storage.workspaces import validate_project
-from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
-from durable_agents.workers.client.decisions import send_decision
 from durable_agents.workers.client.resume_point import TaskNotResumable as TaskNotResumable
-from durable_agents.workers.client.resume_point import resume as resume
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.task_options import (
     TaskOptions as TaskOptions,  # the API callers know
@@ -44,11 +40,6 @@ from durable_agents.workers.task_options import (
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import (
     AgentStatus,
-    ApproveInput,
-    CancelInput,
-    CancelResult,
-    DecisionResult,
-    RejectInput,
     SendMessageInput,
 )
 from durable_agents.workflows.policies import workflow_id_for
@@ -190,139 +181,6 @@ async def send_message(
         AgentWorkflow.send_message, SendMessageInput(str(row.id), row.ordinal, tenant_id)
     )
     return row
-
-
-MAX_REASON_CHARS = 2000
-MAX_DECIDER_CHARS = 100
-
-
-async def _commit_decision(
-    sessions: async_sessionmaker[AsyncSession],
-    tenant_id: str,
-    session_id: str,
-    call_id: str,
-    decision: str,
-    by: str,
-    *,
-    reason: str = "",
-    edited_arguments: dict[str, Any] | None = None,
-) -> str:
-    """Commit who decides, why, and any edited arguments as one item; its id goes to the
-    workflow instead of the text. The item is a request: the decision itself is recorded
-    by the loop once the workflow accepted it, so a refused update decides nothing."""
-    check_text("decided_by", by)
-    check_text("reason", reason)
-    if not by.strip() or len(by) > MAX_DECIDER_CHARS:
-        raise ValueError(f"who decides must be 1-{MAX_DECIDER_CHARS} characters")
-    if len(reason) > MAX_REASON_CHARS:
-        raise ValueError(
-            f"the reason is {len(reason)} characters; at most {MAX_REASON_CHARS} are kept"
-        )
-    data: dict[str, Any] = {"decision": decision, "decided_by": by, "reason": reason}
-    if edited_arguments is not None:
-        data |= {"proposed_arguments": edited_arguments, "proposed_by": by}
-    async with agent_state(sessions, tenant_id, write=True) as st:
-        row, _ = await st.items.append(
-            NewItem(
-                session_id=session_uuid(session_id),
-                kind=ItemKind.APPROVAL,
-                role="user",
-                idempotency_key=f"{workflow_id_for(session_id)}:{decision}:{uuid.uuid4()}",
-                text=f"{by} asks to {decision}"
-                + (" with edited arguments" if edited_arguments is not None else "")
-                + (f": {reason}" if reason else ""),
-                tool_call_id=call_id,
-                data=data,
-            )
-        )
-        return str(row.id)
-
-
-async def approve(
-    client: Client,
-    session_id: str,
-    call_id: str,
-    by: str,
-    *,
-    sessions: async_sessionmaker[AsyncSession],
-    tenant_id: str,
-    device_id: str | None = None,
-    edited_arguments: dict[str, Any] | None = None,
-    limits: TextLimits | None = None,
-) -> DecisionResult:
-    """Approve a waiting call, optionally with edited arguments to run instead.
-
-    Who decides and the edited arguments are content: they are committed to AgentState
-    first (under the caller's tenant, so another tenant's session is not found) and the
-    update carries the item's id.
-    """
-    if edited_arguments is not None:
-        check_json_text("arguments", edited_arguments)
-        limits = limits or get_settings().agent.text_limits()
-        size = json_size(edited_arguments)
-        check_size("the edited arguments", size, limits.max_edit_bytes, "AGENT_MAX_EDIT_BYTES")
-    item_id = await _commit_decision(
-        sessions, tenant_id, session_id, call_id, "approve", by, edited_arguments=edited_arguments
-    )
-    edited = item_id if edited_arguments is not None else None
-    return await send_decision(
-        task_handle(client, session_id),
-        "approve",
-        ApproveInput(
-            call_id,
-            tenant_id=tenant_id,
-            device_id=device_id,
-            edited_arguments_item_id=edited,
-            decision_item_id=item_id,
-        ),
-        sessions=sessions,
-        tenant_id=tenant_id,
-        session_id=session_uuid(session_id),
-    )
-
-
-async def reject(
-    client: Client,
-    session_id: str,
-    call_id: str,
-    reason: str,
-    by: str,
-    *,
-    sessions: async_sessionmaker[AsyncSession],
-    tenant_id: str,
-    device_id: str | None = None,
-) -> DecisionResult:
-    """Reject a waiting call; the model is told who rejected it and why."""
-    item_id = await _commit_decision(
-        sessions, tenant_id, session_id, call_id, "reject", by, reason=reason
-    )
-    return await send_decision(
-        task_handle(client, session_id),
-        "reject",
-        RejectInput(call_id, tenant_id=tenant_id, device_id=device_id, decision_item_id=item_id),
-        sessions=sessions,
-        tenant_id=tenant_id,
-        session_id=session_uuid(session_id),
-    )
-
-
-async def cancel(
-    client: Client,
-    sessions: async_sessionmaker[AsyncSession],
-    tenant_id: str,
-    session_id: str,
-) -> CancelResult:
-    """Stop a task of the caller's tenant; False in the result when it had already ended."""
-    async with agent_state(sessions, tenant_id) as st:
-        await st.sessions.get(session_uuid(session_id))
-    handle = task_handle(client, session_id)
-    desc = await handle.describe()
-    if desc.status != WorkflowExecutionStatus.RUNNING:
-        return CancelResult(session_id, cancelled=False)
-    result: CancelResult = await handle.execute_update(
-        AgentWorkflow.cancel, CancelInput(tenant_id), id=f"cancel:{uuid.uuid4()}"
-    )
-    return result
 
 
 async def live_status(client: Client, session_id: str) -> AgentStatus:

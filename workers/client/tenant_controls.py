@@ -15,11 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agents.activities.policies.text_limits import check_text
+from durable_agents.activities.policies.task_rules import check_decider
 from durable_agents.storage.artifacts import check_user_tenant
 from durable_agents.storage.quotas import Quotas, TenantControls
 from durable_agents.vocabulary.session_status import SessionStatus
-from durable_agents.workers.client.tasks import MAX_DECIDER_CHARS
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import TenantChangedInput
 from durable_agents.workflows.policies import workflow_id_for
@@ -42,10 +41,7 @@ class TenantState:
 
 
 def _who(by: str) -> str:
-    check_text("by", by)
-    if not by.strip() or len(by) > MAX_DECIDER_CHARS:
-        raise ValueError(f"by: who decides must be 1-{MAX_DECIDER_CHARS} characters")
-    return by
+    return check_decider("by", by)
 
 
 async def tenant_state(

@@ -17,7 +17,6 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -33,8 +32,10 @@ from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.db import migrate
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.workers.client import tasks
+from durable_agents.workers.client.commands import Caller, StartRequest
 from durable_agents.workers.client.gateway_client import KEY_ENV, URL_ENV, Gateway
 from durable_agents.workers.client.render import timeline_table
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.watch.follow_gateway import watch_via_gateway
 from durable_agents.workers.client.watch.printer import WatchPrinter
 from durable_agents.workers.demo.outcome import check_report, workspace_files
@@ -58,16 +59,15 @@ DEMO_KEY_TTL = timedelta(hours=1)
 
 async def _decide_approvals(
     console: Console,
-    client: Client,
-    res: Resources,
+    service: TaskService,
     session_id: str,
     interactive: bool,
     done: asyncio.Event,
 ) -> None:
-    steering: dict[str, Any] = {"sessions": res.sessions, "tenant_id": TENANT}
+    caller = Caller.operator(TENANT, "demo-user")
     decided: set[str] = set()
     while not done.is_set():
-        live = await tasks.live_status(client, session_id)
+        live = await service.live_status(caller, session_id)
         for pending in live.pending_approvals:
             if pending.tool_call_id in decided:
                 continue
@@ -86,17 +86,10 @@ async def _decide_approvals(
                     "`agentctl demo --interactive` asks instead)"
                 )
             if ok:
-                await tasks.approve(
-                    client, session_id, pending.tool_call_id, "demo-user", **steering
-                )
+                await service.approve(caller, session_id, pending.tool_call_id)
             else:
-                await tasks.reject(
-                    client,
-                    session_id,
-                    pending.tool_call_id,
-                    "declined in the demo",
-                    "demo-user",
-                    **steering,
+                await service.reject(
+                    caller, session_id, pending.tool_call_id, "declined in the demo"
                 )
         await asyncio.sleep(0.3)
 
@@ -170,18 +163,14 @@ async def _verify_artifacts(console: Console, res: Resources, session_id: str) -
 async def _run_task(
     console: Console,
     client: Client,
-    res: Resources,
+    service: TaskService,
     interactive: bool,
     session_id: uuid.UUID,
     gateway: Gateway,
 ) -> tuple[str, str]:
-    handle = await tasks.start_task(
-        client,
-        res.sessions,
-        DEMO_TASK,
-        tasks.TaskOptions(tenant_id=TENANT, task_queue=DEMO_QUEUE),
-        session_id=session_id,
-    )
+    caller = Caller.operator(TENANT, "demo-user")
+    await service.start(caller, StartRequest(DEMO_TASK, session_id=session_id))
+    handle = tasks.task_handle(client, str(session_id))
     console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}")
     console.print(
         f"watch it from another terminal: {URL_ENV}={gateway.url} {KEY_ENV}=<the demo key> "
@@ -193,7 +182,7 @@ async def _run_task(
     done = asyncio.Event()
     sid = str(session_id)
     watcher = asyncio.create_task(_follow(console, gateway, sid, done))
-    decider = asyncio.create_task(_decide_approvals(console, client, res, sid, interactive, done))
+    decider = asyncio.create_task(_decide_approvals(console, service, sid, interactive, done))
     result = await handle.result()
     decider.cancel()
     await asyncio.gather(decider, return_exceptions=True)
@@ -266,8 +255,9 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
                 gateway = Gateway(url, await _demo_key(res))
                 _announce_gateway(console, gateway)
                 console.print()
+                service = TaskService(client, res.sessions, res.store, settings)
                 sid, status = await _run_task(
-                    console, client, res, interactive, session_id, gateway
+                    console, client, service, interactive, session_id, gateway
                 )
             row, items = await tasks.read_session(res.sessions, TENANT, sid)
             console.print()

@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from temporalio.client import Client
 
 from durable_agents.storage.session_events import EventHub
+from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.gateway.events import fanout
 from durable_agents.workers.gateway.fanout import SessionFanout
 from durable_agents.workers.gateway.key_holds import OpenHolds
@@ -35,6 +36,13 @@ class Gateway:
     holds: OpenHolds
     # The inbox's workflow queries, asked again only when a session changes.
     live: LiveStatusCache = field(default_factory=LiveStatusCache)
+
+    @cached_property
+    def service(self) -> TaskService:
+        """Every verb, as at every other door."""
+        return TaskService(
+            self.client, self.resources.sessions, self.resources.store, self.settings
+        )
 
     @cached_property
     def streams(self) -> SessionFanout:

@@ -19,6 +19,8 @@ from starlette.exceptions import HTTPException
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agents.activities.policies.edited_arguments import InvalidEdit
+from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.storage.errors import ArtifactNotFound, InvalidTenant, SessionNotFound
 from durable_agents.storage.quotas import QuotaRefused, TenantFrozen
 from durable_agents.workers.client.commands import ScopeRefused
@@ -92,12 +94,20 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def validation(_: Request, err: Exception) -> JSONResponse:
         assert isinstance(err, RequestValidationError)
+        for problem in err.errors():
+            rule = (problem.get("ctx") or {}).get("error")
+            if isinstance(rule, InvalidTaskInput):  # the command layer's rule, as elsewhere
+                return error_response(400, "invalid_request", str(rule))
         return error_response(422, "invalid_request", _validation_message(err))
 
     async def http(_: Request, err: Exception) -> JSONResponse:
         assert isinstance(err, HTTPException)
         kind = _HTTP_TYPES.get(err.status_code, "http_error")
         return error_response(err.status_code, kind, str(err.detail), err.headers)
+
+    async def invalid_edit(_: Request, err: Exception) -> JSONResponse:
+        assert isinstance(err, InvalidEdit)
+        return error_response(422, "invalid_arguments", str(err), details=err.problems)
 
     async def update_failed(_: Request, err: Exception) -> JSONResponse:
         # The workflow refused the decision (no such call waiting, decided already...).
@@ -120,6 +130,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(HTTPException, http)
+    app.add_exception_handler(InvalidEdit, invalid_edit)
     app.add_exception_handler(WorkflowUpdateFailedError, update_failed)
     app.add_exception_handler(RPCError, rpc)
     on(SessionNotFound, 404, "not_found")

@@ -8,10 +8,10 @@ import uuid
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from durable_agents.workers.client.budget_raise import raise_budget
+from durable_agents.workers.client.commands import Caller
+from durable_agents.workers.client.http_bodies import Number, WholeNumber
 from durable_agents.workers.gateway.auth import Approver
 from durable_agents.workers.gateway.context import GatewayDep
-from durable_agents.workers.gateway.routes_tasks import owned_session
 
 router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
 
@@ -22,10 +22,10 @@ class RaiseBudget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tokens: int | None = None
-    cost_usd: float | None = None
-    tool_calls: int | None = None
-    seconds: float | None = None
+    tokens: WholeNumber = None
+    cost_usd: Number = None
+    tool_calls: WholeNumber = None
+    seconds: Number = None
 
 
 class BudgetRaised(BaseModel):
@@ -43,18 +43,8 @@ async def raise_task_budget(
     session_id: str, body: RaiseBudget, principal: Approver, gateway: GatewayDep
 ) -> BudgetRaised:
     """Raise the budget of a task of the key's tenant; who raised it is the key's user."""
-    sid = await owned_session(gateway, principal, session_id)
-    result = await raise_budget(
-        gateway.client,
-        sid,
-        principal.user_id,
-        sessions=gateway.resources.sessions,
-        tenant_id=principal.tenant_id,
-        tokens=body.tokens,
-        cost_usd=body.cost_usd,
-        tool_calls=body.tool_calls,
-        seconds=body.seconds,
-    )
+    figures = body.model_dump(exclude_unset=True)
+    result = await gateway.service.raise_budget(Caller.of_key(principal), session_id, figures)
     return BudgetRaised(
         session_id=uuid.UUID(result.session_id),
         resumed=result.resumed,

@@ -14,7 +14,9 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from temporalio.service import RPCError
 
 from durable_agents.activities.agents import DEFAULT_AGENT
+from durable_agents.activities.policies.edited_arguments import call_schema
 from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import Principal
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.download_types import download_headers
@@ -42,7 +44,6 @@ from durable_agents.workers.client.http_bodies import (
     SessionPage,
 )
 from durable_agents.workers.gateway.auth import Reader
-from durable_agents.workers.gateway.call_schemas import call_schema
 from durable_agents.workers.gateway.context import Gateway, GatewayDep
 from durable_agents.workers.gateway.errors import ApiError
 
@@ -152,12 +153,11 @@ async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> Inb
         log.info("inbox: a waiting session's workflow did not answer in time")
         return None
     pending = []
-    async with gateway.resources.sessions() as db:
-        items = ItemRepository(db, principal.tenant_id)
+    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
         for p in live.pending_approvals:
-            call = await items.tool_call(row.id, p.tool_call_id)
+            call = await st.items.tool_call(row.id, p.tool_call_id)
             arguments = call.data.get("arguments") if call is not None else None
-            schema = await call_schema(db, principal.tenant_id, call) if call else None
+            schema = await call_schema(st, call) if call else None
             pending.append(
                 PendingCall(
                     tool_call_id=p.tool_call_id,

@@ -1,8 +1,7 @@
-"""Routes that act on tasks: start, follow up, approve, reject, cancel, resume.
-
-Each goes through workers.client.tasks (as agentctl and workers.api do), as the tenant of the
-request's key; who decides is the key's user. The session is checked to be the tenant's
-before anything else, so another tenant's session is a 404 whatever state it is in.
+"""Routes that act on tasks: start, follow up, approve, reject, cancel, resume. Each
+translates HTTP to a verb of the one service (workers/client/service.py), as the key's
+caller: its tenant, its user (who decides) and its scopes. Another tenant's session is a
+404 whatever state it is in.
 """
 
 from __future__ import annotations
@@ -11,11 +10,10 @@ import uuid
 
 from fastapi import APIRouter, status
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import Principal
-from durable_agents.storage.items import ItemRepository
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.workers.client import tasks
-from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.commands import Caller, StartRequest
 from durable_agents.workers.client.http_bodies import (
     Approve,
     Cancelled,
@@ -28,7 +26,6 @@ from durable_agents.workers.client.http_bodies import (
     StartTask,
 )
 from durable_agents.workers.gateway.auth import Approver, Starter
-from durable_agents.workers.gateway.call_schemas import call_schema, check_arguments
 from durable_agents.workers.gateway.context import Gateway, GatewayDep
 
 router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
@@ -38,22 +35,19 @@ async def owned_session(gateway: Gateway, principal: Principal, session_id: str)
     """The session id in its one spelling, once it is known to be the tenant's
     (SessionNotFound, a 404, otherwise)."""
     sid = tasks.session_uuid(session_id)
-    async with gateway.resources.sessions() as db:
-        await SessionRepository(db, principal.tenant_id).get(sid)
+    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
+        await st.sessions.get(sid)
     return str(sid)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Started)
 async def start(body: StartTask, principal: Starter, gateway: GatewayDep) -> Started:
-    """Start a task of an agent, through the one command layer (workers/client/commands.py): the
-    options a key's scopes allow, checked as at every other door."""
+    """Start a task of an agent: the options a key's scopes allow, checked as at every
+    other door."""
     options = body.model_dump(exclude_unset=True, exclude_none=True, exclude={"text", "agent"})
     request = StartRequest(body.text, body.agent, options)
-    command = start_command(Caller.of_key(principal), request, gateway.settings)
-    res = gateway.resources
-    return Started(
-        session_id=uuid.UUID(await command.start(gateway.client, res.sessions, res.store))
-    )
+    sid = await gateway.service.start(Caller.of_key(principal), request)
+    return Started(session_id=uuid.UUID(sid))
 
 
 @router.post(
@@ -63,16 +57,7 @@ async def send(
     session_id: str, body: FollowUp, principal: Starter, gateway: GatewayDep
 ) -> MessageSent:
     """Send a follow-up message to a running task."""
-    sid = await owned_session(gateway, principal, session_id)
-    row = await tasks.send_message(
-        gateway.client,
-        gateway.resources.sessions,
-        principal.tenant_id,
-        sid,
-        body.text,
-        store=gateway.resources.store,
-        limits=gateway.settings.agent.text_limits(),
-    )
+    row = await gateway.service.send(Caller.of_key(principal), session_id, body.text)
     return MessageSent(item_id=row.id, ordinal=row.ordinal)
 
 
@@ -82,22 +67,8 @@ async def approve(
 ) -> Decided:
     """Approve a call waiting for approval, optionally with edited arguments; edits the
     tool's schema (as the call's turn recorded it) refuses are a 422 naming the field."""
-    sid = await owned_session(gateway, principal, session_id)
-    if body.arguments is not None:
-        async with gateway.resources.sessions() as db:
-            call = await ItemRepository(db, principal.tenant_id).tool_call(uuid.UUID(sid), call_id)
-            if call is not None:  # an unknown call is the workflow's 409 to answer
-                check_arguments(await call_schema(db, principal.tenant_id, call), body.arguments)
-    result = await tasks.approve(
-        gateway.client,
-        sid,
-        call_id,
-        principal.user_id,
-        sessions=gateway.resources.sessions,
-        tenant_id=principal.tenant_id,
-        edited_arguments=body.arguments,
-        limits=gateway.settings.agent.text_limits(),
-    )
+    caller = Caller.of_key(principal)
+    result = await gateway.service.approve(caller, session_id, call_id, arguments=body.arguments)
     return Decided(
         tool_call_id=result.tool_call_id, approved=result.approved, decided_by=principal.user_id
     )
@@ -108,16 +79,8 @@ async def reject(
     session_id: str, call_id: str, body: Reject, principal: Approver, gateway: GatewayDep
 ) -> Decided:
     """Reject a waiting call; the model is told who rejected it and why."""
-    sid = await owned_session(gateway, principal, session_id)
-    result = await tasks.reject(
-        gateway.client,
-        sid,
-        call_id,
-        body.reason,
-        principal.user_id,
-        sessions=gateway.resources.sessions,
-        tenant_id=principal.tenant_id,
-    )
+    caller = Caller.of_key(principal)
+    result = await gateway.service.reject(caller, session_id, call_id, body.reason)
     return Decided(
         tool_call_id=result.tool_call_id, approved=result.approved, decided_by=principal.user_id
     )
@@ -126,11 +89,8 @@ async def reject(
 @router.post("/{session_id}/cancel", response_model=Cancelled)
 async def cancel(session_id: str, principal: Starter, gateway: GatewayDep) -> Cancelled:
     """Cancel a running task (cancelled=false if it had already ended)."""
-    sid = await owned_session(gateway, principal, session_id)
-    result = await tasks.cancel(
-        gateway.client, gateway.resources.sessions, principal.tenant_id, sid
-    )
-    return Cancelled(session_id=uuid.UUID(sid), cancelled=result.cancelled)
+    result = await gateway.service.cancel(Caller.of_key(principal), session_id)
+    return Cancelled(session_id=uuid.UUID(result.session_id), cancelled=result.cancelled)
 
 
 @router.post("/{session_id}/resume", response_model=Started)
@@ -138,12 +98,6 @@ async def resume(
     session_id: str, principal: Starter, gateway: GatewayDep, body: Resume | None = None
 ) -> Started:
     """Continue a failed or cancelled task from its last committed item (409 otherwise)."""
-    sid = await owned_session(gateway, principal, session_id)
-    await tasks.resume(
-        gateway.client,
-        gateway.resources.sessions,
-        principal.tenant_id,
-        sid,
-        max_steps=body.max_steps if body else None,
-    )
+    max_steps = body.max_steps if body else None
+    sid = await gateway.service.resume(Caller.of_key(principal), session_id, max_steps=max_steps)
     return Started(session_id=uuid.UUID(sid))

@@ -10,8 +10,9 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
 from durable_agents.storage.api_keys import Principal
-from durable_agents.storage.quotas import Quotas
-from durable_agents.workers.client.tenant_controls import TenantState, freeze, tenant_state, thaw
+from durable_agents.storage.quotas import Quotas, tenant_default
+from durable_agents.workers.client.commands import Caller
+from durable_agents.workers.client.tenant_controls import TenantState, tenant_state
 from durable_agents.workers.gateway.auth import Reader, require
 from durable_agents.workers.gateway.context import Gateway, GatewayDep
 
@@ -35,8 +36,7 @@ def _view(state: TenantState) -> TenantView:
 
 
 def _defaults(gateway: Gateway, tenant_id: str) -> Quotas | None:
-    quotas = gateway.settings.agent.tenant_quotas
-    return quotas.get(tenant_id) or quotas.get("*")
+    return tenant_default(gateway.settings.agent.tenant_quotas, tenant_id)
 
 
 @router.get("", response_model=TenantView)
@@ -49,14 +49,10 @@ async def show(principal: Reader, gateway: GatewayDep) -> TenantView:
 @router.post("/freeze", response_model=TenantView)
 async def freeze_tenant(principal: Admin, gateway: GatewayDep) -> TenantView:
     """Stop every task of the tenant at its next step; refuse its starts and device calls."""
-    state = await freeze(gateway.resources.sessions, principal.tenant_id, principal.user_id)
-    return _view(state)
+    return _view(await gateway.service.freeze(Caller.of_key(principal)))
 
 
 @router.post("/thaw", response_model=TenantView)
 async def thaw_tenant(principal: Admin, gateway: GatewayDep) -> TenantView:
     """Let the tenant's frozen tasks go on from where they stopped."""
-    state = await thaw(
-        gateway.client, gateway.resources.sessions, principal.tenant_id, principal.user_id
-    )
-    return _view(state)
+    return _view(await gateway.service.thaw(Caller.of_key(principal)))

@@ -152,6 +152,7 @@ def cloud_activities(
         compaction.compact_session,
         tools.run_tool,
         state.record_approval,
+        state.record_budget_raise,
         state.record_tool_error,
         state.record_nudge,
         state.set_session_status,

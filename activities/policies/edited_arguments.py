@@ -2,10 +2,11 @@
 
 The schema comes from the context config the call's turn ran with (what the model was
 shown), not from today's agent definition. The approvals inbox shows it so a page can
-check edits as they are typed; approve checks them again here, on the server, and answers
-422 naming every bad field (in the message and, one by one, in the error's `errors`), so an
-approver fixes an edit in one go. Messages name fields and the schema's rules, never the
-values: edited arguments can be secrets a user pasted.
+check edits as they are typed; every approve checks them again (workers/client/service.py:
+agentctl, the gateway, the Python API alike) and refuses naming every bad field (in the
+message and, one by one, in `problems`), so an approver fixes an edit in one go. Messages
+name fields and the schema's rules, never the values: edited arguments can be secrets a
+user pasted.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from durable_agents.storage.context_configs import ContextConfigNotFound, ContextConfigRepository
+from durable_agents.activities.policies.schema_validator import LinearValidator, extra_properties
+from durable_agents.storage.agent_state import AgentState
+from durable_agents.storage.context_configs import ContextConfigNotFound
 from durable_agents.storage.models import ItemRow
-from durable_agents.storage.turns import TurnRepository
-from durable_agents.workers.gateway.errors import ApiError
-from durable_agents.workers.gateway.schema_validator import LinearValidator, extra_properties
 
 _META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 # How much of a name the client chose (a property key) an error message shows.
@@ -28,15 +27,22 @@ _MAX_SHOWN_NAME = 60
 MAX_LISTED_PROBLEMS = 20
 
 
-async def call_schema(db: AsyncSession, tenant_id: str, call: ItemRow) -> dict[str, Any] | None:
+class InvalidEdit(ValueError):
+    """Edited arguments the call's tool schema refuses; `problems` names each bad field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"edited arguments refused: {'; '.join(problems)}")
+        self.problems = problems
+
+
+async def call_schema(st: AgentState, call: ItemRow) -> dict[str, Any] | None:
     """The parameters schema of `call`'s tool as its turn recorded it; None when unknown
     (no turn config recorded, or a tool the config does not list)."""
-    turns = TurnRepository(db, tenant_id)
-    turn = await turns.get(call.turn_id) if call.turn_id is not None else None
+    turn = await st.turns.get(call.turn_id) if call.turn_id is not None else None
     if turn is None or turn.context_config_id is None:
         return None
     try:
-        config = await ContextConfigRepository(db, tenant_id).load(turn.context_config_id)
+        config = await st.configs.load(turn.context_config_id)
     except ContextConfigNotFound:
         return None
     for spec in config.tool_schemas:
@@ -47,16 +53,10 @@ async def call_schema(db: AsyncSession, tenant_id: str, call: ItemRow) -> dict[s
 
 
 def check_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> None:
-    """Raise a 422 ApiError naming every field of `arguments` that `schema` refuses."""
+    """InvalidEdit naming every field of `arguments` that `schema` refuses."""
     problems = argument_problems(schema, arguments)
-    if not problems:
-        return
-    raise ApiError(
-        422,
-        "invalid_arguments",
-        f"edited arguments refused: {'; '.join(problems)}",
-        details=problems,
-    )
+    if problems:
+        raise InvalidEdit(problems)
 
 
 def argument_problems(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> list[str]:

@@ -1,0 +1,308 @@
+"""The one application service: a method per verb (start, send, approve, reject, cancel,
+resume, raise a budget, freeze, thaw, set quotas), whichever door the caller came in by.
+
+Each verb: the caller's scope for it (commands.VERB_SCOPES), its input by the command
+layer's rules (activities/policies/task_rules.py: types without coercion, sizes, ranges,
+characters), the tenant bound once from the caller; then one AgentState unit of work, then
+the Temporal call. agentctl, the gateway, the Python API and the demo are adapters of a few
+lines over it. A refused request writes nothing: what a decision says beyond ids (a reason,
+edited arguments) is staged (storage/decision_requests.py) and dropped if the loop refuses
+the decision; a budget raise is recorded by the loop once it accepted it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_agents.activities.policies.edited_arguments import call_schema, check_arguments
+from durable_agents.activities.policies.task_rules import (
+    BUDGET_FIGURES,
+    InvalidTaskInput,
+    check_decision,
+    check_raise,
+    check_range,
+    check_reason,
+)
+from durable_agents.activities.policies.text_limits import check_json_text, check_size, json_size
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.quotas import QuotaRefused, TenantControls, tenant_default
+from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
+from durable_agents.workers.client import tasks
+from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.decisions import send_decision
+from durable_agents.workers.client.resume_point import resume_run
+from durable_agents.workers.client.tenant_controls import TenantState, freeze, set_quotas, thaw
+from durable_agents.workers.settings import Settings
+from durable_agents.workers.task_options import MAX_STEPS
+from durable_agents.workflows.agent import AgentWorkflow
+from durable_agents.workflows.contracts import (
+    AgentStatus,
+    ApproveInput,
+    CancelInput,
+    CancelResult,
+    DecisionResult,
+    RaiseBudgetInput,
+    RaiseBudgetResult,
+    RejectInput,
+)
+
+RAISABLE = tuple(name for name, _, _ in BUDGET_FIGURES)
+
+
+class TaskService:
+    """Every verb, for callers of one deployment (its Temporal client, AgentState, store and
+    settings)."""
+
+    def __init__(
+        self,
+        client: Client,
+        sessions: async_sessionmaker[AsyncSession],
+        store: ArtifactStore | None,
+        settings: Settings,
+    ) -> None:
+        """`store`: where texts over the inline limit are kept (None: such a text is
+        refused)."""
+        self._client = client
+        self._sessions = sessions
+        self._store = store
+        self._settings = settings
+
+    async def start(self, caller: Caller, request: StartRequest) -> str:
+        """Commit the session and its task, start its workflow; the session id."""
+        caller.require("start")
+        command = start_command(caller, request, self._settings)
+        return await command.start(self._client, self._sessions, self._store)
+
+    async def live_status(self, caller: Caller, session_id: str) -> AgentStatus:
+        """Where the task's loop is now: its status, step and the calls waiting."""
+        caller.require("read")
+        sid = await self._owned(caller, session_id)
+        return await tasks.live_status(self._client, str(sid))
+
+    async def send(
+        self, caller: Caller, session_id: str, text: str, *, message_id: str | None = None
+    ) -> ItemRow:
+        """Commit a follow-up message to a running task and wake its loop."""
+        caller.require("send")
+        return await tasks.send_message(
+            self._client,
+            self._sessions,
+            caller.tenant_id,
+            session_id,
+            text,
+            message_id=message_id,
+            store=self._store,
+            limits=self._settings.agent.text_limits(),
+        )
+
+    async def approve(
+        self,
+        caller: Caller,
+        session_id: str,
+        call_id: str,
+        *,
+        arguments: dict[str, Any] | None = None,
+        device_id: str | None = None,
+    ) -> DecisionResult:
+        """Approve a waiting call, with `arguments` to run instead (checked against the
+        tool's schema as its turn recorded it)."""
+        caller.require("approve")
+        decision = ApproveInput(call_id, caller.tenant_id, caller.user_id, device_id)
+        check_decision(decision)
+        sid = await self._decidable(caller, session_id, call_id, arguments)
+        staged = {"arguments": arguments} if arguments is not None else None
+        return await self._decide(caller, sid, "approve", decision, staged)
+
+    async def reject(
+        self,
+        caller: Caller,
+        session_id: str,
+        call_id: str,
+        reason: str = "",
+        *,
+        device_id: str | None = None,
+    ) -> DecisionResult:
+        """Reject a waiting call; the model is told who rejected it and why."""
+        caller.require("reject")
+        decision = RejectInput(call_id, caller.tenant_id, caller.user_id, device_id)
+        check_decision(decision)
+        check_reason(reason)
+        sid = await self._decidable(caller, session_id, call_id, None)
+        staged = {"reason": reason} if reason else None
+        return await self._decide(caller, sid, "reject", decision, staged)
+
+    async def cancel(self, caller: Caller, session_id: str) -> CancelResult:
+        """Stop a task; `cancelled` False when it had already ended."""
+        caller.require("cancel")
+        sid = await self._owned(caller, session_id)
+        handle = tasks.task_handle(self._client, str(sid))
+        desc = await handle.describe()
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            return CancelResult(str(sid), cancelled=False)
+        result: CancelResult = await handle.execute_update(
+            AgentWorkflow.cancel, CancelInput(caller.tenant_id), id=f"cancel:{uuid.uuid4()}"
+        )
+        return result
+
+    async def resume(self, caller: Caller, session_id: str, *, max_steps: int | None = None) -> str:
+        """Continue a failed or cancelled task from its last committed step, once the
+        tenant's kill switch and quotas admit it as a running task again."""
+        caller.require("resume")
+        if max_steps is not None:
+            check_range("max_steps", max_steps, 1, MAX_STEPS, open_low=False)
+        sid = tasks.session_uuid(session_id)
+        quotas = tenant_default(self._settings.agent.tenant_quotas, caller.tenant_id)
+        await resume_run(
+            self._client, self._sessions, caller.tenant_id, sid, quotas, max_steps=max_steps
+        )
+        return str(sid)
+
+    async def raise_budget(
+        self, caller: Caller, session_id: str, figures: Mapping[str, object]
+    ) -> RaiseBudgetResult:
+        """New budget figures (unnamed ones stay) for the task and its live sub-agents; a
+        task parked at its budget goes on. The loop records the raise once it accepts it."""
+        caller.require("raise_budget")
+        unknown = sorted(set(figures) - set(RAISABLE))
+        if unknown:
+            raise InvalidTaskInput(
+                unknown[0], f"a budget raise names only {', '.join(RAISABLE)}, not {unknown[0]!r}"
+            )
+        request = RaiseBudgetInput(caller.tenant_id, decided_by=caller.user_id)
+        for name, value in figures.items():
+            setattr(request, name, value)  # checked next, as they came: no coercion
+        check_raise(request)
+        sid = tasks.session_uuid(session_id)
+        async with agent_state(self._sessions, caller.tenant_id) as st:
+            await st.sessions.get(sid)  # the caller's tenant's, or not found
+            tree = await st.sessions.tree(sid)
+        result = await self._raise(sid, request)
+        # Its sub-agents spend the same budget, checked with the figures they started with:
+        # the raise reaches each one still under way, and one parked at it goes on.
+        ended = (*TERMINAL_STATUSES, SessionStatus.ARCHIVED)
+        for child in (r.id for r in tree if r.id != sid and r.status not in ended):
+            try:
+                done = await self._raise(child, request)
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                continue  # it ended meanwhile
+            result.resumed = result.resumed or done.resumed
+        return result
+
+    async def _raise(self, sid: uuid.UUID, request: RaiseBudgetInput) -> RaiseBudgetResult:
+        result: RaiseBudgetResult = await tasks.task_handle(self._client, str(sid)).execute_update(
+            "raise_budget",
+            request,
+            id=f"raise_budget:{uuid.uuid4()}",
+            result_type=RaiseBudgetResult,
+        )
+        return result
+
+    async def freeze(self, caller: Caller) -> TenantState:
+        caller.require("freeze")
+        return await freeze(self._sessions, caller.tenant_id, caller.user_id)
+
+    async def thaw(self, caller: Caller) -> TenantState:
+        caller.require("thaw")
+        return await thaw(self._client, self._sessions, caller.tenant_id, caller.user_id)
+
+    async def set_quotas(self, caller: Caller, changes: dict[str, Any]) -> TenantState:
+        caller.require("set_quotas")
+        defaults = tenant_default(self._settings.agent.tenant_quotas, caller.tenant_id)
+        return await set_quotas(
+            self._client, self._sessions, caller.tenant_id, changes, caller.user_id, defaults
+        )
+
+    async def _owned(self, caller: Caller, session_id: str) -> uuid.UUID:
+        """The session id, once it is known to be the caller's tenant's (SessionNotFound
+        otherwise, whatever state another tenant's is in)."""
+        sid = tasks.session_uuid(session_id)
+        async with agent_state(self._sessions, caller.tenant_id) as st:
+            await st.sessions.get(sid)
+        return sid
+
+    async def _decidable(
+        self,
+        caller: Caller,
+        session_id: str,
+        call_id: str,
+        arguments: dict[str, Any] | None,
+    ) -> uuid.UUID:
+        """Checks of a decision before anything is staged: the session the tenant's, edited
+        arguments as the tool's schema allows, and a parked task's place among the tenant's
+        running tasks."""
+        if arguments is not None:
+            if not isinstance(arguments, dict):
+                raise InvalidTaskInput("arguments", "edited arguments must be a JSON object")
+            check_json_text("arguments", arguments)
+            limits = self._settings.agent.text_limits()
+            size = json_size(arguments)
+            check_size("the edited arguments", size, limits.max_edit_bytes, "AGENT_MAX_EDIT_BYTES")
+        sid = tasks.session_uuid(session_id)
+        async with agent_state(self._sessions, caller.tenant_id) as st:
+            session = await st.sessions.get(sid)
+            call = await st.items.tool_call(sid, call_id)
+            if call is not None and arguments is not None:
+                check_arguments(await call_schema(st, call), arguments)
+            await self._within_running_tasks(st.controls, session)
+        return sid
+
+    async def _within_running_tasks(self, controls: TenantControls, session: SessionRow) -> None:
+        """An approval takes a parked task back among the running: refused (QuotaRefused)
+        while the tenant's running tasks are at their quota."""
+        if session.status != SessionStatus.WAITING_APPROVAL:
+            return
+        quotas = await controls.quotas()
+        limit = quotas.over(
+            tenant_default(self._settings.agent.tenant_quotas, session.tenant_id)
+        ).running_tasks
+        if limit is None:
+            return
+        running = await controls.running(besides=session.id)
+        if running >= limit:
+            raise QuotaRefused(
+                f"quota running_tasks reached for tenant {session.tenant_id!r}: {running} of "
+                f"{limit}; approve once a task ends (or the quota is raised)"
+            )
+
+    async def _decide(
+        self,
+        caller: Caller,
+        sid: uuid.UUID,
+        update: str,
+        decision: ApproveInput | RejectInput,
+        staged: dict[str, Any] | None,
+    ) -> DecisionResult:
+        """Stage what the decision says beyond ids, send it; drop the staged request if
+        the loop refuses it (or the call fails), so a refused decision leaves nothing."""
+        request_id: uuid.UUID | None = None
+        if staged is not None:
+            async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
+                request_id = await st.requests.stage(sid, decision.tool_call_id, staged)
+            decision.request_id = str(request_id)
+        try:
+            return await send_decision(
+                tasks.task_handle(self._client, str(sid)),
+                update,
+                decision,
+                sessions=self._sessions,
+                tenant_id=caller.tenant_id,
+                session_id=sid,
+            )
+        except (WorkflowUpdateFailedError, RPCError) as err:
+            # Refused, or no run to decide in: the loop never saw the request. (A timeout
+            # may have been accepted: its request stays for the loop, or is swept.)
+            refused = not isinstance(err, RPCError) or err.status == RPCStatusCode.NOT_FOUND
+            if request_id is not None and refused:
+                async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
+                    await st.requests.drop(request_id)
+            raise
