@@ -56,6 +56,17 @@ class ArtifactReadCache:
         data = entry.data if len(entry.data) <= max_bytes else entry.data[:max_bytes]
         return data, entry.content_type
 
+    def whole(self, tenant_id: str, artifact_id: uuid.UUID) -> bytes | None:
+        """The whole object, if it is known (a prefix is not)."""
+        key = (tenant_id, artifact_id)
+        entry = self._entries.get(key)
+        if entry is None or not entry.complete:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return entry.data
+
     def keep(
         self,
         tenant_id: str,

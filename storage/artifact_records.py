@@ -178,6 +178,19 @@ class ArtifactRepository:
             stmt = stmt.where(ArtifactRow.sha256.startswith(sha256_prefix, autoescape=True))
         return list(await self._db.scalars(stmt.order_by(ArtifactRow.sha256).limit(limit)))
 
+    async def by_sha256(self, sha256s: Iterable[str]) -> dict[str, ArtifactRow]:
+        """This tenant's records of the objects named by these sha256s; one it has no record
+        of (another tenant's, or bytes never registered) is absent."""
+        wanted = set(sha256s)
+        if not wanted:
+            return {}
+        rows = await self._db.scalars(
+            select(ArtifactRow).where(
+                ArtifactRow.tenant_id == self._tenant, ArtifactRow.sha256.in_(wanted)
+            )
+        )
+        return {r.sha256: r for r in rows}
+
     async def get_many(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, ArtifactRow]:
         wanted = set(ids)
         if not wanted:

@@ -167,17 +167,28 @@ class DeviceCallRepository:
         )
         return row
 
+    def _live(self, call_id: uuid.UUID, held: int | None) -> ColumnElement[bool]:
+        """The call is this device's, leased (lease `held` when given) and the lease has
+        time left by the database's clock: one that ran out stays dead even if nobody
+        claimed the call since, so renewing or completing it is refused, not revived."""
+        current = DeviceCallRow.offers == held if held is not None else true()
+        return and_(
+            self._mine(),
+            DeviceCallRow.id == call_id,
+            DeviceCallRow.state == LEASED,
+            current,
+            DeviceCallRow.lease_expires_at > func.now(),
+        )
+
     async def extend(
         self, call_id: uuid.UUID, lease: timedelta, *, held: int | None = None
     ) -> DeviceCallRow | None:
-        """Renew the lease of a call this device holds (lease `held` only, when given: not
-        a newer one); None if it holds no such call."""
-        current = DeviceCallRow.offers == held if held is not None else true()
+        """Renew the live lease of a call this device holds (lease `held` only, when given:
+        not a newer one); None if it holds no such lease. One statement checks and renews,
+        so two gateways cannot both act on a lease that ran out."""
         row: DeviceCallRow | None = await self._db.scalar(
             update(DeviceCallRow)
-            .where(
-                self._mine(), DeviceCallRow.id == call_id, DeviceCallRow.state == LEASED, current
-            )
+            .where(self._live(call_id, held))
             .values(lease_expires_at=func.now() + lease, updated_at=func.now())
             .returning(DeviceCallRow),
             execution_options={"populate_existing": True},
@@ -189,13 +200,7 @@ class DeviceCallRepository:
         has left; None once it is not the current lease, or has run out, or the call is
         pending, done or not this device's."""
         left: timedelta | None = await self._db.scalar(
-            select(DeviceCallRow.lease_expires_at - func.now()).where(
-                self._mine(),
-                DeviceCallRow.id == call_id,
-                DeviceCallRow.state == LEASED,
-                DeviceCallRow.offers == lease,
-                DeviceCallRow.lease_expires_at > func.now(),
-            )
+            select(DeviceCallRow.lease_expires_at - func.now()).where(self._live(call_id, lease))
         )
         return left
 
@@ -216,13 +221,19 @@ class DeviceCallRepository:
         if released is not None:
             await self._wake()
 
-    async def finish(self, call_id: uuid.UUID) -> None:
-        """The call's result is committed: never offered again."""
-        await self._db.execute(
+    async def finish(self, call_id: uuid.UUID, lease: int) -> DeviceCallRow | None:
+        """Mark the call done under its live lease `lease`, in one statement that checks
+        the lease and takes the row (locked until the unit of work ends, which commits the
+        result with it): never offered again. None if `lease` is not live, and then
+        nothing is changed."""
+        row: DeviceCallRow | None = await self._db.scalar(
             update(DeviceCallRow)
-            .where(self._mine(), DeviceCallRow.id == call_id)
+            .where(self._live(call_id, lease))
             .values(state=DONE, lease_expires_at=None, updated_at=func.now())
+            .returning(DeviceCallRow),
+            execution_options={"populate_existing": True},
         )
+        return row
 
     async def waiting(self) -> list[DeviceCallRow]:
         """Calls not done yet (pending or leased), oldest first."""

@@ -37,3 +37,10 @@ class SessionArchived(StorageError):
     """The session is in the cold tier: rehydrate it before reading or appending."""
 
     error_type = "SessionArchived"
+
+
+class ArtifactRecordMismatch(StorageError):
+    """A reference names an artifact by a size our own record of that artifact does not
+    have: it is refused before the object is read."""
+
+    error_type = "ArtifactRecordMismatch"

@@ -1,5 +1,6 @@
 """A device's call is completed only under its current lease: not after the lease was
-released or ran out, not under a lease that a newer offer replaced. Upload URLs end with
+released or ran out (a heartbeat does not revive it), not under a lease that a newer offer
+replaced. Upload URLs end with
 the lease they came with; what a device writes to staging after a completion changes
 nothing and is collected. A registration stores only the fields it defines."""
 
@@ -186,6 +187,50 @@ async def test_a_lease_that_ran_out_completes_nothing_and_its_upload_url_ends_wi
         done = await device.complete(cid, _claim(REAL, lease=2))
         assert done.status_code == 200, done.text
         assert (await handle.result()).status == "completed"
+
+
+async def test_a_lease_that_ran_out_is_not_revived_by_a_heartbeat_nor_completed(
+    client: Client,
+    resources: Resources,
+    migrated: StackEndpoints,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    provider = ScriptedProvider.from_data(READ_ON_DEVICE)
+    async with (
+        agent_worker(provider, workspace) as queue,
+        _device(migrated, resources, client, tenant, lease_seconds=2) as device,
+    ):
+        session_id, handle = await start(
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            device_id=device.device_id,
+            device_tools=["read_file"],
+        )
+        first = await device.offer()
+        cid = first["call_id"]
+        assert (await device.http.put(first["upload"]["url"], content=REAL)).status_code == 200
+        await asyncio.sleep(3)  # the lease runs out; nobody has leased the call since
+        for lease in ({}, {"lease": 1}):
+            beat = await device.http.post(
+                f"/v1/device/calls/{cid}/heartbeat", params=lease, headers=device.auth
+            )
+            assert beat.status_code == 409, beat.text
+            assert beat.json()["error"]["type"] == "not_leased"
+        late = await device.complete(cid, _claim(REAL, lease=1))
+        assert late.status_code == 409 and late.json()["error"]["type"] == "not_leased", late.text
+        assert await _results(resources, tenant, session_id) == []
+        # Still offered: the next poll leases it anew, and that lease completes it.
+        again = await device.offer()
+        assert again["call_id"] == cid and again["lease"] == 2
+        assert (await device.http.put(again["upload"]["url"], content=REAL)).status_code == 200
+        done = await device.complete(cid, _claim(REAL, lease=2))
+        assert done.status_code == 200 and done.json()["status"] == "committed", done.text
+        assert (await handle.result()).status == "completed"
+    assert len(await _results(resources, tenant, session_id)) == 1
 
 
 async def test_a_write_to_staging_after_completion_changes_nothing_and_is_collected(

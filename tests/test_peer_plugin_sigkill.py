@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +56,9 @@ class RecordingCodec(ClaimCheckCodec):
 
     read: set[str] = set()
 
-    async def _fetch(self, tok: object) -> bytes:
-        data = await super()._fetch(tok)
-        RecordingCodec.read.add(str(tok).partition(":")[2])
+    async def _fetch(self, toks: Sequence[object]) -> list[bytes]:
+        data = await super()._fetch(toks)
+        RecordingCodec.read.update(str(tok).partition(":")[2] for tok in toks)
         return data
 
 

@@ -21,7 +21,8 @@ from durable_agents.workers.device.calls import LocalResult, LocalTools
 logger = logging.getLogger(__name__)
 
 POLL_WAIT_SECONDS = 20.0
-# Well within the gateway's 30 s lease: two beats may be lost before the call is re-offered.
+# Well within the gateway's default 30 s lease (a shorter lease renews at a third of it):
+# two beats may be lost before the call is re-offered.
 LEASE_RENEW_SECONDS = 8.0
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -131,26 +132,42 @@ async def _serve_one(
     http: httpx.AsyncClient, tools: LocalTools, tenant: str, call: dict[str, Any]
 ) -> None:
     call_id = call["call_id"]
-    renew = asyncio.create_task(_renew(http, call_id, call.get("lease")))
+    work = asyncio.create_task(_run_and_upload(http, tools, tenant, call))
+    renew = asyncio.create_task(_renew(http, call_id, call.get("lease"), _renew_every(call)))
     try:
-        result = await tools.run(
-            tool_name=call["tool"],
-            arguments=call["arguments"],
-            agent=call["agent"],
-            idempotency_key=call["idempotency_key"],
-            tenant_id=tenant,
-            offered_before=call["offered_before"],
-        )
-        body = await _upload(http, call, result)
+        await asyncio.wait({work, renew}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        renew.cancel()
-        await asyncio.gather(renew, return_exceptions=True)
+        for task in (work, renew):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(work, renew, return_exceptions=True)
+    if renew.done() and not renew.cancelled():
+        # The gateway says the lease is gone (it ran out, or the call was offered again):
+        # the tool is stopped and nothing is sent. The next poll may hand the call out
+        # again, as a call offered before (an effectful tool reconciles first).
+        logger.warning("call %s: lease lost; back to polling", call_id)
+        return
+    body = work.result()  # the tool's or the upload's failure, if it failed
     answer = await http.post(f"/v1/device/calls/{call_id}/complete", json=body)
     if answer.status_code != 200:
         # Refused (e.g. the upload did not match): the gateway offers the call again.
         logger.warning("completion of call %s refused: %s", call_id, _error_of(answer))
     else:
         logger.info("call %s (%s) %s", call_id, call["tool"], answer.json()["status"])
+
+
+async def _run_and_upload(
+    http: httpx.AsyncClient, tools: LocalTools, tenant: str, call: dict[str, Any]
+) -> dict[str, Any]:
+    result = await tools.run(
+        tool_name=call["tool"],
+        arguments=call["arguments"],
+        agent=call["agent"],
+        idempotency_key=call["idempotency_key"],
+        tenant_id=tenant,
+        offered_before=call["offered_before"],
+    )
+    return await _upload(http, call, result)
 
 
 async def _upload(
@@ -189,14 +206,31 @@ async def _upload(
     return body
 
 
-async def _renew(http: httpx.AsyncClient, call_id: str, lease: int | None) -> None:
+def _renew_every(call: dict[str, Any]) -> float:
+    """A third of the lease the gateway gave (at most LEASE_RENEW_SECONDS): two beats may
+    be lost before it runs out, whatever lease the gateway is configured with."""
+    lease_seconds = call.get("lease_seconds")
+    if isinstance(lease_seconds, int | float) and lease_seconds > 0:
+        return min(LEASE_RENEW_SECONDS, lease_seconds / 3)
+    return LEASE_RENEW_SECONDS
+
+
+async def _renew(http: httpx.AsyncClient, call_id: str, lease: int | None, every: float) -> None:
+    """Renew the lease until cancelled; return once the gateway says this device holds it
+    no more (409 not_leased, 404): a lease that ran out is never revived."""
     params = {"lease": lease} if lease is not None else {}
     while True:
-        await asyncio.sleep(LEASE_RENEW_SECONDS)
+        await asyncio.sleep(every)
         try:
-            await http.post(f"/v1/device/calls/{call_id}/heartbeat", params=params)
-        except httpx.TransportError:
-            logger.warning("lease renewal of call %s failed; retrying", call_id)
+            answer = await http.post(f"/v1/device/calls/{call_id}/heartbeat", params=params)
+        except httpx.HTTPError as err:
+            logger.warning(
+                "lease renewal of call %s failed (%s); retrying", call_id, type(err).__name__
+            )
+            continue
+        if answer.status_code in (404, 409):
+            logger.info("lease renewal of call %s refused: %s", call_id, _error_of(answer))
+            return
 
 
 def _error_of(answer: httpx.Response) -> str:

@@ -229,7 +229,7 @@ async def renew(
         if call is None and await repo.get(call_id) is None:
             raise _no_such_call()
     if call is None:
-        raise ApiError(409, "not_leased", "this device holds no lease on that call")
+        raise _not_leased()  # released, offered again, or ran out: never revived
     try:
         await gateway.client.get_async_activity_handle(task_token=call.task_token).heartbeat()
     except RPCError as err:
@@ -259,16 +259,21 @@ async def complete(
     artifact = await _verified_upload(gateway, call, body) if body.result is not None else None
     async with gateway.resources.sessions() as db, db.begin():
         repo = DeviceCallRepository(db, tenant, device)
-        locked = await repo.get(call_id, lock=True)  # the newest attempt's token, held
+        # Checks the lease against the database's clock and takes the call in one statement
+        # (the newest attempt's token, held): a lease that ran out meanwhile, or another
+        # gateway's completion, cannot slip in between.
+        locked = await repo.finish(call_id, call.offers)
+        already = False
         if locked is None:
-            raise _no_such_call()
-        already = locked.state == DONE
-        if not already and await repo.lease_left(call_id, call.offers) is None:
-            raise _not_leased()  # lost between the check and the lock: nothing committed
+            locked = await repo.get(call_id, lock=True)
+            if locked is None:
+                raise _no_such_call()
+            if locked.state != DONE:
+                raise _not_leased()  # lost since the check above: nothing committed
+            already = True  # another completion committed it meanwhile
         item = await commit_tool_result(
             db, tenant, _tool_result(locked, body, artifact), store=gateway.resources.store
         )
-        await repo.finish(call_id)
     await _forget_upload(gateway, call)
     if not already:
         await _complete_activity(gateway, locked, item)

@@ -9,7 +9,10 @@ content-addressed arrays (workers/peers/claim_check_tree.py). So a conversation 
 earlier tool result in every model call stores each result once, and a model call's input
 in history is a few KB however long the conversation: stored bytes O(N), history bounded.
 Decoding fetches each reference through ArtifactStore.get (sha256 re-checked), with a
-process-wide read cache, since the same results come back with every call.
+process-wide read cache, since the same results come back with every call. The size a
+reference names is never trusted: it must match our own record of the object (the tenant's
+artifact row, which the upload registered, or bytes read and verified before), and that
+record bounds decoding, so a forged size costs nothing before it is refused.
 
 Why a PayloadCodec and not the SDK's external-storage driver (DataConverter.external_storage,
 which workers/process/payload_offload.py uses as a safety net for whole payloads over 256 KiB):
@@ -54,9 +57,11 @@ from temporalio.converter import (
 )
 
 from durable_agents.storage.artifact_cache import ArtifactReadCache
-from durable_agents.storage.artifacts import ArtifactStore, artifact_key, check_user_tenant
+from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
 from durable_agents.storage.claim_holds import Held, hold
-from durable_agents.vocabulary.artifact_ref import ArtifactRef
+from durable_agents.storage.errors import ArtifactNotFound, ArtifactRecordMismatch
+from durable_agents.storage.models import ArtifactRow
 from durable_agents.workers.peers import claim_check_tree as tree
 
 # Persisted in every payload the codec rewrote: renaming either strands those histories.
@@ -265,7 +270,7 @@ class ClaimCheckCodec(PayloadCodec, WithSerializationContext):
         form = payload.metadata.get(_FORM)
         value = json.loads(payload.data)
         if form == b"whole":
-            data = await self._fetch(value)
+            [data] = await self._fetch([value])
         elif form == b"json":
             data = tree.dumps(await self._restore(value))
         else:
@@ -281,15 +286,9 @@ class ClaimCheckCodec(PayloadCodec, WithSerializationContext):
     async def _restore(self, value: Any) -> Any:
         strings: dict[str, str] = {}
         parsed: dict[str, Any] = {}
-        limit = asyncio.Semaphore(_CONCURRENCY)
-
-        async def get(tok: str) -> bytes:
-            async with limit:
-                return await self._fetch(tok)
-
         while needed := tree.missing(value, strings, parsed):
             wanted = sorted(needed)
-            fetched = await asyncio.gather(*(get(tok) for _, tok in wanted))
+            fetched = await self._fetch([tok for _, tok in wanted])
             for (kind, tok), data in zip(wanted, fetched, strict=True):
                 if kind == "s":
                     strings[tok] = data.decode()
@@ -297,24 +296,55 @@ class ClaimCheckCodec(PayloadCodec, WithSerializationContext):
                     parsed[tok] = json.loads(data)
         return tree.restore(value, strings, parsed)
 
-    async def _fetch(self, tok: object) -> bytes:
-        sha, size = tree.parse_token(tok)
-        # The read cache is keyed by artifact ids; a sha256's first 128 bits name it as well.
-        key = uuid.UUID(hex=sha[:32])
-        cached = self.store.cache.lookup(self.tenant_id, key, size)
-        if cached is not None and len(cached[0]) == size:
-            return cached[0]
-        store, _ = await self.store.open()
-        ref = ArtifactRef(
-            tenant_id=self.tenant_id,
-            sha256=sha,
-            key=artifact_key(store.prefix, self.tenant_id, sha),
-            size_bytes=size,
-            content_type="application/octet-stream",
-        )
-        data = await store.get(self.tenant_id, ref)
-        self.store.cache.keep(self.tenant_id, key, data, ref.content_type, complete=True)
-        return data
+    async def _fetch(self, toks: Sequence[object]) -> list[bytes]:
+        """The bytes each reference names, in order.
+
+        A reference's size is a claim from the payload: the size, and so the bound on
+        decoding, come from our own record of the object (bytes read and verified before,
+        else this tenant's artifact row). A reference that disagrees with the record, or
+        names an object the tenant has no record of, is refused before anything is read.
+        """
+        named = [tree.parse_token(tok) for tok in toks]
+        known: dict[str, bytes] = {}
+        for sha, _ in named:
+            cached = self.store.cache.whole(self.tenant_id, _cache_key(sha))
+            if cached is not None:
+                known[sha] = cached
+        recorded = {sha: len(data) for sha, data in known.items()}
+        store, sessions = await self.store.open()
+        rows: dict[str, ArtifactRow] = {}
+        if unread := {sha for sha, _ in named} - known.keys():
+            async with sessions() as db:
+                rows = await ArtifactRepository(db, self.tenant_id).by_sha256(unread)
+            for sha in unread:
+                if sha not in rows:
+                    # Another tenant's object is indistinguishable from a missing one.
+                    raise ArtifactNotFound(f"artifact {sha} not found")
+                recorded[sha] = rows[sha].size_bytes
+        for sha, size in named:
+            if size != recorded[sha]:
+                raise ArtifactRecordMismatch(
+                    f"a claim-check reference names artifact {sha} as {size} bytes; "
+                    f"its record says {recorded[sha]}"
+                )
+        limit = asyncio.Semaphore(_CONCURRENCY)
+
+        async def get(row: ArtifactRow) -> None:
+            ref = store.ref_for(self.tenant_id, row.sha256, row.size_bytes, row.content_type)
+            async with limit:
+                data = await store.get(self.tenant_id, ref)  # decoding bounded by the record
+            known[row.sha256] = data
+            self.store.cache.keep(
+                self.tenant_id, _cache_key(row.sha256), data, row.content_type, complete=True
+            )
+
+        await asyncio.gather(*(get(row) for row in rows.values()))
+        return [known[sha] for sha, _ in named]
+
+
+def _cache_key(sha: str) -> uuid.UUID:
+    # The read cache is keyed by artifact ids; a sha256's first 128 bits name it as well.
+    return uuid.UUID(hex=sha[:32])
 
 
 def _marked(payload: Payload, data: bytes, form: bytes) -> Payload:
