@@ -11,6 +11,10 @@ environment is not enough: a child of the same user can read the worker's
 - As root that is not enough (root holds CAP_SYS_PTRACE and reads every file), so the
   child runs as another, unprivileged user (AGENT_TOOL_USER, default `nobody`) with no
   supplementary groups and no way to regain privileges, through util-linux's setpriv.
+  That user owns no service's data: the embedded stack, started as root, runs PostgreSQL
+  and SeaweedFS as users of their own (SERVICE_USERS, refused here) and keeps Temporal's
+  files root's, so a tool can neither read their files, rewrite their configuration nor
+  signal them.
 
 A worker that runs as a regular user cannot switch users: its tools run as that user. Its
 memory and environment are closed to them, but the files that user can read (a .env, the
@@ -33,6 +37,9 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 DEFAULT_TOOL_USER = "nobody"
+# The users the embedded stack runs PostgreSQL and SeaweedFS as (workers/stack/roles.py
+# takes its names from here): a tool never runs as one, it would own their data.
+SERVICE_USERS = ("durable-postgres", "durable-s3")
 # linux/prctl.h
 _PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4
@@ -146,6 +153,11 @@ def tool_identity(user: str | None, what: str) -> RunAs | None:
         user = DEFAULT_TOOL_USER
     if not isinstance(user, str) or not user or "\0" in user:
         raise ToolIdentityError(f"{what}: the user to run as must be a user name")
+    if user in SERVICE_USERS:
+        raise ToolIdentityError(
+            f"{what}: {user!r} is a user the dev stack runs a service as, whose data a tool "
+            "must not own; name another in AGENT_TOOL_USER (or the declaration's run_as)"
+        )
     try:
         entry = pwd.getpwnam(user)
     except KeyError:
