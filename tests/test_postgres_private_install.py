@@ -17,7 +17,7 @@ import pytest
 
 from durable_agents.workers.stack import PostgresServer
 from durable_agents.workers.stack._pginstall import PgInstall, cached_copy, wheel_install
-from durable_agents.workers.stack._runas import RUN_AS
+from durable_agents.workers.stack.roles import POSTGRES_USER
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +75,9 @@ async def test_postgres_starts_with_its_binaries_under_a_private_directory(
         finally:
             await conn.close()
         if state_dir == "world-searchable":
-            # A real privilege drop: as root the server runs as nobody, not as root in disguise.
-            expected = pwd.getpwnam(RUN_AS).pw_uid if os.geteuid() == 0 else os.geteuid()
+            # A real privilege drop: as root the server runs as its role user, not as root in
+            # disguise.
+            expected = pwd.getpwnam(POSTGRES_USER).pw_uid if os.geteuid() == 0 else os.geteuid()
             assert server_uid(server) == expected
         server.stop()
         server.start()  # a second start reuses the cluster as it was set up
@@ -106,3 +107,30 @@ def test_cached_copy_is_root_owned_read_only_and_made_once(
             elif stat.S_ISREG(st.st_mode):
                 assert not st.st_mode & 0o222, path
     assert [p.name for p in cache_root.iterdir()] == [first.root.parents[1].name]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs postgres as another user")
+def test_a_cluster_another_user_left_is_given_whole_to_postgres_user(cache_root: Path) -> None:
+    """A cluster made while postgres ran as another user (`nobody`, say) is given, every
+    file of it, to postgres's role user: postgres refuses a data dir it does not own."""
+    state = world_searchable_dir()
+    server = PostgresServer(state / "postgres", port=0, fsync=False, cache_root=cache_root)
+    try:
+        server.start()
+        server.stop()
+        nobody = pwd.getpwnam("nobody")
+        for dirpath, dirnames, filenames in os.walk(server.data_dir):
+            for name in [".", *dirnames, *filenames]:
+                os.chown(Path(dirpath, name), nobody.pw_uid, nobody.pw_gid, follow_symlinks=False)
+        server.start()
+        assert server.psql("select 1") == "1"
+        assert server_uid(server) == pwd.getpwnam(POSTGRES_USER).pw_uid
+        owners = {
+            Path(dirpath, name).lstat().st_uid
+            for dirpath, dirnames, filenames in os.walk(server.data_dir)
+            for name in [".", *dirnames, *filenames]
+        }
+        assert owners == {pwd.getpwnam(POSTGRES_USER).pw_uid}
+    finally:
+        server.stop()
+        shutil.rmtree(state, ignore_errors=True)

@@ -28,6 +28,7 @@ from durable_agents.activities.tools.mcp_servers import McpStdio
 from durable_agents.activities.tools.mcp_toolset import McpToolsets
 from durable_agents.activities.tools.tool_identity import (
     DEFAULT_TOOL_USER,
+    SERVICE_USERS,
     ToolIdentityError,
     tool_identity,
 )
@@ -146,6 +147,12 @@ async def test_a_server_the_tool_user_cannot_reach_is_refused_naming_it(tmp_path
 def test_the_user_to_run_tools_as_must_exist() -> None:
     with pytest.raises(ToolIdentityError, match="no user named 'no-such-user-7e1'"):
         tool_identity("no-such-user-7e1", "MCP server 'x'")
+
+
+@pytest.mark.parametrize("user", SERVICE_USERS)
+def test_a_tool_never_runs_as_a_user_the_dev_stack_runs_a_service_as(user: str) -> None:
+    with pytest.raises(ToolIdentityError, match=f"{user!r} is a user the dev stack runs"):
+        tool_identity(user, "MCP server 'x'")
 
 
 @pytest.mark.skipif(not ROOT, reason="only root may run tools as another user")

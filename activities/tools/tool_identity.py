@@ -11,6 +11,10 @@ environment is not enough: a child of the same user can read the worker's
 - As root that is not enough (root holds CAP_SYS_PTRACE and reads every file), so the
   child runs as another, unprivileged user (AGENT_TOOL_USER, default `nobody`) with no
   supplementary groups and no way to regain privileges, through util-linux's setpriv.
+  That user owns no service's data: the embedded stack, started as root, runs PostgreSQL
+  and SeaweedFS as users of their own (SERVICE_USERS, refused here) and keeps Temporal's
+  files root's, so a tool can neither read their files, rewrite their configuration nor
+  signal them.
 
 A worker that runs as a regular user cannot switch users: its tools run as that user. Its
 memory and environment are closed to them, but the files that user can read (a .env, the
@@ -26,13 +30,18 @@ import logging
 import os
 import pwd
 import shutil
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TOOL_USER = "nobody"
+# The users the embedded stack runs PostgreSQL and SeaweedFS as (workers/stack/roles.py
+# takes its names from here): a tool never runs as one, it would own their data.
+SERVICE_USERS = ("durable-postgres", "durable-s3")
 # linux/prctl.h
 _PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4
@@ -104,6 +113,10 @@ class RunAs:
     ) -> None:
         """Raise ToolIdentityError when this user cannot enter `cwd` or execute `command`:
         a clear error at start, not a server that dies on exec."""
+        if "/" not in command:
+            # The file the worker's PATH names: when this user cannot reach the first hit (a
+            # private virtualenv's bin/ first on PATH), a later one must not quietly run.
+            command = shutil.which(command, path=env.get("PATH", os.defpath)) or command
         probe, args = self.argv("sh", ["-c", _PROBE, "sh", cwd or "", command])
         proc = await asyncio.create_subprocess_exec(
             probe,
@@ -117,20 +130,60 @@ class RunAs:
         code = await proc.wait()
         if code == 0:
             return
-        raise _unreachable(what, self.user, command if code != _NO_CWD else None, cwd)
+        raise _unreachable(what, self, command if code != _NO_CWD else None, cwd)
 
 
-def _unreachable(what: str, user: str, command: str | None, cwd: str | None) -> ToolIdentityError:
-    """The refusal of a command (or, when None, a cwd) `user` cannot reach."""
+def _closed_to(user: RunAs, path: str) -> str | None:
+    """The first directory on the way to path (as written) that user may not search, by its
+    mode bits, with what they are; None when none is."""
+    for directory in reversed(Path(path).parents):
+        try:
+            st = directory.stat()
+        except OSError:
+            return None
+        if st.st_uid == user.uid:
+            bit = stat.S_IXUSR
+        else:
+            bit = stat.S_IXGRP if st.st_gid == user.gid else stat.S_IXOTH
+        if not st.st_mode & bit:
+            owner = _user_name(st.st_uid)
+            return f"{directory} (mode {stat.S_IMODE(st.st_mode):o}, {owner}'s) is closed to it"
+    return None
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _unreachable(what: str, user: RunAs, command: str | None, cwd: str | None) -> ToolIdentityError:
+    """The refusal of a command (or, when None, a cwd) `user` cannot reach: one line that
+    names what blocks it and what to do."""
+    todo = f"install it where {user.user!r} can reach it"
     if command is None:
         where = f"enter its cwd {cwd}"
+        blocker = _closed_to(user, os.path.join(cwd or "/", "."))
+    elif "/" not in command:
+        where, blocker = f"execute {command}", "it is not on the PATH it is given"
     else:
-        target = os.path.realpath(command) if "/" in command else command
-        where = f"execute {command}" + (f" (-> {target})" if target != command else "")
+        where = f"execute {command}"
+        path = os.path.abspath(os.path.join(cwd or os.getcwd(), command))
+        blocker = _closed_to(user, path)
+        if blocker is None:  # then maybe on the way to what a link leads to
+            target = os.path.realpath(path)
+            blocker = _closed_to(user, target)
+            where += f" (-> {target})" if target != path else ""
+        if Path(path).parent.parent.joinpath("pyvenv.cfg").is_file():
+            todo = (
+                f"put the virtualenv and the python it was made from where {user.user!r} can "
+                "read them (e.g. /opt)"
+            )
     return ToolIdentityError(
-        f"{what} runs as {user!r} (the worker is root), which cannot {where}: a directory "
-        f"on the way may be private (a 0700 home or clone); install it where {user!r} can "
-        "reach it, or name a user that can in AGENT_TOOL_USER (or the declaration's run_as)"
+        f"{what} runs as {user.user!r} (the worker is root), which cannot {where}: "
+        f"{blocker or 'a directory on the way may be private'}; {todo}, or name a user who "
+        "can in AGENT_TOOL_USER (or the declaration's run_as)"
     )
 
 
@@ -146,6 +199,11 @@ def tool_identity(user: str | None, what: str) -> RunAs | None:
         user = DEFAULT_TOOL_USER
     if not isinstance(user, str) or not user or "\0" in user:
         raise ToolIdentityError(f"{what}: the user to run as must be a user name")
+    if user in SERVICE_USERS:
+        raise ToolIdentityError(
+            f"{what}: {user!r} is a user the dev stack runs a service as, whose data a tool "
+            "must not own; name another in AGENT_TOOL_USER (or the declaration's run_as)"
+        )
     try:
         entry = pwd.getpwnam(user)
     except KeyError:

@@ -3,6 +3,7 @@ it and reports what it got, as a JSON tool result.
 
     python3 hostile.py
 
+`serve` is the protocol loop; tests/mcp_servers/raider.py serves its own tool with it.
 Standard library only, speaking MCP's newline-delimited JSON-RPC itself, so that any
 python3 can run it, wherever the worker's virtualenv is: as root the worker runs it as
 another user, who may not reach the venv (a 0700 clone or /root).
@@ -17,7 +18,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
+
+# A tool: its description, its input schema, and what its call returns.
+Tool = tuple[str, dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]]
 
 PROBE_SCHEMA = {
     "type": "object",
@@ -64,31 +69,37 @@ def probe(path: str) -> dict[str, Any]:
     }
 
 
-def _answer(request: dict[str, Any]) -> dict[str, Any] | None:
+def _answer(request: dict[str, Any], name: str, tools: dict[str, Tool]) -> dict[str, Any] | None:
     method, params = request.get("method"), request.get("params") or {}
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion"),
             "capabilities": {"tools": {}},
-            "serverInfo": {"name": "hostile", "version": "1"},
+            "serverInfo": {"name": name, "version": "1"},
         }
     if method == "tools/list":
-        tool = {"name": "probe", "description": "Read the worker.", "inputSchema": PROBE_SCHEMA}
-        return {"tools": [tool]}
-    if method == "tools/call":
-        report = probe(str(params.get("arguments", {}).get("path", "")))
+        listed = [
+            {"name": tool, "description": about, "inputSchema": schema}
+            for tool, (about, schema, _) in tools.items()
+        ]
+        return {"tools": listed}
+    if method == "tools/call" and params.get("name") in tools:
+        _, _, run = tools[params["name"]]
+        report = run(params.get("arguments") or {})
         return {"content": [{"type": "text", "text": json.dumps(report)}], "isError": False}
     if method == "ping":
         return {}
     return None
 
 
-def main() -> None:
+def serve(name: str, tools: dict[str, Tool]) -> None:
+    """Answer MCP requests on stdin until it closes: `tools` by name, each a description,
+    an input schema and a function of the arguments whose dict is the result's text."""
     for line in sys.stdin:
         request = json.loads(line)
         if "id" not in request:
             continue  # a notification
-        result = _answer(request)
+        result = _answer(request, name, tools)
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
         if result is None:
             reply["error"] = {"code": -32601, "message": "method not found"}
@@ -96,6 +107,14 @@ def main() -> None:
             reply["result"] = result
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+
+
+def _probe_tool(args: dict[str, Any]) -> dict[str, Any]:
+    return probe(str(args.get("path", "")))
+
+
+def main() -> None:
+    serve("hostile", {"probe": ("Read the worker.", PROBE_SCHEMA, _probe_tool)})
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 Used by `agentctl dev up` and by the pytest fixtures. Layout of state_dir:
 postgres/ (cluster), postgres.passwords.json (0600: the roles' passwords, pg_auth),
 s3/ (weed data), temporal.db, logs/; `dev up` adds env (0600: the settings, for a shell).
+Started as root, PostgreSQL and SeaweedFS run as users of their own and Temporal as root,
+each service's files private to its user, none of them the tool user (roles.py).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from durable_agents.workers.settings import (
 from durable_agents.workers.stack.errors import PortInUseError, StackError
 from durable_agents.workers.stack.ports import free_port, reserve_ports
 from durable_agents.workers.stack.postgres import PostgresServer
+from durable_agents.workers.stack.roles import shared_user_warning
 from durable_agents.workers.stack.seaweed import DEFAULT_BUCKET, SeaweedServer
 from durable_agents.workers.stack.temporal import TemporalDevServer
 
@@ -182,6 +185,8 @@ class DevStack:
             service.check_ports()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(exist_ok=True)
+        if (warning := shared_user_warning()) is not None:
+            logger.warning(warning)
         with ThreadPoolExecutor(len(self._services), thread_name_prefix="devstack") as pool:
             futures = [pool.submit(self._start_one, service) for service in self._services]
             errors = [exc for f in futures if (exc := f.exception()) is not None]

@@ -14,10 +14,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from durable_agents.workers.stack.errors import StackError
 
 logger = logging.getLogger(__name__)
+
+# What a service creates is its own: temporal.db, weed's volumes, their logs (roles.py).
+SERVICE_UMASK = 0o077
 
 
 def find_executable(name: str) -> Path:
@@ -34,6 +38,14 @@ def find_executable(name: str) -> Path:
 def child_env(drop_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
     """os.environ without the variables whose names start with drop_prefixes."""
     return {k: v for k, v in os.environ.items() if not k.startswith(drop_prefixes)}
+
+
+def open_private_log(path: Path) -> BinaryIO:
+    """path opened for appending, readable by its owner only (a log may quote a failed
+    statement or a request)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "ab")
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -56,12 +68,14 @@ class ServiceProcess:
         *,
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
+        umask: int = SERVICE_UMASK,
     ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
+        self.umask = umask
         self._proc: subprocess.Popen[bytes] | None = None
         # Launch and stop exclude each other, and nothing launches after a stop: a stop
         # from another thread (Ctrl-C during start-up) never misses the process.
@@ -77,9 +91,10 @@ class ServiceProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
-        """Launch the process; output is appended to log_path. StackError after stop()."""
+        """Launch the process; output is appended to log_path (0600). StackError after
+        stop()."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, self.log_path.open("ab") as log:
+        with self._lock, open_private_log(self.log_path) as log:
             if self._stopped:
                 raise StackError(f"{self.name}: stopped before it started")
             stamp = datetime.now(UTC).isoformat(timespec="seconds")
@@ -95,6 +110,7 @@ class ServiceProcess:
                 cwd=self.cwd,
                 env=self.env,
                 start_new_session=True,
+                umask=self.umask,
             )
             logger.debug("%s started, pid %s", self.name, self._proc.pid)
 

@@ -2,8 +2,8 @@
 
 The plain passwords live in one file beside the cluster, owned by whoever runs the stack and
 readable by nobody else (0600): the clients need them, in the URLs. The server never sees
-them: it gets SCRAM-SHA-256 verifiers, so its data dir (owned by `nobody` when we are root)
-and its log hold nothing a login could be made from.
+them: it gets SCRAM-SHA-256 verifiers, so its data dir (owned by its role user when we are
+root) and its log hold nothing a login could be made from.
 """
 
 from __future__ import annotations

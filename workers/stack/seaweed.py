@@ -1,9 +1,13 @@
-"""SeaweedFS `weed mini` (master, volume, filer, S3 in one process) as the S3 store."""
+"""SeaweedFS `weed mini` (master, volume, filer, S3 in one process) as the S3 store.
+
+As root, weed runs as its role user (roles.S3_USER; _runas says how), its data dir 0700.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Callable
@@ -16,12 +20,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from durable_agents.workers.settings import DEV_S3_ACCESS_KEY, DEV_S3_PORT, DEV_S3_SECRET_KEY
 from durable_agents.workers.stack._process import ServiceProcess, child_env, find_executable
+from durable_agents.workers.stack._rootcache import DEFAULT_CACHE_ROOT
+from durable_agents.workers.stack._runas import s3_launch
 from durable_agents.workers.stack.ports import (
     LOOPBACK,
     ensure_port_free,
     reserve_ports,
     resolve_port,
 )
+from durable_agents.workers.stack.private_file import write_private_file
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +50,11 @@ _PROBE_KEY = ".devstack-probe"
 
 
 class SeaweedServer:
-    """An S3 endpoint on loopback with one identity and one bucket."""
+    """An S3 endpoint on loopback with one identity and one bucket.
+
+    executable is the weed binary (default: on PATH or beside the interpreter); as root,
+    cache_root is where a copy goes when weed's user cannot reach it.
+    """
 
     def __init__(
         self,
@@ -56,6 +67,8 @@ class SeaweedServer:
         region: str = "us-east-1",
         log_path: Path | None = None,
         start_timeout: float = 60.0,
+        executable: Path | None = None,
+        cache_root: Path = DEFAULT_CACHE_ROOT,
     ) -> None:
         if not _BUCKET_RE.match(bucket) or ".." in bucket:
             raise ValueError(f"not a valid S3 bucket name (3-63 chars, a-z0-9.-): {bucket!r}")
@@ -67,10 +80,17 @@ class SeaweedServer:
         self.region = region
         self.log_path = (log_path or self.data_dir.parent / "seaweed.log").absolute()
         self.start_timeout = start_timeout
+        self.executable = executable.absolute() if executable else None
+        self.cache_root = cache_root
         self.internal_ports = dict(
             zip(_INTERNAL_PORTS, reserve_ports(len(_INTERNAL_PORTS)), strict=True)
         )
         self._process: ServiceProcess | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The weed process's pid while it runs."""
+        return self._process.pid if self._process else None
 
     @property
     def endpoint_url(self) -> str:
@@ -105,13 +125,20 @@ class SeaweedServer:
         """Start weed mini, wait for authenticated S3, create the bucket if missing."""
         began = time.monotonic()
         self.check_ports()
-        (self.data_dir / "master").mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)
+        master = self.data_dir / "master"
+        master.mkdir(mode=0o700, exist_ok=True)
+        weed = self.executable or find_executable("weed")
+        prefix, weed = s3_launch(self.data_dir, weed, self.cache_root)
+        owner = self.data_dir.stat()
+        os.chown(master, owner.st_uid, owner.st_gid, follow_symlinks=False)
         config_path = self.data_dir / "s3.json"
-        config_path.write_text(json.dumps(self._identities()))
-        config_path.chmod(0o600)
+        config = json.dumps(self._identities())
+        write_private_file(config_path, config, owner=(owner.st_uid, owner.st_gid))
         process = self._process = ServiceProcess(
             "seaweedfs",
-            self._argv(config_path),
+            [*prefix, *self._argv(weed, config_path)],
             self.log_path,
             # weed reads *.toml from its cwd and S3_BUCKET & co from the environment.
             cwd=self.data_dir,
@@ -162,7 +189,7 @@ class SeaweedServer:
         }
         return {"identities": [identity]}
 
-    def _argv(self, config_path: Path) -> list[str]:
+    def _argv(self, weed: Path, config_path: Path) -> list[str]:
         flags = {
             "dir": str(self.data_dir),
             # One master dir instead of a new m<port> dir per port choice.
@@ -182,7 +209,7 @@ class SeaweedServer:
         }
         # -logtostderr keeps glog from writing weed.* files into /tmp.
         return [
-            str(find_executable("weed")),
+            str(weed),
             "-logtostderr",
             "mini",
             *(f"-{k}={v}" for k, v in flags.items()),

@@ -86,6 +86,12 @@ class TemporalDevServer:
         self.check_ports()
         if self.db_file:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
+            # Workflow histories are the server's user's alone (a tool runs as another
+            # user): SERVICE_UMASK makes new files so; this, a database made before.
+            for suffix in ("", "-wal", "-shm"):
+                path = self.db_file.with_name(self.db_file.name + suffix)
+                if path.exists():
+                    path.chmod(0o600)
         process = self._process = ServiceProcess("temporal", self._argv(), self.log_path)
         try:
             process.start()
