@@ -16,17 +16,29 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.agents import DEFAULT_AGENT as DEFAULT_AGENT
-from durable_agents.activities.agents import check_agent_name
+from durable_agents.activities.agents import Limits, check_agent_name
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
-from durable_agents.activities.policies.task_rules import check_task_settings
+from durable_agents.activities.policies.task_rules import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOOL_TIMEOUT_SECONDS,
+    check_task_settings,
+    tighter,
+)
 from durable_agents.activities.policies.text_limits import check_text, utf8_size
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
 from durable_agents.storage.errors import InvalidTenant, SessionNotFound
 from durable_agents.storage.items import ItemRepository
-from durable_agents.storage.quotas import Quotas, TenantControls
+from durable_agents.storage.quotas import Quotas, TenantControls, tenant_default
 from durable_agents.storage.sessions import SessionRepository, session_id_taken
 from durable_agents.storage.user_messages import stage_user_text, user_message_item
-from durable_agents.workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
+from durable_agents.workflows.contracts import (
+    AgentInput,
+    OpenSessionInput,
+    TaskBudget,
+    TaskDefaults,
+    TaskDefaultsInput,
+)
 from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
 from durable_agents.workflows.run_input import run_start_input
 
@@ -55,15 +67,46 @@ class SessionOpenActivities:
         *,
         inline_message_bytes: int,
         quotas: Mapping[str, Quotas] | None = None,
+        limits: Mapping[str, Limits] | None = None,
+        budgets: Mapping[str, TaskBudget] | None = None,
     ) -> None:
-        """`quotas`: the default quotas by tenant ("*": any other), as the command layer's."""
+        """`quotas`: the default quotas by tenant ("*": any other), as the command layer's;
+        `limits`: the Limits of each agent the worker serves, by name; `budgets`: the
+        default task budgets by tenant ("*": any other)."""
         self._sessions = sessions
         self._store = store
         self._inline_bytes = inline_message_bytes
         self._quotas = quotas or {}
+        self._limits = limits or {}
+        self._budgets = budgets or {}
+
+    def defaults(self, agent: str, tenant_id: str) -> TaskDefaults:
+        """What a start through the command layer would have set: the agent's Limits, and
+        the tighter of its budget and the tenant's default, figure by figure."""
+        limits = self._limits.get(agent, Limits())
+        tenant = tenant_default(self._budgets, tenant_id) or TaskBudget()
+        budget = TaskBudget(
+            tokens=tighter(limits.budget_tokens, tenant.tokens),
+            cost_usd=tighter(limits.budget_cost_usd, tenant.cost_usd),
+            tool_calls=tighter(limits.budget_tool_calls, tenant.tool_calls),
+            seconds=tighter(limits.budget_seconds, tenant.seconds),
+        )
+        return TaskDefaults(
+            max_steps=limits.max_steps or DEFAULT_MAX_STEPS,
+            tool_timeout_seconds=limits.tool_timeout_seconds or DEFAULT_TOOL_TIMEOUT_SECONDS,
+            budget=budget,
+        )
+
+    @activity.defn(name="task_defaults")
+    async def task_defaults(self, inp: TaskDefaultsInput) -> TaskDefaults:
+        """The defaults of a run whose start left settings unset (a plain start's run
+        resumed), by its session's agent."""
+        async with storage_errors_are_final(), agent_state(self._sessions, inp.tenant_id) as st:
+            session = await st.sessions.get(uuid.UUID(inp.session_id))
+        return self.defaults(session.agent_definition, inp.tenant_id)
 
     @activity.defn(name="open_session")
-    async def open_session(self, inp: OpenSessionInput) -> CommittedItem:
+    async def open_session(self, inp: OpenSessionInput) -> TaskDefaults:
         """Create the session (tenant and agent from the start input) and commit its task.
 
         Refused, non-retryable and before anything is committed: a tenant a user may not
@@ -136,12 +179,11 @@ class SessionOpenActivities:
                     f"session {session_id} already has another task; send a follow-up "
                     "message to it, or start the task with a new session id",
                 )
-            return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
+            return self.defaults(inp.agent, inp.tenant_id)
 
     async def _within_quotas(self, db: AsyncSession, tenant_id: str) -> None:
         # TenantFrozen, QuotaRefused: storage errors, final in our words and numbers.
-        defaults = self._quotas.get(tenant_id) or self._quotas.get("*")
-        await TenantControls(db, tenant_id).check_start(defaults)
+        await TenantControls(db, tenant_id).check_start(tenant_default(self._quotas, tenant_id))
 
     async def _start_input(self) -> AgentInput:
         """The run's start input, checked by the command layer's rules (as the workflow

@@ -7,13 +7,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from durable_agents.activities.agents import DEFAULT_AGENT, Agent, check_agent_name
-from durable_agents.activities.policies.task_rules import MAX_STEPS as MAX_STEPS
 from durable_agents.activities.policies.task_rules import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOOL_TIMEOUT_SECONDS,
+    MAX_TOOL_TIMEOUT_SECONDS,
     InvalidTaskInput,
     check_model_config,
     check_policies,
+    check_range,
     check_task_settings,
 )
+from durable_agents.activities.policies.task_rules import MAX_STEPS as MAX_STEPS
 from durable_agents.workflows.contracts import AgentInput
 from durable_agents.workflows.policies import CLOUD_TASK_QUEUE
 
@@ -21,12 +25,12 @@ from durable_agents.workflows.policies import CLOUD_TASK_QUEUE
 @dataclass
 class TaskOptions:
     tenant_id: str = "default"
-    max_steps: int = 24
+    max_steps: int = DEFAULT_MAX_STEPS
     device_id: str | None = None
     device_tools: list[str] = field(default_factory=list)
     approval_policies: dict[str, str] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
-    tool_timeout_seconds: float = 120
+    tool_timeout_seconds: float = DEFAULT_TOOL_TIMEOUT_SECONDS
     device_schedule_to_start_seconds: float = 3600
     max_pending_device_calls: int = AgentInput.max_pending_device_calls
     # How long a provider outage is outwaited, and the longest pause between model attempts.
@@ -55,6 +59,15 @@ class TaskOptions:
         """Refuse options that would fail the task at once, make it wait forever or load
         every worker, so nothing is committed for them (InvalidTaskInput naming the field)."""
         check_task_settings(self)
+        # Set on every start through this layer (a plain start's input may leave them).
+        check_range("max_steps", self.max_steps, 1, MAX_STEPS, open_low=False)
+        check_range(
+            "tool_timeout_seconds",
+            self.tool_timeout_seconds,
+            0,
+            MAX_TOOL_TIMEOUT_SECONDS,
+            open_low=True,
+        )
         self.approval_policies = dict(self.approval_policies)
         self.loosened_approvals = dict(self.loosened_approvals)
         check_policies("loosened_approvals", self.loosened_approvals)

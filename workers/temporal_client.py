@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
+
+from durable_agents.workflows.strict_inputs import StrictPayloadConverter
 
 
 async def connect_client(
@@ -19,7 +22,9 @@ async def connect_client(
     runtime: Runtime | None = None,
 ) -> Client:
     """Connect; `data_converter` (e.g. with payload offload) replaces the SDK default;
-    `runtime`, e.g. one serving the core's metrics, the SDK's default runtime."""
+    `runtime`, e.g. one serving the core's metrics, the SDK's default runtime. Either way
+    what callers send the loop decodes strictly (workflows/strict_inputs.py): a worker
+    decodes with its client's converter."""
     config = ClientConfig.load_client_connect_config()
     if address:
         config["target_host"] = address
@@ -29,6 +34,7 @@ async def connect_client(
     extra: dict[str, Any] = {}
     if runtime is not None:
         extra["runtime"] = runtime
-    if data_converter is not None:
-        extra["data_converter"] = data_converter
+    extra["data_converter"] = dataclasses.replace(
+        data_converter or DataConverter.default, payload_converter_class=StrictPayloadConverter
+    )
     return await Client.connect(**config, **extra)

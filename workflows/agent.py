@@ -40,7 +40,7 @@ from durable_agents.workflows.empty_replies import NO_ANSWER, nudge
 from durable_agents.workflows.model_calls import model_call_options, model_failure
 from durable_agents.workflows.parks import Parks
 from durable_agents.workflows.policies import step_key
-from durable_agents.workflows.session_open import open_session
+from durable_agents.workflows.session_open import open_session, task_defaults
 from durable_agents.workflows.start_checks import (
     check_identity,
     check_options,
@@ -102,7 +102,9 @@ class AgentWorkflow:
         try:
             await self._check_start()
             if self._inp.task_text is not None:  # a plain client's start: no command otherwise
-                await open_session(self._inp)
+                self._inp = self._inp.with_defaults(await open_session(self._inp))
+            elif self._inp.unresolved():  # a plain start's run resumed
+                self._inp = self._inp.with_defaults(await task_defaults(self._inp))
             await self._set_status(SessionStatus.RUNNING)
             return await self._loop()
         except asyncio.CancelledError:
@@ -127,8 +129,8 @@ class AgentWorkflow:
         while True:
             self._device_calls.check()
             await self._compactions.settle()
-            if self._step >= inp.max_steps:
-                raise await self._fail(f"step limit of {inp.max_steps} reached", "StepLimit")
+            if self._step >= inp.step_limit():
+                raise await self._fail(f"step limit of {inp.step_limit()} reached", "StepLimit")
             if self._should_continue_as_new():
                 await self._compactions.settle(wait=True)
                 await workflow.wait_condition(workflow.all_handlers_finished)

@@ -92,6 +92,10 @@ from durable_agents.workflows.state_contracts import (
     ToolErrorInput as ToolErrorInput,
 )
 
+# What a task gets when neither it nor its agent's Limits set them.
+DEFAULT_MAX_STEPS = 24
+DEFAULT_TOOL_TIMEOUT_SECONDS = 120.0
+
 
 @dataclass
 class CompactionRef:
@@ -108,14 +112,16 @@ class AgentInput:
 
     session_id: str
     tenant_id: str = "default"
-    max_steps: int = 24
+    # None (a plain start that leaves it unset): its agent's Limits, else DEFAULT_MAX_STEPS.
+    max_steps: int | None = None
     device_id: str | None = None
     # Tools that run on the device's own task queue when device_id is set.
     device_tools: list[str] = field(default_factory=list)
     # Per-task approval policies: tool name -> "never" | "always" | "outside:DIR" | "match:A:RE".
     approval_policies: dict[str, str] = field(default_factory=dict)
     approval_timeout_seconds: float = 24 * 3600
-    tool_timeout_seconds: float = 120
+    # None: its agent's Limits, else DEFAULT_TOOL_TIMEOUT_SECONDS.
+    tool_timeout_seconds: float | None = None
     device_schedule_to_start_seconds: float = 3600
     # How many device calls may be pending at once while the loop goes on; one more is
     # not run and the model is told (DevicePendingLimit).
@@ -149,6 +155,33 @@ class AgentInput:
     # A sub-agent's budget is its root task's: its model calls are checked against the
     # root session's spend, which grows with every reply of the tree (None: a root task).
     budget_root: str | None = None
+
+    def step_limit(self) -> int:
+        return self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS
+
+    def tool_timeout(self) -> float:
+        t = self.tool_timeout_seconds
+        return t if t is not None else DEFAULT_TOOL_TIMEOUT_SECONDS
+
+    def unresolved(self) -> bool:
+        """A setting is left to the agent's Limits: the run resolves it before its loop."""
+        return self.max_steps is None or self.tool_timeout_seconds is None
+
+    def with_defaults(self, defaults: "TaskDefaults") -> "AgentInput":
+        """This input with every setting it left unset taken from `defaults`."""
+        figures = {
+            f"budget_{name}": getattr(defaults.budget, name)
+            for name in ("tokens", "cost_usd", "tool_calls", "seconds")
+            if getattr(self, f"budget_{name}") is None
+        }
+        return replace(
+            copy.deepcopy(self),
+            max_steps=self.max_steps if self.max_steps is not None else defaults.max_steps,
+            tool_timeout_seconds=self.tool_timeout_seconds
+            if self.tool_timeout_seconds is not None
+            else defaults.tool_timeout_seconds,
+            **figures,
+        )
 
     def budget(self) -> "TaskBudget | None":
         """The budget a model call is checked against; None when the task has none."""
@@ -194,6 +227,23 @@ class AgentInput:
             task_text=None,
             budget_root=self.budget_root or self.session_id,
         )
+
+
+@dataclass
+class TaskDefaults:
+    """What a run's start left unset, as every door would have set it: its agent's Limits
+    (max steps, tool timeout, budget) with the tenant's default budget, the tighter figure
+    of the two."""
+
+    max_steps: int
+    tool_timeout_seconds: float
+    budget: TaskBudget = field(default_factory=TaskBudget)
+
+
+@dataclass
+class TaskDefaultsInput:
+    session_id: str
+    tenant_id: str
 
 
 @dataclass

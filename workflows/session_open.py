@@ -14,7 +14,12 @@ import uuid
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from durable_agents.workflows.contracts import AgentInput, CommittedItem, OpenSessionInput
+from durable_agents.workflows.contracts import (
+    AgentInput,
+    OpenSessionInput,
+    TaskDefaults,
+    TaskDefaultsInput,
+)
 from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES
 from durable_agents.workflows.state_writes import write_state
 
@@ -32,9 +37,10 @@ def _refused(message: str, error_type: str) -> ApplicationError:
     return ApplicationError(message, type=error_type, non_retryable=True)
 
 
-async def open_session(inp: AgentInput) -> CommittedItem:
-    """Create the session and commit `inp.task_text` as its task; a bad input fails the
-    workflow at once (non-retryable), before anything is committed."""
+async def open_session(inp: AgentInput) -> TaskDefaults:
+    """Create the session and commit `inp.task_text` as its task; what the start left unset,
+    as any door would have set it. A bad input fails the workflow at once (non-retryable),
+    before anything is committed."""
     text = inp.task_text or ""
     try:
         uuid.UUID(inp.session_id)
@@ -43,7 +49,7 @@ async def open_session(inp: AgentInput) -> CommittedItem:
         raise _refused(f"cannot start the task: {err}", "InvalidTaskInput") from None
     workflow_id = workflow.info().workflow_id
     try:
-        item: CommittedItem = await write_state(
+        defaults: TaskDefaults = await write_state(
             SessionOpenActivities.open_session,
             OpenSessionInput(
                 session_id=inp.session_id,
@@ -60,4 +66,12 @@ async def open_session(inp: AgentInput) -> CommittedItem:
         raise _refused(
             "cannot start the task: opening its session failed", "OpenSessionFailed"
         ) from err
-    return item
+    return defaults
+
+
+async def task_defaults(inp: AgentInput) -> TaskDefaults:
+    """What a run whose start left settings unset gets (a plain start's run resumed)."""
+    found: TaskDefaults = await write_state(
+        SessionOpenActivities.task_defaults, TaskDefaultsInput(inp.session_id, inp.tenant_id)
+    )
+    return found

@@ -73,7 +73,7 @@ async def run_tool_call(
     away = route is not None and not route.online
     if away:
         await device_away()  # the session shows waiting_device while the call waits
-    timeout = timedelta(seconds=inp.tool_timeout_seconds)
+    timeout = timedelta(seconds=inp.tool_timeout())
     run = ToolRunInput(
         inp.session_id,
         inp.tenant_id,

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from durable_agents.activities.policies.approval_policy import validate as validate_policy
 from durable_agents.activities.policies.text_limits import check_text
 from durable_agents.storage.devices import validate_device_id
+from durable_agents.workflows.contracts import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
+from durable_agents.workflows.contracts import (
+    DEFAULT_TOOL_TIMEOUT_SECONDS as DEFAULT_TOOL_TIMEOUT_SECONDS,
+)
 
 # Upper bounds a task may ask for: past them a value is a typo, not a plan.
 MAX_STEPS = 10_000
@@ -81,11 +85,17 @@ class TaskSettings(Protocol):
     """What TaskOptions (the doors' options) and AgentInput (the workflow's start input)
     both hold; the rules read these attributes by name."""
 
-    max_steps: int
+    # None on a plain start's input: its agent's Limits (the run resolves them first).
+    @property
+    def max_steps(self) -> int | None: ...
+
     continue_as_new_every: int
     max_pending_device_calls: int
     approval_timeout_seconds: float
-    tool_timeout_seconds: float
+
+    @property
+    def tool_timeout_seconds(self) -> float | None: ...
+
     device_schedule_to_start_seconds: float
     model_outage_seconds: float
     model_retry_max_interval_seconds: float
@@ -114,6 +124,15 @@ def check_range(field: str, value: object, low: float, high: float, *, open_low:
     if not inside:
         bound = f"> {low:g}" if open_low else f">= {low:g}"
         raise InvalidTaskInput(field, f"{field} must be {bound} and <= {high:g}, got {value!r}")
+
+
+Figure = TypeVar("Figure", int, float)
+
+
+def tighter(*figures: Figure | None) -> Figure | None:
+    """The smallest of the figures given (None: no limit from that side)."""
+    given = [f for f in figures if f is not None]
+    return min(given) if given else None
 
 
 def check_budget_figure(field: str, value: object, high: float, integer: bool) -> None:
@@ -249,7 +268,8 @@ def check_model_config(config: object) -> dict[str, Any]:
 def check_task_settings(options: TaskSettings) -> None:
     """Refuse options that would fail the task at once, make it wait forever or load every
     worker: InvalidTaskInput naming the field, before anything commits or runs."""
-    check_range("max_steps", options.max_steps, 1, MAX_STEPS, open_low=False)
+    if options.max_steps is not None:
+        check_range("max_steps", options.max_steps, 1, MAX_STEPS, open_low=False)
     check_range(
         "continue_as_new_every", options.continue_as_new_every, 0, MAX_STEPS, open_low=False
     )
@@ -261,7 +281,9 @@ def check_task_settings(options: TaskSettings) -> None:
         open_low=False,
     )
     for name, high in SECONDS_FIELDS:
-        check_range(name, getattr(options, name), 0, high, open_low=True)
+        value = getattr(options, name)
+        if value is not None or name != "tool_timeout_seconds":
+            check_range(name, value, 0, high, open_low=True)
     for figure, bound, integer in BUDGET_FIGURES:
         field = f"budget_{figure}"
         check_budget_figure(field, getattr(options, field, None), bound, integer)

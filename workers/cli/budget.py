@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from durable_agents.activities.policies.task_rules import BUDGET_FIGURES
+from durable_agents.activities.policies.task_rules import BUDGET_FIGURES, InvalidTaskInput
 from durable_agents.workers.cli.common import (
     Tenant,
     as_operator,
@@ -29,19 +29,31 @@ BudgetOption = Annotated[
 ]
 
 
+KINDS = {name: integer for name, _, integer in BUDGET_FIGURES}
+
+
+def parsed(field: str, text: str | None) -> int | float | None:
+    """A figure as typed, read as the number it spells (`field` ends in its name); refused
+    in the command layer's words when it spells none (`true`, `2.5` for a whole number)."""
+    if text is None:
+        return None
+    integer = KINDS[field.removeprefix("budget_")]
+    try:
+        return int(text) if integer else float(text)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise InvalidTaskInput(field, f"{field} must be {kind}, got {text!r}") from None
+
+
 def budget_options(pairs: list[str] | None) -> dict[str, Any]:
     """--budget pairs as start options (budget_tokens, ...); ranges are the command
     layer's."""
-    kinds = {name: integer for name, _, integer in BUDGET_FIGURES}
     options: dict[str, Any] = {}
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
-        if not sep or name not in kinds:
-            raise ValueError(f"--budget wants NAME=VALUE with NAME one of {', '.join(kinds)}")
-        try:
-            options[f"budget_{name}"] = int(value) if kinds[name] else float(value)
-        except ValueError:
-            raise ValueError(f"--budget {name}: not a number") from None
+        if not sep or name not in KINDS:
+            raise ValueError(f"--budget wants NAME=VALUE with NAME one of {', '.join(KINDS)}")
+        options[f"budget_{name}"] = parsed(f"budget_{name}", value)
     return options
 
 
@@ -49,16 +61,16 @@ def budget_options(pairs: list[str] | None) -> dict[str, Any]:
 def raise_cmd(
     session: str,
     tenant: Tenant = None,
-    tokens: Annotated[int | None, typer.Option(help="Tokens in and out, in all.")] = None,
-    cost_usd: Annotated[float | None, typer.Option(help="Cost in USD, in all.")] = None,
-    tool_calls: Annotated[int | None, typer.Option(help="Tool calls, in all.")] = None,
-    seconds: Annotated[float | None, typer.Option(help="Seconds since the start.")] = None,
+    tokens: Annotated[str | None, typer.Option(help="Tokens in and out, in all.")] = None,
+    cost_usd: Annotated[str | None, typer.Option(help="Cost in USD, in all.")] = None,
+    tool_calls: Annotated[str | None, typer.Option(help="Tool calls, in all.")] = None,
+    seconds: Annotated[str | None, typer.Option(help="Seconds since the start.")] = None,
     by: Annotated[str | None, typer.Option(help="Who decides (recorded).")] = None,
 ) -> None:
     """New budget figures for a task (unnamed ones stay); a parked task goes on."""
     session, caller = session_id(session), as_operator(tenant, by)
     given = {"tokens": tokens, "cost_usd": cost_usd, "tool_calls": tool_calls, "seconds": seconds}
-    figures = {name: value for name, value in given.items() if value is not None}
+    figures = {name: parsed(name, text) for name, text in given.items() if text is not None}
 
     async def go(service: TaskService) -> str:
         result = await service.raise_budget(caller, session, figures)

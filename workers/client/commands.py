@@ -22,7 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowHandle
 
 from durable_agents.activities.agents import DEFAULT_AGENT, Agent
-from durable_agents.activities.policies.task_rules import BUDGET_FIGURES, check_budget_figure
+from durable_agents.activities.policies.task_rules import (
+    BUDGET_FIGURES,
+    check_budget_figure,
+    tighter,
+)
 from durable_agents.activities.policies.text_limits import (
     TextLimits,
     check_size,
@@ -220,14 +224,11 @@ def _with_tenant_budget(options: TaskOptions, settings: Settings, tenant_id: str
     defaults = tenant_default(settings.agent.tenant_budgets, tenant_id)
     if defaults is None:
         return options
-    changes: dict[str, Any] = {}
-    for name, _, _ in BUDGET_FIGURES:
-        option, tenant = f"budget_{name}", getattr(defaults, name)
-        if tenant is None:
-            continue
-        agent = getattr(options, option)
-        changes[option] = tenant if agent is None else min(agent, tenant)
-    return replace(options, **changes) if changes else options
+    changes: dict[str, Any] = {
+        f"budget_{name}": tighter(getattr(options, f"budget_{name}"), getattr(defaults, name))
+        for name, _, _ in BUDGET_FIGURES
+    }
+    return replace(options, **changes)
 
 
 def _check_budget_ceiling(caller: Caller, defaults: TaskOptions, own: Mapping[str, Any]) -> None:

@@ -110,7 +110,8 @@ def resumed_input(last: AgentInput, step: int | None, max_steps: int | None) -> 
     """The new run's input: the last run's settings, the cursor at the last committed step."""
     at = step if step is not None else 0
     limit = max_steps if max_steps is not None else last.max_steps
-    if step is not None and limit <= step + 1:
+    # None: a plain start's, which the new run resolves from its agent again.
+    if step is not None and limit is not None and limit <= step + 1:
         raise TaskNotResumable(
             f"the task has used {step + 1} of its {last.max_steps} steps; "
             f"resume with more (--max-steps above {step + 1})"

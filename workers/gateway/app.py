@@ -33,6 +33,7 @@ from durable_agents.workers.gateway import (
     routes_usage,
 )
 from durable_agents.workers.gateway.body_limit import BodyLimit
+from durable_agents.workers.gateway.url_text import UrlText
 from durable_agents.workers.gateway.context import Gateway
 from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import install_error_handlers
@@ -90,6 +91,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(UrlText)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

@@ -33,6 +33,7 @@ from durable_agents.workers.process.plugin import CLOUD_WORKFLOWS as CLOUD_WORKF
 from durable_agents.workers.process.plugin import AgentPlugin
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import AgentSettings, SandboxMode, Settings, workspace_layout
+from durable_agents.workflows.contracts import TaskBudget
 
 _BEHAVIORS = {
     "auto_upgrade": VersioningBehavior.AUTO_UPGRADE,
@@ -140,9 +141,12 @@ def cloud_activities(
         resources.store,
         inline_message_bytes=settings.agent.text_limits().inline_message_bytes,
         quotas=settings.agent.tenant_quotas,
+        limits={a.name: a.limits for a in agents},
+        budgets={t: TaskBudget(**b.model_dump()) for t, b in settings.agent.tenant_budgets.items()},
     )
     return [
         opener.open_session,
+        opener.task_defaults,
         presence.device_route,
         dispatch.offer_device_call,
         gc.collect_garbage,
