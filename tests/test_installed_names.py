@@ -107,6 +107,43 @@ def test_importing_the_public_package_loads_no_layer() -> None:
     assert ran.stdout.strip() == "['durable_agents']", ran.stderr[-2000:]
 
 
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "import storage",
+        "import storage.errors",
+        "from workflows.agent import AgentWorkflow",
+        "import activities",
+        "from workers import api",
+    ],
+)
+def test_a_layer_imported_by_its_folders_name_fails_naming_the_one_spelling(spelling: str) -> None:
+    # From the repository root, with it on sys.path, the folders are importable by their own
+    # names: a module loaded so would be a second copy beside durable_agents.<layer>'s, whose
+    # exceptions the first copy's `except` does not catch.
+    layer = spelling.split()[1].partition(".")[0]
+    probe = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "try:\n"
+        f"    {spelling}\n"
+        "except ImportError as e:\n"
+        "    print(type(e).__name__, e)\n"
+        f"import durable_agents.{layer}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        f"{LAYERS!r}))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.splitlines() == [
+        f"ImportError {layer!r} is not an import name of durable-agents: import "
+        f"durable_agents.{layer} (and its modules as durable_agents.{layer}.<module>)",
+        "[]",
+    ]
+
+
 def test_the_public_names_are_the_python_apis_and_each_resolves() -> None:
     import durable_agents
     from durable_agents.workers import api

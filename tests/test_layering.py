@@ -20,13 +20,17 @@ Rooms, bottom up:
   task_options, agent_loading).
 - stack, peers, client, device, process, gateway, demo, cli: the roles under workers/.
 - api: the public Python API (workers/api.py), served as `durable_agents`'s names.
+
+A layer is imported as `durable_agents.<layer>` only: its folder's own name (`import storage`,
+`from workers.x import y`) would load each module a second time, beside the first, in our
+code, the tests and bench/ alike (each layer's __init__ also refuses it when run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from tests.support.imports import PUBLIC, imports, modules
+from tests.support.imports import PACKAGES, PUBLIC, ROOT, imports, modules
 
 # What the roles under workers/ build on. The edges (the activities) are registered by the
 # worker processes; nothing else calls into them.
@@ -63,6 +67,7 @@ CONTRACTS = {
     "client_contracts",
     "state_contracts",
     "gate_contracts",
+    "strict_inputs",
     "policies",
     "run_input",
 }
@@ -115,10 +120,22 @@ def import_graph() -> dict[str, list[tuple[str, str]]]:
     return {name: list(imports(path)) for name, path in modules().items()}
 
 
+def by_folder_name(name: str, imported: list[tuple[str, str]]) -> list[str]:
+    """The imports that reach a layer by its folder's name (`storage`), each with the spelling
+    that reaches it as installed (`durable_agents.storage`)."""
+    found = []
+    for module, what in imported:
+        if module.partition(".")[0] in PACKAGES:
+            spelled = f"from {module} import {what}" if what else f"import {module}"
+            found.append(f"{name}: `{spelled}` by the folder's name, not durable_agents.{module}")
+    return found
+
+
 def wrong_way_imports(graph: dict[str, list[tuple[str, str]]]) -> list[str]:
     found = []
     for name, imported in sorted(graph.items()):
         room = room_of(name)
+        found += by_folder_name(f"{name} ({room})", imported)
         for module, what in imported:
             target = target_of(module, what, graph)
             if target is None:
@@ -139,15 +156,32 @@ def test_a_wrong_way_import_added_anywhere_is_named() -> None:
     graph["durable_agents.workers.client.tasks"].append(("durable_agents.workers.cli", "main"))
     graph["durable_agents.workers.client.tasks"].append(("durable_agents.activities", "tool_run"))
     graph["durable_agents.activities.tools.files"].append(("durable_agents.activities", "gc"))
+    graph["durable_agents.workers.cli.main"].append(("storage", ""))
+    graph["durable_agents.workers.api"].append(("workers.client.tasks", "Task"))
     assert wrong_way_imports(graph) == [
         "durable_agents.activities.tools.files (domain) imports durable_agents.activities.gc "
         "(edges)",
         "durable_agents.storage.items (storage) imports durable_agents.workflows.agent (loop)",
+        "durable_agents.workers.api (api): `from workers.client.tasks import Task` by the "
+        "folder's name, not durable_agents.workers.client.tasks",
+        "durable_agents.workers.cli.main (cli): `import storage` by the folder's name, not "
+        "durable_agents.storage",
         "durable_agents.workers.client.tasks (client) imports durable_agents.workers.cli.main "
         "(cli)",
         "durable_agents.workers.client.tasks (client) imports "
         "durable_agents.activities.tool_run (edges)",
     ]
+
+
+def test_no_test_or_bench_script_imports_a_layer_by_its_folders_name() -> None:
+    scripts = sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+    assert len(scripts) > 200, len(scripts)
+    found = [
+        bad
+        for path in scripts
+        for bad in by_folder_name(path.relative_to(ROOT).as_posix(), list(imports(path)))
+    ]
+    assert found == []
 
 
 def test_the_temporal_free_rooms_import_no_temporal() -> None:

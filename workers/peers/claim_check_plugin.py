@@ -1,8 +1,8 @@
 """One Temporal plugin that gives an agent written for another SDK our storage.
 
     from temporalio.client import Client
-    from temporalio.openai_agents import OpenAIAgentsPlugin       # or pydantic-ai's
-    from workers.peers.claim_check_plugin import ClaimCheckPlugin        # PydanticAIPlugin
+    from temporalio.openai_agents import OpenAIAgentsPlugin  # or pydantic-ai's PydanticAIPlugin
+    from durable_agents import ClaimCheckPlugin
 
     client = await Client.connect(
         "localhost:7233", plugins=[OpenAIAgentsPlugin(), ClaimCheckPlugin("acme")]

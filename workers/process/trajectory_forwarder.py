@@ -7,8 +7,9 @@ the two leaves the rows unsent; the next run exports them again. Each record car
 `agent.event.id` (and a span id derived from it), so a receiver can drop the duplicates.
 
 Records are exported as spans named `audit {kind}`, parented under the live span they
-describe when the event knows it. Run it as `python -m workers.process.trajectory_forwarder`; the
-OTLP/HTTP exporter reads the standard OTEL_EXPORTER_OTLP_* environment variables.
+describe when the event knows it. Run it as
+`python -m durable_agents.workers.process.trajectory_forwarder`; the OTLP/HTTP exporter reads
+the standard OTEL_EXPORTER_OTLP_* environment variables.
 """
 
 from __future__ import annotations
