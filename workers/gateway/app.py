@@ -33,13 +33,13 @@ from durable_agents.workers.gateway import (
     routes_usage,
 )
 from durable_agents.workers.gateway.body_limit import BodyLimit
-from durable_agents.workers.gateway.url_text import UrlText
 from durable_agents.workers.gateway.context import Gateway
 from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import install_error_handlers
 from durable_agents.workers.gateway.key_holds import POLL, STREAM, OpenHolds
 from durable_agents.workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
 from durable_agents.workers.gateway.security_headers import SecuredApp
+from durable_agents.workers.gateway.url_text import UrlText
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import Settings
 
