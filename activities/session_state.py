@@ -78,7 +78,7 @@ class SessionStateActivities:
             staged = await _request(st, inp)
             reason = str(staged.get("reason") or inp.reason)
             edited = staged.get("arguments") if inp.approved else None
-            decided_by = inp.decided_by
+            decided_by = str(staged.get("decided_by") or inp.decided_by)
             row, _ = await items.append(
                 NewItem(
                     session_id=session_id,
@@ -133,16 +133,32 @@ class SessionStateActivities:
             for name in ("tokens", "cost_usd", "tool_calls", "seconds")
             if (value := getattr(inp, name)) is not None
         }
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            row, _ = await ItemRepository(db, inp.tenant_id).append(
+        session_id = uuid.UUID(inp.session_id)
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            done = await st.items.by_key(inp.idempotency_key)
+            if done is not None:  # a retry after the record committed: the request is taken
+                return CommittedItem(item_id=str(done.id), ordinal=done.ordinal)
+            staged: dict[str, Any] = {}
+            if inp.request_id:
+                found = await st.requests.take(uuid.UUID(inp.request_id), session_id, None)
+                if found is None:
+                    raise non_retryable(
+                        "DecisionRequestNotFound", f"no staged request {inp.request_id}"
+                    )
+                staged = found
+            by = str(staged.get("decided_by") or inp.decided_by)
+            row, _ = await st.items.append(
                 NewItem(
-                    session_id=uuid.UUID(inp.session_id),
+                    session_id=session_id,
                     kind=ItemKind.APPROVAL,
                     role="user",
                     idempotency_key=inp.idempotency_key,
-                    text=f"{inp.decided_by} raises the budget: "
+                    text=f"{by} raises the budget: "
                     + ", ".join(f"{k} {v:g}" for k, v in figures.items()),
-                    data={"budget_raise": figures, "decided_by": inp.decided_by},
+                    data={"budget_raise": figures, "decided_by": by},
                 )
             )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)

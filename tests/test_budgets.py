@@ -253,15 +253,24 @@ async def test_budget_options_are_checked_scoped_and_default_from_agent_and_tena
     with pytest.raises(AgentDefinitionError, match="budget_seconds"):
         Limits(budget_seconds=0)
 
-    # Defaults: the agent's Limits and the tenant's, the tighter holding; a start's own wins.
+    # Defaults: the agent's Limits and the tenant's, the tighter holding. A start key may
+    # tighten them, never loosen them: above the default needs admin (or the operator).
     agent = Agent("capped", "Be brief.", limits=Limits(budget_tokens=1_000, budget_tool_calls=9))
     tenants = {"acme": BudgetDefaults(tokens=600, cost_usd=2.0), "*": BudgetDefaults(tokens=1)}
     settings = _settings(migrated, tenant_budgets=tenants)
     options = start_command(starter, StartRequest("go", agent), settings).options
     assert (options.budget_tokens, options.budget_tool_calls) == (600, 9)
     assert (options.budget_cost_usd, options.budget_seconds) == (2.0, None)
+    tighter = StartRequest("go", agent, {"budget_tokens": 300, "budget_tool_calls": 9})
+    assert start_command(starter, tighter, settings).options.budget_tokens == 300
+    for looser in ({"budget_tokens": 5_000}, {"budget_tokens": 10**12}, {"budget_tool_calls": 10}):
+        with pytest.raises(ScopeRefused, match=f"setting {next(iter(looser))} above"):
+            start_command(starter, StartRequest("go", agent, looser), settings)
+    admin = Caller("acme", "ann", frozenset({"admin"}))
     own = StartRequest("go", agent, {"budget_tokens": 5_000})
-    assert start_command(starter, own, settings).options.budget_tokens == 5_000
+    assert start_command(admin, own, settings).options.budget_tokens == 5_000
+    operator = Caller.operator("acme")
+    assert start_command(operator, own, settings).options.budget_tokens == 5_000
     other = Caller("other", "ann", frozenset({"start"}))
     assert start_command(other, StartRequest("go"), settings).options.budget_tokens == 1
 
@@ -302,7 +311,7 @@ async def test_agentctl_starts_with_a_budget_shows_the_park_and_raises_it(
         code, _, err = await agentctl(capsys, "budget", "raise", session, "--tool-calls", "0")
         assert code == 1 and "tool_calls" in err
         code, _, err = await agentctl(capsys, "start", "x", "--budget", "tokens=lots")
-        assert code == 1 and "--budget tokens" in err
+        assert code == 1 and "budget_tokens must be a whole number, got 'lots'" in err
         await agentctl(capsys, "cancel", session)
     assert len(model.keys) == 2
 

@@ -23,7 +23,7 @@ from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.stack import StackEndpoints
-from durable_agents.workflows.contracts import RaiseBudgetInput
+from durable_agents.workflows.contracts import RaiseBudgetResult
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import agentctl, start, wait_for_pending
@@ -93,7 +93,7 @@ async def test_every_door_refuses_the_same_bad_raise_in_the_same_words_and_recor
 
         raw = {"tenant_id": tenant, "tokens": sent, "decided_by": "mallory"}
         with pytest.raises(WorkflowUpdateFailedError) as refused:
-            await handle.execute_update("raise_budget", raw, result_type=RaiseBudgetInput)
+            await handle.execute_update("raise_budget", raw, result_type=RaiseBudgetResult)
         cause = refused.value.cause
         assert isinstance(cause, ApplicationError) and cause.type == "InvalidTaskInput"
         assert words in cause.message

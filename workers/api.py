@@ -112,21 +112,21 @@ class Task:
                 await asyncio.sleep(POLL_SECONDS)
 
     async def approve(
-        self, call_id: str, *, by: str | None = None, arguments: dict[str, Any] | None = None
+        self, call_id: str, *, by: str = "api", arguments: dict[str, Any] | None = None
     ) -> None:
         """Approve a waiting call; `arguments`: run it with these instead (checked against
         the tool's schema, as at every door)."""
         caller = self._client.caller_as(by)
         await self._client.service.approve(caller, self.session_id, call_id, arguments=arguments)
 
-    async def reject(self, call_id: str, reason: str, *, by: str | None = None) -> None:
+    async def reject(self, call_id: str, reason: str, *, by: str = "api") -> None:
         caller = self._client.caller_as(by)
         await self._client.service.reject(caller, self.session_id, call_id, reason)
 
     async def raise_budget(
         self,
         *,
-        by: str | None = None,
+        by: str = "api",
         tokens: int | None = None,
         cost_usd: float | None = None,
         tool_calls: int | None = None,

@@ -33,6 +33,7 @@ def raise_record(inp: AgentInput, request: RaiseBudgetInput, key: str) -> Budget
         inp.tenant_id,
         key,
         request.decided_by,
+        request.request_id,
         tokens=request.tokens,
         cost_usd=request.cost_usd,
         tool_calls=request.tool_calls,

@@ -15,11 +15,12 @@ class ApproveInput:
     tool_call_id: str
     # The caller's tenant: a decision without one, or from another tenant, is refused.
     tenant_id: str | None = None
-    # Who decides: the caller's user id (1-100 characters, no control characters).
+    # Who decides, from a raw Temporal update (1-100 characters, no control characters);
+    # the service's decisions leave it empty: who decides is in their staged request.
     decided_by: str = ""
     device_id: str | None = None
     # The request the client staged (storage/decision_requests.py) with what must not
-    # travel in history: edited arguments to run instead.
+    # travel in history: who decides, and edited arguments to run instead.
     request_id: str | None = None
 
 
@@ -29,7 +30,7 @@ class RejectInput:
     tenant_id: str | None = None
     decided_by: str = ""
     device_id: str | None = None
-    # The staged request holding the reason the model is told.
+    # The staged request holding who rejected the call and the reason the model is told.
     request_id: str | None = None
 
 
@@ -65,15 +66,17 @@ class CancelResult:
 
 @dataclass
 class RaiseBudgetInput:
-    """New figures for a task's budget (None: that figure stays as it is), and who raised
-    it (the caller's user id); the loop records the raise once it accepted it."""
+    """New figures for a task's budget (None: that figure stays as it is); the loop records
+    the raise, with who raised it, once it accepted it."""
 
     tenant_id: str | None = None
     tokens: int | None = None
     cost_usd: float | None = None
     tool_calls: int | None = None
     seconds: float | None = None
+    # Who raised it: from a raw update, here; from the service, in its staged request.
     decided_by: str = ""
+    request_id: str | None = None
 
 
 @dataclass

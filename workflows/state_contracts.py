@@ -40,6 +40,7 @@ class BudgetRaiseRecordInput:
     tenant_id: str
     idempotency_key: str
     decided_by: str
+    request_id: str | None = None
     tokens: int | None = None
     cost_usd: float | None = None
     tool_calls: int | None = None

@@ -36,17 +36,17 @@ from durable_agents.workflows.client_contracts import (
 )
 from durable_agents.workflows.contracts import AgentInput
 
-DOOR_TYPES: frozenset[type] = frozenset(
-    {
-        AgentInput,
-        ApproveInput,
-        RejectInput,
-        RaiseBudgetInput,
-        CancelInput,
-        SendMessageInput,
-        TenantChangedInput,
-    }
+DOOR_TYPES: tuple[type, ...] = (
+    AgentInput,
+    ApproveInput,
+    RejectInput,
+    RaiseBudgetInput,
+    CancelInput,
+    SendMessageInput,
+    TenantChangedInput,
 )
+# By name: the workflow sandbox imports its own copy of each contract class.
+_DOORS = frozenset(f"{t.__module__}.{t.__qualname__}" for t in DOOR_TYPES)
 # How deep a door payload nests (AgentInput -> CompactionRef); past it, refused.
 _MAX_DEPTH = 4
 _KINDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
@@ -54,7 +54,7 @@ _KINDS = {int: "a whole number", float: "a number", str: "a string", bool: "true
 
 class StrictInputs(JSONTypeConverter):
     def to_typed_value(self, hint: type, value: Any) -> Any:
-        if hint not in DOOR_TYPES:
+        if f"{getattr(hint, '__module__', '')}.{getattr(hint, '__qualname__', '')}" not in _DOORS:
             return JSONTypeConverter.Unhandled
         problem = mistyped(hint, value, "")
         if problem is not None:

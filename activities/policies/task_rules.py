@@ -174,13 +174,7 @@ def check_decision(request: Any) -> None:
     call_id = getattr(request, "tool_call_id", None)
     if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_TOOL_CALL_ID_CHARS:
         raise InvalidTaskInput("tool_call_id", "tool_call_id is not a tool call id")
-    check_decider("decided_by", getattr(request, "decided_by", None))
-    request_id = getattr(request, "request_id", None)
-    if request_id is not None:
-        try:
-            uuid.UUID(request_id)
-        except (ValueError, AttributeError, TypeError):
-            raise InvalidTaskInput("request_id", "request_id must be a UUID") from None
+    _check_who(request)
     device_id = getattr(request, "device_id", None)
     if device_id is not None:
         try:
@@ -192,7 +186,22 @@ def check_decision(request: Any) -> None:
 def check_raise(request: Any) -> None:
     """A budget raise as no door would send it: its figures and who raises it."""
     check_budget_raise(request)
-    check_decider("decided_by", getattr(request, "decided_by", None))
+    _check_who(request)
+
+
+def _check_who(request: Any) -> None:
+    """Who decides: named in the request (a raw update), or in the staged request whose id
+    it carries (the service's: a person's name stays out of history)."""
+    request_id = getattr(request, "request_id", None)
+    if request_id is None:
+        check_decider("decided_by", getattr(request, "decided_by", None))
+        return
+    try:
+        uuid.UUID(request_id)
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidTaskInput("request_id", "request_id must be a UUID") from None
+    if getattr(request, "decided_by", "") != "":
+        check_decider("decided_by", request.decided_by)
 
 
 def check_reason(reason: object) -> str:

@@ -13,8 +13,9 @@ the decision; a budget raise is recorded by the loop once it accepted it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
@@ -24,8 +25,8 @@ from durable_agents.activities.policies.edited_arguments import call_schema, che
 from durable_agents.activities.policies.task_rules import (
     BUDGET_FIGURES,
     InvalidTaskInput,
-    check_decision,
-    check_raise,
+    check_budget_raise,
+    check_decider,
     check_range,
     check_reason,
 )
@@ -55,6 +56,7 @@ from durable_agents.workflows.contracts import (
 )
 
 RAISABLE = tuple(name for name, _, _ in BUDGET_FIGURES)
+T = TypeVar("T")
 
 
 class TaskService:
@@ -115,10 +117,12 @@ class TaskService:
         """Approve a waiting call, with `arguments` to run instead (checked against the
         tool's schema as its turn recorded it)."""
         caller.require("approve")
-        decision = ApproveInput(call_id, caller.tenant_id, caller.user_id, device_id)
-        check_decision(decision)
+        decision = ApproveInput(call_id, caller.tenant_id, device_id=device_id)
+        check_decider("decided_by", caller.user_id)
         sid = await self._decidable(caller, session_id, call_id, arguments)
-        staged = {"arguments": arguments} if arguments is not None else None
+        staged: dict[str, Any] = {"decided_by": caller.user_id}
+        if arguments is not None:
+            staged["arguments"] = arguments
         return await self._decide(caller, sid, "approve", decision, staged)
 
     async def reject(
@@ -132,11 +136,11 @@ class TaskService:
     ) -> DecisionResult:
         """Reject a waiting call; the model is told who rejected it and why."""
         caller.require("reject")
-        decision = RejectInput(call_id, caller.tenant_id, caller.user_id, device_id)
-        check_decision(decision)
+        decision = RejectInput(call_id, caller.tenant_id, device_id=device_id)
+        check_decider("decided_by", caller.user_id)
         check_reason(reason)
         sid = await self._decidable(caller, session_id, call_id, None)
-        staged = {"reason": reason} if reason else None
+        staged = {"decided_by": caller.user_id, "reason": reason}
         return await self._decide(caller, sid, "reject", decision, staged)
 
     async def cancel(self, caller: Caller, session_id: str) -> CancelResult:
@@ -176,21 +180,22 @@ class TaskService:
             raise InvalidTaskInput(
                 unknown[0], f"a budget raise names only {', '.join(RAISABLE)}, not {unknown[0]!r}"
             )
-        request = RaiseBudgetInput(caller.tenant_id, decided_by=caller.user_id)
+        request = RaiseBudgetInput(caller.tenant_id)
         for name, value in figures.items():
             setattr(request, name, value)  # checked next, as they came: no coercion
-        check_raise(request)
+        check_budget_raise(request)
+        check_decider("decided_by", caller.user_id)
         sid = tasks.session_uuid(session_id)
         async with agent_state(self._sessions, caller.tenant_id) as st:
             await st.sessions.get(sid)  # the caller's tenant's, or not found
             tree = await st.sessions.tree(sid)
-        result = await self._raise(sid, request)
+        result = await self._raise(caller, sid, request)
         # Its sub-agents spend the same budget, checked with the figures they started with:
         # the raise reaches each one still under way, and one parked at it goes on.
         ended = (*TERMINAL_STATUSES, SessionStatus.ARCHIVED)
         for child in (r.id for r in tree if r.id != sid and r.status not in ended):
             try:
-                done = await self._raise(child, request)
+                done = await self._raise(caller, child, request)
             except RPCError as err:
                 if err.status != RPCStatusCode.NOT_FOUND:
                     raise
@@ -198,14 +203,21 @@ class TaskService:
             result.resumed = result.resumed or done.resumed
         return result
 
-    async def _raise(self, sid: uuid.UUID, request: RaiseBudgetInput) -> RaiseBudgetResult:
-        result: RaiseBudgetResult = await tasks.task_handle(self._client, str(sid)).execute_update(
-            "raise_budget",
-            request,
-            id=f"raise_budget:{uuid.uuid4()}",
-            result_type=RaiseBudgetResult,
-        )
-        return result
+    async def _raise(
+        self, caller: Caller, sid: uuid.UUID, request: RaiseBudgetInput
+    ) -> RaiseBudgetResult:
+        async def send(request_id: str) -> RaiseBudgetResult:
+            result: RaiseBudgetResult = await tasks.task_handle(
+                self._client, str(sid)
+            ).execute_update(
+                "raise_budget",
+                replace(request, request_id=request_id),
+                id=f"raise_budget:{uuid.uuid4()}",
+                result_type=RaiseBudgetResult,
+            )
+            return result
+
+        return await self._with_request(caller, sid, None, {"decided_by": caller.user_id}, send)
 
     async def freeze(self, caller: Caller) -> TenantState:
         caller.require("freeze")
@@ -280,16 +292,10 @@ class TaskService:
         sid: uuid.UUID,
         update: str,
         decision: ApproveInput | RejectInput,
-        staged: dict[str, Any] | None,
+        staged: dict[str, Any],
     ) -> DecisionResult:
-        """Stage what the decision says beyond ids, send it; drop the staged request if
-        the loop refuses it (or the call fails), so a refused decision leaves nothing."""
-        request_id: uuid.UUID | None = None
-        if staged is not None:
-            async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
-                request_id = await st.requests.stage(sid, decision.tool_call_id, staged)
-            decision.request_id = str(request_id)
-        try:
+        async def send(request_id: str) -> DecisionResult:
+            decision.request_id = request_id
             return await send_decision(
                 tasks.task_handle(self._client, str(sid)),
                 update,
@@ -298,11 +304,28 @@ class TaskService:
                 tenant_id=caller.tenant_id,
                 session_id=sid,
             )
+
+        return await self._with_request(caller, sid, decision.tool_call_id, staged, send)
+
+    async def _with_request(
+        self,
+        caller: Caller,
+        sid: uuid.UUID,
+        call_id: str | None,
+        staged: dict[str, Any],
+        send: Callable[[str], Awaitable[T]],
+    ) -> T:
+        """Stage what an update says beyond ids (who decides, a reason, edited arguments),
+        send the update with the request's id; drop the request if the loop refuses the
+        update or no run takes it, so a refused request leaves nothing."""
+        async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
+            request_id = await st.requests.stage(sid, call_id, staged)
+        try:
+            return await send(str(request_id))
         except (WorkflowUpdateFailedError, RPCError) as err:
-            # Refused, or no run to decide in: the loop never saw the request. (A timeout
-            # may have been accepted: its request stays for the loop, or is swept.)
-            refused = not isinstance(err, RPCError) or err.status == RPCStatusCode.NOT_FOUND
-            if request_id is not None and refused:
+            # Refused, or no run to take it: the loop never saw the request. (A timeout may
+            # have been accepted: its request stays for the loop, or is swept.)
+            if not isinstance(err, RPCError) or err.status == RPCStatusCode.NOT_FOUND:
                 async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
                     await st.requests.drop(request_id)
             raise

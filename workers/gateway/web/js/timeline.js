@@ -6,11 +6,6 @@
 import { el, pretty } from "./dom.js";
 import { clock } from "./words.js";
 
-// A decision is committed twice: the request the gateway wrote for the workflow (data.decision,
-// "ann asks to reject") and the decision the loop recorded once it accepted it (data.approved).
-// Only the second is the decision; a request the workflow refused decided nothing.
-const isDecisionRequest = (item) =>
-  item.kind === "approval" && item.data && "decision" in item.data && !("approved" in item.data);
 // A budget raise is an approval item too (who raised it, to what), about no tool call.
 const isBudgetRaise = (item) => item.kind === "approval" && item.data && "budget_raise" in item.data;
 // The loop's note when it parks at a budget (workflows/budgets.py's words): a stop to raise.
@@ -37,7 +32,6 @@ export class Timeline {
   addItem(item) {
     if (this.seen.has(item.ordinal)) return;
     this.seen.add(item.ordinal);
-    if (isDecisionRequest(item)) return;
     const data = item.data || {};
     if (item.kind === "tool_call" && item.tool_call_id) this.callNames.set(item.tool_call_id, item.tool_name);
     if (item.kind === "approval" && !isBudgetRaise(item) && !data.approved && !data.rerun) {
