@@ -136,7 +136,8 @@ async def _decide(
                 f"{cap} sub-agents (AGENT_MAX_SUB_AGENTS); do the rest without delegating",
             )
         )
-    running = quotas.running_tasks
+    # The step figures hold the spend quotas only: a place among the running is read here.
+    running = (await st.controls.quotas()).over(limits.quota_defaults).running_tasks
     if running is not None:
         have = await st.controls.running()
         if have >= running:
