@@ -31,7 +31,7 @@ async def register_uploaded(
 def artifact_info(ref: ArtifactRef, *, with_key: bool = True) -> dict[str, object]:
     """What an item keeps about its artifact, for notes and readers. Without `with_key`
     the store key is left out (~100 B an item): it is derived from the tenant and sha256
-    (ArtifactStore.ref_for); tool results are written so since migration 0015."""
+    (ArtifactStore.ref_for); tool results are written so."""
     info: dict[str, object] = {
         "sha256": ref.sha256,
         "size_bytes": ref.size_bytes,

@@ -38,7 +38,7 @@ class ArtifactRepository:
 
         A row the collector marked unreachable becomes active again: it is wanted. `uri` is
         optional and our writers leave it out: ArtifactStore.uri derives the location from
-        the ref, so storing it would repeat ~130 bytes per artifact (migration 0015).
+        the ref, so storing it would repeat ~130 bytes per artifact.
         """
         if ref.tenant_id != self._tenant:
             raise ArtifactNotFound("artifact belongs to another tenant")

@@ -74,7 +74,7 @@ class ItemRepository:
 
     def _keyed(self, keys: Collection[str]) -> ColumnElement[bool]:
         """Rows of this tenant with one of these keys, found through the unique index on
-        item_key_hash(tenant_id, idempotency_key) (migration 0015). The tenant and the full
+        item_key_hash(tenant_id, idempotency_key). The tenant and the full
         key are compared as well, so a hash collision can never return another key's row."""
         hashed = func.item_key_hash(ItemRow.tenant_id, ItemRow.idempotency_key)
         return and_(

@@ -70,7 +70,7 @@ class MemoryRepository:
         self._tenant = tenant_id
 
     def _stored_key(self, idempotency_key: str) -> str:
-        # The key is unique per tenant (migration 0023; it spanned all tenants before, which
+        # The key is unique per tenant (it once spanned all tenants, which
         # binding the tenant into the stored key answered). The fixed length always fits the
         # column however long the caller's key is, and keys stored before stay found.
         return hashlib.sha256(f"{self._tenant}\x00{idempotency_key}".encode()).hexdigest()

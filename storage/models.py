@@ -37,7 +37,7 @@ _SESSION_KEY = ["sessions.tenant_id", "sessions.id"]
 class SessionRow(Base):
     __tablename__ = "sessions"
     __table_args__ = (
-        # Tenant-leading keys (migration 0023): AgentState distributes by tenant_id.
+        # Tenant-leading keys: AgentState distributes by tenant_id.
         PrimaryKeyConstraint("tenant_id", "id", name="sessions_pkey"),
         ForeignKeyConstraint(["tenant_id", "parent_id"], _SESSION_KEY, name="fk_sessions_parent"),
         ForeignKeyConstraint(["tenant_id", "root_id"], _SESSION_KEY, name="fk_sessions_root"),
@@ -83,8 +83,7 @@ class ItemRow(Base):
     __table_args__ = (
         PrimaryKeyConstraint("tenant_id", "id", name="items_pkey"),
         UniqueConstraint("tenant_id", "session_id", "ordinal", name="uq_items_session_ordinal"),
-        # Only a tool call's items can match a lookup by call (migration 0015), tenant
-        # first (0025).
+        # Only a tool call's items can match a lookup by call, tenant first.
         Index(
             "ix_items_session_tool_call",
             "tenant_id",
@@ -92,8 +91,8 @@ class ItemRow(Base):
             "tool_call_id",
             postgresql_where=text("tool_call_id IS NOT NULL"),
         ),
-        # Unique per tenant on a 16-byte hash of the key, not the key's text (migration 0015),
-        # led by the tenant (0023).
+        # Unique per tenant on a 16-byte hash of the key, not the key's text, led by the
+        # tenant.
         Index(
             "ux_items_key_hash",
             text("tenant_id"),
@@ -109,7 +108,7 @@ class ItemRow(Base):
             ["agent_artifacts.tenant_id", "agent_artifacts.artifact_id"],
             name="fk_items_artifact",
         ),
-        # Who still names an artifact: archive's check and the foreign key's (0024).
+        # Who still names an artifact: archive's check and the foreign key's.
         Index(
             "ix_items_artifact",
             "tenant_id",
@@ -152,7 +151,7 @@ class ArtifactRow(Base):
     artifact_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     sha256: Mapped[str] = mapped_column(Text)
-    # Written before migration 0015 only: the location is derived (ArtifactStore.uri).
+    # Never written: the location is derived (ArtifactStore.uri).
     uri: Mapped[str | None] = mapped_column(Text)
     content_type: Mapped[str] = mapped_column(Text)
     size_bytes: Mapped[int] = mapped_column(BigInteger)
@@ -174,7 +173,7 @@ class ArtifactRefRow(Base):
             name="fk_refs_artifact",
         ),
         Index("ix_artifact_refs_artifact", "tenant_id", "artifact_id"),
-        # The claim check's holds (storage/claim_holds.py, migration 0022).
+        # The claim check's holds (storage/claim_holds.py).
         Index(
             "ix_artifact_refs_history_holds",
             "tenant_id",

@@ -22,7 +22,7 @@ from durable_agents.storage.models import Base
 class TrajectoryOutboxRow(Base):
     __tablename__ = "trajectory_outbox"
     __table_args__ = (
-        # Tenant-leading (migration 0023), like every tenant-owned table.
+        # Tenant-leading, like every tenant-owned table.
         PrimaryKeyConstraint("tenant_id", "event_id", name="trajectory_outbox_pkey"),
         # The forwarder's scan: oldest unsent first; sent rows drop out of the index.
         Index(

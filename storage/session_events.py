@@ -1,6 +1,6 @@
 """Changes to sessions as they commit, from PostgreSQL's LISTEN/NOTIFY.
 
-Triggers (migration 0013) NOTIFY channel `agent_events` with ids only when an item commits
+Triggers NOTIFY channel `agent_events` with ids only when an item commits
 or a session's status changes; NOTIFY is delivered at commit, so a listener never hears of
 a row it cannot read yet. One EventHub per process subscribes to the process's Listener
 (storage/listener.py) and wakes whoever follows the session that changed: a wake-up says

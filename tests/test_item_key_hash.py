@@ -1,28 +1,22 @@
 """Items are unique on a 16-byte hash of (tenant, idempotency key), agent_artifacts.uri is
-no longer written (migration 0015): lookups by key stay exact and tenant-scoped, and rows
-written before the migration still read, upgrade and downgrade alike."""
+no longer written: lookups by key stay exact and tenant-scoped."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 
-import pytest
-from alembic import command
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from durable_agents.storage.artifact_commit import register_uploaded
-from durable_agents.storage.artifact_records import ArtifactRepository
-from durable_agents.storage.db import _alembic_config, make_engine, make_session_factory
+from durable_agents.storage.db import make_engine
 from durable_agents.storage.items import _BY_KEY, ItemRepository, NewItem
 from durable_agents.storage.models import ArtifactRow, ItemRow
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.artifact_ref import ArtifactRef
 from durable_agents.workers.resources import Resources
-from durable_agents.workers.stack import DevStack, StackEndpoints
+from durable_agents.workers.stack import StackEndpoints
 
 
 def msg(sid: uuid.UUID, key: str, text: str = "hi") -> NewItem:
@@ -59,7 +53,7 @@ async def test_the_same_key_in_two_tenants_is_two_items_each_found_only_by_its_t
 async def test_lookups_by_key_use_the_hash_index_and_no_index_holds_the_key_text(
     resources: Resources, migrated: StackEndpoints, tenant: str
 ) -> None:
-    # Every index of items leads with the tenant (0023): for a tenant with no rows each of them
+    # Every index of items leads with the tenant: for a tenant with no rows each of them
     # looks as cheap, and the planner's pick among equals is no evidence. A tenant with a few
     # hundred items (and fresh statistics, as autovacuum keeps them) is what a lookup meets.
     sid = uuid.uuid4()
@@ -120,82 +114,6 @@ async def test_new_artifact_rows_leave_the_uri_to_the_store(
         row = await db.get(ArtifactRow, (artifact_id, tenant))
     assert row is not None and row.uri is None
     assert resources.store.uri(ref) == f"s3://{resources.store.bucket}/{ref.key}"
-
-
-@pytest.fixture
-async def scratch_db(migrated: StackEndpoints, devstack: DevStack) -> AsyncIterator[str]:
-    """A database of its own, migrated only to 0014, as the owner role (made by the stack's
-    superuser, which logs in with its own password like every role)."""
-    postgres = devstack.postgres
-    name = f"mig_{uuid.uuid4().hex[:10]}"
-    await asyncio.to_thread(postgres.create_database, name)
-    try:
-        url = postgres.url_for(name, role=postgres.owner)
-        await asyncio.to_thread(command.upgrade, _alembic_config(url), "0014")
-        yield url
-    finally:
-        await asyncio.to_thread(postgres.psql, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-async def test_rows_written_before_0015_read_after_upgrade_and_survive_a_downgrade(
-    scratch_db: str,
-) -> None:
-    tenant, key = "t-old", f"agent-{uuid.uuid4()}:3:call_1:result"
-    engine = make_engine(scratch_db)
-    try:
-        async with engine.begin() as conn:  # as 0014 wrote them
-            sid = uuid.uuid4()
-            await conn.execute(
-                text(
-                    "INSERT INTO sessions (id, tenant_id, title, status, model_config,"
-                    " next_ordinal) VALUES (:s, :t, 't', 'running', '{}', 2)"
-                ),
-                {"s": sid, "t": tenant},
-            )
-            await conn.execute(
-                text(
-                    "INSERT INTO items (id, tenant_id, session_id, ordinal, kind, role, text,"
-                    " data, idempotency_key) VALUES (:i, :t, :s, 1, 'user_message', 'user',"
-                    " 'old', '{}', :k)"
-                ),
-                {"i": uuid.uuid4(), "t": tenant, "s": sid, "k": key},
-            )
-            await conn.execute(
-                text(
-                    "INSERT INTO agent_artifacts (artifact_id, tenant_id, sha256, uri,"
-                    " content_type, size_bytes, schema_version, status)"
-                    " VALUES (:a, :t, :h, 's3://b/k', 'text/plain', 1, 1, 'active')"
-                ),
-                {"a": uuid.uuid4(), "t": tenant, "h": "a" * 64},
-            )
-        await asyncio.to_thread(command.upgrade, _alembic_config(scratch_db), "head")
-
-        sessions = make_session_factory(engine)
-        async with sessions() as db, db.begin():
-            row, created = await ItemRepository(db, tenant).append(msg(sid, key, "again"))
-            assert (created, row.text) == (False, "old")  # the old row answers its key
-            await ArtifactRepository(db, tenant).register(_ref(tenant, "b" * 64))  # no uri
-        async with sessions() as db:
-            assert (await ItemRepository(db, tenant).by_key(key)) is not None
-            uris: dict[str, str | None] = dict(
-                (await db.execute(text("SELECT sha256, uri FROM agent_artifacts"))).all()
-            )
-        assert uris == {"a" * 64: "s3://b/k", "b" * 64: None}
-
-        await asyncio.to_thread(command.downgrade, _alembic_config(scratch_db), "0014")
-        async with engine.connect() as conn:
-            uris = dict((await conn.execute(text("SELECT sha256, uri FROM agent_artifacts"))).all())
-            keys = list(await conn.scalars(text("SELECT idempotency_key FROM items")))
-            constraints = set(
-                await conn.scalars(
-                    text("SELECT conname FROM pg_constraint WHERE conrelid = 'items'::regclass")
-                )
-            )
-        assert uris == {"a" * 64: "s3://b/k", "b" * 64: f"urn:sha256:{'b' * 64}"}
-        assert keys == [key] and "uq_items_idempotency_key" in constraints
-        await asyncio.to_thread(command.upgrade, _alembic_config(scratch_db), "head")
-    finally:
-        await engine.dispose()
 
 
 def _ref(tenant: str, sha: str) -> ArtifactRef:

@@ -1,4 +1,4 @@
-"""Every hot table is keyed tenant first (migration 0023): primary, unique and foreign keys
+"""Every hot table is keyed tenant first: primary, unique and foreign keys
 lead with tenant_id, idempotency keys are unique per tenant, and a session id another
 tenant holds is still refused."""
 

@@ -1,5 +1,5 @@
 """A tool call's items are read through the partial index that holds only tool-call items
-(migration 0015), however long the session: the read never walks the session's other items."""
+however long the session: the read never walks the session's other items."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A tool result item no longer repeats its artifact's store key (derived from tenant and
-sha256, migration 0015); the ref run_tool reports still names the object, and results
+sha256); the ref run_tool reports still names the object, and results
 written before, with a key of their own, keep reporting that key."""
 
 from __future__ import annotations

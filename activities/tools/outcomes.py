@@ -20,8 +20,8 @@ def failure_words(exc: BaseException) -> str:
 
 def outcome_of(row: ItemRow, tenant_id: str, store_prefix: str) -> ToolOutcome:
     """What the loop learns of a committed tool_result item (ids and ref, no content).
-    `store_prefix` is the artifact store's key prefix: results written since migration
-    0015 leave the key to be derived; older ones keep the key they were stored under."""
+    `store_prefix` is the artifact store's key prefix: a result leaves its key to be
+    derived, unless it was stored under another (then its data keeps that key)."""
     info = row.data.get("artifact")
     ref = None
     if info and row.artifact_id is not None:

@@ -176,7 +176,7 @@ async def s3_keys(res: Resources, prefix: str) -> list[str]:
 
 def stored_key(res: Resources, item: ItemRow) -> str:
     """The store key of an item's artifact: derived from its tenant and sha256 (tool results
-    no longer repeat it in their data, migration 0015)."""
+    no longer repeat it in their data)."""
     return artifact_key(res.store.prefix, item.tenant_id, item.data["artifact"]["sha256"])
 
 
