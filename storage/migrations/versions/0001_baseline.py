@@ -23,7 +23,9 @@ _SQL = Path(__file__).with_suffix(".sql")
 def statements(sql: str) -> list[str]:
     """The file's statements, one each: a statement ends with a line ending in ';' outside a
     dollar-quoted function body (whose own lines end in ';' too)."""
-    found, current, quoted = [], [], False
+    found: list[str] = []
+    current: list[str] = []
+    quoted = False
     for line in sql.splitlines():
         if line.startswith("--") or (not current and not line.strip()):
             continue
