@@ -7,6 +7,7 @@ whose children would spend 1,000 tokens each."""
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from tests.support.helpers import session_root, start
 from tests.support.verbs import raise_budget
 from tests.test_quotas import _until
 
+HISTORIES = Path(__file__).parent / "histories"
 CONTEXT_TOKENS = 4_000  # the reservation of one model call: its context budget
 CHILD_REPLY = Usage(900, 100)  # 1,000 tokens a child's reply
 
@@ -110,6 +112,10 @@ async def test_twelve_calls_in_one_reply_run_one_under_a_budget_of_one_tool_call
     assert result.status == SessionStatus.COMPLETED
     assert await _results(resources, tenant, sid) == {"": 12}
     assert model.root_replies == 2
+    if os.environ.get("RECORD_HISTORIES"):  # replayed by tests/test_replay.py
+        HISTORIES.joinpath("tool_calls_at_the_gate.json").write_text(
+            (await handle.fetch_history()).to_json()
+        )
 
 
 async def test_thirty_delegates_under_a_budget_of_100_tokens_spend_less_than_one_reservation_more(
