@@ -1,4 +1,5 @@
-"""The collect_garbage activity: one mark-and-sweep pass over the artifact store.
+"""The collect_garbage activity: one mark-and-sweep pass over the artifact store, and the
+decision requests a client staged and never sent (storage/decision_requests.py).
 
 Holds the claim check keeps for other SDKs' workflow histories are settled first, from what
 Temporal says of those workflows (activities/history_holds.py), so the mark sees them as
@@ -14,6 +15,7 @@ from temporalio import activity
 from durable_agents.activities.heartbeat import heartbeating
 from durable_agents.activities.history_holds import settle_history_holds
 from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.decision_requests import sweep_stale_requests
 from durable_agents.storage.gc import collect
 from durable_agents.storage.workspace_lifecycle import sweep_workspaces
 from durable_agents.storage.workspaces import WorkspaceLayout
@@ -36,6 +38,8 @@ class GcActivities:
     async def collect_garbage(self, inp: GcInput) -> GcResult:
         async with heartbeating():
             if not inp.dry_run:
+                async with self._sessions() as db, db.begin():
+                    await sweep_stale_requests(db, datetime.now(UTC))
                 await settle_history_holds(
                     self._sessions,
                     activity.client(),

@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import Table, bindparam, func, literal, select, text
+from sqlalchemy import Table, bindparam, func, literal, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -27,6 +27,7 @@ from durable_agents.storage.errors import StorageError
 from durable_agents.storage.external_items import EXTERNAL_PREFIX
 from durable_agents.storage.models import SessionRow
 from durable_agents.storage.quota_models import TenantControlRow, TenantSpendRow
+from durable_agents.storage.step_figures import STEP_FIGURES, StepFigures
 from durable_agents.vocabulary.session_status import SessionStatus
 
 Count = Annotated[int, Field(ge=0, le=2**40)]
@@ -121,26 +122,6 @@ class Spent:
     cost_usd: Decimal | None
 
 
-@dataclass(frozen=True)
-class StepFigures:
-    """What one admission's checks read, in one round trip: the spend its budget counts
-    (committed, and reserved by model calls in flight), the tenant's quotas (table figures
-    only) and frozen flag, and its day and month."""
-
-    session_tokens: int
-    session_cost_usd: Decimal | None
-    session_tool_calls: int
-    quotas: Quotas
-    frozen: bool
-    day: Spent
-    month: Spent
-    session_sub_agents: int = 0
-    # Held by the budget's model calls in flight (storage/admissions.py); cost None: some
-    # of them are unpriced.
-    reserved_tokens: int = 0
-    reserved_cost_usd: Decimal | None = Decimal(0)
-
-
 _CONTROLS: Table = TenantControlRow.__table__  # type: ignore[assignment]
 _DAYS: Table = TenantSpendRow.__table__  # type: ignore[assignment]
 
@@ -158,36 +139,6 @@ GROW_DAY = _NEW_DAY.on_conflict_do_update(
         "cost_usd": _DAYS.c.cost_usd + _NEW_DAY.excluded.cost_usd,
         "unpriced_replies": _DAYS.c.unpriced_replies + _NEW_DAY.excluded.unpriced_replies,
     },
-)
-
-# Every figure an admission is checked against, by primary key, one month's day rows (at
-# most 31) and the budget's open reservations (its calls in flight): one statement per
-# admission, however long the session or busy the tenant. bench/budget_check.py measures it.
-_STEP = text(
-    """
-    SELECT s.tokens, s.cost_usd, s.unpriced_replies, s.tool_calls,
-           c.tokens_per_day, c.cost_usd_per_day, c.tokens_per_month, c.cost_usd_per_month,
-           COALESCE(c.frozen, false),
-           d.tokens, d.cost_usd, d.unpriced_replies,
-           m.tokens, m.cost_usd, m.unpriced_replies,
-           s.sub_agents, r.tokens, r.cost_usd, r.unpriced
-      FROM (SELECT 1) AS one
-      LEFT JOIN session_spend AS s ON s.tenant_id = :tenant AND s.session_id = :session
-      LEFT JOIN tenant_controls AS c ON c.tenant_id = :tenant
-      LEFT JOIN tenant_spend AS d ON d.tenant_id = :tenant AND d.day = :day
-      CROSS JOIN LATERAL (
-        SELECT SUM(tokens) AS tokens, SUM(cost_usd) AS cost_usd,
-               SUM(unpriced_replies) AS unpriced_replies
-          FROM tenant_spend WHERE tenant_id = :tenant AND day >= :month AND day <= :day
-      ) AS m
-      CROSS JOIN LATERAL (
-        SELECT SUM(reserved_tokens) AS tokens, SUM(reserved_cost_usd) AS cost_usd,
-               COUNT(*) FILTER (WHERE reserved_cost_usd IS NULL) AS unpriced
-          FROM admissions
-         WHERE tenant_id = :tenant AND budget_session_id = :session AND open
-           AND renewed_at > now() - make_interval(secs => :ttl)
-      ) AS r
-    """
 )
 
 
@@ -213,7 +164,7 @@ class TenantControls:
         counts the spend of `budget_session` (a sub-agent's: its root task's) if given."""
         row = (
             await self._db.execute(
-                _STEP,
+                STEP_FIGURES,
                 {
                     "tenant": self._tenant,
                     "session": budget_session or session_id,

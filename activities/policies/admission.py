@@ -25,7 +25,8 @@ from datetime import UTC, datetime, time
 from durable_agents.storage.admissions import MODEL, SUB_AGENT, Reservation
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.models import SessionRow
-from durable_agents.storage.quotas import Quotas, StepFigures, next_period, spend_over
+from durable_agents.storage.quotas import Quotas, next_period, spend_over
+from durable_agents.storage.step_figures import StepFigures
 from durable_agents.workflows.contracts import BudgetFigures, Closed, QuotaReached, TaskBudget
 
 
