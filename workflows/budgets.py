@@ -1,9 +1,11 @@
-"""A task's budget in the loop: a raise applied to the task's input, and the park's note.
-Deterministic code only."""
+"""A task's budget in the loop: a raise recorded and applied to the task's input, and the
+park's note. Deterministic code only."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+
+from temporalio import workflow
 
 from durable_agents.workflows.contracts import (
     AgentInput,
@@ -12,6 +14,10 @@ from durable_agents.workflows.contracts import (
     RaiseBudgetInput,
     TaskBudget,
 )
+from durable_agents.workflows.state_writes import write_state_in_task
+
+with workflow.unsafe.imports_passed_through():
+    from durable_agents.activities.session_state import SessionStateActivities
 
 RAISABLE = ("tokens", "cost_usd", "tool_calls", "seconds")
 
@@ -26,18 +32,23 @@ def raised(inp: AgentInput, request: RaiseBudgetInput) -> AgentInput:
     return replace(inp, **changes)
 
 
-def raise_record(inp: AgentInput, request: RaiseBudgetInput, key: str) -> BudgetRaiseRecordInput:
-    """The loop's record of an accepted raise, under `key`."""
-    return BudgetRaiseRecordInput(
-        inp.session_id,
-        inp.tenant_id,
-        key,
-        request.decided_by,
-        request.request_id,
-        tokens=request.tokens,
-        cost_usd=request.cost_usd,
-        tool_calls=request.tool_calls,
-        seconds=request.seconds,
+async def record_raise(inp: AgentInput, request: RaiseBudgetInput) -> None:
+    """The loop's record of a raise it accepted, under its update's id."""
+    update = workflow.current_update_info()
+    key = f"{workflow.info().workflow_id}:budget:{update.id if update else ''}"
+    await write_state_in_task(
+        SessionStateActivities.record_budget_raise,
+        BudgetRaiseRecordInput(
+            inp.session_id,
+            inp.tenant_id,
+            key,
+            request.decided_by,
+            request.request_id,
+            tokens=request.tokens,
+            cost_usd=request.cost_usd,
+            tool_calls=request.tool_calls,
+            seconds=request.seconds,
+        ),
     )
 
 

@@ -6,16 +6,49 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from temporalio import workflow
 from temporalio.exceptions import ActivityError, RetryState, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.contracts import (
+    AgentInput,
+    ModelCallInput,
+    ModelCallResult,
+    PendingDeviceCall,
+)
 from durable_agents.workflows.policies import (
     MODEL_CALL_TIMEOUT,
     MODEL_HEARTBEAT_TIMEOUT,
     model_retry,
 )
 from durable_agents.workflows.tool_calls import cause_of
+
+with workflow.unsafe.imports_passed_through():
+    # Passed through: the class only names the method we schedule; its module (SQLAlchemy,
+    # aioboto3) must not be re-imported in every workflow sandbox.
+    from durable_agents.activities.model_call import ModelActivities
+
+
+async def call_model(
+    inp: AgentInput, step: int, key: str, pending: list[PendingDeviceCall]
+) -> ModelCallResult:
+    """One model step under `key`: the call_model activity, with the task's budget (its
+    root's) and the device calls still `pending`."""
+    result: ModelCallResult = await workflow.execute_activity_method(
+        ModelActivities.call_model,
+        ModelCallInput(
+            session_id=inp.session_id,
+            tenant_id=inp.tenant_id,
+            step=step,
+            idempotency_key=key,
+            device_id=inp.device_id,
+            pending_device_calls=pending,
+            budget=inp.budget(),
+            budget_session_id=inp.budget_root,
+        ),
+        **model_call_options(inp),
+    )
+    return result
 
 
 def model_call_options(inp: AgentInput) -> dict[str, Any]:

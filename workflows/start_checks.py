@@ -11,12 +11,15 @@ Deterministic code only.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from durable_agents.workflows.contracts import AgentInput
 from durable_agents.workflows.policies import workflow_id_for
+from durable_agents.workflows.session_open import open_session
 
 with workflow.unsafe.imports_passed_through():
     # Passed through: pure functions and constants, and the RE2 binding the policy check
@@ -35,6 +38,46 @@ def refused(err: InvalidTaskInput) -> ApplicationError:
     return ApplicationError(
         f"cannot run the task: {err}", err.field, type="InvalidTaskInput", non_retryable=True
     )
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+async def check_start(
+    inp: AgentInput, fail: Callable[[str, str], Awaitable[ApplicationError]]
+) -> None:
+    """Refuse a start no door accepts before the first command. Under another id nothing
+    is written; a bad option of a session that exists is recorded by `fail` (never stuck)."""
+    try:
+        check_identity(inp, workflow.info().workflow_id)
+    except InvalidTaskInput as err:
+        if inp.task_text is not None and err.field == "workflow_id":
+            # open_session writes nothing here: it says whether the id is taken.
+            await open_session(inp)
+        raise refused(err) from None
+    try:
+        check_options(inp)
+    except InvalidTaskInput as err:
+        if inp.task_text is not None:  # no session yet: nothing to mark
+            raise refused(err) from None
+        await fail(f"cannot run the task: {err}", "InvalidTaskInput")
+        raise refused(err) from None
+
+
+def check_update(inp: AgentInput, request: Any, rules: Callable[[Any], None] = _none) -> None:
+    """An update's validator: a request of another tenant is refused (a missing tenant like
+    a wrong one: no caller skips the check by omission), then `rules` in their own words."""
+    if getattr(request, "tenant_id", None) != inp.tenant_id:
+        raise ApplicationError(
+            "not a task of the caller's tenant (a request must name its own tenant)",
+            type="TenantMismatch",
+            non_retryable=True,
+        )
+    try:
+        rules(request)
+    except InvalidTaskInput as err:
+        raise update_refused(err) from None
 
 
 def update_refused(err: InvalidTaskInput) -> ApplicationError:
