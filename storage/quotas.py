@@ -279,13 +279,8 @@ class TenantControls:
         """TenantFrozen, or QuotaRefused naming the quota a new task would break. Run in
         the start's own transaction: the tenant's starts are serialized from here to its
         commit, so two starts cannot both take the last place."""
-        row = await self.row()
-        if row is not None and row.frozen:
-            raise TenantFrozen(self._tenant)
-        quotas = (await self.quotas()).over(defaults)
         now = now or datetime.now(UTC)
-        if quotas.spend_limited():
-            await self._check_spend(quotas, now.date())
+        quotas = await self._open_to_work(defaults, now)
         if all(getattr(quotas, n) is None for n in START_QUOTAS):
             return
         await self.lock_starts()
@@ -317,13 +312,12 @@ class TenantControls:
     ) -> None:
         """TenantFrozen, or QuotaRefused naming the quota that a task resumed (counted among
         the running again) would break; in the resume's own transaction, as a start's."""
-        row = await self.row()
-        if row is not None and row.frozen:
-            raise TenantFrozen(self._tenant)
-        quotas = (await self.quotas()).over(defaults)
-        now = now or datetime.now(UTC)
-        if quotas.spend_limited():
-            await self._check_spend(quotas, now.date())
+        quotas = await self._open_to_work(defaults, now or datetime.now(UTC))
+        await self.check_running(quotas, session_id, "the task may resume once it is under")
+
+    async def check_running(self, quotas: Quotas, session_id: uuid.UUID, then: str) -> None:
+        """QuotaRefused when the tenant's other tasks fill `quotas.running_tasks`, so the
+        session may not take a place among them (`then`: when it may)."""
         if quotas.running_tasks is None:
             return
         await self.lock_starts()
@@ -331,9 +325,18 @@ class TenantControls:
         if running >= quotas.running_tasks:
             raise QuotaRefused(
                 f"quota running_tasks reached for tenant {self._tenant!r}: {running} of "
-                f"{quotas.running_tasks}; the task may resume once it is under (or the quota "
-                "is raised)"
+                f"{quotas.running_tasks}; {then} (or the quota is raised)"
             )
+
+    async def _open_to_work(self, defaults: Quotas | None, now: datetime) -> Quotas:
+        """TenantFrozen, or QuotaRefused at a spend quota; else the quotas in force."""
+        row = await self.row()
+        if row is not None and row.frozen:
+            raise TenantFrozen(self._tenant)
+        quotas = (await self.quotas()).over(defaults)
+        if quotas.spend_limited():
+            await self._check_spend(quotas, now.date())
+        return quotas
 
     async def lock_starts(self) -> None:
         """Serialize what takes a place among the tenant's running tasks (a start, a resume,

@@ -34,7 +34,7 @@ from durable_agents.activities.policies.text_limits import check_json_text, chec
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.models import ItemRow, SessionRow
-from durable_agents.storage.quotas import QuotaRefused, TenantControls, tenant_default
+from durable_agents.storage.quotas import TenantControls, tenant_default
 from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest, start_command
@@ -273,18 +273,9 @@ class TaskService:
         while the tenant's running tasks are at their quota."""
         if session.status != SessionStatus.WAITING_APPROVAL:
             return
-        quotas = await controls.quotas()
-        limit = quotas.over(
-            tenant_default(self._settings.agent.tenant_quotas, session.tenant_id)
-        ).running_tasks
-        if limit is None:
-            return
-        running = await controls.running(besides=session.id)
-        if running >= limit:
-            raise QuotaRefused(
-                f"quota running_tasks reached for tenant {session.tenant_id!r}: {running} of "
-                f"{limit}; approve once a task ends (or the quota is raised)"
-            )
+        defaults = tenant_default(self._settings.agent.tenant_quotas, session.tenant_id)
+        quotas = (await controls.quotas()).over(defaults)
+        await controls.check_running(quotas, session.id, "approve once a task ends")
 
     async def _decide(
         self,
