@@ -12,12 +12,11 @@ from __future__ import annotations
 import uuid
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import Table, bindparam, func, literal, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,40 +25,13 @@ from durable_agents.storage.admissions import RESERVATION_TTL
 from durable_agents.storage.errors import StorageError
 from durable_agents.storage.external_items import EXTERNAL_PREFIX
 from durable_agents.storage.models import SessionRow
+from durable_agents.storage.quota_figures import SPEND_QUOTAS as SPEND_QUOTAS
+from durable_agents.storage.quota_figures import START_QUOTAS as START_QUOTAS
+from durable_agents.storage.quota_figures import Quotas as Quotas
 from durable_agents.storage.quota_models import TenantControlRow, TenantSpendRow
-from durable_agents.storage.step_figures import STEP_FIGURES, StepFigures
+from durable_agents.storage.step_figures import STEP_FIGURES, Spent, StepFigures
 from durable_agents.vocabulary.session_status import SessionStatus
 
-Count = Annotated[int, Field(ge=0, le=2**40)]
-Usd = Annotated[float, Field(ge=0, le=1e9)]
-
-
-class Quotas(BaseModel):
-    """A tenant's quotas; None: no limit on that figure (or, in the table: the default)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tokens_per_day: Count | None = None
-    cost_usd_per_day: Usd | None = None
-    tokens_per_month: Count | None = None
-    cost_usd_per_month: Usd | None = None
-    running_tasks: Count | None = None
-    parked_tasks: Count | None = None
-    starts_per_minute: Count | None = None
-
-    def over(self, defaults: Quotas | None) -> Quotas:
-        """These figures, each unset one taken from `defaults`."""
-        if defaults is None:
-            return self
-        mine = self.model_dump(exclude_none=True)
-        return Quotas(**{**defaults.model_dump(exclude_none=True), **mine})
-
-    def spend_limited(self) -> bool:
-        return any(getattr(self, n) is not None for n in SPEND_QUOTAS)
-
-
-SPEND_QUOTAS = ("tokens_per_day", "cost_usd_per_day", "tokens_per_month", "cost_usd_per_month")
-START_QUOTAS = ("running_tasks", "parked_tasks", "starts_per_minute")
 QUOTA_NAMES = SPEND_QUOTAS + START_QUOTAS
 
 # A task counts as running while the loop may call a model or a tool for it, and as parked
@@ -112,14 +84,6 @@ def next_period(day: date, monthly: bool) -> date:
     if not monthly:
         return day + timedelta(days=1)
     return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
-
-
-@dataclass(frozen=True)
-class Spent:
-    """Committed spend over a period; `cost_usd` None: some reply in it was unpriced."""
-
-    tokens: int
-    cost_usd: Decimal | None
 
 
 _CONTROLS: Table = TenantControlRow.__table__  # type: ignore[assignment]

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 
-if TYPE_CHECKING:
-    from durable_agents.storage.quotas import Quotas, Spent
+from durable_agents.storage.quota_figures import Quotas
+
+
+@dataclass(frozen=True)
+class Spent:
+    """Committed spend over a period; `cost_usd` None: some reply in it was unpriced."""
+
+    tokens: int
+    cost_usd: Decimal | None
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ async def test_approving_a_parked_task_at_the_running_quota_is_refused_and_recor
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
     await _running_quota(resources, tenant, 1)
-    runaway = SlowRunaway(delay=0.2)
+    runaway = SlowRunaway(delay=1.0)  # a short history: replayed whole at every task
     async with (
         agent_worker(ScriptedProvider.from_data(WRITE), workspace) as parked_queue,
         agent_worker(runaway, workspace) as busy_queue,
@@ -99,7 +99,7 @@ async def test_a_resume_is_admitted_like_a_start_frozen_and_at_the_running_quota
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
     service, ops = verbs.service(client, resources.sessions), verbs.operator(tenant)
-    runaway = SlowRunaway(delay=0.2)
+    runaway = SlowRunaway(delay=1.0)  # a short history: replayed whole at every task
     async with agent_worker(runaway, workspace) as queue:
         stopped, _ = await start(client, resources, queue, tenant=tenant)
         session_root(workspace, tenant, stopped).joinpath("a.txt").write_text("alpha")
