@@ -5,7 +5,7 @@ worker per device: it records the call for its device (storage/device_calls.py) 
 attempt's task token and returns without a result (asynchronous completion). Whichever
 gateway process the device polls leases the call from PostgreSQL, and whichever gateway
 it posts its result to verifies and commits it once under the call's idempotency key,
-then completes this activity by the recorded task token (workers/gateway/device_calls.py).
+then completes this activity by the recorded task token (workers/device_dispatch/calls.py).
 
 Why asynchronous completion rather than a workflow signal: the table already held the
 newest attempt's task token, and the gateway already completed and heartbeat by it; the
