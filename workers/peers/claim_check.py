@@ -255,8 +255,8 @@ class ClaimCheckCodec(PayloadCodec, WithSerializationContext):
             return Held(ref, blob.data)
 
         held = await asyncio.gather(*(put(b) for b in todo))
-        async with sessions() as db, db.begin():
-            await hold(db, store, held, owner)
+        async with agent_state(sessions, tenant, write=True) as st:
+            await hold(st.db, store, held, owner)
         self.store.note_held(tenant, owner, [b.sha256 for b in todo])
 
     # decoding
