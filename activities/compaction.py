@@ -31,12 +31,10 @@ from durable_agents.activities.providers.base import (
 )
 from durable_agents.activities.providers.failure import ProviderError
 from durable_agents.activities.providers.overflow import overflow_of
-from durable_agents.storage.agent_state import agent_state
-from durable_agents.storage.compactions import CompactionRepository
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.context_configs import ContextConfig
 from durable_agents.storage.models import CompactionRow, ItemRow
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.usage import UsageRecord, UsageRepository
+from durable_agents.storage.usage import UsageRecord
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.contracts import CompactInput, CompactionRef
 
@@ -97,9 +95,7 @@ class CompactionActivities:
                 done = await st.compactions.by_key(inp.idempotency_key)
                 if done is not None:
                     return _ref(done)
-                agent_name, provider, current = await self._agent_of(
-                    st.db, inp.tenant_id, session_id
-                )
+                agent_name, provider, current = await self._agent_of(st, session_id)
                 _, config = await turn_config(st, session_id, current)
                 budget = self._windows.budget(config.model, budget_of(config))
                 previous = await st.compactions.latest(session_id)
@@ -110,12 +106,12 @@ class CompactionActivities:
                 return _ref(previous) if previous else None
             reply = await self._summarise(inp, provider, config, budget, previous, window, cut)
             summary = reply.text
-            async with self._sessions() as db, db.begin():
+            async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
                 # The session first, as a reply's commit takes it (then the spend rows):
                 # taken the other way round, the two deadlocked.
-                await SessionRepository(db, inp.tenant_id).lock(session_id)
+                await st.sessions.lock(session_id)
                 # A summary is a model reply too: its usage commits with it, under its key.
-                await UsageRepository(db, inp.tenant_id).record(
+                await st.usage.record(
                     UsageRecord(
                         idempotency_key=inp.idempotency_key,
                         session_id=session_id,
@@ -129,7 +125,7 @@ class CompactionActivities:
                         purpose="compaction",
                     )
                 )
-                row, _ = await CompactionRepository(db, inp.tenant_id).add(
+                row, _ = await st.compactions.add(
                     session_id,
                     covers_through_ordinal=cut,
                     summary=summary,
@@ -143,10 +139,10 @@ class CompactionActivities:
                 return _ref(row)
 
     async def _agent_of(
-        self, db: AsyncSession, tenant_id: str, session_id: uuid.UUID
+        self, st: AgentState, session_id: uuid.UUID
     ) -> tuple[str, ModelProvider, ContextConfig]:
         """The session's agent definition, and its provider and new-turn config."""
-        session = await SessionRepository(db, tenant_id).get(session_id)
+        session = await st.sessions.get(session_id)
         if self._agents is None:
             return session.agent_definition, self._provider, self._current
         agent = self._agents.get(session.agent_definition)

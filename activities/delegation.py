@@ -15,10 +15,8 @@ from durable_agents.activities.policies.admission import Admission, Refusal, adm
 from durable_agents.activities.tools.builtin import DELEGATE_SPEC
 from durable_agents.storage.admissions import SUB_AGENT
 from durable_agents.storage.agent_state import AgentState, agent_state
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.tokens import count_tokens
@@ -76,7 +74,7 @@ class DelegationActivities:
             storage_errors_are_final(),
             agent_state(self._sessions, inp.tenant_id, write=True) as st,
         ):
-            items, db = st.items, st.db
+            items = st.items
             call = await items.tool_call(parent, inp.tool_call_id)
             if call is None:
                 raise non_retryable("ToolCallNotFound", f"no tool call {inp.tool_call_id}")
@@ -92,7 +90,7 @@ class DelegationActivities:
                 await _refuse(st, inp, gate.refused)
                 return ChildSession("", "", refused=True)
             child = _child_id(inp.idempotency_key)
-            await SessionRepository(db, inp.tenant_id).create(
+            await st.sessions.create(
                 child,
                 title=task[:200],
                 model_config={},
@@ -117,15 +115,13 @@ class DelegationActivities:
         """Commit the child's summary and artifact refs as the parent's tool result."""
         parent, child = uuid.UUID(inp.parent_session_id), uuid.UUID(inp.child_session_id)
         async with storage_errors_are_final():
-            async with self._sessions() as db:
-                done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
+            async with agent_state(self._sessions, inp.tenant_id) as st:
+                done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
                     return CommittedItem(str(done.id), done.ordinal)
-                child_row = await SessionRepository(db, inp.tenant_id).get(child)
-                rows = await ItemRepository(db, inp.tenant_id).page(child)
-                made = await ArtifactRepository(db, inp.tenant_id).get_many(
-                    r.artifact_id for r in rows if r.artifact_id
-                )
+                child_row = await st.sessions.get(child)
+                rows = await st.items.page(child)
+                made = await st.artifacts.get_many(r.artifact_id for r in rows if r.artifact_id)
             final = next(
                 (r.text for r in reversed(rows) if r.kind == ItemKind.ASSISTANT_MESSAGE), ""
             )
@@ -147,19 +143,18 @@ class DelegationActivities:
             }
             content = json.dumps(report, indent=1).encode()
             ref = await self._store.put(inp.tenant_id, content, "application/json")
-            async with self._sessions() as db, db.begin():
-                artifacts = ArtifactRepository(db, inp.tenant_id)
+            async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
                 # The parent now needs the child's artifacts too, for as long as it lives.
                 for owned in made:
-                    await artifacts.add_ref(
+                    await st.artifacts.add_ref(
                         owned,
                         owner_type="checkpoint",
                         owner_id=inp.parent_session_id,
                         required_for_resume=True,
                     )
                 row = await commit_tool_result(
-                    db,
-                    inp.tenant_id,
+                    st.db,
+                    st.tenant_id,
                     ToolResult(
                         session_id=parent,
                         tool_call_id=inp.tool_call_id,

@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
-from durable_agents.storage.devices import DeviceRepository, validate_device_id
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.devices import validate_device_id
 from durable_agents.workflows.contracts import DevicePresenceInput, DeviceRoute
 
 
@@ -27,11 +28,13 @@ class DevicePresenceActivities:
         """Whether the device is online, and whether its calls go through the gateways."""
         _checked(inp)
         within = timedelta(seconds=max(inp.within_seconds, 0.0))
-        async with storage_errors_are_final(), self._sessions() as db:
-            devices = DeviceRepository(db, inp.tenant_id)
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id) as st,
+        ):
             return DeviceRoute(
-                online=await devices.is_online(inp.device_id, within),
-                via_gateway=await devices.served_by_gateways(inp.device_id),
+                online=await st.devices.is_online(inp.device_id, within),
+                via_gateway=await st.devices.served_by_gateways(inp.device_id),
             )
 
 

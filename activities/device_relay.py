@@ -5,7 +5,7 @@ worker per device: it records the call for its device (storage/device_calls.py) 
 attempt's task token and returns without a result (asynchronous completion). Whichever
 gateway process the device polls leases the call from PostgreSQL, and whichever gateway
 it posts its result to verifies and commits it once under the call's idempotency key,
-then completes this activity by the recorded task token (workers/gateway/device_calls.py).
+then completes this activity by the recorded task token (workers/device_dispatch/calls.py).
 
 Why asynchronous completion rather than a workflow signal: the table already held the
 newest attempt's task token, and the gateway already completed and heartbeat by it; the
@@ -29,9 +29,9 @@ from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.tool_run import call_arguments
 from durable_agents.activities.tools.effects import latest_settlement
 from durable_agents.activities.tools.outcomes import outcome_of
-from durable_agents.storage.device_calls import DONE, DeviceCallRepository
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.device_calls import DONE
 from durable_agents.storage.devices import validate_device_id
-from durable_agents.storage.items import ItemRepository
 from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
 
@@ -47,20 +47,23 @@ async def _hand_over(
     gateway completes the attempt later)."""
     info = activity.info()
     async with storage_errors_are_final():
-        async with sessions() as db:
-            done = await ItemRepository(db, inp.tenant_id).by_key(inp.idempotency_key)
+        async with agent_state(sessions, inp.tenant_id) as st:
+            done = await st.items.by_key(inp.idempotency_key)
         if done is None:
             closed = await gate.admit_tool(inp)
             if closed is not None:
                 return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
-    async with storage_errors_are_final(), sessions() as db, db.begin():
-        items = ItemRepository(db, inp.tenant_id)
+    async with (
+        storage_errors_are_final(),
+        agent_state(sessions, inp.tenant_id, write=True) as st,
+    ):
+        items = st.items
         done = await items.by_key(inp.idempotency_key)
         if done is not None:
             return outcome_of(await latest_settlement(items, done), inp.tenant_id, store_prefix)
         # A call missing from AgentState fails here, typed, never in a device's poll.
-        await call_arguments(items, uuid.UUID(inp.session_id), inp.tool_call_id)
-        row = await DeviceCallRepository(db, inp.tenant_id, device_id).offer(
+        await call_arguments(st.calls, uuid.UUID(inp.session_id), inp.tool_call_id)
+        row = await st.device_calls(device_id).offer(
             idempotency_key=inp.idempotency_key,
             session_id=uuid.UUID(inp.session_id),
             tool_call_id=inp.tool_call_id,

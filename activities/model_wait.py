@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from durable_agents.activities.errors import non_retryable, temporal_error
 from durable_agents.activities.providers.errors import MODEL_UNAVAILABLE
 from durable_agents.activities.providers.failure import ProviderError
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.workflows.policies import MODEL_OTHER_ERROR_ATTEMPTS
 
 MODEL_CALL_FAILED = "ModelCallFailed"
@@ -95,12 +95,11 @@ async def _write(
 ) -> None:
     # Showing the wait is a courtesy: a failed write must not replace the provider's error.
     try:
-        async with sessions() as db, db.begin():
-            repo = SessionRepository(db, tenant_id)
+        async with agent_state(sessions, tenant_id, write=True) as st:
             if detail is None:
-                await repo.clear_waiting_model(session_id)
+                await st.sessions.clear_waiting_model(session_id)
             else:
-                await repo.set_waiting_model(session_id, detail)
+                await st.sessions.set_waiting_model(session_id, detail)
     except Exception:
         activity.logger.warning(
             "could not record the model wait of session %s", session_id, exc_info=True

@@ -25,12 +25,11 @@ from durable_agents.activities.policies.task_rules import (
     tighter,
 )
 from durable_agents.activities.policies.text_limits import check_text, utf8_size
-from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
 from durable_agents.storage.errors import InvalidTenant, SessionNotFound
-from durable_agents.storage.items import ItemRepository
-from durable_agents.storage.quotas import Quotas, TenantControls, tenant_default
-from durable_agents.storage.sessions import SessionRepository, session_id_taken
+from durable_agents.storage.quotas import Quotas, tenant_default
+from durable_agents.storage.sessions import session_id_taken
 from durable_agents.storage.user_messages import stage_user_text, user_message_item
 from durable_agents.workflows.contracts import (
     AgentInput,
@@ -131,15 +130,18 @@ class SessionOpenActivities:
         start = await self._start_input()
         text = start.task_text or ""
         staged = await stage_user_text(self._store, inp.tenant_id, text, self._inline_bytes)
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            if not await session_id_taken(db, session_id):
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            if not await session_id_taken(st.db, session_id):
                 # The command layer's start check, in this commit's transaction; a retry
                 # that finds its own session committed is not a new start.
-                await self._within_quotas(db, inp.tenant_id)
+                await self._within_quotas(st)
             try:
                 # Does nothing when the id exists; reading it back under our tenant then
                 # fails for another tenant's session.
-                session = await SessionRepository(db, inp.tenant_id).create(
+                session = await st.sessions.create(
                     session_id,
                     title=text[:TITLE_CHARS],
                     model_config={},
@@ -161,14 +163,14 @@ class SessionOpenActivities:
             if run is not None and run != info.workflow_run_id:
                 raise _taken(session_id)
             item = await user_message_item(
-                db,
+                st.db,
                 self._store,
                 staged,
                 tenant_id=inp.tenant_id,
                 session_id=session_id,
                 idempotency_key=inp.idempotency_key,
             )
-            row, created = await ItemRepository(db, inp.tenant_id).append(item)
+            row, created = await st.items.append(item)
             if not created and (row.text, row.data.get("artifact")) != (
                 item.text,
                 item.data.get("artifact"),
@@ -181,9 +183,9 @@ class SessionOpenActivities:
                 )
             return self.defaults(inp.agent, inp.tenant_id)
 
-    async def _within_quotas(self, db: AsyncSession, tenant_id: str) -> None:
+    async def _within_quotas(self, st: AgentState) -> None:
         # TenantFrozen, QuotaRefused: storage errors, final in our words and numbers.
-        await TenantControls(db, tenant_id).check_start(tenant_default(self._quotas, tenant_id))
+        await st.controls.check_start(tenant_default(self._quotas, st.tenant_id))
 
     async def _start_input(self) -> AgentInput:
         """The run's start input, checked by the command layer's rules (as the workflow

@@ -11,9 +11,7 @@ from temporalio import activity
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
 from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT, not_rerun_text
 from durable_agents.storage.agent_state import AgentState, agent_state
-from durable_agents.storage.db import autocommit
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, commit_tool_result
 from durable_agents.vocabulary.item_kinds import ItemKind
@@ -69,7 +67,7 @@ class SessionStateActivities:
             storage_errors_are_final(),
             agent_state(self._sessions, inp.tenant_id, write=True) as st,
         ):
-            items, db = st.items, st.db
+            items = st.items
             key = f"{inp.idempotency_key}:decision"
             done = await items.by_key(key)
             if done is not None:  # a retry after the record committed: the request is taken
@@ -104,8 +102,8 @@ class SessionStateActivities:
                 call = await items.tool_call(session_id, inp.tool_call_id)
                 declined = f"rejected by {decided_by}: {reason or 'no reason given'}"
                 row = await commit_tool_result(
-                    db,
-                    inp.tenant_id,
+                    st.db,
+                    st.tenant_id,
                     ToolResult(
                         session_id=session_id,
                         tool_call_id=inp.tool_call_id,
@@ -166,10 +164,13 @@ class SessionStateActivities:
     @activity.defn(name="record_tool_error")
     async def record_tool_error(self, inp: ToolErrorInput) -> CommittedItem:
         """A call that produced no result still gets one, so the model hears what happened."""
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
             row = await commit_tool_result(
-                db,
-                inp.tenant_id,
+                st.db,
+                st.tenant_id,
                 ToolResult(
                     session_id=uuid.UUID(inp.session_id),
                     tool_call_id=inp.tool_call_id,
@@ -185,8 +186,11 @@ class SessionStateActivities:
     @activity.defn(name="record_nudge")
     async def record_nudge(self, inp: NudgeInput) -> CommittedItem:
         """After an empty reply: a user turn asking the model for an answer or a tool call."""
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            row, _ = await ItemRepository(db, inp.tenant_id).append(
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            row, _ = await st.items.append(
                 NewItem(
                     session_id=uuid.UUID(inp.session_id),
                     kind=ItemKind.USER_MESSAGE,
@@ -204,16 +208,22 @@ class SessionStateActivities:
         session_id = uuid.UUID(inp.session_id)
         if not (inp.detail and inp.idempotency_key):
             # One UPDATE: it needs no transaction of its own (saves BEGIN and COMMIT).
-            async with storage_errors_are_final(), autocommit(self._sessions) as db:
-                await SessionRepository(db, inp.tenant_id).set_status(
+            async with (
+                storage_errors_are_final(),
+                agent_state(self._sessions, inp.tenant_id, autocommit=True) as st,
+            ):
+                await st.sessions.set_status(
                     session_id, inp.status, workflow_run_id=inp.workflow_run_id
                 )
             return
-        async with storage_errors_are_final(), self._sessions() as db, db.begin():
-            await SessionRepository(db, inp.tenant_id).set_status(
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            await st.sessions.set_status(
                 session_id, inp.status, workflow_run_id=inp.workflow_run_id
             )
-            await ItemRepository(db, inp.tenant_id).append(
+            await st.items.append(
                 NewItem(
                     session_id=session_id,
                     kind=ItemKind.ERROR,

@@ -37,14 +37,11 @@ from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolic
 from durable_agents.activities.tools.memory import SqlMemoryAccess
 from durable_agents.activities.tools.outcomes import failure_words, outcome_of
 from durable_agents.activities.trajectory import ToolCallEvent, TrajectoryRecorder
-from durable_agents.storage.agent_state import CallReads
+from durable_agents.storage.agent_state import AgentState, CallReads, agent_state
 from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore
-from durable_agents.storage.db import autocommit
-from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import ItemRow, SessionRow
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from durable_agents.storage.workspace_lifecycle import restore_if_packed
 from durable_agents.storage.workspaces import WorkspaceLayout
@@ -107,14 +104,14 @@ class ToolActivities:
         session_id = uuid.UUID(inp.session_id)
         # Heartbeat through upload and commit too: a 200 MB upload must not look like a crash.
         async with storage_errors_are_final(), heartbeating():
-            async with autocommit(self._sessions) as db:  # reads only
-                items = ItemRepository(db, inp.tenant_id)
-                done = await items.by_key(inp.idempotency_key)
+            # Reads only.
+            async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
+                done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
-                    latest = await latest_settlement(items, done)
+                    latest = await latest_settlement(st.items, done)
                     return outcome_of(latest, inp.tenant_id, self._store.prefix)
-                args, asked_for = await call_arguments(items, session_id, inp.tool_call_id)
-                session = await SessionRepository(db, inp.tenant_id).get(session_id)
+                args, asked_for = await call_arguments(st.calls, session_id, inp.tool_call_id)
+                session = await st.sessions.get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
             closed = await self._gate.admit_tool(inp)
@@ -130,10 +127,10 @@ class ToolActivities:
                     ref = await self._store.put(
                         inp.tenant_id, result.output.content, result.output.content_type
                     )
-                async with self._sessions() as db, db.begin():
-                    row = await self._commit(db, inp, session_id, result, ref)
+                async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
+                    row = await self._commit(st, inp, session_id, result, ref)
                     # Audit mode: the event commits with the tool_result item.
-                    await trace.committed(db, ref, row.artifact_id)
+                    await trace.committed(st.db, ref, row.artifact_id)
                 self._warm(inp.tenant_id, row, ref, result)
                 return outcome_of(row, inp.tenant_id, self._store.prefix)
 
@@ -230,7 +227,7 @@ class ToolActivities:
 
     async def _commit(
         self,
-        db: AsyncSession,
+        st: AgentState,
         inp: ToolRunInput,
         session_id: uuid.UUID,
         result: _Result,
@@ -241,15 +238,15 @@ class ToolActivities:
         if result.effect is not None:
             # In this transaction: the result and the ledger's settlement commit together
             # (a no-op when another attempt settled it first; its result then stands).
-            await ToolEffectRepository(db, inp.tenant_id).settle(inp.idempotency_key, result.effect)
+            await st.effects.settle(inp.idempotency_key, result.effect)
             extra["effect"] = result.effect
         if inp.rerun:
             extra["rerun"] = inp.rerun  # context.py tells the model why it ran again
         if ref is not None and result.output is not None:
             verified = VerifiedArtifact(ref, result.output.content)
         return await commit_tool_result(
-            db,
-            inp.tenant_id,
+            st.db,
+            st.tenant_id,
             ToolResult(
                 session_id=session_id,
                 tool_call_id=inp.tool_call_id,
@@ -266,11 +263,11 @@ class ToolActivities:
 
 
 async def call_arguments(
-    items: ItemRepository, session_id: uuid.UUID, tool_call_id: str
+    calls: CallReads, session_id: uuid.UUID, tool_call_id: str
 ) -> tuple[dict[str, Any], str]:
     """The call's arguments (an approver's edit wins) and the tool name the model used; a
     call AgentState does not hold fails the activity, typed and final."""
-    call = await CallReads(items).effective(session_id, tool_call_id)
+    call = await calls.effective(session_id, tool_call_id)
     if call is None:
         raise non_retryable("ToolCallNotFound", f"no tool call {tool_call_id} in session")
     return call.arguments, call.tool_name

@@ -34,12 +34,11 @@ from throwaway_stack import bench_resources
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from durable_agents.activities.policies.budget_check import step_gate
-from durable_agents.storage.agent_state import AgentState
-from durable_agents.storage.db import autocommit
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.quotas import Quotas, TenantControls
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.usage import UsageRecord, UsageRepository
+
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.items import NewItem
+from durable_agents.storage.quotas import Quotas
+from durable_agents.storage.usage import UsageRecord
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import TaskBudget
@@ -60,24 +59,21 @@ MONTH_END = datetime(2026, 1, 31, 12, tzinfo=UTC)
 
 async def _full_month(res: Resources, tenant: str) -> None:
     """The tenant's quotas set and a reply on each of January's 31 days."""
-    async with res.sessions() as db, db.begin():
-        await TenantControls(db, tenant).set_quotas(QUOTAS, "bench")
-        usage = UsageRepository(db, tenant)
+    async with agent_state(res.sessions, tenant, write=True) as st:
+        await st.controls.set_quotas(QUOTAS, "bench")
         sid = uuid.uuid4()
         for day in range(1, 32):
             record = UsageRecord(f"{sid}:{day}", sid, "default", "o", "m", 10, 1, 0, Decimal(0))
-            await usage.record(record, day=date(2026, 1, day))
+            await st.usage.record(record, day=date(2026, 1, day))
 
 
 async def _session(res: Resources, steps: int, tenant: str = TENANT) -> uuid.UUID:
     sid = uuid.uuid4()
-    async with res.sessions() as db, db.begin():
-        await SessionRepository(db, tenant).create(sid, title="bench", model_config={})
-        items = ItemRepository(db, tenant)
-        usage = UsageRepository(db, tenant)
+    async with agent_state(res.sessions, tenant, write=True) as st:
+        await st.sessions.create(sid, title="bench", model_config={})
         for step in range(steps):
             key = f"{sid}:{step}:model"
-            await items.append_many(
+            await st.items.append_many(
                 [
                     NewItem(sid, ItemKind.ASSISTANT_MESSAGE, "assistant", key, text=""),
                     NewItem(
@@ -100,7 +96,7 @@ async def _session(res: Resources, steps: int, tenant: str = TENANT) -> uuid.UUI
                     ),
                 ]
             )
-            await usage.record(
+            await st.usage.record(
                 UsageRecord(
                     key,
                     sid,
@@ -123,11 +119,10 @@ async def _measure(
     quotas = Quotas(**QUOTAS) if tenant == QUOTA_TENANT else None
     now = MONTH_END if quotas else None
     times = []
-    async with autocommit(res.sessions) as db:
-        session = await SessionRepository(db, tenant).get(sid)
+    async with agent_state(res.sessions, tenant, autocommit=True) as st:
+        session = await st.sessions.get(sid)
         for _ in range(checks):
             start = time.perf_counter()
-            st = AgentState(db, tenant)
             gate = await step_gate(st, session, BUDGET, quota_defaults=quotas, now=now)
             times.append((time.perf_counter() - start) * 1000)
             assert not gate.closed
@@ -137,11 +132,10 @@ async def _measure(
 async def _measure_record(res: Resources, sid: uuid.UUID, count: int) -> list[float]:
     times = []
     for n in range(count):
-        async with res.sessions() as db, db.begin():
-            usage = UsageRepository(db, TENANT)
+        async with agent_state(res.sessions, TENANT, write=True) as st:
             start = time.perf_counter()
             record = UsageRecord(f"{sid}:w{n}", sid, "default", "openai", "m", 900, 30, 0, None)
-            assert await usage.record(record)
+            assert await st.usage.record(record)
             times.append((time.perf_counter() - start) * 1000)
     return times
 

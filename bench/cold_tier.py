@@ -22,12 +22,11 @@ from datetime import timedelta
 from sqlalchemy import func, select, text, update
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.archive import archive_idle_sessions, archive_session, rehydrate_session
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.db import make_engine
-from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow, SessionArchiveRow, SessionRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.workers.resources import Resources
 
 TENANT = "bench"
@@ -40,11 +39,11 @@ HOT_BYTES = (
 async def fill(res: Resources, n_items: int) -> uuid.UUID:
     """A completed session: user message every 20 items, else assistant → call → result."""
     sid = uuid.uuid4()
-    async with res.sessions() as db, db.begin():
-        await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
+    async with agent_state(res.sessions, TENANT, write=True) as st:
+        await st.sessions.create(sid, title="bench", model_config={})
     refs = [await res.store.put(TENANT, (f"result {k} " * 600).encode()) for k in range(8)]
-    async with res.sessions() as db, db.begin():
-        artifacts = ArtifactRepository(db, TENANT)
+    async with agent_state(res.sessions, TENANT, write=True) as st:
+        artifacts = st.artifacts
         ids = []
         for r in refs:
             aid = await artifacts.register(r, uri=res.store.uri(r))
@@ -52,7 +51,7 @@ async def fill(res: Resources, n_items: int) -> uuid.UUID:
                 aid, owner_type="checkpoint", owner_id=str(sid), required_for_resume=True
             )
             ids.append(aid)
-        items = ItemRepository(db, TENANT)
+        items = st.items
         for n in range(n_items):
             key = f"{sid}:{n}"
             if n % 20 == 0:
@@ -74,7 +73,7 @@ async def fill(res: Resources, n_items: int) -> uuid.UUID:
                     data={"artifact": {"sha256": ref.sha256, "size_bytes": ref.size_bytes}},
                 )  # fmt: skip
             await items.append(item)
-        await SessionRepository(db, TENANT).set_status(sid, "completed")
+        await st.sessions.set_status(sid, "completed")
     return sid
 
 

@@ -22,10 +22,8 @@ from throwaway_stack import bench_resources  # bench/ is on sys.path when run as
 from durable_agents.activities.context.assembly import ContextBudget
 from durable_agents.activities.context.model_context import assemble_for_step, config_of
 from durable_agents.activities.tools.builtin import default_registry
-from durable_agents.storage.agent_state import AgentState
-from durable_agents.storage.artifact_records import ArtifactRepository
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.items import NewItem
 from durable_agents.workers.resources import Resources
 
 SIZES = (100, 1_000, 10_000)
@@ -37,17 +35,16 @@ async def fill(res: Resources, n_items: int) -> uuid.UUID:
     """A session of `n_items`: repeating steps of assistant → tool_call → tool_result
     (every result backed by an S3 artifact of ~8 KB), with a user message every 20 items."""
     sid = uuid.uuid4()
-    async with res.sessions() as db, db.begin():
-        await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
+    async with agent_state(res.sessions, TENANT, write=True) as st:
+        await st.sessions.create(sid, title="bench", model_config={})
     refs = []
     for k in range(8):
         ref = await res.store.put(TENANT, (f"result body {k} " * 600).encode(), "text/plain")
         refs.append(ref)
     written = 0
     while written < n_items:
-        async with res.sessions() as db, db.begin():
-            items = ItemRepository(db, TENANT)
-            artifacts = ArtifactRepository(db, TENANT)
+        async with agent_state(res.sessions, TENANT, write=True) as st:
+            items, artifacts = st.items, st.artifacts
             ids = [await artifacts.register(r, uri=res.store.uri(r)) for r in refs]
             for _ in range(min(500, n_items - written)):
                 n = written
@@ -99,8 +96,7 @@ async def measure(res: Resources, sid: uuid.UUID, runs: int) -> tuple[float, flo
     tokens = 0
     for _ in range(runs):
         began = time.perf_counter()
-        async with res.sessions() as db:
-            st = AgentState(db, TENANT)
+        async with agent_state(res.sessions, TENANT) as st:
             context, _ = await assemble_for_step(st, res.store, sid, config)
         timings.append((time.perf_counter() - began) * 1000)
         tokens = context.input_tokens

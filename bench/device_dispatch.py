@@ -6,7 +6,7 @@ in `--device-processes` processes of their own (bench/device_clients.py: a devic
 each, alternating gateways: a device polls one gateway and completes through the other,
 then posts the same completion again to the first). Nothing in the gateways is per device
 but the open poll: calls are leased from PostgreSQL and woken by NOTIFY
-(workers/gateway/device_wakes.py).
+(workers/device_dispatch/wakes.py).
 
 Reported: the gateways' RSS before any device and with every device polling (per device),
 their CPU per device while all poll idle, and for one call per device started at once: the
@@ -47,11 +47,10 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from throwaway_stack import bench_stack
 
 from durable_agents.activities.device_relay import DeviceDispatchActivities
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import ApiKeyRepository
-from durable_agents.storage.devices import DeviceRepository
-from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
@@ -127,13 +126,13 @@ async def _setup(res: Resources, devices: int) -> list[tuple[str, str, uuid.UUID
     """(device id, key, session id) per device: a key, a registration, and a session
     holding one tool call for it."""
     out = []
-    async with res.sessions() as db, db.begin():
+    async with agent_state(res.sessions, TENANT, write=True) as st:
         for n in range(devices):
             device_id, sid = f"dev-{n:05d}", uuid.uuid4()
-            key = (await ApiKeyRepository(db).create_device_key(TENANT, device_id)).key
-            await DeviceRepository(db, TENANT).register(device_id, ["read_file"])
-            await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
-            await ItemRepository(db, TENANT).append(
+            key = (await ApiKeyRepository(st.db).create_device_key(TENANT, device_id)).key
+            await st.devices.register(device_id, ["read_file"])
+            await st.sessions.create(sid, title="bench", model_config={})
+            await st.items.append(
                 NewItem(
                     sid,
                     ItemKind.TOOL_CALL,

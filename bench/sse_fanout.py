@@ -35,9 +35,9 @@ from proc_stats import proc_mem_kib, system_busy_seconds
 from sqlalchemy import text
 from throwaway_stack import bench_stack
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import ApiKeyRepository
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.items import NewItem
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.resources import Resources
@@ -85,8 +85,8 @@ async def _write(
         for n in range(items):
             due = start + (n * len(sids) + j) * gap
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            async with res.sessions() as db, db.begin():
-                row, _ = await ItemRepository(db, TENANT).append(
+            async with agent_state(res.sessions, TENANT, write=True) as st:
+                row, _ = await st.items.append(
                     NewItem(
                         session_id=uuid.UUID(sid),
                         kind=ItemKind.USER_MESSAGE,
@@ -97,7 +97,7 @@ async def _write(
                 )
                 # The database's clock just before COMMIT, not this process's after it: on a
                 # busy machine this loop may resume late, and the delay would shrink by that.
-                at = await db.scalar(text("SELECT extract(epoch FROM clock_timestamp())"))
+                at = await st.db.scalar(text("SELECT extract(epoch FROM clock_timestamp())"))
             commits[(sid, row.ordinal)] = float(at)
 
     await asyncio.gather(*(session(j, sid) for j, sid in enumerate(sids)))
@@ -106,15 +106,11 @@ async def _write(
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_stack() as (ep, res, _):
         sids = [str(uuid.uuid4()) for _ in range(args.sessions)]
-        async with res.sessions() as db, db.begin():
+        async with agent_state(res.sessions, TENANT, write=True) as st:
             for sid in sids:
-                await SessionRepository(db, TENANT).create(
-                    uuid.UUID(sid), title="bench", model_config={}
-                )
-                await SessionRepository(db, TENANT).set_status(
-                    uuid.UUID(sid), SessionStatus.RUNNING
-                )
-            key = (await ApiKeyRepository(db).create(TENANT, "bench", ["read"])).key
+                await st.sessions.create(uuid.UUID(sid), title="bench", model_config={})
+                await st.sessions.set_status(uuid.UUID(sid), SessionStatus.RUNNING)
+            key = (await ApiKeyRepository(st.db).create(TENANT, "bench", ["read"])).key
         env = {
             **os.environ,
             **ep.env(),
@@ -154,11 +150,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 started = time.monotonic()
                 await _write(res, sids, args.items, args.rate, commits)
                 wrote = time.monotonic() - started
-                async with res.sessions() as db, db.begin():
+                async with agent_state(res.sessions, TENANT, write=True) as st:
                     for sid in sids:
-                        await SessionRepository(db, TENANT).set_status(
-                            uuid.UUID(sid), SessionStatus.COMPLETED
-                        )
+                        await st.sessions.set_status(uuid.UUID(sid), SessionStatus.COMPLETED)
                 results = [await asyncio.to_thread(pipe.recv) for pipe in pipes]
                 flowed = time.monotonic() - started
                 cpu = _cpu_seconds(gateway.pid) - cpu_before

@@ -20,10 +20,9 @@ from collections.abc import Awaitable, Callable
 
 from throwaway_stack import bench_resources  # bench/ is on sys.path as a script
 
-from durable_agents.storage.db import autocommit
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.tool_effects import EffectState, ToolEffectRepository
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.items import NewItem
+from durable_agents.storage.tool_effects import EffectState
 from durable_agents.workers.resources import Resources
 
 TENANT = "bench"
@@ -42,10 +41,10 @@ async def cpu_per_call(calls: int, fn: Callable[[int], Awaitable[None]]) -> floa
 
 async def measure(res: Resources, calls: int) -> list[tuple[str, float]]:
     sid = uuid.uuid4()
-    async with res.sessions() as db, db.begin():
-        await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
+    async with agent_state(res.sessions, TENANT, write=True) as st:
+        await st.sessions.create(sid, title="bench", model_config={})
         # The call run_tool reads back: the model's request and the decision on it.
-        await ItemRepository(db, TENANT).append_many(
+        await st.items.append_many(
             [
                 NewItem(sid, "tool_call", "assistant", f"{sid}:call", tool_call_id=CALL),
                 NewItem(sid, "approval", "user", f"{sid}:decision", tool_call_id=CALL),
@@ -54,30 +53,30 @@ async def measure(res: Resources, calls: int) -> list[tuple[str, float]]:
     run = uuid.uuid4().hex
 
     async def set_status(i: int) -> None:  # as set_session_status: one autocommit UPDATE
-        async with autocommit(res.sessions) as db:
-            await SessionRepository(db, TENANT).set_status(sid, "running", workflow_run_id="r")
+        async with agent_state(res.sessions, TENANT, autocommit=True) as st:
+            await st.sessions.set_status(sid, "running", workflow_run_id="r")
 
     async def append(i: int) -> None:  # as record_approval: one item in its transaction
-        async with res.sessions() as db, db.begin():
-            await ItemRepository(db, TENANT).append(
+        async with agent_state(res.sessions, TENANT, write=True) as st:
+            await st.items.append(
                 NewItem(sid, "approval", "user", f"{run}:item:{i}", text="approved by bench")
             )
 
     async def read_call(i: int) -> None:  # as run_tool: the session and the call's items
-        async with autocommit(res.sessions) as db:
-            await SessionRepository(db, TENANT).get(sid)
-            rows = await ItemRepository(db, TENANT).for_tool_call(sid, CALL)
+        async with agent_state(res.sessions, TENANT, autocommit=True) as st:
+            await st.sessions.get(sid)
+            rows = await st.items.for_tool_call(sid, CALL)
             assert len(rows) == 2
 
     async def claim_and_settle(i: int) -> None:  # as an effectful tool: claim, then settle
         key = f"{run}:effect:{i}"
-        async with autocommit(res.sessions) as db:
-            claim = await ToolEffectRepository(db, TENANT).claim_new(
+        async with agent_state(res.sessions, TENANT, autocommit=True) as st:
+            claim = await st.effects.claim_new(
                 key, session_id=sid, tool_call_id=CALL, tool_name="write_file"
             )
             assert claim is not None
-        async with res.sessions() as db, db.begin():
-            await ToolEffectRepository(db, TENANT).settle(key, EffectState.COMPLETED)
+        async with agent_state(res.sessions, TENANT, write=True) as st:
+            await st.effects.settle(key, EffectState.COMPLETED)
 
     return [
         ("set_status (autocommit UPDATE)", await cpu_per_call(calls, set_status)),

@@ -42,10 +42,10 @@ from durable_agents.activities.model_call import ModelActivities
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 from durable_agents.activities.tools.builtin import default_registry
-from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.session_deltas import DELTA_CHANNEL, Delta, parse_delta
 from durable_agents.storage.session_events import listen_dsn
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import ModelCallInput
@@ -70,9 +70,9 @@ async def _fake_server(words: int) -> tuple[FakeOpenAI, web.AppRunner]:
 
 async def _new_session(res: Resources) -> str:
     sid = uuid.uuid4()
-    async with res.sessions() as db, db.begin():
-        await SessionRepository(db, TENANT).create(sid, title="bench", model_config={})
-        await ItemRepository(db, TENANT).append(
+    async with agent_state(res.sessions, TENANT, write=True) as st:
+        await st.sessions.create(sid, title="bench", model_config={})
+        await st.items.append(
             NewItem(sid, ItemKind.USER_MESSAGE, "user", f"{sid}:task", text="Say many words.")
         )
     return str(sid)

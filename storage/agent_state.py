@@ -30,7 +30,9 @@ from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfigRepository
 from durable_agents.storage.db import autocommit as autocommitting
 from durable_agents.storage.decision_requests import DecisionRequests
+from durable_agents.storage.device_calls import DeviceCallRepository
 from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.external_items import ExternalItems
 from durable_agents.storage.items import CallThread, ItemRepository
 from durable_agents.storage.memories import MemoryRepository
 from durable_agents.storage.quotas import TenantControls
@@ -119,6 +121,15 @@ class AgentState:
     @cached_property
     def devices(self) -> DeviceRepository:
         return DeviceRepository(self.db, self.tenant_id)
+
+    def device_calls(self, device_id: str) -> DeviceCallRepository:
+        """The calls of one of this tenant's devices (ValueError for a malformed id)."""
+        return DeviceCallRepository(self.db, self.tenant_id, device_id)
+
+    @cached_property
+    def external(self) -> ExternalItems:
+        """The items of sessions another SDK keeps here: the newest, and removing them."""
+        return ExternalItems(self.db, self.tenant_id)
 
     @cached_property
     def controls(self) -> TenantControls:

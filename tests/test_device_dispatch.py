@@ -23,7 +23,7 @@ from temporalio.client import Client
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.device_calls import DeviceCallRepository
-from durable_agents.workers.gateway.device_calls import RECHECK_SECONDS
+from durable_agents.workers.device_dispatch.calls import RECHECK_SECONDS
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import GatewaySettings
 from durable_agents.workers.stack import StackEndpoints

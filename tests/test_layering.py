@@ -18,19 +18,31 @@ Rooms, bottom up:
   never storage.
 - shared: what every process opens or reads (workers/settings, resources, temporal_client,
   task_options, agent_loading).
-- stack, peers, client, device, process, gateway, demo, cli: the roles under workers/.
+- stack, peers, client, device, device_dispatch, process, gateway, demo, cli: the roles
+  under workers/ (device_dispatch: the cloud side of device calls, behind the gateway's
+  device routes).
 - api: the public Python API (workers/api.py), served as `durable_agents`'s names.
 
 A layer is imported as `durable_agents.<layer>` only: its folder's own name (`import storage`,
 `from workers.x import y`) would load each module a second time, beside the first, in our
 code, the tests and bench/ alike (each layer's __init__ also refuses it when run).
+
+Repositories (storage's classes built on a database session) are built in storage/ only:
+everywhere else AgentState is opened with `agent_state(sessions, tenant[, write=True |
+autocommit=True])`, so the tenant and the unit of work are bound once. That holds for our
+modules, bench/ and tests/support/; a test file itself may build a repository, since a test
+reads and writes rows at the level it checks (a repository's own test, a row planted below
+the facade).
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection
+from pathlib import Path
 
 from tests.support.imports import PACKAGES, PUBLIC, ROOT, imports, modules
+from tests.support.repository_builds import builds, builds_in, session_bound_classes
 
 # What the roles under workers/ build on. The edges (the activities) are registered by the
 # worker processes; nothing else calls into them.
@@ -51,8 +63,9 @@ ALLOWED: dict[str, set[str]] = {
     "peers": WORKER_BASE,
     "client": WORKER_BASE,
     "device": WORKER_BASE | {"client"},
+    "device_dispatch": WORKER_BASE,
     "process": WORKER_BASE | {"edges", "device", "client"},
-    "gateway": WORKER_BASE | {"client", "process"},
+    "gateway": WORKER_BASE | {"client", "process", "device_dispatch"},
     "demo": WORKER_BASE | {"client", "process", "stack", "gateway", "device"},
     "cli": WORKER_BASE | {"client", "process", "stack", "gateway", "device", "demo", "peers"},
     "api": WORKER_BASE | {"client", "process", "peers"},
@@ -73,7 +86,30 @@ CONTRACTS = {
 }
 DOMAIN = {"providers", "tools", "context", "policies", "agents"}
 SHARED = {"settings", "resources", "temporal_client", "task_options", "agent_loading"}
-ROLES = {"stack", "peers", "client", "device", "process", "gateway", "demo", "cli"}
+ROLES = {
+    "stack",
+    "peers",
+    "client",
+    "device",
+    "device_dispatch",
+    "process",
+    "gateway",
+    "demo",
+    "cli",
+}
+
+# Session-bound classes built outside storage/ on purpose: they bind no tenant.
+NOT_TENANT_BOUND = {
+    "ApiKeyRepository": "a key is how a request's tenant is found: there is none to bind yet",
+    "OutboxRepository": "one trajectory outbox for every tenant: each event names its own, "
+    "and the forwarder drains them all",
+}
+# Still built on a raw session in modules left to another change: convert each block to
+# agent_state(...), then remove its line here.
+NOT_YET = {
+    ("durable_agents.workers.cli.main", "SessionRepository"): "`agentctl sessions`",
+    ("durable_agents.workers.client.commands", "TenantControls"): "the start check",
+}
 
 
 def room_of(name: str) -> str:
@@ -197,3 +233,67 @@ def test_the_temporal_free_rooms_import_no_temporal() -> None:
 
 def test_activities_take_their_configuration_as_values_not_the_workers_settings() -> None:
     assert not any("workers" in room for room in ALLOWED["edges"] | ALLOWED["domain"])
+
+
+def facade_scripts() -> dict[str, Path]:
+    """Where repositories are built only behind the facade: our modules outside storage/,
+    bench/ and tests/support/ (by module name, or path for scripts)."""
+    found = {n: p for n, p in modules().items() if room_of(n) != "storage"}
+    for path in [*(ROOT / "bench").rglob("*.py"), *(ROOT / "tests" / "support").rglob("*.py")]:
+        found[path.relative_to(ROOT).as_posix()] = path
+    return found
+
+
+def hand_built(where: str, built: list[tuple[int, str]]) -> list[str]:
+    return [
+        f"{where}:{line}: {cls}(...) built outside storage/ (open agent_state(...) instead)"
+        for line, cls in sorted(built)
+        if cls not in NOT_TENANT_BOUND and (where, cls) not in NOT_YET
+    ]
+
+
+def test_repositories_are_built_in_storage_only_and_reached_through_agent_state() -> None:
+    classes = session_bound_classes()
+    assert {"SessionRepository", "TenantControls", "DeviceCallRepository", "AgentState"} <= (
+        classes
+    )
+    found = [
+        bad
+        for where, path in sorted(facade_scripts().items())
+        for bad in hand_built(where, list(builds_in(path, classes)))
+    ]
+    assert found == []
+
+
+def test_a_repository_built_outside_storage_is_named() -> None:
+    classes = session_bound_classes()
+    planted = ast.parse(
+        "from durable_agents.storage.items import ItemRepository as Items\n"
+        "from durable_agents.storage import devices\n"
+        "async def go(db, st):\n"
+        "    await Items(db, 't').page(st)\n"
+        "    devices.DeviceRepository(db, 't')\n"
+        "    ApiKeyRepository(db)\n"  # not tenant-bound: allowed
+        "    TenantControls(db, 't')\n"  # allowed in NOT_YET's module only
+        "    st.items.page(1)\n"
+    )
+    where = "durable_agents.workers.gateway.routes_sessions"
+    assert hand_built(where, list(builds(planted, classes))) == [
+        f"{where}:4: ItemRepository(...) built outside storage/ (open agent_state(...) instead)",
+        f"{where}:5: DeviceRepository(...) built outside storage/ (open agent_state(...) instead)",
+        f"{where}:7: TenantControls(...) built outside storage/ (open agent_state(...) instead)",
+    ]
+    assert hand_built("durable_agents.workers.client.commands", [(7, "TenantControls")]) == []
+
+
+def test_every_allowed_hand_built_repository_is_still_built_there() -> None:
+    classes = session_bound_classes()
+    built = {
+        (where, cls)
+        for where, path in facade_scripts().items()
+        for _, cls in builds_in(path, classes)
+    }
+    assert NOT_TENANT_BOUND.keys() <= classes
+    stale = [f"{w}: {c}" for w, c in NOT_YET if (w, c) not in built]
+    stale += [c for c in NOT_TENANT_BOUND if not any(cls == c for _, cls in built)]
+    assert stale == [], "no longer built there: remove it from tests/test_layering.py"

@@ -25,7 +25,7 @@ from durable_agents.storage.session_events import CHANNEL, EventHub, listen_dsn
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
-from durable_agents.workers.gateway.device_wakes import DeviceWakes
+from durable_agents.workers.device_dispatch.wakes import DeviceWakes
 from durable_agents.workers.gateway.events import session_events
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints

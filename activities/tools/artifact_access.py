@@ -15,11 +15,10 @@ from collections.abc import AsyncGenerator
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from durable_agents.activities.tools.base import ArtifactInfo, ToolError
-from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.errors import ArtifactNotFound, SessionNotFound
 from durable_agents.storage.models import ArtifactRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.workflows.contracts import ArtifactRef
 
 MIN_PREFIX_CHARS = 8
@@ -64,13 +63,13 @@ class SqlArtifactAccess:
             if not _HEX.fullmatch(wanted):
                 raise _not_found(artifact) from None
             prefix = wanted
-        async with self._sessions() as db:
+        async with agent_state(self._sessions, self._tenant) as st:
             try:
-                session = await SessionRepository(db, self._tenant).get(self._session)
+                session = await st.sessions.get(self._session)
             except SessionNotFound:
                 raise _not_found(artifact) from None
             root = session.root_id or session.id
-            return await ArtifactRepository(db, self._tenant).in_tree(
+            return await st.artifacts.in_tree(
                 root, artifact_id=by_id, sha256_prefix=prefix, limit=limit
             )
 

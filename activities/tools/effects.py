@@ -25,10 +25,10 @@ from durable_agents.activities.tools.base import (
     ToolOutput,
     TransientToolError,
 )
-from durable_agents.storage.db import autocommit
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import ItemRow
-from durable_agents.storage.tool_effects import SETTLED, EffectState, ToolEffectRepository
+from durable_agents.storage.tool_effects import SETTLED, EffectState
 from durable_agents.vocabulary.item_kinds import ItemKind
 
 log = logging.getLogger(__name__)
@@ -99,13 +99,13 @@ class EffectLedger:
         """Claim the call, then run it, reconcile it or report it in doubt."""
         key, session_id = ctx.idempotency_key, uuid.UUID(ctx.session_id)
         # A new key (the usual case) is one INSERT, committed by itself before the tool runs.
-        async with autocommit(self._sessions) as db:
-            claim = await ToolEffectRepository(db, ctx.tenant_id).claim_new(
+        async with agent_state(self._sessions, ctx.tenant_id, autocommit=True) as st:
+            claim = await st.effects.claim_new(
                 key, session_id=session_id, tool_call_id=tool_call_id, tool_name=tool.spec.name
             )
         if claim is None:
-            async with self._sessions() as db, db.begin():
-                claim = await ToolEffectRepository(db, ctx.tenant_id).claim(
+            async with agent_state(self._sessions, ctx.tenant_id, write=True) as st:
+                claim = await st.effects.claim(
                     key, session_id=session_id, tool_call_id=tool_call_id, tool_name=tool.spec.name
                 )
         if claim.found in SETTLED:
@@ -130,8 +130,8 @@ class EffectLedger:
         except TransientToolError:
             # The tool says retrying is safe (nothing happened): release the claim, so the
             # retry runs instead of being reported in doubt.
-            async with self._sessions() as db, db.begin():
-                await ToolEffectRepository(db, ctx.tenant_id).release(ctx.idempotency_key)
+            async with agent_state(self._sessions, ctx.tenant_id, write=True) as st:
+                await st.effects.release(ctx.idempotency_key)
             raise
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from durable_agents.activities.tools.mcp_servers import McpListingError, McpStdio
 from durable_agents.activities.tools.mcp_tools import McpToolInfo, tool_infos
-from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.agent_state import agent_state
 
 
 def _infos(records: list[dict[str, Any]]) -> list[McpToolInfo]:
@@ -63,8 +63,8 @@ async def registered_device_tools(
 ) -> list[Tool]:
     """Stand-ins for the MCP tools the tenant's device serves (of `servers` only, when
     given); none if it never registered."""
-    async with sessions() as db:
-        row = await DeviceRepository(db, tenant_id).get(device_id)
+    async with agent_state(sessions, tenant_id) as st:
+        row = await st.devices.get(device_id)
     records = list(row.tool_specs or []) if row is not None else []
     if servers is not None:
         records = [r for r in records if isinstance(r, dict) and r.get("server") in servers]

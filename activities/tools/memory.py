@@ -14,8 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from durable_agents.activities.tools.base import MemoryAccess, Tool, ToolContext, ToolError, ToolFn
 from durable_agents.activities.tools.typed import tool
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.errors import MemoryNotFound
-from durable_agents.storage.memories import MAX_CONTENT_CHARS, MemoryRepository
+from durable_agents.storage.memories import MAX_CONTENT_CHARS
 from durable_agents.storage.models import MemoryRow
 
 DEFAULT_RECALL_LIMIT = 10
@@ -63,8 +64,8 @@ class SqlMemoryAccess:
     ) -> dict[str, Any]:
         """Store a memory once per idempotency key; MemoryNotFound if `supersedes` isn't live."""
         supersedes_id = None if supersedes is None else uuid.UUID(supersedes)
-        async with self._sessions() as db, db.begin():
-            row = await MemoryRepository(db, self._tenant).remember(
+        async with agent_state(self._sessions, self._tenant, write=True) as st:
+            row = await st.memories.remember(
                 scope_type,
                 scope_id,
                 content,
@@ -79,10 +80,8 @@ class SqlMemoryAccess:
         self, *, scope_type: str, scope_id: str, query: str | None, limit: int
     ) -> list[dict[str, Any]]:
         """Live memories of a scope, newest first, optionally matching any query word."""
-        async with self._sessions() as db, db.begin():
-            rows = await MemoryRepository(db, self._tenant).recall(
-                scope_type, scope_id, query=query, limit=limit
-            )
+        async with agent_state(self._sessions, self._tenant, write=True) as st:
+            rows = await st.memories.recall(scope_type, scope_id, query=query, limit=limit)
             return [memory_dict(r) for r in rows]
 
     async def forget(self, *, memory_id: str) -> bool:
@@ -91,8 +90,8 @@ class SqlMemoryAccess:
             parsed = uuid.UUID(memory_id)
         except ValueError:
             return False  # a malformed id names no memory
-        async with self._sessions() as db, db.begin():
-            return await MemoryRepository(db, self._tenant).forget(parsed)
+        async with agent_state(self._sessions, self._tenant, write=True) as st:
+            return await st.memories.forget(parsed)
 
 
 # --- arguments -----------------------------------------------------------------------

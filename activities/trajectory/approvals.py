@@ -21,7 +21,7 @@ import temporalio.worker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from durable_agents.activities.trajectory.metrics import TrajectoryMetrics
-from durable_agents.storage.sessions import SessionRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.vocabulary.session_status import SessionStatus
 
 logger = logging.getLogger(__name__)
@@ -51,8 +51,8 @@ class ApprovalsWaitingInterceptor(temporalio.worker.Interceptor):
 
     async def status_of(self, tenant_id: str, session_id: str) -> str | None:
         try:
-            async with self._sessions() as db:
-                row = await SessionRepository(db, tenant_id).find(uuid.UUID(session_id))
+            async with agent_state(self._sessions, tenant_id) as st:
+                row = await st.sessions.find(uuid.UUID(session_id))
                 return str(row.status) if row is not None else None
         except Exception:
             logger.warning("approvals gauge: cannot read the session status", exc_info=True)

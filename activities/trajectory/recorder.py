@@ -30,8 +30,8 @@ from durable_agents.activities.trajectory.recordings import (
     safely,
 )
 from durable_agents.activities.trajectory.workflow_tracing import AgentTracingPlugin
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.artifact_commit import register_uploaded
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.outbox import OutboxRepository
 from durable_agents.workflows.contracts import ArtifactRef
@@ -103,9 +103,9 @@ class TrajectoryRecorder:
             return None
         with safely("payload upload"):
             ref = await self._store.put(tenant_id, data, "application/json")
-            async with self._sessions() as db, db.begin():
-                artifact_id = await register_uploaded(db, self._store, ref, data)
-                await self._hold(db, tenant_id, artifact_id, owner_id)
+            async with agent_state(self._sessions, tenant_id, write=True) as st:
+                artifact_id = await register_uploaded(st.db, self._store, ref, data)
+                await self._hold(st, artifact_id, owner_id)
             return self.payload_ref(ref)
         return None
 
@@ -119,13 +119,11 @@ class TrajectoryRecorder:
         if self._sessions is None:
             return
         with safely("trajectory ref"):
-            async with self._sessions() as db, db.begin():
-                await self._hold(db, tenant_id, artifact_id, owner_id)
+            async with agent_state(self._sessions, tenant_id, write=True) as st:
+                await self._hold(st, artifact_id, owner_id)
 
-    async def _hold(
-        self, db: AsyncSession, tenant_id: str, artifact_id: uuid.UUID, owner_id: str
-    ) -> None:
-        await ArtifactRepository(db, tenant_id).add_ref(
+    async def _hold(self, st: AgentState, artifact_id: uuid.UUID, owner_id: str) -> None:
+        await st.artifacts.add_ref(
             artifact_id,
             owner_type="trajectory",
             owner_id=owner_id,

@@ -17,9 +17,9 @@ import zstandard
 from sqlalchemy import func, select, update
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import artifact_key
 from durable_agents.storage.device_models import DeviceRow
-from durable_agents.storage.devices import DeviceRepository
 from durable_agents.storage.models import ArtifactRow, ItemRow, SessionRow
 from durable_agents.storage.workspaces import TENANT_DIR
 from durable_agents.workers.cli.main import main
@@ -197,10 +197,10 @@ async def register_device(
     res: Resources, tenant: str, device_id: str, tools: list[str], *, seen_ago_s: float = 0
 ) -> None:
     """Register a device as its worker would; `seen_ago_s` backdates its last heartbeat."""
-    async with res.sessions() as db, db.begin():
-        await DeviceRepository(db, tenant).register(device_id, tools)
+    async with agent_state(res.sessions, tenant, write=True) as st:
+        await st.devices.register(device_id, tools)
         if seen_ago_s:
-            await db.execute(
+            await st.db.execute(
                 update(DeviceRow)
                 .where(DeviceRow.tenant_id == tenant, DeviceRow.device_id == device_id)
                 .values(last_seen_at=func.now() - timedelta(seconds=seen_ago_s))

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from durable_agents.storage.devices import DeviceRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 
@@ -130,6 +130,6 @@ class DeviceProcess:
                 if self.proc is None or self.proc.poll() is not None:
                     raise RuntimeError(f"device exited early:\n{self.log.read_text()[-2000:]}")
                 await asyncio.sleep(0.1)
-        async with res.sessions() as db:
-            if not await DeviceRepository(db, self.tenant).is_online(self.device_id):
+        async with agent_state(res.sessions, self.tenant) as st:
+            if not await st.devices.is_online(self.device_id):
                 raise RuntimeError(f"device {self.device_id} serves but is not online")

@@ -9,9 +9,8 @@ from typing import Any
 from temporalio.testing import ActivityEnvironment
 
 from durable_agents.activities.tool_run import ToolActivities
-from durable_agents.storage.items import ItemRepository, NewItem
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.tool_effects import ToolEffectRepository
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.items import NewItem
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
@@ -21,9 +20,9 @@ async def new_call(
 ) -> ToolRunInput:
     """A session with one tool call the model asked for, as call_model commits it."""
     sid = uuid.uuid4()
-    async with res.sessions() as db, db.begin():
-        await SessionRepository(db, tenant).create(sid, title="t", model_config={})
-        await ItemRepository(db, tenant).append(
+    async with agent_state(res.sessions, tenant, write=True) as st:
+        await st.sessions.create(sid, title="t", model_config={})
+        await st.items.append(
             NewItem(
                 session_id=sid,
                 kind="tool_call",
@@ -39,8 +38,8 @@ async def new_call(
 
 async def claim(res: Resources, inp: ToolRunInput) -> None:
     """What an attempt that died between its claim and its commit leaves behind."""
-    async with res.sessions() as db, db.begin():
-        await ToolEffectRepository(db, inp.tenant_id).claim(
+    async with agent_state(res.sessions, inp.tenant_id, write=True) as st:
+        await st.effects.claim(
             inp.idempotency_key,
             session_id=uuid.UUID(inp.session_id),
             tool_call_id=inp.tool_call_id,
@@ -49,16 +48,14 @@ async def claim(res: Resources, inp: ToolRunInput) -> None:
 
 
 async def ledger_state(res: Resources, inp: ToolRunInput) -> tuple[str, int] | None:
-    async with res.sessions() as db:
-        row = await ToolEffectRepository(db, inp.tenant_id).get(inp.idempotency_key)
+    async with agent_state(res.sessions, inp.tenant_id) as st:
+        row = await st.effects.get(inp.idempotency_key)
     return None if row is None else (row.state, row.attempt)
 
 
 async def result_of(res: Resources, inp: ToolRunInput) -> dict[str, Any]:
-    async with res.sessions() as db:
-        rows = await ItemRepository(db, inp.tenant_id).for_tool_call(
-            uuid.UUID(inp.session_id), inp.tool_call_id
-        )
+    async with agent_state(res.sessions, inp.tenant_id) as st:
+        rows = await st.items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
     (result,) = [r for r in rows if r.kind == "tool_result"]
     return {"text": result.text, **result.data}
 

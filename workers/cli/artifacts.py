@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.workers.cli.common import (
     Tenant,
     console,
@@ -36,12 +36,11 @@ def artifacts_get(
     t = tenant_or_default(tenant)
 
     async def go(res: Resources) -> bytes:
-        async with res.sessions() as db:
-            repo = ArtifactRepository(db, t)
+        async with agent_state(res.sessions, t) as st:
             try:
-                row = await repo.get(uuid.UUID(artifact_id))
+                row = await st.artifacts.get(uuid.UUID(artifact_id))
             except ValueError:
-                row = await repo.find_by_sha_prefix(artifact_id.lower())
+                row = await st.artifacts.find_by_sha_prefix(artifact_id.lower())
         ref = res.store.ref_for(t, row.sha256, row.size_bytes, row.content_type)
         return await res.store.get(t, ref)
 

@@ -6,8 +6,9 @@ from datetime import UTC
 
 from rich.table import Table
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.device_models import DeviceRow
-from durable_agents.storage.devices import ONLINE_WITHIN, DeviceRepository
+from durable_agents.storage.devices import ONLINE_WITHIN
 from durable_agents.workers.cli.common import (
     Tenant,
     console,
@@ -41,10 +42,9 @@ def devices(tenant: Tenant = None) -> None:
     t = tenant_or_default(tenant)
 
     async def go(res: Resources) -> tuple[list[DeviceRow], set[str]]:
-        async with res.sessions() as db:
-            repo = DeviceRepository(db, t)
+        async with agent_state(res.sessions, t) as st:
             # Both read in one transaction, so the listing and the online flags agree.
-            return await repo.all(), await repo.online_ids(ONLINE_WITHIN)
+            return await st.devices.all(), await st.devices.online_ids(ONLINE_WITHIN)
 
     rows, online = run_async(with_resources(go))
     if not rows:

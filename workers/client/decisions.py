@@ -31,8 +31,7 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError
 
-from durable_agents.storage.db import autocommit
-from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import ApproveInput, DecisionResult, RejectInput
@@ -100,8 +99,8 @@ async def _still_to_decide(
 ) -> bool:
     """AgentState holds the model's call and neither the loop's record of a decision on it
     nor a result: the loop has yet to ask (or is asking) for a decision."""
-    async with autocommit(sessions) as db:
-        rows = await ItemRepository(db, tenant_id).for_tool_call(session_id, call_id)
+    async with agent_state(sessions, tenant_id, autocommit=True) as st:
+        rows = await st.items.for_tool_call(session_id, call_id)
     kinds = {row.kind for row in rows}
     recorded = any(row.kind == ItemKind.APPROVAL and "approved" in row.data for row in rows)
     return ItemKind.TOOL_CALL in kinds and ItemKind.TOOL_RESULT not in kinds and not recorded

@@ -12,11 +12,9 @@ from rich.text import Text
 from rich.tree import Tree
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.archive import rehydrate_for_read
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
-from durable_agents.storage.compactions import CompactionRepository
-from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import (
     ArtifactRow,
     CompactionRow,
@@ -25,8 +23,6 @@ from durable_agents.storage.models import (
     SessionRow,
     TurnRow,
 )
-from durable_agents.storage.sessions import SessionRepository
-from durable_agents.storage.turns import TurnRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.client.render import timeline_table
@@ -55,26 +51,21 @@ async def load_view(
     store: ArtifactStore | None = None,
 ) -> SessionView:
     """What `agentctl show` prints; an archived session is rehydrated first (needs `store`)."""
-    async with sessions() as db:
-        repo = SessionRepository(db, tenant_id)
-        row = await repo.get(session_id)
+    async with agent_state(sessions, tenant_id) as st:
+        row = await st.sessions.get(session_id)
         if row.status == SessionStatus.ARCHIVED:
             await rehydrate_for_read(sessions, store, tenant_id, session_id)
-            await db.refresh(row)
-        tree = await repo.tree(row.root_id or row.id)
-        turns = await TurnRepository(db, tenant_id).for_session(session_id)
+            await st.db.refresh(row)
+        tree = await st.sessions.tree(row.root_id or row.id)
+        turns = await st.turns.for_session(session_id)
         config_ids = {t.context_config_id for t in turns if t.context_config_id}
-        got = [await db.get(ContextConfigRow, (tenant_id, i)) for i in config_ids]
+        got = [await st.db.get(ContextConfigRow, (tenant_id, i)) for i in config_ids]
         configs = {c.id: c for c in got if c}
-        compactions = await CompactionRepository(db, tenant_id).for_session(session_id)
-        page = await ItemRepository(db, tenant_id).page(
-            session_id, after_ordinal=after, limit=limit + 1
-        )
+        compactions = await st.compactions.for_session(session_id)
+        page = await st.items.page(session_id, after_ordinal=after, limit=limit + 1)
         more = len(page) > limit
         items = page[:limit]
-        found = await ArtifactRepository(db, tenant_id).get_many(
-            i.artifact_id for i in items if i.artifact_id
-        )
+        found = await st.artifacts.get_many(i.artifact_id for i in items if i.artifact_id)
         return SessionView(
             session=row,
             tree=tree,

@@ -16,8 +16,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.activities.policies.task_rules import check_decider
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import check_user_tenant
-from durable_agents.storage.quotas import Quotas, TenantControls
+from durable_agents.storage.quotas import Quotas
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import TenantChangedInput
@@ -49,9 +50,8 @@ async def tenant_state(
 ) -> TenantState:
     """The tenant's quotas (set, and in force with the defaults) and whether it is frozen."""
     tenant_id = check_user_tenant(tenant_id)
-    async with sessions() as db:
-        controls = TenantControls(db, tenant_id)
-        quotas, frozen = await controls.quotas(), await controls.frozen()
+    async with agent_state(sessions, tenant_id) as st:
+        quotas, frozen = await st.controls.quotas(), await st.controls.frozen()
     return TenantState(tenant_id, frozen, quotas, quotas.over(defaults))
 
 
@@ -68,8 +68,8 @@ async def set_quotas(
     tenant_id, by = check_user_tenant(tenant_id), _who(by)
     if not changes:
         raise ValueError("quota: name at least one figure to set or clear")
-    async with sessions() as db, db.begin():
-        await TenantControls(db, tenant_id).set_quotas(changes, by)
+    async with agent_state(sessions, tenant_id, write=True) as st:
+        await st.controls.set_quotas(changes, by)
     woken = await _wake(client, sessions, tenant_id, (SessionStatus.QUOTA_EXHAUSTED,))
     state = await tenant_state(sessions, tenant_id, defaults)
     return TenantState(state.tenant_id, state.frozen, state.quotas, state.effective, woken)
@@ -81,8 +81,8 @@ async def freeze(
     """Freeze the tenant: every running task parks as `frozen` at its next model step,
     no task starts, its devices get no calls. Committed work stays as it is."""
     tenant_id, by = check_user_tenant(tenant_id), _who(by)
-    async with sessions() as db, db.begin():
-        await TenantControls(db, tenant_id).set_frozen(True, by)
+    async with agent_state(sessions, tenant_id, write=True) as st:
+        await st.controls.set_frozen(True, by)
     return await tenant_state(sessions, tenant_id, None)
 
 
@@ -91,8 +91,8 @@ async def thaw(
 ) -> TenantState:
     """Thaw the tenant: its frozen tasks go on from the step they stopped before."""
     tenant_id, by = check_user_tenant(tenant_id), _who(by)
-    async with sessions() as db, db.begin():
-        await TenantControls(db, tenant_id).set_frozen(False, by)
+    async with agent_state(sessions, tenant_id, write=True) as st:
+        await st.controls.set_frozen(False, by)
     # Quota-parked tasks may have been re-parked as frozen meanwhile: both check again.
     statuses = (SessionStatus.FROZEN, SessionStatus.QUOTA_EXHAUSTED)
     woken = await _wake(client, sessions, tenant_id, statuses)
@@ -106,8 +106,8 @@ async def _wake(
     tenant_id: str,
     statuses: tuple[str, ...],
 ) -> int:
-    async with sessions() as db:
-        parked = await TenantControls(db, tenant_id).parked_sessions(statuses)
+    async with agent_state(sessions, tenant_id) as st:
+        parked = await st.controls.parked_sessions(statuses)
     limit = asyncio.Semaphore(WAKE_CONCURRENCY)
 
     async def wake(session_id: uuid.UUID) -> bool:

@@ -8,7 +8,8 @@ from datetime import date
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from durable_agents.storage.usage import UsageFilter, UsageRepository, UsageSum
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.usage import UsageFilter, UsageSum
 from durable_agents.workers.client.tasks import session_uuid
 
 MAX_AGENT_CHARS = 128
@@ -44,6 +45,5 @@ async def usage_report(
     sessions: async_sessionmaker[AsyncSession], tenant_id: str, where: UsageFilter
 ) -> UsageReport:
     """The tenant's usage only: another tenant's session reads as one that spent nothing."""
-    async with sessions() as db:
-        repo = UsageRepository(db, tenant_id)
-        return UsageReport(total=await repo.total(where), groups=await repo.grouped(where))
+    async with agent_state(sessions, tenant_id) as st:
+        return UsageReport(total=await st.usage.total(where), groups=await st.usage.grouped(where))

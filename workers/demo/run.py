@@ -27,8 +27,8 @@ from durable_agents.activities.providers.base import ModelProvider
 from durable_agents.activities.providers.factory import build_provider
 from durable_agents.activities.providers.offline import REPORT_PATH, OfflineProvider
 from durable_agents.activities.tools.builtin import default_registry
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import ApiKeyRepository
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.db import migrate
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.workers.client import tasks
@@ -144,12 +144,11 @@ async def _verify_artifacts(console: Console, res: Resources, session_id: str) -
     """Every tool result's ref must resolve to an object whose bytes hash to its sha256."""
     _, items = await tasks.read_session(res.sessions, TENANT, session_id)
     checked = 0
-    async with res.sessions() as db:
-        repo = ArtifactRepository(db, TENANT)
+    async with agent_state(res.sessions, TENANT) as st:
         for item in items:
             if item.artifact_id is None:
                 continue
-            row = await repo.get(item.artifact_id)
+            row = await st.artifacts.get(item.artifact_id)
             ref = res.store.ref_for(TENANT, row.sha256, row.size_bytes, row.content_type)
             data = await res.store.get(TENANT, ref)  # raises if the sha256 does not match
             console.print(f"  ok  {row.artifact_id}  {len(data):>6} B  {row.content_type}")

@@ -1,7 +1,7 @@
 """Running one offered call on the device: the tool, under the call's key, on the device's
 workspace, with no AgentState at hand (memory and artifact tools answer that they need
 the cloud). What comes back is bytes or an error, and for an effectful tool its effect
-state: the gateway commits it (workers/gateway/device_calls.py).
+state: the gateway commits it (workers/device_dispatch/calls.py).
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from temporalio.client import Client
 
 from durable_agents.storage.listener import Listener
 from durable_agents.storage.session_events import EventHub, listen_dsn
+from durable_agents.workers.device_dispatch.calls import DeviceCalls
+from durable_agents.workers.device_dispatch.wakes import DeviceWakes
 from durable_agents.workers.gateway import (
     page,
     routes_budget,
@@ -34,7 +36,6 @@ from durable_agents.workers.gateway import (
 )
 from durable_agents.workers.gateway.body_limit import BodyLimit
 from durable_agents.workers.gateway.context import Gateway
-from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import install_error_handlers
 from durable_agents.workers.gateway.key_holds import POLL, STREAM, OpenHolds
 from durable_agents.workers.gateway.rate_limit import RateLimiter, SharedRateLimiter
@@ -51,7 +52,6 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     """The gateway app, serving with these resources as the tenants of its API keys."""
     listener = Listener(listen_dsn(settings.database.url.get_secret_value()))
     hub = EventHub(listener)
-    wakes = DeviceWakes(listener)
     limits = settings.gateway
     holds = OpenHolds(
         resources.sessions,
@@ -87,7 +87,13 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
         ),
         holds=holds,
     )
-    app.state.device_wakes = wakes
+    app.state.device_calls = DeviceCalls(
+        resources.sessions,
+        resources.store,
+        client,
+        DeviceWakes(listener),
+        lease_seconds=limits.device_lease_seconds,
+    )
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)

@@ -1,5 +1,6 @@
 """Bodies of the device routes. Everything a device sends is untrusted input: names,
-sizes, digests and content types are checked here before anything reads them."""
+sizes, digests and content types are checked here before anything reads them. Each body
+translates to or from what the dispatch speaks (workers/device_dispatch/payloads.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from durable_agents.activities.tools.base import Effect
 from durable_agents.activities.tools.mcp_tools import MAX_MCP_NAME_CHARS
 from durable_agents.storage.tool_effects import SETTLED, EffectState
 from durable_agents.workers.client.http_bodies import Request
+from durable_agents.workers.device_dispatch import payloads
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 # type/subtype with an optional parameter (charset=utf-8): what a preview may be told.
@@ -18,7 +20,6 @@ CONTENT_TYPE_PATTERN = (
     r"^[A-Za-z0-9.+-]{1,64}/[A-Za-z0-9.+-]{1,64}(; ?[A-Za-z0-9-]{1,32}=[A-Za-z0-9.-]{1,64})?$"
 )
 ERROR_TYPE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
-TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 MAX_TOOLS = 500
 MAX_ERROR_CHARS = 4000
 MAX_SERVER_CHARS = 64
@@ -63,6 +64,10 @@ class UploadTarget(BaseModel):
     expires_in: int
     headers: dict[str, str] = Field(default_factory=dict)
 
+    @classmethod
+    def of(cls, target: payloads.UploadTarget) -> UploadTarget:
+        return cls(url=target.url, expires_in=target.expires_in, headers=dict(target.headers))
+
 
 class UploadRequest(Request):
     """What the device is about to upload: the target it gets is bound to this sha256."""
@@ -88,6 +93,21 @@ class OfferedCall(BaseModel):
     lease: int
     lease_seconds: int
     upload: UploadTarget
+
+    @classmethod
+    def of(cls, offer: payloads.Offer) -> OfferedCall:
+        return cls(
+            call_id=offer.call_id,
+            idempotency_key=offer.idempotency_key,
+            tool=offer.tool,
+            arguments=offer.arguments,
+            agent=offer.agent,
+            step=offer.step,
+            offered_before=offer.offered_before,
+            lease=offer.lease,
+            lease_seconds=offer.lease_seconds,
+            upload=UploadTarget.of(offer.upload),
+        )
 
 
 class ResultInfo(Request):
@@ -118,6 +138,19 @@ class Completion(Request):
         if effect is not None and effect not in SETTLED:
             raise ValueError(f"effect must be one of: {', '.join(SETTLED)}")
         return effect
+
+    def completion(self) -> payloads.Completion:
+        """As the dispatch takes it."""
+        result = self.result
+        error = self.error
+        return payloads.Completion(
+            result=None
+            if result is None
+            else payloads.ResultClaim(result.size_bytes, result.sha256, result.content_type),
+            error=None if error is None else payloads.ReportedError(error.type, error.message),
+            effect=self.effect,
+            lease=self.lease,
+        )
 
 
 class CompletionAnswer(BaseModel):

@@ -1,9 +1,9 @@
 """Every error the gateway answers with has one JSON shape: {"error": {"type", "message"}},
 plus `errors` (a list of strings, one problem each) where a request has several problems.
 
-Exceptions from workers.client.tasks and storage map to statuses here, so routes just call them.
-A missing session and another tenant's session raise the same SessionNotFound, so they
-answer the same 404.
+Exceptions from workers.client.tasks, workers.device_dispatch and storage map to statuses
+here, so routes just call them. A missing session and another tenant's session raise the
+same SessionNotFound, so they answer the same 404.
 """
 
 from __future__ import annotations
@@ -25,6 +25,14 @@ from durable_agents.storage.errors import ArtifactNotFound, InvalidTenant, Sessi
 from durable_agents.storage.quotas import QuotaRefused, TenantFrozen
 from durable_agents.workers.client.commands import ScopeRefused
 from durable_agents.workers.client.tasks import TaskNotResumable, TaskNotRunning
+from durable_agents.workers.device_dispatch.errors import (
+    AlreadyCommitted,
+    InvalidDeviceRequest,
+    NoSuchCall,
+    NotLeased,
+    NotRegistered,
+    ResultRefused,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +149,12 @@ def install_error_handlers(app: FastAPI) -> None:
     on(ScopeRefused, 403, "forbidden")
     on(QuotaRefused, 429, "quota_exceeded")
     on(TenantFrozen, 403, "tenant_frozen")
+    on(NoSuchCall, 404, "not_found")
+    on(NotLeased, 409, "not_leased")
+    on(NotRegistered, 409, "not_registered")
+    on(AlreadyCommitted, 409, "already_committed")
+    on(ResultRefused, 422, "result_refused")
+    on(InvalidDeviceRequest, 422, "invalid_request")
     on(ValueError, 400, "invalid_request")
     on(WorkflowUpdateRPCTimeoutOrCancelledError, 504, "timeout")
     app.add_exception_handler(Exception, internal)

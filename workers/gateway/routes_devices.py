@@ -2,24 +2,23 @@
 calls, renews its lease while a tool runs, and completes each call after uploading the
 result to the call's presigned PUT. Only device keys pass (workers.gateway.auth.DeviceKey);
 the tenant and the device come from the key, never from a request field.
+
+The routes translate HTTP to and from the dispatch (workers/device_dispatch/calls.py);
+its refusals map to statuses in workers/gateway/errors.py.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from durable_agents.activities.tools.mcp_device import device_mcp_tools
-from durable_agents.activities.tools.mcp_servers import McpListingError
-from durable_agents.storage.devices import DeviceRepository
-from durable_agents.storage.quotas import TenantControls, TenantFrozen
-from durable_agents.workers.gateway import device_calls
-from durable_agents.workers.gateway.auth import DeviceKey
+from durable_agents.storage.api_keys import Principal
+from durable_agents.workers.device_dispatch.calls import DeviceCalls
+from durable_agents.workers.device_dispatch.errors import PollEnded
+from durable_agents.workers.gateway.auth import DeviceKey, unauthorized
 from durable_agents.workers.gateway.context import GatewayDep
 from durable_agents.workers.gateway.device_models import (
-    TOOL_NAME_PATTERN,
     Completion,
     CompletionAnswer,
     DeviceIdentity,
@@ -28,17 +27,27 @@ from durable_agents.workers.gateway.device_models import (
     UploadRequest,
     UploadTarget,
 )
-from durable_agents.workers.gateway.device_wakes import DeviceWakes
 from durable_agents.workers.gateway.errors import ApiError
+from durable_agents.workers.gateway.key_holds import POLL
 
 router = APIRouter(prefix="/v1/device", tags=["device"])
 
 MAX_WAIT_SECONDS = 30.0
 
 
-def wakes_of(request: Request) -> DeviceWakes:
-    wakes: DeviceWakes = request.app.state.device_wakes
-    return wakes
+def calls_of(request: Request) -> DeviceCalls:
+    calls: DeviceCalls = request.app.state.device_calls
+    return calls
+
+
+Calls = Annotated[DeviceCalls, Depends(calls_of)]
+
+
+def device_of(principal: Principal) -> str:
+    """The device a device key speaks for."""
+    if principal.device_id is None:  # device_principal let only device keys through
+        raise ApiError(403, "forbidden", "the device routes need a device key")
+    return principal.device_id
 
 
 @router.get("", response_model=DeviceIdentity)
@@ -47,29 +56,16 @@ async def me(principal: DeviceKey) -> DeviceIdentity:
     return DeviceIdentity(
         key_id=principal.key_id,
         tenant_id=principal.tenant_id,
-        device_id=device_calls.device_of(principal),
+        device_id=device_of(principal),
     )
 
 
 @router.post("", response_model=DeviceIdentity)
-async def register(
-    body: DeviceRegistration, principal: DeviceKey, gateway: GatewayDep
-) -> DeviceIdentity:
+async def register(body: DeviceRegistration, principal: DeviceKey, calls: Calls) -> DeviceIdentity:
     """Register (or re-register) the device's tools and the specs of its device-local MCP
     tools; the cloud offers those to the model from what is stored here."""
-    device_id = device_calls.device_of(principal)
-    bad = [t for t in body.tools if not re.fullmatch(TOOL_NAME_PATTERN, t)]
-    if bad:
-        raise ApiError(422, "invalid_request", f"invalid tool name {bad[0][:64]!r}")
-    specs = body.spec_records()
-    try:
-        device_mcp_tools(specs)  # checked as the cloud will read them
-    except McpListingError as err:
-        raise ApiError(422, "invalid_request", str(err)) from None
-    async with gateway.resources.sessions() as db, db.begin():
-        await DeviceRepository(db, principal.tenant_id).register(
-            device_id, sorted(set(body.tools)), specs
-        )
+    device_id = device_of(principal)
+    await calls.register(principal.tenant_id, device_id, body.tools, body.spec_records())
     return DeviceIdentity(
         key_id=principal.key_id, tenant_id=principal.tenant_id, device_id=device_id
     )
@@ -81,49 +77,59 @@ async def register(
     responses={204: {"description": "no call within the wait"}},
 )
 async def next_call(
-    request: Request,
     principal: DeviceKey,
     gateway: GatewayDep,
+    calls: Calls,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = 20.0,
 ) -> OfferedCall | Response:
     """Long-poll: this device's next call (leased to it), or 204 after `wait` seconds; 429
     past the key's open long-polls, 401 once its key is revoked or expires meanwhile;
     403 while its tenant is frozen (a call already taken may still complete)."""
-    async with gateway.resources.sessions() as db:
-        if await TenantControls(db, principal.tenant_id).frozen():
-            raise TenantFrozen(principal.tenant_id)
-    found = await device_calls.next_call(gateway, wakes_of(request), principal, wait)
+    tenant, device = principal.tenant_id, device_of(principal)
+    await calls.check_in(tenant, device)
+    hold = gateway.holds.acquire(principal.key_id, POLL)  # 429 past the key's cap
+    try:
+        found = await calls.next_call(tenant, device, wait, until=hold.ended)
+    except PollEnded:
+        raise unauthorized() from None
+    finally:
+        hold.release()
     if found is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return found
+    return OfferedCall.of(found)
 
 
 @router.post("/calls/{call_id}/heartbeat", status_code=status.HTTP_204_NO_CONTENT)
 async def heartbeat(
     call_id: str,
     principal: DeviceKey,
-    gateway: GatewayDep,
+    calls: Calls,
     lease: Annotated[int | None, Query(ge=1)] = None,
 ) -> None:
     """Still running: renew the lease (else the call is offered again once it runs out);
     `lease` (OfferedCall.lease): only that one, not a newer offer's (409)."""
-    await device_calls.renew(gateway, principal, call_id, lease)
+    await calls.renew(principal.tenant_id, device_of(principal), call_id, lease)
 
 
 @router.post("/calls/{call_id}/upload", response_model=UploadTarget)
 async def upload_target(
-    call_id: str, body: UploadRequest, principal: DeviceKey, gateway: GatewayDep
+    call_id: str, body: UploadRequest, principal: DeviceKey, calls: Calls
 ) -> UploadTarget:
     """A presigned PUT for this call's result bound to its sha256 as well as its key."""
-    return await device_calls.bound_upload(gateway, principal, call_id, body.sha256, body.lease)
+    target = await calls.bound_upload(
+        principal.tenant_id, device_of(principal), call_id, body.sha256, body.lease
+    )
+    return UploadTarget.of(target)
 
 
 @router.post("/calls/{call_id}/complete", response_model=CompletionAnswer)
 async def complete(
-    call_id: str, body: Completion, principal: DeviceKey, gateway: GatewayDep
+    call_id: str, body: Completion, principal: DeviceKey, calls: Calls
 ) -> CompletionAnswer:
     """The call's result (uploaded to its target first) or its error, under the device's
     current lease (409 otherwise). A result whose uploaded object does not match size and
     sha256 is refused (422), nothing committed."""
-    done, already = await device_calls.complete(gateway, principal, call_id, body)
+    done, already = await calls.complete(
+        principal.tenant_id, device_of(principal), call_id, body.completion()
+    )
     return CompletionAnswer(call_id=done, status="already_committed" if already else "committed")

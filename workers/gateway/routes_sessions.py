@@ -18,11 +18,9 @@ from durable_agents.activities.policies.edited_arguments import call_schema
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import Principal
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.download_types import download_headers
-from durable_agents.storage.items import MAX_ORDINAL, ItemRepository
+from durable_agents.storage.items import MAX_ORDINAL
 from durable_agents.storage.models import SessionRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.artifact_ref import ArtifactRef
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
@@ -75,10 +73,8 @@ async def list_sessions(
     status_: Annotated[SessionStatus | None, Query(alias="status")] = None,
 ) -> SessionList:
     """The tenant's sessions, newest first."""
-    async with gateway.resources.sessions() as db:
-        rows = await SessionRepository(db, principal.tenant_id).listing(
-            limit=limit, before=before, status=status_
-        )
+    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
+        rows = await st.sessions.listing(limit=limit, before=before, status=status_)
     last = rows[-1].id if len(rows) == limit else None
     return SessionList(sessions=[Session.of(r) for r in rows], next_before=last)
 
@@ -113,10 +109,8 @@ async def inbox(
 ) -> Inbox:
     """Sessions waiting for approval, with each call waiting and its arguments; and those
     parked at their budget, with what they spent."""
-    async with gateway.resources.sessions() as db:
-        rows = await SessionRepository(db, principal.tenant_id).listing(
-            limit=limit, status=SessionStatus.WAITING_APPROVAL
-        )
+    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
+        rows = await st.sessions.listing(limit=limit, status=SessionStatus.WAITING_APPROVAL)
     entries = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
     return Inbox(
         entries=[e for e in entries if e is not None and e.pending],
@@ -128,14 +122,11 @@ async def _parked_at_budget(
     gateway: Gateway, principal: Principal, limit: int
 ) -> list[BudgetEntry]:
     """From AgentState alone (no workflow query): the park's note names the figures."""
-    async with gateway.resources.sessions() as db:
-        rows = await SessionRepository(db, principal.tenant_id).listing(
-            limit=limit, status=SessionStatus.BUDGET_EXHAUSTED
-        )
-        items = ItemRepository(db, principal.tenant_id)
+    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
+        rows = await st.sessions.listing(limit=limit, status=SessionStatus.BUDGET_EXHAUSTED)
         parked = []
         for row in rows:
-            note = await items.first_of_kind(row.id, ItemKind.ERROR, last=True)
+            note = await st.items.first_of_kind(row.id, ItemKind.ERROR, last=True)
             parked.append(BudgetEntry(session=Session.of(row), reached=note.text if note else ""))
     return parked
 
@@ -176,11 +167,10 @@ async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> Inb
 async def session_tree(session_id: str, principal: Reader, gateway: GatewayDep) -> SessionList:
     """Every session of this session's tree (its root, sub-agents and theirs), oldest first;
     each names its parent_id."""
-    async with gateway.resources.sessions() as db:
-        repo = SessionRepository(db, principal.tenant_id)
-        row = await repo.get(tasks.session_uuid(session_id))
-        root = await repo.get(row.root_id) if row.root_id and row.root_id != row.id else row
-        under = [r for r in await repo.tree(root.id) if r.id != root.id]
+    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
+        row = await st.sessions.get(tasks.session_uuid(session_id))
+        root = await st.sessions.get(row.root_id) if row.root_id and row.root_id != row.id else row
+        under = [r for r in await st.sessions.tree(root.id) if r.id != root.id]
     return SessionList(sessions=[Session.of(r) for r in [root, *under]])
 
 
@@ -228,8 +218,8 @@ async def _artifact(
 ) -> tuple[ArtifactRef, str | None]:
     """The tenant's artifact and how its object is stored (None: the raw bytes)."""
     tenant, store = principal.tenant_id, gateway.resources.store
-    async with gateway.resources.sessions() as db:
-        row = await ArtifactRepository(db, tenant).get(artifact_id)
+    async with agent_state(gateway.resources.sessions, tenant) as st:
+        row = await st.artifacts.get(artifact_id)
     ref = store.ref_for(tenant, row.sha256, row.size_bytes, row.content_type)
     return ref, await store.stored_encoding(tenant, ref)
 

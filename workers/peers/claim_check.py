@@ -56,8 +56,8 @@ from temporalio.converter import (
     WorkflowSerializationContext,
 )
 
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifact_cache import ArtifactReadCache
-from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
 from durable_agents.storage.claim_holds import Held, hold
 from durable_agents.storage.errors import ArtifactNotFound, ArtifactRecordMismatch
@@ -255,8 +255,8 @@ class ClaimCheckCodec(PayloadCodec, WithSerializationContext):
             return Held(ref, blob.data)
 
         held = await asyncio.gather(*(put(b) for b in todo))
-        async with sessions() as db, db.begin():
-            await hold(db, store, held, owner)
+        async with agent_state(sessions, tenant, write=True) as st:
+            await hold(st.db, store, held, owner)
         self.store.note_held(tenant, owner, [b.sha256 for b in todo])
 
     # decoding
@@ -314,8 +314,8 @@ class ClaimCheckCodec(PayloadCodec, WithSerializationContext):
         store, sessions = await self.store.open()
         rows: dict[str, ArtifactRow] = {}
         if unread := {sha for sha, _ in named} - known.keys():
-            async with sessions() as db:
-                rows = await ArtifactRepository(db, self.tenant_id).by_sha256(unread)
+            async with agent_state(sessions, self.tenant_id) as st:
+                rows = await st.artifacts.by_sha256(unread)
             for sha in unread:
                 if sha not in rows:
                     # Another tenant's object is indistinguishable from a missing one.

@@ -26,14 +26,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.archive import ensure_hot
 from durable_agents.storage.artifact_commit import artifact_info, register_uploaded
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
 from durable_agents.storage.errors import SessionArchived, SessionNotFound
-from durable_agents.storage.external_items import EXTERNAL_PREFIX, ExternalItems
-from durable_agents.storage.items import ItemRepository, NewItem
+from durable_agents.storage.external_items import EXTERNAL_PREFIX
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.artifact_ref import ArtifactRef
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.previews import bounded, make_preview
@@ -160,15 +160,14 @@ class ExternalHistory:
         if self._owns_store:
             await self._store.aclose()
 
-    async def _check(self, db: AsyncSession, *, create: bool) -> bool:
+    async def _check(self, st: AgentState, *, create: bool) -> bool:
         """Whether the session exists (with `create`, it does after this), refusing one
         that our own loop runs."""
         if self._known:
             return True
-        repo = SessionRepository(db, self.tenant)
-        row = await repo.find(self.id)
+        row = await st.sessions.find(self.id)
         if row is None and create:
-            row = await repo.create(
+            row = await st.sessions.create(
                 self.id,
                 title=bounded(self._title, 200),
                 model_config={},
@@ -215,10 +214,9 @@ class ExternalHistory:
     ) -> list[tuple[uuid.UUID, bytes, str]]:
         """Commit the rows; the artifacts they name, as (id, bytes, content type)."""
         kept: list[tuple[uuid.UUID, bytes, str]] = []
-        async with sessions() as db, db.begin():
-            await self._check(db, create=True)
-            held = ExternalItems(db, self.tenant)
-            items = ItemRepository(db, self.tenant)
+        async with agent_state(sessions, self.tenant, write=True) as st:
+            await self._check(st, create=True)
+            held, items = st.external, st.items
             pending = iter(refs)
             new: list[NewItem] = []
             names: dict[str, str] = {}
@@ -239,7 +237,7 @@ class ExternalHistory:
                 external: dict[str, Any] = {"sdk": self._sdk, **p.entry.extra}
                 if p.blob is not None:
                     ref = next(pending)
-                    artifact_id = await register_uploaded(db, store, ref, p.blob)
+                    artifact_id = await register_uploaded(st.db, store, ref, p.blob)
                     kept.append((artifact_id, p.blob, ref.content_type))
                     await held.hold(self.id, artifact_id)
                     data["artifact"] = artifact_info(ref, with_key=False)
@@ -287,16 +285,16 @@ class ExternalHistory:
     async def _rows(
         self, sessions: async_sessionmaker[AsyncSession], limit: int | None
     ) -> list[ItemRow]:
-        async with sessions() as db:
-            row = await SessionRepository(db, self.tenant).find(self.id)
+        async with agent_state(sessions, self.tenant) as st:
+            row = await st.sessions.find(self.id)
             if row is None:
                 return []
             if row.status == "archived":
                 raise SessionArchived(f"session {self.id} is archived")
-            await self._check(db, create=False)
+            await self._check(st, create=False)
             if limit is None:
-                return await ItemRepository(db, self.tenant).page(self.id)
-            return await ExternalItems(db, self.tenant).newest(self.id, limit)
+                return await st.items.page(self.id)
+            return await st.external.newest(self.id, limit)
 
     async def _read(self, store: ArtifactStore, gate: asyncio.Semaphore, row: ItemRow) -> Stored:
         external = dict(row.data["external"])
@@ -328,11 +326,11 @@ class ExternalHistory:
     async def pop(self) -> Stored | None:
         """Remove the newest entry and return it (None: there is none)."""
         store, sessions = await self._store.open()
-        async with sessions() as db, db.begin():
-            if not await self._check(db, create=False):
+        async with agent_state(sessions, self.tenant, write=True) as st:
+            if not await self._check(st, create=False):
                 return None
             try:
-                row = await ExternalItems(db, self.tenant).remove_last(self.id)
+                row = await st.external.remove_last(self.id)
             except SessionNotFound:
                 return None
             # Read inside the transaction: a failed read leaves the item where it was.
@@ -341,6 +339,6 @@ class ExternalHistory:
     async def clear(self) -> None:
         """Remove every entry; the session stays, and later appends continue it."""
         _, sessions = await self._store.open()
-        async with sessions() as db, db.begin():
-            if await self._check(db, create=False):
-                await ExternalItems(db, self.tenant).remove_all(self.id)
+        async with agent_state(sessions, self.tenant, write=True) as st:
+            if await self._check(st, create=False):
+                await st.external.remove_all(self.id)

@@ -19,7 +19,8 @@ from durable_agents.activities.tools.builtin import WORKFLOW_TOOLS, default_regi
 from durable_agents.activities.tools.mcp_servers import McpServer
 from durable_agents.activities.tools.mcp_toolset import McpToolsets
 from durable_agents.activities.tools.tool_identity import make_non_dumpable
-from durable_agents.storage.devices import DeviceRepository, validate_device_id
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.devices import validate_device_id
 from durable_agents.workers.agent_loading import Providers, agents_from, servers_of
 from durable_agents.workers.device.calls import LocalTools
 from durable_agents.workers.device.link import DeviceLinkSettings, run_device_link
@@ -166,8 +167,8 @@ async def run_device_worker(
         registry, registries, served, specs = _device_tools(agents, mcp_servers, toolsets)
         client = await connect_client(data_converter=data_converter_with_offload(res.store))
         # Not best-effort: a device that cannot reach AgentState cannot run a tool either.
-        async with res.sessions() as db, db.begin():
-            await DeviceRepository(db, tenant).register(device_id, served, specs)
+        async with agent_state(res.sessions, tenant, write=True) as st:
+            await st.devices.register(device_id, served, specs)
         tools = ToolActivities(
             res.sessions,
             res.store,
@@ -251,9 +252,8 @@ async def _heartbeat(
         await asyncio.sleep(DEVICE_HEARTBEAT_SECONDS)
         try:
             async with asyncio.timeout(DEVICE_HEARTBEAT_SECONDS):
-                async with sessions() as db, db.begin():
-                    repo = DeviceRepository(db, tenant)
-                    if not await repo.heartbeat(device_id):
-                        await repo.register(device_id, tools, specs)
+                async with agent_state(sessions, tenant, write=True) as st:
+                    if not await st.devices.heartbeat(device_id):
+                        await st.devices.register(device_id, tools, specs)
         except Exception:  # any failure of one beat is survivable; the next may succeed
             logger.warning("device %s heartbeat failed; retrying", device_id, exc_info=True)
