@@ -104,12 +104,6 @@ NOT_TENANT_BOUND = {
     "OutboxRepository": "one trajectory outbox for every tenant: each event names its own, "
     "and the forwarder drains them all",
 }
-# Still built on a raw session in modules left to another change: convert each block to
-# agent_state(...), then remove its line here.
-NOT_YET = {
-    ("durable_agents.workers.cli.main", "SessionRepository"): "`agentctl sessions`",
-    ("durable_agents.workers.client.commands", "TenantControls"): "the start check",
-}
 
 
 def room_of(name: str) -> str:
@@ -248,7 +242,7 @@ def hand_built(where: str, built: list[tuple[int, str]]) -> list[str]:
     return [
         f"{where}:{line}: {cls}(...) built outside storage/ (open agent_state(...) instead)"
         for line, cls in sorted(built)
-        if cls not in NOT_TENANT_BOUND and (where, cls) not in NOT_YET
+        if cls not in NOT_TENANT_BOUND
     ]
 
 
@@ -274,7 +268,7 @@ def test_a_repository_built_outside_storage_is_named() -> None:
         "    await Items(db, 't').page(st)\n"
         "    devices.DeviceRepository(db, 't')\n"
         "    ApiKeyRepository(db)\n"  # not tenant-bound: allowed
-        "    TenantControls(db, 't')\n"  # allowed in NOT_YET's module only
+        "    TenantControls(db, 't')\n"
         "    st.items.page(1)\n"
     )
     where = "durable_agents.workers.gateway.routes_sessions"
@@ -283,7 +277,6 @@ def test_a_repository_built_outside_storage_is_named() -> None:
         f"{where}:5: DeviceRepository(...) built outside storage/ (open agent_state(...) instead)",
         f"{where}:7: TenantControls(...) built outside storage/ (open agent_state(...) instead)",
     ]
-    assert hand_built("durable_agents.workers.client.commands", [(7, "TenantControls")]) == []
 
 
 def test_every_allowed_hand_built_repository_is_still_built_there() -> None:
@@ -294,6 +287,5 @@ def test_every_allowed_hand_built_repository_is_still_built_there() -> None:
         for _, cls in builds_in(path, classes)
     }
     assert NOT_TENANT_BOUND.keys() <= classes
-    stale = [f"{w}: {c}" for w, c in NOT_YET if (w, c) not in built]
-    stale += [c for c in NOT_TENANT_BOUND if not any(cls == c for _, cls in built)]
+    stale = [c for c in NOT_TENANT_BOUND if not any(cls == c for _, cls in built)]
     assert stale == [], "no longer built there: remove it from tests/test_layering.py"

@@ -14,9 +14,9 @@ import typer
 from temporalio.service import RPCError
 
 from durable_agents.activities.agents import DEFAULT_AGENT
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.db import migrate
 from durable_agents.storage.devices import validate_device_id
-from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.cli.archive import archive_app
@@ -306,8 +306,8 @@ def sessions(
     t = tenant_or_default(tenant)
 
     async def go(res: Resources) -> None:
-        async with res.sessions() as db:
-            rows = await SessionRepository(db, t).recent(limit=limit)
+        async with agent_state(res.sessions, t) as st:
+            rows = await st.sessions.recent(limit=limit)
         console.print(sessions_table(rows))
 
     run_async(with_resources(go))

@@ -33,9 +33,10 @@ from durable_agents.activities.policies.text_limits import (
     check_text,
     utf8_size,
 )
+from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.api_keys import Principal
 from durable_agents.storage.artifacts import ArtifactStore, check_user_tenant
-from durable_agents.storage.quotas import Quotas, TenantControls, tenant_default
+from durable_agents.storage.quotas import Quotas, tenant_default
 from durable_agents.workers.agent_loading import task_options_for
 from durable_agents.workers.client import tasks
 from durable_agents.workers.settings import Settings
@@ -150,8 +151,8 @@ class StartCommand:
     ) -> str:
         """Commit the session and its task, start its workflow; the session id."""
 
-        async def within_quotas(db: AsyncSession) -> None:
-            await TenantControls(db, self.options.tenant_id).check_start(self.quotas)
+        async def within_quotas(st: AgentState) -> None:
+            await st.controls.check_start(self.quotas)
 
         handle: WorkflowHandle[Any, Any] = await tasks.start_task(
             client,

@@ -65,7 +65,7 @@ async def start_task(
     session_id: uuid.UUID | None = None,
     store: ArtifactStore | None = None,
     limits: TextLimits | None = None,
-    check: Callable[[AsyncSession], Awaitable[None]] | None = None,
+    check: Callable[[AgentState], Awaitable[None]] | None = None,
 ) -> WorkflowHandle[AgentWorkflow, Any]:
     """Commit the session and its first message, then start the workflow for it.
 
@@ -88,7 +88,7 @@ async def start_task(
         # Inside the transaction: a refusal rolls back, so nothing is committed.
         await _check_device(st, options)
         if check is not None:
-            await check(st.db)
+            await check(st)
         await st.sessions.create(
             session_id,
             title=text[:200],
