@@ -1,15 +1,18 @@
-"""The per-step cost of a task's budget and quota checks (activities/policies/budget_check.py).
+"""The per-admission cost of the gate (activities/policies/admission.py): a task's budget,
+its tenant's quotas and kill switch, and the admission's record.
 
-Before each model call, call_model reads in one statement what the session has committed
-(its session_spend row: tokens, cost, tool calls, grown with each reply counted), its
-tenant's quotas and frozen flag (tenant_controls) and the tenant's spend today and this
-month (tenant_spend, one row a UTC day), and compares them with the task's budget and the
-quotas (step_gate). `check` runs it for a tenant with no quotas set; `check+quota` for one
+Before each model call (and each tool call and sub-agent), the gate takes the budget's lock,
+looks up the admission's key, reads in one statement what the budget has committed (its
+session_spend row) and reserved (its open admissions), its tenant's quotas and frozen flag
+(tenant_controls) and the tenant's spend today and this month (tenant_spend, one row a UTC
+day), compares them with the task's budget and the quotas, and records the admission with its
+reservation, in one transaction (admit). `check` runs it for a tenant with no quotas set;
+`check+quota` for one
 with day and month quotas and a full month (31 day rows) of spend, checked on the month's
 last day. Measured here on a throwaway PostgreSQL: a
 session of `steps` committed steps (each a reply with one tool call and its result, and the
 reply's usage row), among `other` sessions of the tenant of the same size, the check run
-`--checks` times inside an open connection as call_model runs it; and what counting costs
+`--checks` times, each a transaction of its own as call_model runs it; and what counting costs
 the reply's transaction (the usage row, the session's and the tenant's day's sums,
 UsageRepository.record).
 Reported: p50 and p95 per check and per record, in ms.
@@ -33,8 +36,8 @@ from throwaway_stack import bench_resources
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from durable_agents.activities.policies.budget_check import step_gate
-
+from durable_agents.activities.policies.admission import Admission, GateLimits, admit
+from durable_agents.storage.admissions import MODEL, Reservation
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.items import NewItem
 from durable_agents.storage.quotas import Quotas
@@ -119,13 +122,19 @@ async def _measure(
     quotas = Quotas(**QUOTAS) if tenant == QUOTA_TENANT else None
     now = MONTH_END if quotas else None
     times = []
-    async with agent_state(res.sessions, tenant, autocommit=True) as st:
+    async with agent_state(res.sessions, tenant) as st:
         session = await st.sessions.get(sid)
-        for _ in range(checks):
-            start = time.perf_counter()
-            gate = await step_gate(st, session, BUDGET, quota_defaults=quotas, now=now)
-            times.append((time.perf_counter() - start) * 1000)
-            assert not gate.closed
+    for _ in range(checks):
+        request = Admission(
+            MODEL, f"{sid}:{uuid.uuid4()}", session, BUDGET, reservation=Reservation(32_000, None)
+        )
+        start = time.perf_counter()
+        async with agent_state(res.sessions, tenant, write=True) as st:
+            gate = await admit(st, request, GateLimits(quotas), now=now)
+        times.append((time.perf_counter() - start) * 1000)
+        async with agent_state(res.sessions, tenant, autocommit=True) as st:
+            await st.admissions.settle(request.key)  # the reply's transaction does it
+        assert gate.admitted
     return times
 
 

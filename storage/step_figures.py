@@ -42,7 +42,7 @@ class StepFigures:
 
 # Every figure an admission is checked against, by primary key, one month's day rows (at
 # most 31) and the budget's open reservations (its calls in flight): one statement per
-# admission, however long the session or busy the tenant. bench/budget_check.py measures it.
+# admission, however long the session or busy the tenant (bench/budget_check.py).
 STEP_FIGURES = text(
     """
     SELECT s.tokens, s.cost_usd, s.unpriced_replies, s.tool_calls,
