@@ -1,7 +1,5 @@
 """A frozen tenant runs no effect: a decision on a waiting call is recorded and held until
-the thaw (the call passes the gate only then), for a tool call and for a sub-agent alike.
-Before the gate, approving a waiting write_file of a frozen tenant wrote the file, and
-approving a delegate started the child."""
+the thaw (the call passes the gate only then), for a tool call and for a sub-agent alike."""
 
 from __future__ import annotations
 

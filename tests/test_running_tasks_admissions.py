@@ -1,8 +1,7 @@
 """`running_tasks` counts every way a task starts running, not only a start: a sub-agent is
 refused past it (the model reads why), an approval that would take a parked task back among
 the running is refused (429, nothing recorded), and so is a resume; a frozen tenant's resume
-is refused like its starts. Before, with running_tasks=1, sub-agents, resumes and approved
-parked tasks ran unchecked until 7 ran."""
+is refused like its starts."""
 
 from __future__ import annotations
 
