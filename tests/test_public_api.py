@@ -3,6 +3,7 @@ the real stack with the offline model."""
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 import uuid
 from collections.abc import Iterator
@@ -159,3 +160,17 @@ async def test_a_worker_serves_the_agents_agent_definitions_names(
         with pytest.raises(AgentLoadError, match="no agent named 'three'"):
             await client.start("three", "hello")
     assert served.status == "completed"
+
+
+async def test_connect_starts_tasks_with_the_settings_it_was_given_not_the_environments(
+    api_env: None,
+) -> None:
+    """`connect(settings=...)` is the door's settings for every task it starts: here a queue
+    the environment does not name, which only the worker serving those settings polls."""
+    mine = get_settings().model_copy(deep=True)
+    mine.agent = mine.agent.model_copy(update={"task_queue": f"own-{uuid.uuid4().hex[:8]}"})
+    plain = Agent(name="weather", instructions="Forecast.", tools=[forecast])
+    async with serve([plain], settings=mine), connect(settings=mine) as client:
+        task = await client.start(plain, "forecast place=Oslo")
+        done = await asyncio.wait_for(task.result(), 60)  # never taken on another queue
+    assert (done.status, done.answer) == ("completed", "forecast: sunny in Oslo")
