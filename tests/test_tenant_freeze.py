@@ -67,8 +67,13 @@ async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_
     device = bearer(await make_device_key(resources, tenant, "laptop"))
     async with agent_worker(model, workspace) as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
+        # Steps to spare: with no workflow cache a worker may run one task's steps before the
+        # other's, and neither may end at its step limit before the freeze.
         started = await asyncio.gather(
-            *(start(client, resources, queue, tenant=tenant, session_id=new) for new in sids)
+            *(
+                start(client, resources, queue, tenant=tenant, session_id=new, max_steps=500)
+                for new in sids
+            )
         )
 
         async def steps() -> int:

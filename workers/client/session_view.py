@@ -73,7 +73,9 @@ async def load_view(
             configs={k: v for k, v in configs.items() if v.tenant_id == tenant_id},
             compactions=compactions,
             items=items,
-            artifacts=sorted(found.values(), key=lambda a: a.created_at),
+            # Rows written in one transaction share a time: the id orders them the same
+            # before and after an archive round trip.
+            artifacts=sorted(found.values(), key=lambda a: (a.created_at, str(a.artifact_id))),
             next_after=items[-1].ordinal if more and items else None,
         )
 
