@@ -39,6 +39,7 @@ from durable_agents.workers.stack import (
     free_port,
     reserve_ports,
 )
+from tests.support.processes import as_in_a_terminal
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 
@@ -290,6 +291,7 @@ async def test_dev_up_serves_the_gateway_and_prints_its_url(state_root: Path) ->
         *("--temporal-port", "0", "--postgres-port", "0", "--s3-port", "0", "--no-ui"),
         *("--model-provider", "offline", "--gateway-port", "0"),
         env=env,
+        preexec_fn=as_in_a_terminal,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from durable_agents.workers.cli.devup_signals import GRACE_SECONDS
+from tests.support.processes import as_in_a_terminal
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 UP_TIMEOUT = 150.0
@@ -83,7 +84,13 @@ def dev_up(state: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen[byte
     argv += ["--model-provider", "offline", "--gateway-port", "0"]
     with (cwd / "dev-up.log").open("wb") as log:
         return subprocess.Popen(
-            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=as_in_a_terminal,
         )
 
 

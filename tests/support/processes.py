@@ -133,3 +133,10 @@ class DeviceProcess:
         async with agent_state(res.sessions, self.tenant) as st:
             if not await st.devices.is_online(self.device_id):
                 raise RuntimeError(f"device {self.device_id} serves but is not online")
+
+
+def as_in_a_terminal() -> None:
+    """A child's SIGINT as a terminal's foreground process gets it (a Popen preexec_fn): a
+    suite run as a background job (`make test &`) ignores SIGINT, and a child told to stop
+    by Ctrl-C, rightly, leaves an ignored signal ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
