@@ -10,9 +10,6 @@ import uuid
 
 from fastapi import APIRouter, status
 
-from durable_agents.storage.agent_state import agent_state
-from durable_agents.storage.api_keys import Principal
-from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest
 from durable_agents.workers.client.http_bodies import (
     Approve,
@@ -26,18 +23,9 @@ from durable_agents.workers.client.http_bodies import (
     StartTask,
 )
 from durable_agents.workers.gateway.auth import Approver, Starter
-from durable_agents.workers.gateway.context import Gateway, GatewayDep
+from durable_agents.workers.gateway.context import GatewayDep
 
 router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
-
-
-async def owned_session(gateway: Gateway, principal: Principal, session_id: str) -> str:
-    """The session id in its one spelling, once it is known to be the tenant's
-    (SessionNotFound, a 404, otherwise)."""
-    sid = tasks.session_uuid(session_id)
-    async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
-        await st.sessions.get(sid)
-    return str(sid)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Started)
