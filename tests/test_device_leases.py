@@ -83,6 +83,16 @@ async def _results(res: Resources, tenant: str, session_id: str) -> list[Any]:
     return [i for i in await items_of(res, tenant, session_id) if i.kind == "tool_result"]
 
 
+async def _leased_again_and_committed(device: Any, cid: str, handle: Any) -> None:
+    """The call a lease ran out on is offered again under lease 2, which completes it."""
+    again = await device.offer()
+    assert again["call_id"] == cid and again["lease"] == 2
+    assert (await device.http.put(again["upload"]["url"], content=REAL)).status_code == 200
+    done = await device.complete(cid, _claim(REAL, lease=2))
+    assert done.status_code == 200 and done.json()["status"] == "committed", done.text
+    assert (await handle.result()).status == "completed"
+
+
 async def _staged(res: Resources, tenant: str, call_id: str) -> list[str]:
     """The call's objects in staging, whatever lease they were uploaded under."""
     prefix = f"{res.store.prefix}/{tenant}/device-uploads/{call_id}"
@@ -171,7 +181,7 @@ async def test_a_lease_that_ran_out_completes_nothing_and_its_upload_url_ends_wi
         )
         first = await device.offer()
         cid = first["call_id"]
-        # Before: every upload URL lived 900 s, whatever the lease.
+        # An upload URL lives no longer than the lease it was given under.
         assert first["upload"]["expires_in"] <= 3
         assert (await device.http.put(first["upload"]["url"], content=REAL)).status_code == 200
         await asyncio.sleep(4)  # no heartbeat: the lease runs out
@@ -180,13 +190,8 @@ async def test_a_lease_that_ran_out_completes_nothing_and_its_upload_url_ends_wi
         late = await device.complete(cid, _claim(REAL))
         assert late.status_code == 409, late.text
         assert await _results(resources, tenant, session_id) == []
-        # Offered again, completed in time.
-        again = await device.offer()
-        assert again["lease"] == 2
-        assert (await device.http.put(again["upload"]["url"], content=REAL)).status_code == 200
-        done = await device.complete(cid, _claim(REAL, lease=2))
-        assert done.status_code == 200, done.text
-        assert (await handle.result()).status == "completed"
+        # Still offered: the next poll leases it anew, and that lease completes it.
+        await _leased_again_and_committed(device, cid, handle)
 
 
 async def test_a_lease_that_ran_out_is_not_revived_by_a_heartbeat_nor_completed(
@@ -224,12 +229,7 @@ async def test_a_lease_that_ran_out_is_not_revived_by_a_heartbeat_nor_completed(
         assert late.status_code == 409 and late.json()["error"]["type"] == "not_leased", late.text
         assert await _results(resources, tenant, session_id) == []
         # Still offered: the next poll leases it anew, and that lease completes it.
-        again = await device.offer()
-        assert again["call_id"] == cid and again["lease"] == 2
-        assert (await device.http.put(again["upload"]["url"], content=REAL)).status_code == 200
-        done = await device.complete(cid, _claim(REAL, lease=2))
-        assert done.status_code == 200 and done.json()["status"] == "committed", done.text
-        assert (await handle.result()).status == "completed"
+        await _leased_again_and_committed(device, cid, handle)
     assert len(await _results(resources, tenant, session_id)) == 1
 
 
