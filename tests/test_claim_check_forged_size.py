@@ -97,7 +97,7 @@ async def test_a_reference_claiming_more_than_our_record_is_refused_before_readi
     await _plant_bomb(resources, tenant, sha)  # reading it would grow to the claim
     forged = _claiming(encoded, sha, size, CLAIM)
     err, peak = await _refusal_and_peak(codec_for(resources, tenant).decode([forged]))
-    # Before: the claim bounded decoding, so 256 MiB were produced, then refused.
+    # Refused before any decoding: the record, not the claim, bounds it.
     assert peak < PEAK_BOUND, f"peak {peak / MiB:.1f} MiB"
     assert isinstance(err, ArtifactRecordMismatch), repr(err)
     assert str(CLAIM) in str(err) and str(size) in str(err) and "true" not in str(err)
@@ -135,7 +135,7 @@ async def test_a_reference_claiming_fewer_bytes_is_refused_not_cut_short(
     reader = codec_for(resources, tenant, cache=64 * MiB)
     assert (await reader.decode([encoded]))[0].data.count(b"true") == 4000  # now cached
     short = _claiming(encoded, sha, size, 10)
-    # Before: the cached bytes were cut to the claim and handed back as the payload.
+    # A claim shorter than the record is refused too, cached bytes or not.
     for decoder in (reader, codec_for(resources, tenant)):
         with pytest.raises(ArtifactRecordMismatch):
             await decoder.decode([short])
