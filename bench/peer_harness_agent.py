@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from temporal_agent_harness.plugin import AgentHarnessPlugin
     from temporal_agent_harness.utils.large_payload import local_payload_storage
 
-    from tests.support.peer_agents import INSTRUCTIONS, MODEL, chat_client, seeded_text
+    from tests.support.peer_workload import INSTRUCTIONS, MODEL, chat_client, seeded_text
 
 WORKFLOW = "HarnessReader"
 # The worker points it at the bench's model before it starts (AsyncOpenAI's base_url is settable).

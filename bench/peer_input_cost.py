@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from temporalio.openai_agents import OpenAIPayloadConverter
 from temporalio.openai_agents._invoke_model_activity import ActivityModelInput
 
-from tests.support.peer_agents import INSTRUCTIONS, seeded_text
+from tests.support.peer_workload import INSTRUCTIONS, seeded_text
 
 
 def conversation(calls: int, size: int) -> list[dict[str, Any]]:

@@ -29,14 +29,18 @@ from durable_agents.workers.settings import SandboxMode, get_settings
 from durable_agents.workers.stack import DevStack, StackEndpoints
 from durable_agents.workers.stack.temporal import TemporalDevServer
 from durable_agents.workers.temporal_client import connect_client
-from tests.support.tiers import guard_fast_tier, mark_tiers
+from tests.support.tiers import guard_fast_tier, heaviest_files_first, mark_tiers
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: it reads these markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Markers services / processes / chaos / browser from each test's fixture closure
-    (tests/support/tiers.py); `make test-fast` runs the tests with none of them."""
+    (tests/support/tiers.py); `make test-fast` runs the tests with none of them. In an xdist
+    worker, the heaviest files come first (with --no-loadscope-reorder, the order in which
+    xdist hands the files out)."""
     mark_tiers(items)
+    if hasattr(config, "workerinput"):
+        heaviest_files_first(items)
     guard_fast_tier()
 
 

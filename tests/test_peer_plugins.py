@@ -30,7 +30,7 @@ from durable_agents.storage.claim_holds import holds_of
 from durable_agents.workers.peers.claim_check import ClaimCheckStore
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
-from tests.support import peer_agents, peer_openai_agent, peer_pydantic_agent
+from tests.support import peer_openai_agent, peer_pydantic_agent, peer_workload
 from tests.support.helpers import s3_keys
 from tests.support.peer_agents import ToolLoopModel, serving
 
@@ -42,7 +42,7 @@ def openai_plugin(url: str) -> OpenAIAgentsPlugin:
 
     from agents.models.openai_provider import OpenAIProvider
 
-    provider = OpenAIProvider(openai_client=peer_agents.chat_client(url), use_responses=False)
+    provider = OpenAIProvider(openai_client=peer_workload.chat_client(url), use_responses=False)
     params = ModelActivityParameters(start_to_close_timeout=timedelta(seconds=60))
     return OpenAIAgentsPlugin(model_params=params, model_provider=provider)
 

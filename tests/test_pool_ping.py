@@ -38,11 +38,15 @@ async def _pooled_pid(engine: AsyncEngine) -> int:
 async def _terminate(killer: AsyncEngine, pid: int) -> None:
     async with killer.connect() as conn:
         await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        # Wait until the process is gone, so the pooled connection is really dead.
+        # Wait until the process is gone, so the pooled connection is really dead; a
+        # backend that outlives 30 s fails the test here rather than stalling the suite.
         await conn.execute(
             text(
-                "DO $$ BEGIN WHILE EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = "
-                f"{int(pid)}) LOOP PERFORM pg_sleep(0.01); END LOOP; END $$"
+                "DO $$ BEGIN FOR i IN 1..3000 LOOP EXIT WHEN NOT EXISTS (SELECT 1 FROM "
+                f"pg_stat_activity WHERE pid = {int(pid)}); PERFORM pg_sleep(0.01); END LOOP; "
+                f"IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = {int(pid)}) THEN "
+                "RAISE EXCEPTION 'backend % still there 30 s after pg_terminate_backend', "
+                f"{int(pid)}; END IF; END $$"
             )
         )
 

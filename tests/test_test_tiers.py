@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.tiers import FAST, FAST_ENV, TIERS
+from tests.support.tiers import FAST, FAST_ENV, TIERS, heaviest_files_first
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,3 +139,31 @@ def test_in_the_fast_tier_starting_a_process_fails_loudly() -> None:
     )
     assert done.returncode != 0
     assert "the fast tier (make test-fast) started a process" in done.stderr
+
+
+class _Item:
+    """What heaviest_files_first reads of a collected test: its file and its markers."""
+
+    def __init__(self, path: str, *tiers: str) -> None:
+        self.path = Path(path)
+        self.marks = [getattr(pytest.mark, tier).mark for tier in tiers]
+
+    def iter_markers(self) -> list[pytest.Mark]:
+        return self.marks
+
+
+def test_xdist_hands_out_the_heaviest_files_first_each_file_whole() -> None:
+    items = [
+        _Item("test_a.py"),
+        _Item("test_b.py", "services"),
+        _Item("test_b.py", "services", "temporal", "processes"),
+        _Item("test_b.py"),
+        _Item("test_c.py", "services", "temporal"),
+        _Item("chaos/test_d.py", "chaos", "services"),
+        _Item("test_e.py", "browser"),
+        _Item("test_f.py", "services"),
+    ]
+    order = list(items)
+    heaviest_files_first(order)  # type: ignore[arg-type]
+    # A file weighs what its heaviest test does; its tests keep their order, together.
+    assert order == [items[5], items[1], items[2], items[3], items[6], items[4], items[7], items[0]]

@@ -6,14 +6,13 @@ Completions server on localhost (the remote LLM, faked at its HTTP interface) th
 from the request alone (how many tool results it carries), so a retried or replayed call
 gets the same answer.
 
-The agents themselves: tests/support/peer_openai_agent.py, tests/support/peer_pydantic_agent.py.
+The agents themselves: tests/support/peer_openai_agent.py, tests/support/peer_pydantic_agent.py;
+the names they share with this server: tests/support/peer_workload.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -21,19 +20,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from aiohttp import web
-from openai import AsyncOpenAI
 
 from tests.support.fake_openai import answer, completion, says
-
-MODEL = "gpt-fake"
-INSTRUCTIONS = "Read every result the tool gives, then answer."
-
-
-def seeded_text(index: int, size: int) -> str:
-    """`size` bytes of ASCII, distinct per index (bench/naive_temporal.py's seeded_text)."""
-    raw = base64.b64encode(hashlib.shake_256(f"bench:{index}".encode()).digest(size)).decode()
-    lines = [raw[i : i + 76] for i in range(0, len(raw), 76)]
-    return "\n".join(lines)[:size]
 
 
 @dataclass
@@ -83,8 +71,3 @@ async def serving(model: ToolLoopModel) -> AsyncIterator[ToolLoopModel]:
         yield model
     finally:
         await runner.cleanup()
-
-
-def chat_client(url: str) -> AsyncOpenAI:
-    # Temporal owns retries (the integrations' own advice): the provider SDK makes none.
-    return AsyncOpenAI(base_url=url, api_key="fake", max_retries=0)

@@ -9,7 +9,7 @@ from agents import Agent, Runner
 from temporalio import activity, workflow
 from temporalio.openai_agents import workflow as agents_workflow
 
-from tests.support.peer_agents import INSTRUCTIONS, MODEL, seeded_text
+from tests.support.peer_workload import INSTRUCTIONS, MODEL, seeded_text
 
 
 @activity.defn

@@ -14,7 +14,7 @@ from pydantic_ai.usage import UsageLimits
 from temporalio import workflow
 from temporalio.workflow import ActivityConfig
 
-from tests.support.peer_agents import INSTRUCTIONS, MODEL, chat_client, seeded_text
+from tests.support.peer_workload import INSTRUCTIONS, MODEL, chat_client, seeded_text
 
 # The model's client lives in the worker's process (activities run there); tests point it
 # at their server before the worker starts (AsyncOpenAI's base_url is settable).

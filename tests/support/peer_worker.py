@@ -27,8 +27,8 @@ def sdk_setup(sdk: str, model_url: str) -> tuple[list[Any], type, list[Any]]:
         from agents.models.openai_provider import OpenAIProvider
         from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 
-        from tests.support.peer_agents import chat_client
         from tests.support.peer_openai_agent import OpenAIAgentWorkflow, read_result
+        from tests.support.peer_workload import chat_client
 
         provider = OpenAIProvider(openai_client=chat_client(model_url), use_responses=False)
         params = ModelActivityParameters(start_to_close_timeout=MODEL_TIMEOUT)

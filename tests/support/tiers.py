@@ -133,6 +133,24 @@ def mark_tiers(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, tier))
 
 
+# How long a file of each tier tends to take: on several xdist workers the files go out in
+# this order (heaviest first), so the run ends on short files, not on one worker's chaos
+# or process test while the others are idle.
+_WEIGHTS = {"chaos": 4, "browser": 3, "processes": 3, "temporal": 2, "services": 1}
+
+
+def heaviest_files_first(items: list[pytest.Item]) -> None:
+    """Order the files by their heaviest tier, in place: a file's tests stay together and in
+    their order, and files of one weight keep their collection order."""
+    weight: dict[Path, int] = {}
+    first: dict[Path, int] = {}
+    for index, item in enumerate(items):
+        heaviest = max((_WEIGHTS.get(m.name, 0) for m in item.iter_markers()), default=0)
+        weight[item.path] = max(weight.get(item.path, 0), heaviest)
+        first.setdefault(item.path, index)
+    items.sort(key=lambda item: (-weight[item.path], first[item.path]))
+
+
 def _refuse(*args: object, **kwargs: object) -> NoReturn:
     raise RuntimeError(
         "the fast tier (make test-fast) started a process: this test needs the services or "
