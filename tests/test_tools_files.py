@@ -356,6 +356,7 @@ def test_builtin_policy() -> None:
     assert set(tools) == {
         "read_file",
         "write_file",
+        "edit_file",
         "list_dir",
         "fetch_url",
         "remember",
@@ -364,7 +365,10 @@ def test_builtin_policy() -> None:
         "read_artifact",
         "delegate",
     }
-    assert tools["write_file"].needs_approval and tools["write_file"].effect == "effectful"
+    assert tools["write_file"].default_policy == "always"
+    # Asks when the file exists; on a missing file it fails without asking anybody.
+    assert tools["edit_file"].default_policy == "exists:path"
+    assert tools["write_file"].effect == tools["edit_file"].effect == "effectful"
     for name in ("read_file", "list_dir", "fetch_url", "recall", "read_artifact"):
         assert not tools[name].needs_approval
         assert tools[name].effect == "read_only"

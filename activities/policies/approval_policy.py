@@ -6,6 +6,12 @@ A policy is a short string, so it can be configured per task and stored with it:
   (relative, normalised; `..` can't escape): e.g. `outside:out` lets write_file write
   reports into out/ unattended and asks for anything else
 - `match:ARG:REGEX` — needs approval when the string argument ARG matches REGEX
+- `exists:ARG` — needs approval when the argument ARG names something that exists in the
+  task's workspace: `exists:path` lets write_file create files unattended and asks before
+  it replaces one (edit_file's default). Looked up by the activity that decides, on the
+  worker holding the workspace; where it cannot look (no workspace, a packed one, a
+  device's tool) it asks. A call let through because ARG named nothing runs only while
+  that holds (see `existence_args` and activities/tool_call_refs.py)
 
 REGEX is RE2 syntax, matched in time linear in the argument's length: a policy is evaluated
 on the worker's event loop for every tool call, and a backtracking engine let one pattern
@@ -18,7 +24,8 @@ argument itself is bounded by the tool-argument limit (AGENT_MAX_TOOL_ARGUMENT_B
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from durable_agents.activities.policies.linear_regex import RegexRefused, compile_linear
@@ -26,6 +33,13 @@ from durable_agents.activities.policies.linear_regex import RegexRefused, compil
 
 class PolicyError(ValueError):
     pass
+
+
+# Answers whether a (model-supplied, unchecked) argument value names something in the
+# workspace; None: nobody can look, so `exists:` policies ask.
+Existence = Callable[[object], bool]
+
+_ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _compiled(pattern: str) -> Any:
@@ -43,6 +57,8 @@ def validate(policy: str) -> str:
         return policy
     if kind == "outside" and rest:
         return policy
+    if kind == "exists" and _ARG_NAME.fullmatch(rest):
+        return policy
     if kind == "match":
         arg, sep, pattern = rest.partition(":")
         if arg and sep:
@@ -52,8 +68,8 @@ def validate(policy: str) -> str:
                 raise PolicyError(f"policy {policy[:80]!r}: {err}") from None
             return policy
     raise PolicyError(
-        f"unknown approval policy {policy[:80]!r}; use never, always, outside:DIR or "
-        "match:ARG:REGEX"
+        f"unknown approval policy {policy[:80]!r}; use never, always, outside:DIR, "
+        "match:ARG:REGEX or exists:ARG"
     )
 
 
@@ -87,9 +103,23 @@ def call_policies(
     return (base, extra) if extra else (base,)
 
 
-def needs_any(policies: Sequence[str], arguments: dict[str, Any]) -> bool:
+def needs_any(
+    policies: Sequence[str], arguments: dict[str, Any], exists: Existence | None = None
+) -> bool:
     """Whether any of `policies` holds a call with `arguments` for a decision."""
-    return any(needs_approval(policy, arguments) for policy in policies)
+    return any(needs_approval(policy, arguments, exists) for policy in policies)
+
+
+def existence_args(policies: Sequence[str]) -> frozenset[str]:
+    """The arguments `exists:` policies among `policies` look up. A call of them that ran
+    without a person's approval was let through because each named nothing, and must not
+    find that it names something when it runs."""
+    found = set()
+    for policy in policies:
+        kind, _, rest = policy.partition(":")
+        if kind == "exists":
+            found.add(rest)
+    return frozenset(found)
 
 
 def _inside(path: object, directory: str) -> bool:
@@ -100,8 +130,9 @@ def _inside(path: object, directory: str) -> bool:
     return norm == base or norm.startswith(base + "/")
 
 
-def needs_approval(policy: str, arguments: dict[str, Any]) -> bool:
-    """Whether a call with `arguments` must wait for a decision under `policy`."""
+def needs_approval(policy: str, arguments: dict[str, Any], exists: Existence | None = None) -> bool:
+    """Whether a call with `arguments` must wait for a decision under `policy`; `exists`
+    looks an `exists:` policy's argument up (None: it cannot be looked up, so it asks)."""
     kind, _, rest = policy.partition(":")
     if kind != "match":
         kind, _, rest = validate(policy).partition(":")
@@ -111,6 +142,8 @@ def needs_approval(policy: str, arguments: dict[str, Any]) -> bool:
         return True
     if kind == "outside":
         return not _inside(arguments.get("path"), rest)
+    if kind == "exists":
+        return exists is None or exists(arguments.get(rest))
     arg, sep, pattern = rest.partition(":")
     try:
         if not (arg and sep):

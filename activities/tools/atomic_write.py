@@ -22,14 +22,17 @@ def _existing_mode(dir_fd: int, name: str) -> int:
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else DEFAULT_MODE
 
 
-def write_at(dir_fd: int, name: str, data: bytes) -> None:
+def write_at(dir_fd: int, name: str, data: bytes, *, replace: bool = True) -> None:
     """Replace ``name`` in ``dir_fd`` with ``data``: readers see the old or the new file.
 
     The temp file and the rename both happen relative to ``dir_fd``, so a directory swapped
     for a symlink after the caller opened ``dir_fd`` cannot redirect either. The temp name
     does not embed ``name``: a name near the filesystem's limit must not overflow it.
+
+    Not ``replace``: ``name`` must not exist, and whatever appeared there since the caller
+    looked is kept (FileExistsError): the complete file is linked in, which never replaces.
     """
-    mode = _existing_mode(dir_fd, name)
+    mode = _existing_mode(dir_fd, name) if replace else DEFAULT_MODE
     tmp = f".{RESERVED_DIR}-{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, _CREATE, 0o600, dir_fd=dir_fd)
     try:
@@ -41,11 +44,18 @@ def write_at(dir_fd: int, name: str, data: bytes) -> None:
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if replace:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
+    if not replace:
+        # The file is in place under ``name``; a temp name left behind is only litter.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
     # Makes the rename durable; unsupported on some filesystems, hence best effort.
     with contextlib.suppress(OSError):
         os.fsync(dir_fd)

@@ -113,6 +113,10 @@ class ToolContext:
     agent_name: str = "agent"
     memory: MemoryAccess | None = None
     artifacts: ArtifactAccess | None = None
+    # Arguments naming workspace paths that must still name nothing: the call runs without
+    # a person's approval because an `exists:ARG` policy found nothing there when it was
+    # decided. A tool that creates the path must not replace what appeared meanwhile.
+    must_be_new: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,14 @@ class Tool:
     # Other keys an approval policy may name this tool by, most specific first (an MCP
     # tool's `server.tool` and `server.*`); its model-facing name always applies first.
     policy_names: tuple[str, ...] = ()
+    # The tool's own approval policy (e.g. `exists:path`), when it asks only sometimes.
+    approval: str | None = None
+
+    @property
+    def default_policy(self) -> str:
+        """The policy its calls run under when neither their agent nor their task names
+        one: its own, else `always` when it needs approval, else `never`."""
+        return self.approval or ("always" if self.needs_approval else "never")
 
 
 @dataclass

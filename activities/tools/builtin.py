@@ -9,6 +9,7 @@ from durable_agents.activities.tools.base import (
     ToolOutput,
     ToolRegistry,
 )
+from durable_agents.activities.tools.file_edits import edit_file_tool
 from durable_agents.activities.tools.files import (
     DEFAULT_READ_CAP_BYTES,
     list_dir_tool,
@@ -46,11 +47,14 @@ def builtin_tools(*names: str, read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> 
     """Return the built-in tools (only those `names` names, when given), each with its
     effect and approval policy: `Agent(tools=[*builtin_tools("read_file"), my_tool])`.
 
-    Only write_file changes the workspace, so only it needs approval.
+    Only write_file and edit_file change the workspace, so only they need approval:
+    write_file always, edit_file when its file exists (`exists:path`; on a missing file it
+    fails unasked).
     """
     every = [
         make_read_file_tool(read_cap_bytes),
         write_file_tool,
+        edit_file_tool,
         list_dir_tool,
         fetch_url_tool,
         *memory_tools(),

@@ -10,6 +10,7 @@ into an approval to run it again under a new key.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from durable_agents.activities.tools.base import (
     ToolOutput,
     TransientToolError,
 )
+from durable_agents.activities.tools.workspace_probe import refuse_if_named
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.models import ItemRow
@@ -123,6 +125,10 @@ class EffectLedger:
             if settled is not None:
                 return settled
         try:
+            if ctx.must_be_new:
+                # After reconciling: a file an interrupted attempt wrote is not one that
+                # appeared since the call was let through unasked.
+                await asyncio.to_thread(refuse_if_named, ctx.workspace, args, ctx.must_be_new)
             return EffectRun(EffectState.COMPLETED, await tool.fn(ctx, args))
         except ToolError as err:
             # The tool's own verdict that the call failed: settled, not in doubt.

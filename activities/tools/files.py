@@ -39,17 +39,22 @@ from durable_agents.activities.tools.listing import (
 )
 from durable_agents.activities.tools.typed import output_of, tool
 from durable_agents.activities.tools.workspace import WorkspacePath, parse_relative
+from durable_agents.activities.tools.workspace_probe import appeared
 
 __all__ = [
     "DEFAULT_READ_CAP_BYTES",
     "MAX_LIST_DEPTH",
     "MAX_LIST_ENTRIES",
+    "file_path",
     "list_dir",
     "list_dir_tool",
     "make_read_file_tool",
+    "open_regular",
     "read_file",
     "read_file_tool",
+    "read_limited",
     "reconcile_write_file",
+    "utf8",
     "write_file",
     "write_file_tool",
 ]
@@ -70,7 +75,8 @@ _ENCODING_TYPES = {
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _file_path(raw_path: str) -> WorkspacePath:
+def file_path(raw_path: str) -> WorkspacePath:
+    """The model's path of a file (not the root), checked lexically (see parse_relative)."""
     path = parse_relative(raw_path)
     if not path.parts:
         raise ToolError("NotAFile", "'.' is the workspace root, a directory")
@@ -100,7 +106,8 @@ def _content_type(name: str, data: bytes) -> str:
     return guessed or _BINARY
 
 
-def _open_regular(dir_fd: int, path: WorkspacePath) -> int:
+def open_regular(dir_fd: int, path: WorkspacePath) -> int:
+    """An fd of the regular file `path` names in `dir_fd`, never through a symlink."""
     try:
         fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -118,7 +125,7 @@ def _open_regular(dir_fd: int, path: WorkspacePath) -> int:
     return fd
 
 
-def _read_limited(fd: int, limit: int) -> bytes:
+def read_limited(fd: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     remaining = limit
     while remaining > 0:
@@ -131,11 +138,11 @@ def _read_limited(fd: int, limit: int) -> bytes:
 
 
 def _read_sync(workspace: Path, raw_path: str, max_bytes: int | None, cap: int) -> ToolOutput:
-    path = _file_path(raw_path)
+    path = file_path(raw_path)
     limit = min(max_bytes or cap, cap)
     with classified("read", path.shown), held_root(workspace) as root:
         with held_dir(root, path.parent) as dir_fd:
-            fd = _open_regular(dir_fd, path)
+            fd = open_regular(dir_fd, path)
         try:
             size = os.fstat(fd).st_size
             if size > limit and max_bytes is None:
@@ -145,7 +152,7 @@ def _read_sync(workspace: Path, raw_path: str, max_bytes: int | None, cap: int) 
                     "to read only the beginning",
                 )
             # One byte more than the limit tells us whether the file grew past it meanwhile.
-            data = _read_limited(fd, limit + 1)
+            data = read_limited(fd, limit + 1)
         finally:
             os.close(fd)
     truncated = len(data) > limit
@@ -153,6 +160,17 @@ def _read_sync(workspace: Path, raw_path: str, max_bytes: int | None, cap: int) 
         raise ToolError("FileTooLarge", f"{path.shown} grew past the {cap} byte limit")
     data = data[:limit]
     return ToolOutput(content=data, content_type=_content_type(path.name, data))
+
+
+async def read_workspace_text(workspace: Path, raw_path: str, cap: int) -> str | None:
+    """The first `cap` bytes of a workspace file as text (undecodable bytes replaced), read
+    as read_file reads: confined to the workspace, no symlinks. None when it is not there
+    or cannot be read as a file (the reason is the model's to find out with its tools)."""
+    try:
+        out = await asyncio.to_thread(_read_sync, workspace, raw_path, cap, cap)
+    except ToolError:
+        return None
+    return out.content.decode("utf-8", errors="replace")
 
 
 def make_read_file_tool(cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> Tool:
@@ -206,14 +224,19 @@ def _written(path: WorkspacePath, data: bytes, already_applied: bool) -> dict[st
 
 
 def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any]:
-    path = _file_path(raw_path)
+    path = file_path(raw_path)
+    # Let through unasked because nothing was there: whatever appeared since is kept.
+    new_only = "path" in ctx.must_be_new
     with (
         classified("write", path.shown),
         held_root(ctx.workspace) as root,
         held_dir(root, path.parent, create=True) as dir_fd,
     ):
         _refuse_non_file(dir_fd, path)
-        write_at(dir_fd, path.name, data)
+        try:
+            write_at(dir_fd, path.name, data, replace=not new_only)
+        except FileExistsError:
+            raise appeared(path.shown) from None
     return _written(path, data, already_applied=False)
 
 
@@ -222,19 +245,19 @@ def _current_bytes(root: int, path: WorkspacePath, limit: int) -> bytes | None:
     (or a directory on its way) does not exist."""
     try:
         with held_dir(root, path.parent) as dir_fd:
-            fd = _open_regular(dir_fd, path)
+            fd = open_regular(dir_fd, path)
     except ToolError as err:
         if err.error_type in ("FileNotFound", "NotADirectory"):
             return None
         raise
     try:
-        return _read_limited(fd, limit + 1)
+        return read_limited(fd, limit + 1)
     finally:
         os.close(fd)
 
 
 def _reconcile_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any] | None:
-    path = _file_path(raw_path)
+    path = file_path(raw_path)
     with classified("read", path.shown), held_root(ctx.workspace) as root:
         current = _current_bytes(root, path, len(data))
     if current == data:
@@ -248,11 +271,14 @@ def _reconcile_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, A
     )
 
 
-def _utf8(content: str) -> bytes:
+def utf8(text: str, argument: str = "content") -> bytes:
+    """`text` as UTF-8; a lone surrogate is the model's mistake, named by its argument."""
     try:
-        return content.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ToolError("InvalidArguments", "argument 'content' is not encodable as UTF-8") from exc
+        raise ToolError(
+            "InvalidArguments", f"argument {argument!r} is not encodable as UTF-8"
+        ) from exc
 
 
 async def reconcile_write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput | None:
@@ -265,16 +291,18 @@ async def reconcile_write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOu
     path, content = args.get("path"), args.get("content")
     if not isinstance(path, str) or not isinstance(content, str):
         raise ToolError("InvalidArguments", "write_file takes a string path and content")
-    done = await asyncio.to_thread(_reconcile_sync, ctx, path, _utf8(content))
+    done = await asyncio.to_thread(_reconcile_sync, ctx, path, utf8(content))
     return None if done is None else output_of("write_file", done)
 
 
-# Effectful, asking first: it changes the workspace. run_tool ledgers each call; an
-# interrupted one is settled by reconcile_write_file from the workspace, never rewritten.
+# Effectful, asking first: it changes the workspace (an agent or an operator may ask only
+# before it replaces a file, `exists:path`). run_tool ledgers each call; an interrupted one
+# is settled by reconcile_write_file from the workspace, never rewritten.
 @tool(effect="effectful", needs_approval=True, reconcile=reconcile_write_file, name="write_file")
 async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str, Any]:
-    """Create or replace a UTF-8 text file in the workspace (parent directories are
-    created). Returns JSON with path, bytes, sha256 and already_applied.
+    """Create a UTF-8 text file in the workspace (parent directories are created), or
+    replace a whole one. To change part of a file that exists, use edit_file instead.
+    Returns JSON with path, bytes, sha256 and already_applied.
 
     A call interrupted after its write is not written again: its result then says
     ``already_applied: true``.
@@ -283,7 +311,7 @@ async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str
         path: Path relative to the workspace root, e.g. 'src/app.py'.
         content: The complete new file content.
     """
-    return await asyncio.to_thread(_write_sync, ctx, path, _utf8(content))
+    return await asyncio.to_thread(_write_sync, ctx, path, utf8(content))
 
 
 write_file: ToolFn = write_file_tool.fn

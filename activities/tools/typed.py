@@ -35,6 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from durable_agents.activities.policies.approval_policy import PolicyError
+from durable_agents.activities.policies.approval_policy import validate as validate_policy
 from durable_agents.activities.providers.base import ToolSpec
 from durable_agents.activities.tools.args import check_allowed, check_args
 from durable_agents.activities.tools.base import (
@@ -71,14 +73,22 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     content_type: str | None = None,
+    approval: str | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Make a Tool of the decorated function; `effect` is required (see base.Effect).
 
     `name` defaults to the function's name, `description` to the docstring's first
-    paragraph; `content_type` is given to `str` and `bytes` results.
+    paragraph; `content_type` is given to `str` and `bytes` results. `approval`: the
+    tool's own approval policy when it asks only sometimes (e.g. `exists:path`); it
+    implies `needs_approval`.
     """
     if effect not in EFFECTS:
         raise ToolDefinitionError(f"effect must be one of {', '.join(EFFECTS)}; got {effect!r}")
+    if approval is not None:
+        try:
+            validate_policy(approval)
+        except PolicyError as err:
+            raise ToolDefinitionError(str(err)) from None
 
     def decorate(fn: Callable[..., Any]) -> Tool:
         tool_name: str = name or str(getattr(fn, "__name__", ""))
@@ -107,9 +117,10 @@ def tool(
         return Tool(
             spec=ToolSpec(name=tool_name, description=summary, parameters=schema),
             fn=_runner(fn, tool_name, arguments, schema, content_type),
-            needs_approval=needs_approval,
+            needs_approval=needs_approval or approval is not None,
             effect=effect,
             reconcile=reconcile,
+            approval=approval,
         )
 
     return decorate

@@ -16,12 +16,17 @@ from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
 
 async def new_call(
-    res: Resources, tenant: str, name: str, arguments: dict[str, Any] | None = None
+    res: Resources,
+    tenant: str,
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    approvals: dict[str, Any] | None = None,
 ) -> ToolRunInput:
-    """A session with one tool call the model asked for, as call_model commits it."""
+    """A session with one tool call the model asked for, as call_model commits it;
+    `approvals`: the session's (task policies, loosenings), as a start commits them."""
     sid = uuid.uuid4()
     async with agent_state(res.sessions, tenant, write=True) as st:
-        await st.sessions.create(sid, title="t", model_config={})
+        await st.sessions.create(sid, title="t", model_config={}, approvals=approvals)
         await st.items.append(
             NewItem(
                 session_id=sid,
@@ -34,6 +39,21 @@ async def new_call(
             )
         )
     return ToolRunInput(str(sid), tenant, 0, "call_0_0", name, f"wf-{sid}:0:call_0_0")
+
+
+async def approved(res: Resources, inp: ToolRunInput) -> None:
+    """A person's approval of the call, as record_approval commits it."""
+    async with agent_state(res.sessions, inp.tenant_id, write=True) as st:
+        await st.items.append(
+            NewItem(
+                session_id=uuid.UUID(inp.session_id),
+                kind="approval",
+                role="user",
+                idempotency_key=f"{inp.idempotency_key}:decision",
+                tool_call_id=inp.tool_call_id,
+                data={"approved": True, "decided_by": "test", "step": inp.step},
+            )
+        )
 
 
 async def claim(res: Resources, inp: ToolRunInput) -> None:
