@@ -33,6 +33,9 @@ class Timed:
     predicted_ms: float = 0.0
     # Replies whose timings could not be read (relayed all the same).
     unread: int = 0
+    # Each request's body and the reply's bytes as the server sent them (a stream's events
+    # too): what the model wrote, before any reading of ours.
+    exchanges: list[tuple[bytes, bytes]] = field(default_factory=list)
 
     def add(self, timings: dict[str, Any] | None) -> None:
         if not timings:
@@ -64,12 +67,14 @@ class TimingProxy:
             kind = reply.headers.get("Content-Type", "application/json")
             try:
                 if reply.status == 200 and kind.startswith("text/event-stream"):
-                    relayed, timings = await _relay_stream(request, reply)
+                    relayed, timings, raw = await _relay_stream(request, reply)
                     self.current.add(timings)
+                    self.current.exchanges.append((body, raw))
                     return relayed
                 payload = await reply.read()
             finally:
                 self.current.wall.append(time.monotonic() - began)
+        self.current.exchanges.append((body, payload))
         if reply.status == 200:
             self.current.add(_timings_of(payload))
         return web.Response(body=payload, status=reply.status, headers={"Content-Type": kind})
@@ -77,15 +82,18 @@ class TimingProxy:
 
 async def _relay_stream(
     request: web.Request, reply: Any
-) -> tuple[web.StreamResponse, dict[str, Any] | None]:
-    """Relay the server's events as they come; the last `timings` any chunk carried."""
+) -> tuple[web.StreamResponse, dict[str, Any] | None, bytes]:
+    """Relay the server's events as they come; the last `timings` any chunk carried, and
+    the events' bytes."""
     response = web.StreamResponse(
         status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
     await response.prepare(request)
     timings: dict[str, Any] | None = None
     pending = b""
+    raw = bytearray()
     async for piece in reply.content.iter_any():
+        raw += piece
         await response.write(piece)
         lines = (pending + piece).split(b"\n")
         pending = lines.pop()
@@ -93,7 +101,7 @@ async def _relay_stream(
             timings = _timings_of_event(line) or timings
     timings = _timings_of_event(pending) or timings
     await response.write_eof()
-    return response, timings
+    return response, timings, bytes(raw)
 
 
 def _timings_of_event(line: bytes) -> dict[str, Any] | None:

@@ -163,9 +163,7 @@ async def _ignore(text: str) -> None:
     return None
 
 
-async def test_a_call_in_prose_is_read_as_the_retry_only_after_an_error_result(
-    server: FakeOpenAI,
-) -> None:
+async def test_a_call_in_prose_is_read_as_a_call_at_every_step(server: FakeOpenAI) -> None:
     text = 'The fix:\n```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```\nDone.'
     server.reply = completion({"role": "assistant", "content": text}, "stop")
     failed = ChatMessage(
@@ -174,13 +172,14 @@ async def test_a_call_in_prose_is_read_as_the_retry_only_after_an_error_result(
     worked = ChatMessage(role="tool", content="alpha", tool_call_id="call_1")
     p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="m", timeout=5)
     try:
+        first = await p.complete(request())
         retried = await p.complete(request(CALLED, failed))
         answered = await p.complete(request(CALLED, worked))
     finally:
         await p.aclose()
-    assert retried.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a"})]
-    assert retried.text == "The fix:\n\nDone."
-    assert (answered.tool_calls, answered.text) == ([], text)
+    for reply in (first, retried, answered):
+        assert reply.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a"})]
+        assert (reply.text, reply.finish_reason) == ("The fix:\n\nDone.", "tool_calls")
 
 
 WRITE_FILE = ToolSpec(
@@ -212,7 +211,7 @@ def test_the_builtin_tools_strict_mode_accepts_are_the_closed_ones() -> None:
     from durable_agents.activities.tools.builtin import builtin_tools
 
     strict = sorted(t.spec.name for t in builtin_tools() if strict_compatible(t.spec.parameters))
-    assert strict == ["fetch_url", "write_file"]
+    assert strict == ["edit_file", "fetch_url", "write_file"]
 
 
 CLOSED = {"type": "string"}

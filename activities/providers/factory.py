@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the OpenAI SDK loads only when that provider is chosen
         MaxTokensField,
         StrictTools,
     )
+    from durable_agents.activities.providers.tool_grammar import ToolMode
 
 _CHOICES = "openai|anthropic|offline|scripted"
 
@@ -46,6 +47,8 @@ class ProviderSettings(Protocol):
     @property
     def strict_tools(self) -> StrictTools: ...
     @property
+    def tool_mode(self) -> ToolMode: ...
+    @property
     def offline_piece_seconds(self) -> float: ...
 
 
@@ -56,6 +59,11 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
     needs. There is no default: the offline model must be chosen on purpose, never by accident.
     """
     api_key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    if settings.tool_mode == "grammar" and settings.provider != "openai":
+        raise ValueError(
+            "MODEL_TOOL_MODE=grammar is for MODEL_PROVIDER=openai (OpenAI-compatible servers); "
+            f"{settings.provider or 'no provider'} calls tools natively: use auto or native."
+        )
     match settings.provider:
         case None:
             raise ValueError(
@@ -78,6 +86,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
                 max_tokens_field=settings.max_tokens_field,
                 assistant_tool_content=settings.assistant_tool_content,
                 strict_tools=settings.strict_tools,
+                tool_mode=settings.tool_mode,
             )
         case "anthropic":
             if not api_key:

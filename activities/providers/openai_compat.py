@@ -21,7 +21,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
     ChatCompletionMessageToolCallUnion,
 )
-from openai.types.shared_params import FunctionDefinition
+from openai.types.shared_params import FunctionDefinition, ResponseFormatJSONSchema
 
 from durable_agents.activities.providers import errors
 from durable_agents.activities.providers.base import (
@@ -33,10 +33,16 @@ from durable_agents.activities.providers.base import (
     Usage,
 )
 from durable_agents.activities.providers.context_window import DiscoveredWindow, discover_window
+from durable_agents.activities.providers.openai_grammar import GrammarMode
 from durable_agents.activities.providers.openai_stream import StreamedReply, read_stream, usage_of
 from durable_agents.activities.providers.strict_schema import strict_compatible
 from durable_agents.activities.providers.text_tool_calls import read_reply_text
-from durable_agents.vocabulary.previews import ERROR_PREFIX
+from durable_agents.activities.providers.tool_grammar import (
+    AnswerPreview,
+    ToolMode,
+    read_constrained,
+)
+from durable_agents.vocabulary.non_answers import CUT_FINISH_REASONS
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Keyless local servers (vLLM, llama.cpp, Ollama) still need *some* key for the SDK; an
@@ -71,10 +77,14 @@ class OpenAICompatibleProvider:
         max_tokens_field: MaxTokensField = "auto",
         assistant_tool_content: AssistantToolContent = "empty",
         strict_tools: StrictTools = "auto",
+        tool_mode: ToolMode = "native",
     ) -> None:
         """Create the SDK client; no request is made until ``complete()``.
 
         ``base_url`` defaults to OpenAI's; ``model`` is used when a request names none.
+        ``tool_mode`` (activities/providers/tool_grammar.py): "grammar" offers tools in the
+        prompt and holds the reply to one call or an answer; "auto" does that when the
+        server is llama.cpp's (asked at the first request with tools), native otherwise.
         """
         self._model = model
         self._budget_fields = budget_fields(max_tokens_field, base_url)
@@ -82,6 +92,7 @@ class OpenAICompatibleProvider:
         self._strict = strict_tools == "auto"
         self._base_url = base_url
         self._secrets = (api_key,) if api_key else ()
+        self._grammar = GrammarMode(tool_mode, base_url, api_key)
         # Explicit base_url so OPENAI_BASE_URL in the environment cannot redirect the key.
         self._client = AsyncOpenAI(
             base_url=base_url or DEFAULT_BASE_URL,
@@ -93,10 +104,21 @@ class OpenAICompatibleProvider:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send one chat-completions request; raise ApplicationError on any failure."""
-        messages = [_to_openai_message(m, self.name, self._empty_content) for m in request.messages]
-        tools = [_to_openai_tool(t, self._strict) for t in request.tools]
+        shaped = await self._grammar.shape(request)
+        if shaped is None:
+            messages = [
+                _to_openai_message(m, self.name, self._empty_content) for m in request.messages
+            ]
+            tools = [_to_openai_tool(t, self._strict) for t in request.tools]
+            schema: ResponseFormatJSONSchema | Omit = omit
+            sink = request.on_text
+        else:
+            messages, tools, schema = shaped.messages, [], shaped.response_format or omit
+            sink = request.on_text
+            if sink is not None and shaped.response_format is not None:
+                sink = AnswerPreview(sink)  # the answer's words, not its JSON
         budget = request.max_output_tokens
-        asked = _Asked.of(request)
+        asked = _Asked.of(request, constrained=schema is not omit)
         # Some compatible servers reject an empty tools list, so it is left out; "auto" is
         # the API's default, but some compatible servers only use tools when told.
         chosen: Literal["auto"] | Omit = "auto" if tools else omit
@@ -104,12 +126,13 @@ class OpenAICompatibleProvider:
         max_tokens = budget if "max_tokens" in self._budget_fields else omit
         headers = {"Idempotency-Key": request.idempotency_key}
         try:
-            if request.on_text is None:
+            if sink is None:
                 completion = await self._client.chat.completions.create(
                     model=request.model or self._model,
                     messages=messages,
                     tools=tools or omit,
                     tool_choice=chosen,
+                    response_format=schema,
                     max_completion_tokens=max_completion,
                     max_tokens=max_tokens,
                     extra_headers=headers,
@@ -120,6 +143,7 @@ class OpenAICompatibleProvider:
                 messages=messages,
                 tools=tools or omit,
                 tool_choice=chosen,
+                response_format=schema,
                 max_completion_tokens=max_completion,
                 max_tokens=max_tokens,
                 extra_headers=headers,
@@ -127,7 +151,7 @@ class OpenAICompatibleProvider:
                 # Without it a stream carries no token counts.
                 stream_options={"include_usage": True},
             )
-            streamed = await read_stream(stream, request.on_text)
+            streamed = await read_stream(stream, sink)
         except openai.APIStatusError as exc:
             raise errors.status_error(
                 self.name,
@@ -222,25 +246,20 @@ def _to_openai_tool(tool: ToolSpec, strict: bool) -> ChatCompletionFunctionToolP
 
 @dataclass(frozen=True)
 class _Asked:
-    """What a reply written as text is read against: the tools offered, the tool results
-    the model was shown (a block repeating one is an echo), and whether its last call failed
-    (an error result after its latest turn: the reply is likely that call again)."""
+    """What a reply written as text is read against: the tools offered and the tool results
+    the model was shown (a block repeating one is an echo)."""
 
     offered: list[str]
     shown: list[str]
-    retrying: bool
+    # The reply was held to tool_grammar's schema: read as one call or one answer.
+    constrained: bool = False
 
     @classmethod
-    def of(cls, request: ModelRequest) -> _Asked:
-        latest: list[str] = []
-        for message in reversed(request.messages):
-            if message.role != "tool":
-                break
-            latest.append(message.content)
+    def of(cls, request: ModelRequest, *, constrained: bool = False) -> _Asked:
         return cls(
             offered=[t.name for t in request.tools],
             shown=[m.content for m in request.messages if m.role == "tool"],
-            retrying=any(content.startswith(ERROR_PREFIX) for content in latest),
+            constrained=constrained,
         )
 
 
@@ -289,14 +308,21 @@ def _reply(
     asked: _Asked,
 ) -> ModelReply:
     """Our reply from what the server sent, whole or streamed: the same reading of both."""
-    if not tool_calls and text:
+    constrained = (
+        read_constrained(text, cut=finish_reason == "length")
+        if asked.constrained and not tool_calls
+        else None
+    )
+    if constrained is not None:
+        # The model chose between a call and an answer: an answer is not searched for calls.
+        tool_calls, text = constrained.calls, constrained.text
+    elif not tool_calls and text:
         # A server that did not parse the model's tool-call text returns it as the answer.
         written = read_reply_text(
             text,
             asked.offered,
             asked.shown,
-            cut=finish_reason == "length",
-            retrying=asked.retrying,
+            cut=finish_reason in CUT_FINISH_REASONS,
         )
         tool_calls, text = written.calls, written.text
     # Compatible servers may not validate; fall back rather than fail on a missing field.

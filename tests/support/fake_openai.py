@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+
 
 @dataclass
 class Recorded:
@@ -41,11 +43,23 @@ class FakeOpenAI:
     chunk_delay: float = 0.0
     # Set: each request waits for it before it is answered.
     hold: asyncio.Event | None = None
+    # GET /props answers this (llama.cpp's server says who it is there); None: 404.
+    props: dict[str, Any] | None = None
+    props_status: int = 200
+    props_requests: int = 0
 
     def fail(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         self.status = status
         self.reply = {"error": {"message": message, "type": "fake_error", "code": None}}
         self.headers = headers or {}
+
+    async def get_props(self, request: web.Request) -> web.Response:
+        self.props_requests += 1
+        if self.props_status != 200:
+            return web.json_response({"error": "unavailable"}, status=self.props_status)
+        if self.props is None:
+            return web.json_response({"error": "not found"}, status=404)
+        return web.json_response(self.props)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -202,6 +216,7 @@ async def fake_openai_server() -> AsyncIterator[FakeOpenAI]:
     fake = FakeOpenAI(reply=completion({"role": "assistant", "content": "hello"}, "stop"))
     app = web.Application()
     app.router.add_post("/v1/chat/completions", fake.handle)
+    app.router.add_get("/props", fake.get_props)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -210,3 +225,11 @@ async def fake_openai_server() -> AsyncIterator[FakeOpenAI]:
     fake.url = f"http://127.0.0.1:{port}/v1"
     yield fake
     await runner.cleanup()
+
+
+@pytest.fixture(name="provider")
+async def fake_openai_provider(server: FakeOpenAI) -> AsyncIterator[OpenAICompatibleProvider]:
+    """Our OpenAI-compatible provider pointed at the `server` fixture (import both)."""
+    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="small", timeout=5)
+    yield p
+    await p.aclose()

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from durable_agents.activities.providers.tool_grammar import ToolMode
 from durable_agents.workers.settings import ModelSettings
 from durable_agents.workers.stack._process import ServiceProcess
 from durable_agents.workers.stack.local_model import LocalModel, LocalModelError, assemble
@@ -75,11 +76,13 @@ class LlamaServer:
     def served_name(self) -> str:
         return self.model.served_name
 
-    def model_settings(self) -> ModelSettings:
-        """The `openai` provider pointed at this server, budgeted for its window."""
+    def model_settings(self, tool_mode: ToolMode = "auto") -> ModelSettings:
+        """The `openai` provider pointed at this server, budgeted for its window; auto
+        tool mode is grammar here (activities/providers/tool_grammar.py)."""
         return ModelSettings.model_validate(
             {
                 "provider": "openai",
+                "tool_mode": tool_mode,
                 "base_url": self.base_url,
                 "name": self.served_name,
                 "context_tokens": self.context,
