@@ -1,6 +1,8 @@
 """What a model reply commits, in the reply's transaction: the assistant item, one tool_call
 item per call it asked for, and for each call past the per-reply cap a result saying it was
-not run (a reply may ask for any number of calls; the loop runs the first `max_calls`)."""
+not run (a reply may ask for any number of calls; the loop runs the first `max_calls`). A
+reply that called no tool and is no answer says so in its item's data (NON_ANSWER_KEY): it
+keeps what the model wrote, for a person to read, but the loop does not end the task on it."""
 
 from __future__ import annotations
 
@@ -14,15 +16,17 @@ from durable_agents.activities.context.call_ids import (
     our_call_id,
     provider_id_to_keep,
 )
-from durable_agents.activities.context.model_context import budget_of
+from durable_agents.activities.context.model_context import budget_of, tools_of
 from durable_agents.activities.context_windows import Fitted
 from durable_agents.activities.policies.text_limits import bounded_arguments
+from durable_agents.activities.providers.non_answers import non_answer_of
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.context_configs import ContextConfig
 from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow
 from durable_agents.storage.tool_results import ToolResult, commit_tool_result
 from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.non_answers import LOOKS_LIKE_KEY, NON_ANSWER_KEY
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.contracts import ModelCallInput
 from durable_agents.workflows.policies import step_key
@@ -86,6 +90,12 @@ class ReplyItems:
         }
         if len(calls) > self._max_calls:
             data[CALLS_RUN_KEY] = self._max_calls
+        if not calls:
+            judged = non_answer_of(reply.text, reply.finish_reason, tools_of(self._config))
+            if judged is not None:
+                data[NON_ANSWER_KEY] = str(judged.code)
+                if judged.tools:
+                    data[LOOKS_LIKE_KEY] = list(judged.tools)
         reply_item = NewItem(
             session_id=self._session_id,
             kind=ItemKind.ASSISTANT_MESSAGE,

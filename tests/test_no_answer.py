@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from durable_agents.activities.nudges import EMPTY_REPLY_NUDGE
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
-from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
 from durable_agents.workers.settings import get_settings
 from durable_agents.workflows.contracts import AgentResult
 from durable_agents.workflows.policies import workflow_id_for

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from durable_agents.activities.nudges import EMPTY_REPLY_NUDGE
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
-from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support import verbs

@@ -27,6 +27,10 @@ def read(path: str) -> ProviderCall:
     return ProviderCall(id="", name="read_file", arguments={"path": path})
 
 
+READ_A = {"name": "read_file", "arguments": {"path": "a"}}
+READ_B = {"name": "read_file", "arguments": {"path": "b"}}
+
+
 def test_hermes_tag_is_a_call() -> None:
     text = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>'
     found = parse_text_tool_calls(text, OFFERED)
@@ -100,9 +104,10 @@ def test_call_without_arguments_has_none() -> None:
         # An object naming a tool not offered, without arguments, is data, not a call.
         '{"name": "grep"}',
         '{"name": "Ada Lovelace", "arguments": {}}',
-        # Not the whole reply: an example in prose stays prose.
-        'Call it like {"name": "read_file", "arguments": {"path": "a"}} next time.',
-        'Here:\n```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
+        # An example in prose, its arguments placeholders: not a call (nor an answer:
+        # tests/test_non_answers.py).
+        'Call it like {"name": "read_file", "arguments": {"path": "<path>"}} next time.',
+        'Here:\n```json\n{"name": "read_file", "arguments": {"path": "path/to/file"}}\n```',
         # JSON, but not a call's shape.
         '{"name": "read_file", "arguments": {"path": "a"}, "extra": 1}',
         '{"name": "read_file", "age": 3}',
@@ -164,11 +169,20 @@ def test_huge_names_are_cut_short() -> None:
 
 
 def test_calls_past_the_limit_stay_text() -> None:
-    one = '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'
-    found = parse_text_tool_calls(one * (MAX_TEXT_CALLS + 3), OFFERED)
+    tags = [
+        f'<tool_call>{{"name": "read_file", "arguments": {{"path": "{n}"}}}}</tool_call>'
+        for n in range(MAX_TEXT_CALLS + 3)
+    ]
+    found = parse_text_tool_calls("".join(tags), OFFERED)
     assert found is not None
-    assert len(found.calls) == MAX_TEXT_CALLS
-    assert found.text == one * 3
+    assert found.calls == [read(str(n)) for n in range(MAX_TEXT_CALLS)]
+    assert found.text == "".join(tags[MAX_TEXT_CALLS:])
+
+
+def test_a_call_written_twice_in_one_reply_runs_once() -> None:
+    one = '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'
+    assert calls_of(one * 5) == [read("a")]
+    assert calls_of(json.dumps([READ_A, READ_A, READ_B])) == [read("a"), read("b")]
 
 
 def test_a_call_in_doubled_braces_as_measured_from_qwen_coder_1_5b() -> None:
@@ -185,7 +199,10 @@ def test_several_calls_side_by_side_in_doubled_braces() -> None:
         '{{"name": "write_file", "arguments": {"path": "out/r.md", "content": "# R"}}}}'
     )
     assert [c.name for c in calls_of(text)] == ["list_files", "write_file"]
-    assert parse_text_tool_calls(text + " and then I am done", OFFERED) is None
+    # Prose after them: calls in prose, the prose kept without their braces.
+    found = read_reply_text(text + " and then I am done", OFFERED)
+    assert [c.name for c in found.calls] == ["list_files", "write_file"]
+    assert found.text == "and then I am done"
 
 
 def test_a_call_in_tools_tags_as_measured_from_qwen_coder_1_5b() -> None:
@@ -229,8 +246,9 @@ def test_a_reply_cut_inside_its_calls_runs_each_distinct_complete_call_once(text
     assert found.text == ""
     assert found.calls[0] == read("a")
     assert len(found.calls) == len({json.dumps([c.name, c.arguments]) for c in found.calls})
-    # Not cut (the server said it stopped), the same text is not a call: it stays the answer.
-    assert read_reply_text(text, OFFERED).calls == []
+    # Not cut (the server said it stopped), its complete calls are calls written in prose:
+    # the same ones, each once.
+    assert read_reply_text(text, OFFERED).calls == found.calls
 
 
 def test_a_cut_answer_stays_an_answer() -> None:
@@ -239,7 +257,7 @@ def test_a_cut_answer_stays_an_answer() -> None:
     assert read_reply_text('{"total": 3, "files": ["a"', OFFERED, cut=True).calls == []
 
 
-# The model's last call failed ------------------------------------------------------------
+# Calls written inside prose, at every step ----------------------------------------------
 
 # Measured from Qwen2.5-Coder 1.5B after an InvalidArguments result (the real-model tier).
 RETRY = (
@@ -247,30 +265,78 @@ RETRY = (
     'correct command:\n\n```json\n{"name": "read_file", "arguments": {"path": '
     '"facts/launch.md", "max_bytes": 10000}}\n```\n\nThis will read the first 10,000 bytes.'
 )
+# Issue 41: prose, the right call written twice, then file contents the model made up.
+TWICE = (
+    "I will read the file first.\n\n"
+    '{"name": "read_file", "arguments": {"path": "notes/standup.md"}}\n\n'
+    "```json\n"
+    '{"name": "read_file", "arguments": {"path": "notes/standup.md"}}\n'
+    "```\n\n"
+    "The file says:\n# Stand-up\n- Ada: shipped the parser\n- Bob: on leave\n"
+)
 
 
-def test_after_a_failed_call_one_fenced_call_in_prose_is_the_call_again() -> None:
-    found = read_reply_text(RETRY, OFFERED, retrying=True)
+def test_a_fenced_call_in_prose_is_a_call_at_every_step() -> None:
+    found = read_reply_text(RETRY, OFFERED)
     assert found.calls == [
         ProviderCall(
             id="", name="read_file", arguments={"path": "facts/launch.md", "max_bytes": 10000}
         )
     ]
     assert found.text.startswith("To read the file") and "```" not in found.text
-    # Not after a failure: a reply that shows a call is an answer.
-    assert read_reply_text(RETRY, OFFERED).calls == []
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        # Two fenced calls: which one it means is a guess.
-        RETRY + "\n```json\n" + json.dumps({"name": "write_file", "arguments": {}}) + "\n```",
+        'Call it like {"name": "read_file", "arguments": {"path": "a"}} next time.',
+        'Here:\n```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
+        'Reading it now <tools></tools> {"name": "read_file", "parameters": {"path": "a"}}.',
+    ],
+)
+def test_a_call_of_an_offered_tool_inside_prose_is_a_call(text: str) -> None:
+    found = read_reply_text(text, OFFERED)
+    assert found.calls == [read("a")]
+    assert '"name"' not in found.text and found.text
+
+
+def test_the_same_call_written_twice_in_prose_runs_once_and_the_prose_stays() -> None:
+    found = read_reply_text(TWICE, OFFERED)
+    assert found.calls == [read("notes/standup.md")]
+    assert found.text.startswith("I will read the file first.")
+    assert "Bob: on leave" in found.text and '"name"' not in found.text
+
+
+def test_several_calls_in_prose_each_run() -> None:
+    text = (
+        "First " + json.dumps(READ_A) + ", then\n```json\n" + json.dumps(READ_B) + "\n```\n"
+        "and " + json.dumps({"name": "write_file", "arguments": {}}) + "."
+    )
+    found = read_reply_text(text, OFFERED)
+    assert [(c.name, c.arguments) for c in found.calls] == [
+        ("read_file", {"path": "a"}),
+        ("read_file", {"path": "b"}),
+        # Its arguments are the tool layer's to refuse (InvalidArguments, told the model).
+        ("write_file", {}),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         # A tool that is not offered, in prose, is not read as a call.
         'Try this:\n```json\n{"name": "read_files", "arguments": {"path": "a"}}\n```',
         # A fence of data.
         'The file says:\n```json\n{"path": "facts/launch.md"}\n```',
+        # Calls inside a JSON array in prose are data in it.
+        'The log holds [{"name": "read_file", "arguments": {"path": "a"}}] and no more.',
+        # One placeholder call makes the reply an example: none of its calls run.
+        RETRY + '\nThen: {"name": "write_file", "arguments": {"path": "<path>", "content": "x"}}',
     ],
 )
-def test_after_a_failed_call_other_prose_stays_an_answer(text: str) -> None:
-    assert read_reply_text(text, OFFERED, retrying=True).calls == []
+def test_other_prose_holds_no_call(text: str) -> None:
+    assert read_reply_text(text, OFFERED).calls == []
+
+
+def test_with_no_tools_offered_a_call_in_prose_is_no_call() -> None:
+    assert read_reply_text(RETRY, ()).calls == []

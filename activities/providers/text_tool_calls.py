@@ -3,8 +3,9 @@
 Small local models served without a tool-call parser (or with one that does not know their
 format) answer a tool call as text: Hermes/Qwen ``<tool_call>{...}</tool_call>`` tags, the
 same in ``<tool_response>`` tags, or a bare ``{"name": ..., "arguments": ...}`` object, often
-inside a ```json fence. Taken as the final answer, that text would end the task with a tool
-call as its result; so would a reply of empty markup, which is no answer at all.
+inside a ```json fence, alone or inside prose. Taken as the final answer, that text would end
+the task with a tool call as its result. What is no answer either (empty markup, example calls,
+bare arguments) is judged from the text this leaves (non_answers.py).
 
 Pure functions, no I/O. What a model wrote is untrusted: anything malformed becomes a call
 whose arguments are kept raw (``RAW_ARGUMENTS_KEY``), which the tool layer reports back to
@@ -17,20 +18,24 @@ import json
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
 
 from durable_agents.activities.providers.base import ProviderCall
-from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY, parse_tool_arguments
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.prose_calls import (
+    call_of,
+    guessed_call,
+    holds_placeholder,
+    json_objects,
+)
 
 # More calls than this in one reply is a model looping, not a plan; the rest stay text.
 MAX_TEXT_CALLS = 16
-# A name longer than any tool's is kept cut short: it only feeds an UnknownTool error.
-_MAX_NAME_CHARS = 200
 # Where a Hermes tag holds no parseable object, the name is still worth recovering so the
 # model hears which call was malformed.
 _NAME_IN_BROKEN_JSON = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
-_FENCED_BLOCK = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```", re.DOTALL)
+# A fence left with nothing in it once the call it held is taken out.
+_EMPTY_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*```")
 # Tags a small model puts around (or beside) a call written as text: Qwen's template lists the
 # tools inside <tools>, and Qwen2.5-Coder 1.5B echoes its calls in them, or writes an empty
 # pair before a fenced call. They are dropped before a whole reply is judged, as is a stray
@@ -52,8 +57,6 @@ _BLOCK_TAG = re.compile(r"</?(?:tool_call|tool_response)>")
 # tokens (`<|im_end|>`). A reply of only these is empty, which the loop nudges.
 _MARKUP = re.compile(r"</?[A-Za-z_][A-Za-z0-9_:-]*\s*/?>|<\|[A-Za-z0-9_]+\|>|```[A-Za-z0-9_-]*")
 _SPACE = re.compile(r"\s+")
-# A name a tool could have: a JSON object naming anything else is data, not a call.
-_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
 # A reply is bounded by its output budget; past this many blocks the rest stays text, so a
 # hostile one cannot make the echo check compare every block with every result.
 _MAX_BLOCKS = 64
@@ -73,52 +76,63 @@ def read_reply_text(
     results: Collection[str] = (),
     *,
     cut: bool = False,
-    retrying: bool = False,
 ) -> TextToolCalls:
     """The calls written in a reply's ``text`` and the answer left once they, echoes of
     ``results`` (the tool results the model was shown) and bare markup are removed.
 
     A call in a ``<tool_call>`` tag always counts, and so does one that is all of a
     ``<tool_response>`` block that does not repeat one of ``results``. A bare or fenced JSON
-    call counts only when it is the whole reply (an answer that merely contains JSON, or shows
-    a call as an example, stays an answer): of a tool in ``offered`` (``arguments`` may be
-    left out), or of any tool name when it carries arguments and some tools were offered, so
-    that a guessed name is answered with the real ones (an UnknownTool result).
+    call that is the whole reply counts when it is of a tool in ``offered`` (``arguments``
+    may be left out), or of any tool name when it carries arguments and some tools were
+    offered, so that a guessed name is answered with the real ones (an UnknownTool result).
+    A call written inside prose counts when it is of a tool in ``offered``: small models
+    explain what they do and write the call in the middle (the prose is kept as its text).
+
+    Arguments that stand for values (``<path>``, ``...``, ``your_file.txt``) make a bare or
+    prose call an example, not a call: none of the reply's calls run (non_answers.py says
+    what it is). The same call written twice in one reply runs once.
 
     A reply ``cut`` at its token limit may end inside a call: a small model that writes the
-    same call over and over runs into the limit so. Its complete leading calls count (each
-    distinct call once); the unfinished tail is dropped, not taken as an answer.
-
-    ``retrying``: the model's last call failed (its result was an error). A small model then
-    often explains the fix and puts the corrected call in a fence inside the prose; one fenced
-    call of an offered tool is that call, the prose kept as its text. Outside a retry such a
-    reply stays an answer (it may be showing a call, not making one).
+    same call over and over runs into the limit so. Its complete leading calls count; the
+    unfinished tail is dropped, not taken as an answer.
     """
     left = text
     if "<tool_call>" in text or "<tool_response>" in text:
         found = _blocks(text, offered, results)
         left = found.text
         if found.calls:
-            return TextToolCalls(found.calls, "" if is_bare_markup(left) else left)
+            return TextToolCalls(_distinct(found.calls), "" if is_bare_markup(left) else left)
     calls = _whole_reply_calls(left.strip(), offered)
     if not calls and cut:
-        calls = _distinct(_whole_reply_calls(_complete_values(left.strip()), offered))
-    if calls:
-        return TextToolCalls(calls, "")
-    if retrying and (retried := _one_fenced_call(left, offered)) is not None:
-        return retried
+        calls = _whole_reply_calls(_complete_values(left.strip()), offered)
+    if calls and not any(holds_placeholder(c.arguments) for c in calls):
+        return TextToolCalls(_distinct(calls), "")
+    if not calls and (in_prose := _prose_calls(left, offered)) is not None:
+        return in_prose
     return TextToolCalls([], "" if is_bare_markup(left) else left.strip())
 
 
-def _one_fenced_call(text: str, offered: Collection[str]) -> TextToolCalls | None:
-    fences = list(_FENCED_BLOCK.finditer(text))
-    if len(fences) != 1:
+def _prose_calls(text: str, offered: Collection[str]) -> TextToolCalls | None:
+    """The calls of offered tools written inside prose, and the prose without them; None
+    when there are none, or when any call-shaped object in it holds a placeholder."""
+    shaped = [(f, call) for f in json_objects(text) if (call := call_of(f.value)) is not None]
+    if any(holds_placeholder(call.arguments) for _, call in shaped):
         return None
-    calls = _whole_reply_calls(fences[0].group(1).strip(), offered)
-    if len(calls) != 1 or calls[0].name not in offered:
+    ours = [(f, call) for f, call in shaped if call.name in offered][:MAX_TEXT_CALLS]
+    if not ours:
         return None
-    prose = (text[: fences[0].start()] + text[fences[0].end() :]).strip()
-    return TextToolCalls(calls, prose)
+    kept, position = [], 0
+    for f, _ in ours:
+        start, end = f.start, f.end
+        # The braces of a call written with template-escaped ones ({{"name": ...}}) go too.
+        while start > position and text[start - 1] == "{" and text[end : end + 1] == "}":
+            start, end = start - 1, end + 1
+        end += len(text[end : end + 2]) - len(text[end : end + 2].lstrip("}"))
+        kept.append(text[position:start])
+        position = end
+    kept.append(text[position:])
+    prose = _EMPTY_FENCE.sub("", "".join(kept)).strip()
+    return TextToolCalls(_distinct([call for _, call in ours]), prose)
 
 
 def _complete_values(text: str) -> str:
@@ -201,7 +215,7 @@ def _blocks(text: str, offered: Collection[str], results: Collection[str]) -> Te
 
 def _tag_call(body: str) -> ProviderCall:
     value = _loads(body)
-    call = _call_of(value) if isinstance(value, dict) else None
+    call = call_of(value) if isinstance(value, dict) else None
     if call is not None:
         return call
     found = _NAME_IN_BROKEN_JSON.search(body[:10_000])
@@ -229,20 +243,12 @@ def _whole_reply_calls(text: str, offered: Collection[str]) -> list[ProviderCall
     for obj in objects:
         if not isinstance(obj, dict):
             return []
-        call = _call_of(obj)
+        call = call_of(obj)
         # With no tools offered (a summary request) nothing is a call the model could mean.
-        if call is None or not (call.name in offered or (offered and _guessed_call(obj))):
+        if call is None or not (call.name in offered or (offered and guessed_call(obj))):
             return []
         calls.append(call)
     return calls
-
-
-def _guessed_call(obj: dict[str, Any]) -> bool:
-    """A call of a tool not offered, as a small model guesses one (`read_files`): a name a
-    tool could have, with arguments. The tool layer answers it with the real tools' names."""
-    name = obj.get("name")
-    has_arguments = "arguments" in obj or "parameters" in obj
-    return has_arguments and isinstance(name, str) and _TOOL_NAME.fullmatch(name) is not None
 
 
 def _json_values(text: str) -> list[object]:
@@ -261,17 +267,6 @@ def _json_values(text: str) -> list[object]:
         values.append(value)
         position = len(text) - len(text[end:].lstrip())
     return values
-
-
-def _call_of(obj: dict[str, Any]) -> ProviderCall | None:
-    """A call from ``{"name": ..., "arguments"|"parameters": ...}``; None if not that shape."""
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-    if not set(obj) <= {"name", "arguments", "parameters", "id", "type"}:
-        return None
-    raw = obj.get("arguments", obj.get("parameters"))
-    return ProviderCall(id="", name=name[:_MAX_NAME_CHARS], arguments=parse_tool_arguments(raw))
 
 
 def _unfence(text: str) -> str:
