@@ -1,9 +1,10 @@
 """Agent definitions: what a user writes to bring their own agent.
 
 An Agent names its instructions, model, tools, MCP toolsets, approval policies, device
-tools and limits. One worker serves many; a task names the one it runs. The definition's
-fingerprint (sha256 of everything the model or the loop would act on differently) joins
-the turn's recorded context config, so a deploy mid-turn keeps what the turn began with.
+tools, limits and the check its tasks must pass. One worker serves many; a task names the
+one it runs. The definition's fingerprint (sha256 of everything the model or the loop
+would act on differently) joins the turn's recorded context config, so a deploy mid-turn
+keeps what the turn began with.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from durable_agents.activities.checks.spec import Check
 from durable_agents.activities.policies.approval_policy import PolicyError
 from durable_agents.activities.policies.approval_policy import validate as validate_policy
 from durable_agents.activities.policies.task_rules import (
@@ -22,6 +24,7 @@ from durable_agents.activities.policies.task_rules import (
     InvalidTaskInput,
     check_budget_figure,
 )
+from durable_agents.activities.providers.tool_grammar import TOOL_MODES, ToolMode
 from durable_agents.activities.tools.base import Tool
 from durable_agents.activities.tools.mcp_servers import McpServer, identity_of
 
@@ -40,14 +43,28 @@ class AgentDefinitionError(ValueError):
 @dataclass(frozen=True)
 class ModelChoice:
     """The agent's model. Unset fields take the worker's MODEL_* settings; credentials and
-    endpoints always come from the worker's environment, never from a definition."""
+    endpoints always come from the worker's environment, never from a definition.
+
+    `tool_mode` (MODEL_TOOL_MODE for the worker's own): how the openai provider offers
+    tools, native, grammar (in the prompt, the reply held to one call or an answer), or
+    auto (grammar on llama.cpp's server); activities/providers/tool_grammar.py says why."""
 
     provider: ProviderName | None = None
     name: str | None = None
     context_tokens: int | None = None
     reply_tokens: int | None = None
+    tool_mode: ToolMode | None = None
 
     def __post_init__(self) -> None:
+        if self.tool_mode is not None and self.tool_mode not in TOOL_MODES:
+            raise AgentDefinitionError(
+                f"model tool_mode must be one of {', '.join(TOOL_MODES)}, "
+                f"got {str(self.tool_mode)[:40]!r}"
+            )
+        if self.tool_mode == "grammar" and self.provider not in (None, "openai"):
+            raise AgentDefinitionError(
+                f"model tool_mode grammar is for the openai provider, not {self.provider}"
+            )
         for label, value in (
             ("context_tokens", self.context_tokens),
             ("reply_tokens", self.reply_tokens),
@@ -68,6 +85,8 @@ class Limits:
     budget_cost_usd: float | None = None
     budget_tool_calls: int | None = None
     budget_seconds: float | None = None
+    # Replies without progress in a row, or failures of one call, that end a task stuck.
+    stuck_after: int | None = None
 
     def budget(self) -> dict[str, int | float | None]:
         """The budget figures by name (tokens, cost_usd, tool_calls, seconds)."""
@@ -83,6 +102,8 @@ class Limits:
             raise AgentDefinitionError(f"max_steps must be positive, got {self.max_steps}")
         if self.tool_timeout_seconds is not None and self.tool_timeout_seconds <= 0:
             raise AgentDefinitionError("tool_timeout_seconds must be positive")
+        if self.stuck_after is not None and self.stuck_after <= 0:
+            raise AgentDefinitionError(f"stuck_after must be positive, got {self.stuck_after}")
         for name, high, integer in BUDGET_FIGURES:
             try:
                 check_budget_figure(
@@ -96,8 +117,8 @@ class Limits:
 class Agent:
     """One agent: `tools` are Tools (e.g. from the `@tool` decorator, or `builtin_tools()`),
     `toolsets` MCP server declarations, `approvals` tool name (or `server.tool`) -> policy
-    (never, always, outside:DIR, match:ARG:REGEX), `device_tools` the tools that run on the
-    user's device when a task names one."""
+    (never, always, outside:DIR, match:ARG:REGEX, exists:ARG), `device_tools` the tools that
+    run on the user's device when a task names one."""
 
     name: str
     instructions: str
@@ -107,9 +128,14 @@ class Agent:
     approvals: Mapping[str, str] = field(default_factory=dict)
     device_tools: Sequence[str] = ()
     limits: Limits = field(default_factory=Limits)
+    # How a task of this agent is checked before its answer is accepted (None: it is not,
+    # and its tasks complete unchecked).
+    check: Check | None = None
 
     def __post_init__(self) -> None:
         check_agent_name(self.name)
+        if self.check is not None and not isinstance(self.check, Check):
+            raise AgentDefinitionError(f"agent {self.name!r}: check must be a Check")
         if not self.instructions.strip():
             raise AgentDefinitionError(f"agent {self.name!r} has no instructions")
         # Frozen, but hand in lists and dicts freely: keep private copies.
@@ -135,18 +161,22 @@ class Agent:
         body = {
             "name": self.name,
             "instructions": self.instructions,
-            "model": asdict(self.model),
+            # A tool mode left unset is left out, as unset budget figures are below: a
+            # definition without one keeps the fingerprint it had before there were modes.
+            "model": {
+                k: v for k, v in asdict(self.model).items() if v is not None or k != "tool_mode"
+            },
             "tools": [_tool_identity(t) for t in self.tools],
             "toolsets": [identity_of(s) for s in self.toolsets],
             "toolset_tools": list(tool_specs),
             "approvals": dict(sorted(self.approvals.items())),
             "device_tools": sorted(self.device_tools),
-            # Budget figures left unset are left out: a definition without them keeps the
-            # fingerprint it had before there were budgets.
+            # Budget figures and stuck_after left unset are left out: a definition without
+            # them keeps the fingerprint it had before they existed.
             "limits": {
                 k: v
                 for k, v in asdict(self.limits).items()
-                if v is not None or not k.startswith("budget_")
+                if v is not None or not (k.startswith("budget_") or k == "stuck_after")
             },
         }
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
@@ -159,6 +189,8 @@ def _tool_identity(tool: Tool) -> dict[str, Any]:
         "effect": tool.effect,
         "needs_approval": tool.needs_approval,
         "reconciles": tool.reconcile is not None,
+        # Left out when unset: a tool without its own policy keeps the fingerprint it had.
+        **({"approval": tool.approval} if tool.approval else {}),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -43,6 +44,8 @@ from durable_agents.storage.context_configs import ContextConfig
 from durable_agents.storage.models import CompactionRow, ItemRow, SessionRow
 from durable_agents.storage.session_deltas import DeltaPublisher
 from durable_agents.storage.usage import UsageRecord
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.vocabulary.non_answers import NON_ANSWER_KEY
 from durable_agents.workflows.contracts import Closed, ModelCallInput, ModelCallResult
 
 
@@ -66,6 +69,7 @@ class ModelActivities:
         prices: PriceTable | None = None,
         gate: Gatekeeper | None = None,
         max_calls_per_reply: int = 16,
+        workspace: WorkspaceLayout | None = None,
     ) -> None:
         """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
         agent; `agents`: every agent this worker serves (default: that one alone).
@@ -75,7 +79,10 @@ class ModelActivities:
         `prices`: what each reply's tokens cost (default: every model unpriced).
         `gate`: what admits each call (default: the kill switch and budgets, no quotas).
         `max_calls_per_reply`: the calls of one reply that run; the rest get a result
-        saying so (a reply may ask for any number)."""
+        saying so (a reply may ask for any number). `workspace`: where run_tool on this
+        worker finds each session's files, which `exists:` approval policies look at
+        (None: they ask)."""
+        self._workspace = workspace
         self._sessions = sessions
         self._gate = gate or Gatekeeper(sessions)
         self._max_calls = max_calls_per_reply
@@ -122,7 +129,7 @@ class ModelActivities:
                 _, config = await turn_config(st, session_id, agent.config, self._configs)
                 done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
-                    return await self._result_of(st, inp, done, agent, config, session.approvals)
+                    return await self._result_of(st, inp, done, agent, config, session)
             closed = await self._admit(inp, session, agent, config)
             if closed is not None:
                 return ModelCallResult(item_id="", ordinal=0, closed=closed)
@@ -234,9 +241,7 @@ class ModelActivities:
                 await self._count(st, inp, session.agent_definition, agent, config, reply)
                 await st.admissions.settle(inp.idempotency_key)
                 await trace.committed(st.db)  # audit mode: the event commits with the reply
-                return await self._result_of(
-                    st, inp, row, agent, config, session.approvals, call_rows
-                )
+                return await self._result_of(st, inp, row, agent, config, session, call_rows)
 
     async def _count(
         self,
@@ -337,19 +342,20 @@ class ModelActivities:
         row: ItemRow,
         agent: AgentRuntime,
         config: ContextConfig,
-        approvals: dict[str, Any] | None,
+        session: SessionRow,
         call_rows: dict[str, ItemRow] | None = None,
     ) -> ModelCallResult:
         """`call_rows`: the tool_call items when this attempt just wrote them. `config`: the
-        turn's, whose agent approvals hold for the turn. `approvals`: what the session
-        committed (the task's policies, and loosenings with who made them)."""
+        turn's, whose agent approvals hold for the turn. `session.approvals`: what the
+        session committed (the task's policies, and loosenings with who made them)."""
         calls = await tool_call_refs(
             st.items,
             row,
             agent,
             config.agent.get("approvals", {}),
-            approvals or {},
+            session.approvals or {},
             call_rows or {},
+            self._workspace_of(inp.tenant_id, session),
         )
         stats = row.data.get("context", {})
         # Judged against the window the server really has, once it is known.
@@ -360,8 +366,16 @@ class ModelActivities:
             tool_calls=calls,
             context_tokens=int(stats.get("input_tokens", 0)),
             compaction_due=compaction_due(budget, stats),
-            empty_reply=not calls and not row.text.strip(),
+            # Judged when the reply was committed: a retry returns the same judgement.
+            non_answer=None if calls else row.data.get(NON_ANSWER_KEY),
         )
+
+    def _workspace_of(self, tenant_id: str, session: SessionRow) -> Path | None:
+        """The session's workspace root for `exists:` approval policies to look at; None
+        (they ask) without a layout, or while archive holds the files packed."""
+        if self._workspace is None or session.workspace_sha256 is not None:
+            return None
+        return self._workspace.root_for(tenant_id, session)
 
 
 def _uuid_or_none(value: str | None) -> uuid.UUID | None:

@@ -40,6 +40,7 @@ from durable_agents.workflows.contracts import (
 )
 from durable_agents.workflows.policies import MAX_INLINE_TASK_BYTES, workflow_id_for
 from durable_agents.workflows.run_input import run_start_input
+from durable_agents.workflows.task_settings import DEFAULT_STUCK_AFTER
 
 TITLE_CHARS = 200
 
@@ -94,6 +95,7 @@ class SessionOpenActivities:
             max_steps=limits.max_steps or DEFAULT_MAX_STEPS,
             tool_timeout_seconds=limits.tool_timeout_seconds or DEFAULT_TOOL_TIMEOUT_SECONDS,
             budget=budget,
+            stuck_after=limits.stuck_after or DEFAULT_STUCK_AFTER,
         )
 
     @activity.defn(name="task_defaults")
@@ -150,7 +152,7 @@ class SessionOpenActivities:
                     agent_definition=inp.agent,
                     # A plain start holds no scope that may loosen the agent's approvals.
                     approvals={
-                        "policies": dict(start.approval_policies),
+                        "policies": dict(start.settings.approval_policies),
                         "loosened": {},
                         "loosened_by": None,
                     },
@@ -200,7 +202,7 @@ class SessionOpenActivities:
             )
         try:
             check_task_text(start.task_text, MAX_INLINE_TASK_BYTES)
-            check_task_settings(start)
+            check_task_settings(start.settings)
         except ValueError as err:
             raise non_retryable("InvalidTaskInput", str(err)) from None
         return start

@@ -9,12 +9,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
+from durable_agents.activities.nudges import non_answer_code, nudge_text
 from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT, not_rerun_text
 from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.items import NewItem
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, commit_tool_result
 from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.non_answers import LOOKS_LIKE_KEY, NonAnswer
 from durable_agents.vocabulary.previews import PREVIEW_CHARS
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.contracts import (
@@ -41,17 +43,6 @@ async def _request(st: AgentState, inp: ApprovalRecordInput) -> dict[str, Any]:
             f"no staged request {inp.request_id} for call {inp.tool_call_id}",
         )
     return staged
-
-
-# Said of a reply that was empty, only markup, or only a copy of a tool result shown in the
-# prompt. Told "your reply was empty" after a copy, Qwen2.5-Coder 1.5B apologised and asked
-# for the task again (issue 30, `make test-real-model`); named for what it was and told what
-# a good next reply is, it answers.
-EMPTY_REPLY_NUDGE = (
-    "Your last reply held no answer and no tool call: it was empty, or only repeated a tool "
-    "result. If the tool results above give what the task asks for, reply now with the final "
-    "answer in plain text, stating the result itself; otherwise call the next tool."
-)
 
 
 class SessionStateActivities:
@@ -185,20 +176,33 @@ class SessionStateActivities:
 
     @activity.defn(name="record_nudge")
     async def record_nudge(self, inp: NudgeInput) -> CommittedItem:
-        """After an empty reply: a user turn asking the model for an answer or a tool call."""
+        """After a reply that was no answer: a user turn saying what it was (by its code)
+        and asking for an answer or a tool call."""
+        session_id = uuid.UUID(inp.session_id)
         async with (
             storage_errors_are_final(),
             agent_state(self._sessions, inp.tenant_id, write=True) as st,
         ):
+            reason = non_answer_code(inp.reason)
+            looks_like: list[str] = []
+            if reason == NonAnswer.BARE_ARGUMENTS:
+                # The tools the arguments fit, as the reply's commit named them from the
+                # registry.
+                reply = await st.items.first_of_kind(
+                    session_id, ItemKind.ASSISTANT_MESSAGE, last=True
+                )
+                if reply is not None and reply.data.get("step") == inp.step:
+                    looks_like = [str(t) for t in reply.data.get(LOOKS_LIKE_KEY, [])]
+            words = nudge_text(reason, looks_like)
             row, _ = await st.items.append(
                 NewItem(
-                    session_id=uuid.UUID(inp.session_id),
+                    session_id=session_id,
                     kind=ItemKind.USER_MESSAGE,
                     role="user",
                     idempotency_key=inp.idempotency_key,
-                    text=EMPTY_REPLY_NUDGE,
-                    tokens=count_tokens(EMPTY_REPLY_NUDGE),
-                    data={"nudge": "empty_reply", "step": inp.step},
+                    text=words,
+                    tokens=count_tokens(words),
+                    data={"nudge": str(reason), "step": inp.step},
                 )
             )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
@@ -213,7 +217,7 @@ class SessionStateActivities:
                 agent_state(self._sessions, inp.tenant_id, autocommit=True) as st,
             ):
                 await st.sessions.set_status(
-                    session_id, inp.status, workflow_run_id=inp.workflow_run_id
+                    session_id, inp.status, workflow_run_id=inp.workflow_run_id, checked=inp.checked
                 )
             return
         async with (
@@ -221,7 +225,7 @@ class SessionStateActivities:
             agent_state(self._sessions, inp.tenant_id, write=True) as st,
         ):
             await st.sessions.set_status(
-                session_id, inp.status, workflow_run_id=inp.workflow_run_id
+                session_id, inp.status, workflow_run_id=inp.workflow_run_id, checked=inp.checked
             )
             await st.items.append(
                 NewItem(

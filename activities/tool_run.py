@@ -4,9 +4,12 @@ crash at any point leave at most an orphan object, never a ref to a missing one.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_agents.activities.agent_catalog import unknown_agent
+from durable_agents.activities.context.model_context import ConfigCache
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
 from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.heartbeat import heartbeating
@@ -23,6 +27,7 @@ from durable_agents.activities.policies.text_limits import (
     TextLimits,
     oversized_arguments,
 )
+from durable_agents.activities.tool_call_refs import unasked_new_args
 from durable_agents.activities.tools.args import check_allowed, check_args
 from durable_agents.activities.tools.artifact_access import SqlArtifactAccess
 from durable_agents.activities.tools.base import (
@@ -36,6 +41,7 @@ from durable_agents.activities.tools.effects import EffectLedger, latest_settlem
 from durable_agents.activities.tools.fetch_policy import PUBLIC_ONLY, FetchPolicy
 from durable_agents.activities.tools.memory import SqlMemoryAccess
 from durable_agents.activities.tools.outcomes import failure_words, outcome_of
+from durable_agents.activities.tools.workspace_probe import refuse_if_named
 from durable_agents.activities.trajectory import ToolCallEvent, TrajectoryRecorder
 from durable_agents.storage.agent_state import AgentState, CallReads, agent_state
 from durable_agents.storage.artifact_cache import ArtifactReadCache
@@ -59,6 +65,8 @@ class _Result:
     error: str | None = None
     # An effectful call's ledger state, settled with the result (None: not ledgered).
     effect: EffectState | None = None
+    # A failed call's fingerprint (failed_call()), kept with its result to count repeats.
+    failed_call: str | None = None
 
 
 class ToolActivities:
@@ -97,6 +105,8 @@ class ToolActivities:
         self._read_cache = read_cache
         self._effects = EffectLedger(sessions)
         self._gate = gate or Gatekeeper(sessions)
+        # The turns' recorded agent approvals, which `exists:` guards are read from.
+        self._configs = ConfigCache()
 
     @activity.defn(name="run_tool")
     async def run_tool(self, inp: ToolRunInput) -> ToolOutcome:
@@ -109,17 +119,32 @@ class ToolActivities:
                 done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
                     latest = await latest_settlement(st.items, done)
-                    return outcome_of(latest, inp.tenant_id, self._store.prefix)
+                    return await _counted(
+                        st, latest, outcome_of(latest, inp.tenant_id, self._store.prefix)
+                    )
                 args, asked_for = await call_arguments(st.calls, session_id, inp.tool_call_id)
                 session = await st.sessions.get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
+                # A re-run is a person's decision; any other call may have gone unasked.
+                new_args = frozenset[str]()
+                if not inp.rerun:
+                    new_args = await unasked_new_args(
+                        st,
+                        session,
+                        inp.tool_call_id,
+                        inp.name,
+                        registry.get(inp.name),
+                        self._configs,
+                    )
             closed = await self._gate.admit_tool(inp)
             if closed is not None:
                 return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
             await self._unpack(inp.tenant_id, session)
             async with self._recorder.tool_call(_event(inp)) as trace:
-                result = await self._execute(inp, registry, args, agent_name, asked_for, root)
+                result = await self._execute(
+                    inp, registry, args, agent_name, asked_for, root, new_args
+                )
                 trace.executed(result.error_type)
                 ref: ArtifactRef | None = None
                 if result.output is not None:
@@ -127,12 +152,17 @@ class ToolActivities:
                     ref = await self._store.put(
                         inp.tenant_id, result.output.content, result.output.content_type
                     )
+                if result.error_type is not None and ref is None:
+                    result = replace(result, failed_call=failed_call(inp.name, args))
                 async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
                     row = await self._commit(st, inp, session_id, result, ref)
                     # Audit mode: the event commits with the tool_result item.
                     await trace.committed(st.db, ref, row.artifact_id)
+                    outcome = await _counted(
+                        st, row, outcome_of(row, inp.tenant_id, self._store.prefix)
+                    )
                 self._warm(inp.tenant_id, row, ref, result)
-                return outcome_of(row, inp.tenant_id, self._store.prefix)
+                return outcome
 
     def _registry_of(self, session: SessionRow) -> ToolRegistry:
         """The tools of the session's agent."""
@@ -177,6 +207,7 @@ class ToolActivities:
         agent_name: str,
         asked_for: str,
         root: Path,
+        new_args: frozenset[str],
     ) -> _Result:
         tool = registry.get(inp.name)
         if tool is None:
@@ -203,13 +234,18 @@ class ToolActivities:
             artifacts=SqlArtifactAccess(
                 self._sessions, self._store, inp.tenant_id, uuid.UUID(inp.session_id)
             ),
+            must_be_new=new_args,
         )
         try:
             check_args(args, tool.spec.name, tool.spec.parameters)  # any tool, MCP ones too
             check_allowed(args, tool.spec.parameters)
             if tool.effect == "effectful":
+                # The ledger looks (after settling an interrupted attempt, whose own file
+                # must not count as one that appeared).
                 run = await self._effects.run(tool, ctx, args, inp.tool_call_id)
                 return _Result(run.output, run.error_type, run.error, run.state)
+            if new_args:
+                await asyncio.to_thread(refuse_if_named, root, args, new_args)
             return _Result(await tool.fn(ctx, args))
         except ToolError as err:
             activity.logger.info("tool %s failed: %s", inp.name, err.error_type)
@@ -242,6 +278,8 @@ class ToolActivities:
             extra["effect"] = result.effect
         if inp.rerun:
             extra["rerun"] = inp.rerun  # context.py tells the model why it ran again
+        if result.failed_call is not None:
+            extra[FAILED_CALL_KEY] = result.failed_call
         if ref is not None and result.output is not None:
             verified = VerifiedArtifact(ref, result.output.content)
         return await commit_tool_result(
@@ -260,6 +298,24 @@ class ToolActivities:
             ),
             store=self._store,
         )
+
+
+# The data key of a failed call's fingerprint on its tool_result item.
+FAILED_CALL_KEY = "failed_call"
+
+
+def failed_call(name: str, args: dict[str, Any]) -> str:
+    """One fingerprint for every call of `name` with these arguments (their JSON, keys sorted)."""
+    canonical = json.dumps([name, args], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+async def _counted(st: AgentState, row: ItemRow, outcome: ToolOutcome) -> ToolOutcome:
+    """`outcome` with how many failed results of the same call the session holds."""
+    mark = row.data.get(FAILED_CALL_KEY)
+    if isinstance(mark, str):
+        outcome.repeats = await st.items.count_marked(row.session_id, FAILED_CALL_KEY, mark)
+    return outcome
 
 
 async def call_arguments(

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from durable_agents.workers.peers.claim_check_plugin import ClaimCheckPlugin
     from durable_agents.workers.peers.openai_agents_session import AgentStateSession
     from durable_agents.workers.peers.pydantic_ai_history import AgentStateHistory
-    from durable_agents.workflows.contracts import AgentInput, ApproveInput
+    from durable_agents.workflows.contracts import AgentInput, ApproveInput, TaskSettings
 
 # Where each public name lives, when not in the Python API (workers/api.py).
 _API = "durable_agents.workers.api"
@@ -55,6 +55,7 @@ _ELSEWHERE = {
     # What a plain Temporal client sends (README, "From any Temporal client").
     "AgentInput": "durable_agents.workflows.contracts",
     "ApproveInput": "durable_agents.workflows.contracts",
+    "TaskSettings": "durable_agents.workflows.contracts",
 }
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "Task",
     "TaskOptions",
     "TaskResult",
+    "TaskSettings",
     "Tool",
     "ToolContext",
     "ToolError",

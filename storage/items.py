@@ -276,6 +276,29 @@ class ItemRepository:
         )
         return int(row.data["step"]) if row is not None and "step" in row.data else None
 
+    async def get(self, session_id: uuid.UUID, item_id: uuid.UUID) -> ItemRow | None:
+        """One item of the session by its id."""
+        return await self._db.scalar(
+            select(ItemRow).where(
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.id == item_id,
+                ItemRow.session_id == session_id,
+            )
+        )
+
+    async def count_marked(self, session_id: uuid.UUID, key: str, value: str) -> int:
+        """How many of the session's items carry `value` under `key` in their data."""
+        found = await self._db.scalar(
+            select(func.count())
+            .select_from(ItemRow)
+            .where(
+                ItemRow.session_id == session_id,
+                ItemRow.tenant_id == self._tenant,
+                ItemRow.data[key].astext == value,
+            )
+        )
+        return int(found or 0)
+
     async def first_of_kind(
         self, session_id: uuid.UUID, kind: str, *, last: bool = False
     ) -> ItemRow | None:

@@ -72,6 +72,12 @@ class SessionRow(Base):
     # The task's approvals: {"policies": tool -> policy (each adds approvals), "loosened":
     # tool -> policy replacing the agent's, "loosened_by": who did}. NULL before 0016.
     approvals: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The check its start declared ({"files": [...], "contains": {path: [text, ...]}}), run
+    # with its agent's own before an answer is accepted (activities/checks); NULL: none.
+    task_check: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Once completed: True when a check passed on its answer, False when it had no check
+    # (completed unchecked); NULL before it completes.
+    checked: Mapped[bool | None] = mapped_column()
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -31,7 +31,12 @@ _LOCK = select(_SESSIONS.c.status).where(_THIS_SESSION).with_for_update()
 _SET_STATUS = (
     update(_SESSIONS)
     .where(_THIS_SESSION)
-    .values(status=bindparam("to_status"), updated_at=func.now(), wait_detail=None)
+    .values(
+        status=bindparam("to_status"),
+        updated_at=func.now(),
+        wait_detail=None,
+        checked=bindparam("to_checked"),
+    )
 )
 _SET_STATUS_AND_RUN = _SET_STATUS.values(workflow_run_id=bindparam("to_run_id"))
 _TAKE_ORDINALS = (
@@ -70,13 +75,14 @@ class SessionRepository:
         agent_definition: str = "default",
         approvals: dict[str, Any] | None = None,
         workflow_run_id: str | None = None,
+        task_check: dict[str, Any] | None = None,
     ) -> SessionRow:
         """Create the session, or return it unchanged if this id already exists for the tenant.
 
         A child session (a sub-agent's) names its parent and shares the parent's root,
         project (so its tools see the same workspace), agent definition and approvals.
         `workflow_run_id`: the run creating it, so a later run can tell its own retry from
-        a session that existed before it.
+        a session that existed before it. `task_check`: the check its start declared.
         """
         root_id = session_id
         if project is not None:
@@ -107,6 +113,7 @@ class SessionRepository:
                 workflow_id=workflow_id,
                 workflow_run_id=workflow_run_id,
                 approvals=approvals,
+                task_check=task_check,
                 next_ordinal=1,
                 parent_id=parent_id,
                 root_id=root_id,
@@ -174,14 +181,22 @@ class SessionRepository:
         return list(rows)
 
     async def set_status(
-        self, session_id: uuid.UUID, status: str, *, workflow_run_id: str | None = None
+        self,
+        session_id: uuid.UUID,
+        status: str,
+        *,
+        workflow_run_id: str | None = None,
+        checked: bool | None = None,
     ) -> None:
+        """`checked`: with `completed`, whether a check passed on the answer (False: the
+        session completed unchecked); any other status clears it."""
         if status not in SessionStatus.__members__.values():
             raise ValueError(f"unknown session status {status!r}")
         params: dict[str, Any] = {
             "in_session": session_id,
             "in_tenant": self._tenant,
             "to_status": status,
+            "to_checked": checked if status == SessionStatus.COMPLETED else None,
         }
         if workflow_run_id:
             params["to_run_id"] = workflow_run_id

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from tests.support import verbs
 from tests.support.fake_openai import (
     FakeOpenAI,
     calls,
+    fake_openai_provider,  # noqa: F401 (the `provider` fixture)
     fake_openai_server,  # noqa: F401 (the `server` fixture)
     says,
 )
@@ -57,13 +57,6 @@ NOTES = Agent(
     tools=[_tool("lookup_note", "a note")],
     approvals={"lookup_note": "always"},
 )
-
-
-@pytest.fixture
-async def provider(server: FakeOpenAI) -> AsyncIterator[OpenAICompatibleProvider]:
-    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="small", timeout=5)
-    yield p
-    await p.aclose()
 
 
 def _tools_of(body: dict[str, Any]) -> list[str]:

@@ -30,6 +30,7 @@ from durable_agents.workflows.contracts import ArtifactRef, CompactInput
 from tests.conftest import AgentRunner
 from tests.support import verbs
 from tests.support.helpers import files_to_read, items_of, session_root, start, wait_for_pending
+from tests.test_tool_call_index import _long_session, analyze_items
 
 
 async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
@@ -297,15 +298,17 @@ async def test_turns_and_compactions_of_another_tenant_look_missing(
 async def test_paging_a_long_session_is_an_index_scan(resources: Resources, tenant: str) -> None:
     from sqlalchemy import text
 
+    sid = await _long_session(resources, tenant)
+    await analyze_items(resources)
     async with resources.engine.connect() as conn:
         await conn.execute(text("SET enable_seqscan = off"))  # small test tables favour seq scans
         plan = "\n".join(
             await conn.scalars(
                 text(
                     "EXPLAIN SELECT * FROM items WHERE session_id = :s AND tenant_id = :t"
-                    " AND ordinal > 5000 ORDER BY ordinal LIMIT 200"
+                    " AND ordinal > 1000 ORDER BY ordinal LIMIT 200"
                 ),
-                {"s": uuid.uuid4(), "t": tenant},
+                {"s": sid, "t": tenant},
             )
         )
     assert "uq_items_session_ordinal" in plan and "Sort" not in plan

@@ -6,21 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.client import Client
 
+from durable_agents.activities.nudges import EMPTY_REPLY_NUDGE
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
-from durable_agents.activities.session_state import EMPTY_REPLY_NUDGE
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import AgentResult
 from tests.conftest import AgentRunner
 from tests.support.fake_openai import (
     FakeOpenAI,
     calls,
+    fake_openai_provider,  # noqa: F401 (the `provider` fixture)
     fake_openai_server,  # noqa: F401 (the `server` fixture)
     says,
 )
@@ -28,13 +28,6 @@ from tests.support.helpers import items_of, session_root, start
 
 ANSWER = "The file says: contents of A."
 READ_A = {"name": "read_file", "arguments": {"path": "a.txt"}}
-
-
-@pytest.fixture
-async def provider(server: FakeOpenAI) -> AsyncIterator[OpenAICompatibleProvider]:
-    p = OpenAICompatibleProvider(base_url=server.url, api_key=None, model="small", timeout=5)
-    yield p
-    await p.aclose()
 
 
 @pytest.fixture

@@ -244,7 +244,7 @@ async def test_budget_options_are_checked_scoped_and_default_from_agent_and_tena
     settings = _settings(migrated)
     command = start_command(starter, StartRequest("go", options={"budget_tokens": 500}), settings)
     assert command.options.budget_tokens == 500
-    assert command.options.agent_input("s").budget_tokens == 500
+    assert command.options.agent_input("s").settings.budget_tokens == 500
     with pytest.raises(ScopeRefused, match="budget_tokens needs the start scope"):
         start_command(reader, StartRequest("go", options={"budget_tokens": 500}), settings)
     for bad in ({"budget_tokens": 0}, {"budget_cost_usd": -1.0}, {"budget_tool_calls": 1.5}):

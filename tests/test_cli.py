@@ -60,7 +60,7 @@ async def test_start_status_approve_watch_and_fetch_an_artifact(
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("#1") and "copy a to b" in lines[0]
-    assert lines[-1] == "task ended: completed"
+    assert lines[-1] == "task ended: completed (unchecked)"
     artifact_line = next(line for line in lines if "read_file" in line and "artifact" in line)
     assert "result" in artifact_line
 

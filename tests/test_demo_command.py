@@ -44,7 +44,8 @@ async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -
     assert "| `data/readings.csv` | 7 | 7 |" in text
     assert "task completed" in text
     # The demo checks its own goal, not only the task's status (issue 30).
-    assert "report out/report.md: present, names all 4 workspace files" in text
+    assert "report out/report.md: present, covers all 4 workspace files" in text
+    assert "completed (checked)" in text  # the demo goal is the task's own check
     assert "demo goal done" in text
     assert "Traceback" not in text
     assert not _processes_with("durable-agents-demo-"), "the demo left services running"

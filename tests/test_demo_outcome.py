@@ -1,5 +1,6 @@
-"""`agentctl demo` judges its task by the demo's goal (issue 30): a completed task that wrote
-no report, or one that leaves files out, is not done, and the demo exits non-zero."""
+"""`agentctl demo` judges its task by the demo's goal, which is also the task's own check: a
+completed task that wrote no report, one that leaves files out, or one that lists names
+without saying what the files hold, is not done, and the demo exits non-zero."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.run import _prepare_dirs
 
 REPORT = "out/report.md"
+CONTENTS = {
+    "README.md": "# Weather station project\n",
+    "data/readings.csv": "station,temperature_c\nA,4.1\n",
+    "notes/standup.md": "Station B dropped readings; suspect the modem.\n",
+}
 
 
 def _seeded(tmp_path: Path) -> tuple[Path, list[str]]:
     root = tmp_path / "ws"
-    for name in ("README.md", "data/readings.csv", "notes/standup.md"):
+    for name, text in CONTENTS.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text("x\n")
+        (root / name).write_text(text)
     return root, workspace_files(root)
 
 
@@ -28,13 +34,16 @@ def test_a_completed_task_without_the_report_is_not_done(tmp_path: Path) -> None
     assert goal.line() == ("task completed; report out/report.md: NOT written; demo goal NOT done")
 
 
-def test_a_report_naming_every_file_is_done_by_path_or_by_name(tmp_path: Path) -> None:
+def test_a_report_covering_every_file_is_done_by_path_or_by_name(tmp_path: Path) -> None:
     root, files = _seeded(tmp_path)
     (root / "out").mkdir()
-    (root / REPORT).write_text("# Survey\n- README.md\n- data/readings.csv\n- standup.md\n")
+    (root / REPORT).write_text(
+        "# Survey\n- README.md: a weather station project\n"
+        "- data/readings.csv: temperature per station\n- standup.md: a modem fault\n"
+    )
     goal = check_report("completed", root, REPORT, files)
     assert goal.done and goal.named == 3
-    assert "names all 3 workspace files; demo goal done" in goal.line()
+    assert "covers all 3 workspace files; demo goal done" in goal.line()
     # The same report from a task that then failed is not done either.
     assert not check_report("failed", root, REPORT, files).done
 
@@ -45,8 +54,16 @@ def test_a_report_leaving_files_out_is_not_done(tmp_path: Path) -> None:
     (root / REPORT).write_text("I looked at README.md.")
     goal = check_report("completed", root, REPORT, files)
     assert not goal.done
-    assert goal.missing == ("data/readings.csv", "notes/standup.md")
-    assert "does not name data/readings.csv, notes/standup.md" in goal.line()
+    assert goal.missing == ("README.md", "data/readings.csv", "notes/standup.md")
+    assert "does not cover README.md, data/readings.csv, notes/standup.md" in goal.line()
+
+
+def test_a_report_of_names_alone_is_not_a_survey(tmp_path: Path) -> None:
+    root, files = _seeded(tmp_path)
+    (root / "out").mkdir()
+    (root / REPORT).write_text("Files: README.md, data/readings.csv, notes/standup.md.")
+    goal = check_report("completed", root, REPORT, files)
+    assert not goal.done and len(goal.missing) == 3
 
 
 def test_the_demo_workspace_is_what_the_report_must_name() -> None:

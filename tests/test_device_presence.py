@@ -369,7 +369,7 @@ async def test_two_watchers_print_the_same_items_and_the_end(
     # Status changes are what each watcher's polls happened to see (a short `running` between
     # the approval and the end may fall between two polls); the items and the end may not.
     assert _items_and_end(early_lines) == _items_and_end(late_lines)
-    assert early_lines[-1] == "task ended: completed"
+    assert early_lines[-1] == "task ended: completed (unchecked)"
     items = await items_of(resources, tenant, session_id)
     shown = [int(m[1]) for line in early_lines if (m := re.match(r"#(\d+) ", line))]
     assert shown == [i.ordinal for i in items] == list(range(1, len(items) + 1))

@@ -57,7 +57,7 @@ class PacedModel:
         if not tool_message(request, DEVICE_CALL).startswith("[pending"):
             return ModelReply(text="the notes are in")
         await asyncio.sleep(self.pace)
-        call = ProviderCall(f"cloud_{turn}", "list_files", {})
+        call = ProviderCall(f"cloud_{turn}", "list_dir", {"path": "."})
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls")
 
     async def aclose(self) -> None:

@@ -6,10 +6,11 @@ Rooms, bottom up:
 - vocabulary: the leaf terms (artifact refs, item kinds, statuses, previews, token counts).
 - storage: AgentState and the artifact store. Knows nothing of Temporal or workflows.
 - contracts: what the loop, its activities and its clients agree on: the payloads
-  (workflows/contracts.py, client_contracts.py, state_contracts.py, gate_contracts.py), the
+  (workflows/contracts.py, client_contracts.py, state_contracts.py, gate_contracts.py,
+  task_settings.py, check_contracts.py), the
   task queues, timeouts and retry policies (workflows/policies.py), and reading a run's
   start input back (workflows/run_input.py).
-- domain: Temporal-free libraries (activities/providers, tools, context, policies) and the
+- domain: Temporal-free libraries (activities/providers, tools, context, policies, checks) and the
   agent definitions users write (activities/agents.py).
 - trajectory: OpenTelemetry by reference (activities/trajectory).
 - edges: the `@activity.defn` classes and what translates to Temporal (activities/*.py).
@@ -83,8 +84,10 @@ CONTRACTS = {
     "strict_inputs",
     "policies",
     "run_input",
+    "task_settings",
+    "check_contracts",
 }
-DOMAIN = {"providers", "tools", "context", "policies", "agents"}
+DOMAIN = {"providers", "tools", "context", "policies", "agents", "checks"}
 SHARED = {"settings", "resources", "temporal_client", "task_options", "agent_loading"}
 ROLES = {
     "stack",

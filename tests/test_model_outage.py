@@ -78,7 +78,7 @@ async def test_an_outage_longer_than_the_old_attempt_budget_is_outwaited_and_sho
         server.status = 200
         server.reply = completion({"role": "assistant", "content": "hello again"}, "stop")
         code, out, _ = await agentctl(capsys, "watch", session)
-    assert code == 0 and out.splitlines()[-1] == "task ended: completed"
+    assert code == 0 and out.splitlines()[-1] == "task ended: completed (unchecked)"
     row, items = await tasks.read_session(resources.sessions, tenant, session)
     assert row.status == "completed" and row.wait_detail is None
     assert [i.text for i in items if i.kind == "assistant_message"] == ["hello again"]

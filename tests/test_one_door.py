@@ -23,6 +23,7 @@ from durable_agents.workflows.contracts import AgentInput, AgentResult
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key
 from tests.support.helpers import agentctl
+from tests.support.plain_inputs import plain_input
 
 TOO_MANY = {f"tool_{n}": "always" for n in range(65)}
 
@@ -94,7 +95,7 @@ async def test_every_door_refuses_the_same_bad_start_with_the_same_words(
         sid = str(uuid.uuid4())
         handle = await client.start_workflow(
             "AgentWorkflow",
-            AgentInput(session_id=sid, tenant_id=tenant, task_text="a task", **fields),
+            plain_input(sid, tenant, task_text="a task", **fields),
             id=f"agent-{sid}",
             task_queue=queue,
             result_type=AgentResult,

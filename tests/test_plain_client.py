@@ -36,6 +36,7 @@ from tests.support.helpers import (
     start,
     wait_for_pending,
 )
+from tests.support.plain_inputs import plain_input
 
 
 def task_text() -> str:
@@ -49,7 +50,7 @@ async def plain_start(
     """What a backend with only the Temporal SDK does: no workers.client.tasks, no database."""
     return await client.start_workflow(
         "AgentWorkflow",
-        AgentInput(session_id=session_id, tenant_id=tenant, task_text=text, **fields),
+        plain_input(session_id, tenant, task_text=text, **fields),
         id=f"agent-{session_id}",
         task_queue=queue,
         result_type=AgentResult,

@@ -29,6 +29,7 @@ from tests.support.helpers import (
     start,
     wait_for_pending,
 )
+from tests.support.plain_inputs import plain_input
 
 DONE = [{"text": "done"}]
 
@@ -125,7 +126,7 @@ async def test_a_plain_start_with_bad_options_fails_at_once_and_commits_nothing(
     async with agent_worker(ScriptedProvider.from_data(DONE), workspace) as queue:
         handle = await client.start_workflow(
             "AgentWorkflow",
-            AgentInput(session_id=sid, tenant_id=tenant, task_text="hello", **fields),
+            plain_input(sid, tenant, task_text="hello", **fields),
             id=f"agent-{sid}",
             task_queue=queue,
             result_type=AgentResult,
@@ -149,7 +150,7 @@ async def test_bad_options_of_a_committed_session_mark_it_failed_not_stuck(
         await first.result()
         again = await client.start_workflow(
             "AgentWorkflow",
-            AgentInput(session_id=sid, tenant_id=tenant, tool_timeout_seconds=-1),
+            plain_input(sid, tenant, tool_timeout_seconds=-1),
             id=f"agent-{sid}",
             task_queue=queue,
         )

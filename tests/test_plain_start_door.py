@@ -25,6 +25,7 @@ from durable_agents.workflows.contracts import AgentInput, AgentResult
 from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.helpers import session_root
+from tests.support.plain_inputs import plain_input
 from tests.support.runaway import SlowRunaway
 from tests.test_quotas import _until
 
@@ -74,15 +75,24 @@ async def test_a_plain_start_runs_under_its_agents_limits_and_its_tenants_defaul
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
-        ({"max_steps": True}, "max_steps must be a whole number, got bool"),
-        ({"max_steps": 2.5}, "max_steps must be a whole number, got float"),
-        ({"max_steps": "100"}, "max_steps must be a whole number, got str"),
-        ({"max_steps": [1]}, "max_steps must be a whole number, got list"),
-        ({"budget_tokens": False}, "budget_tokens must be a whole number, got bool"),
-        ({"approval_timeout_seconds": "60"}, "approval_timeout_seconds must be a number"),
+        ({"settings": {"max_steps": True}}, "settings.max_steps must be a whole number, got bool"),
+        ({"settings": {"max_steps": 2.5}}, "settings.max_steps must be a whole number, got float"),
+        ({"settings": {"max_steps": "100"}}, "settings.max_steps must be a whole number, got str"),
+        ({"settings": {"max_steps": [1]}}, "settings.max_steps must be a whole number, got list"),
         (
-            {"approval_overrides": {"write_file": False}},
-            "approval_overrides is not a field of AgentInput",
+            {"settings": {"budget_tokens": False}},
+            "settings.budget_tokens must be a whole number, got bool",
+        ),
+        (
+            {"settings": {"approval_timeout_seconds": "60"}},
+            "settings.approval_timeout_seconds must be a number",
+        ),
+        ({"settings": [5]}, "settings must be a JSON object, got list"),
+        # A setting beside the settings, not in them, is refused, never silently dropped.
+        ({"max_steps": 5}, "max_steps is not a field of AgentInput"),
+        (
+            {"settings": {"approval_overrides": {"write_file": False}}},
+            "approval_overrides is not a field of TaskSettings",
         ),
     ],
 )
@@ -115,6 +125,6 @@ def test_a_start_input_written_by_our_own_code_still_decodes() -> None:
     from durable_agents.workflows.strict_inputs import StrictPayloadConverter
 
     strict = StrictPayloadConverter()
-    inp = AgentInput("s", "t", max_steps=5, budget_cost_usd=2, device_tools=["x"])
+    inp = plain_input("s", "t", max_steps=5, budget_cost_usd=2, device_tools=["x"])
     payload = DataConverter.default.payload_converter.to_payloads([inp])
     assert strict.from_payloads(payload, [AgentInput]) == [inp]

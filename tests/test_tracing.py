@@ -26,11 +26,12 @@ from durable_agents.activities.trajectory import (
     payload_refs,
 )
 from durable_agents.storage.models import ArtifactRefRow, ArtifactRow
+from durable_agents.vocabulary.artifact_ref import ArtifactRef
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.agent import AgentWorkflow
 from tests.support import verbs
-from tests.support.helpers import session_root, start, wait_for_pending
+from tests.support.helpers import items_of, session_root, start, wait_for_pending
 from tests.support.trajectory import Otel, named, parent_of, traced_worker, waiting
 from tests.test_replay import recorded_workflow_id
 
@@ -226,10 +227,14 @@ async def test_recorded_histories_replay_with_the_interceptors_and_emit_nothing(
 
 
 class BrokenStore:
-    """An object store that is down: every upload fails."""
+    """An object store that is down: every upload fails. It still names its objects, as
+    ArtifactStore.uri does without asking the server."""
 
     async def put(self, *args: object, **kwargs: object) -> None:
         raise ConnectionError("object store unreachable")
+
+    def uri(self, ref: ArtifactRef) -> str:
+        return f"s3://down/{ref.key}"
 
 
 async def test_telemetry_failures_never_fail_the_task(
@@ -247,8 +252,15 @@ async def test_telemetry_failures_never_fail_the_task(
         sessions=resources.sessions,
     )
     async with traced_worker(client, resources, migrated, workspace, provider, recorder) as queue:
-        _, handle = await start(client, resources, queue, "look around", tenant=tenant)
+        session_id, handle = await start(client, resources, queue, "look around", tenant=tenant)
         assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
+        history = await handle.fetch_history()
     chats = [s for s in otel.spans.get_finished_spans() if s.name.startswith("chat ")]
     assert len(chats) == 2
     assert all(not payload_refs(dict(s.attributes or {})) for s in chats)
+    # Nor the tool call: it committed its result at its first attempt.
+    (result,) = [
+        i for i in await items_of(resources, tenant, session_id) if i.kind == "tool_result"
+    ]
+    assert "error_type" not in result.data, result.data
+    assert not [e for e in history.events if e.HasField("activity_task_failed_event_attributes")]

@@ -40,7 +40,14 @@ async def test_the_database_constraints_hold_exactly_the_enum_values(
 
 def test_terminal_statuses_are_the_ends_of_the_loop() -> None:
     # An archived session ended before it was archived; reading it gives that end back.
-    assert set(TERMINAL_STATUSES) == {"completed", "failed", "cancelled", "no_answer"}
+    assert set(TERMINAL_STATUSES) == {
+        "completed",
+        "failed",
+        "cancelled",
+        "no_answer",
+        "check_failed",
+        "stuck",
+    }
 
 
 def word_lists(path: Path, words: set[str]) -> list[str]:

@@ -103,7 +103,7 @@ async def test_watch_through_the_gateway_prints_every_item_once_across_a_dropped
     committed = [i.ordinal for i in await items_of(resources, tenant, sid)]
     assert printed == committed == list(range(1, len(committed) + 1)), out
     assert printed[-1] > int(ITEM_LINE.match(before[-1]).group(1))  # type: ignore[union-attr]
-    assert out.splitlines()[-1] == "task ended: completed"
+    assert out.splitlines()[-1] == "task ended: completed (unchecked)"
     assert proxy.connections >= 2 and "reconnecting" in err.decode()
     assert key.split("_", 2)[2] not in out + err.decode()
 
@@ -198,7 +198,7 @@ async def test_the_readme_commands_to_watch_from_another_machine_run_as_written(
     out = await bash(script, {"PATH": os.environ["PATH"], "K": key, "S": sid})
     printed = [int(m.group(1)) for line in out.splitlines() if (m := ITEM_LINE.match(line))]
     committed = [i.ordinal for i in await items_of(resources, "default", sid)]
-    assert printed == committed and out.splitlines()[-1] == "task ended: completed"
+    assert printed == committed and out.splitlines()[-1] == "task ended: completed (unchecked)"
 
 
 @pytest.mark.parametrize(

@@ -66,21 +66,26 @@ def load_agents(spec: str) -> list[Agent]:
 
 class Providers:
     """The model providers a worker's agents choose: the default one from MODEL_*, and one
-    per other provider kind an agent names (same endpoint settings, built once)."""
+    per other provider kind and tool mode an agent names (same endpoint settings, built
+    once each)."""
 
     def __init__(self, settings: ModelSettings, default: ModelProvider) -> None:
         self._settings = settings
         self._default = default
-        self._others: dict[str, ModelProvider] = {}
+        self._others: dict[tuple[str | None, str], ModelProvider] = {}
 
     def for_choice(self, choice: ModelChoice) -> ModelProvider:
-        kind = choice.provider
-        if kind is None or kind == self._settings.provider:
+        kind = choice.provider or self._settings.provider
+        # Another provider kind does not inherit the worker's grammar mode (it is the
+        # openai provider's): it gets its own default, auto.
+        inherited = self._settings.tool_mode if kind == self._settings.provider else "auto"
+        mode = choice.tool_mode or inherited
+        if kind == self._settings.provider and mode == self._settings.tool_mode:
             return self._default
-        if kind not in self._others:
-            chosen = self._settings.model_copy(update={"provider": kind})
-            self._others[kind] = build_provider(chosen)
-        return self._others[kind]
+        if (kind, mode) not in self._others:
+            chosen = self._settings.model_copy(update={"provider": kind, "tool_mode": mode})
+            self._others[(kind, mode)] = build_provider(chosen)
+        return self._others[(kind, mode)]
 
     async def aclose(self) -> None:
         for provider in self._others.values():

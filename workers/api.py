@@ -85,6 +85,9 @@ class TaskResult:
     steps: int
     answer: str | None
     error: str | None = None
+    # Completed: whether the task's own check passed on the answer. False: it declares
+    # none, so `answer` is the model's claim, unchecked.
+    checked: bool = False
 
 
 class Task:
@@ -164,7 +167,8 @@ class Task:
         if steps < 0 and reply is not None:
             steps = int(reply.data.get("step", 0)) + 1
         answer = reply.text if reply is not None and completed else None
-        return TaskResult(self.session_id, session.status, max(steps, 0), answer, error)
+        checked = completed and bool(session.checked)
+        return TaskResult(self.session_id, session.status, max(steps, 0), answer, error, checked)
 
 
 class AgentClient:

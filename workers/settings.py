@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from durable_agents.activities.policies.pricing import Price, PriceTable
 from durable_agents.activities.policies.text_limits import TextLimits
+from durable_agents.activities.providers.tool_grammar import ToolMode
 from durable_agents.activities.tools.fetch_policy import (
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_FETCH_TIMEOUT_SECONDS,
@@ -24,7 +25,7 @@ from durable_agents.activities.tools.fetch_policy import (
 )
 from durable_agents.storage.quotas import Quotas
 from durable_agents.storage.workspaces import WorkspaceLayout, WorkspaceScope
-from durable_agents.workflows.contracts import AgentInput
+from durable_agents.workflows.task_settings import TaskSettings
 
 # Defaults match `agentctl dev up`, so a second terminal in the same directory needs no
 # exports: the database passwords dev up generates are read from the 0600 env file it
@@ -101,6 +102,12 @@ class ModelSettings(BaseSettings):
     # "auto": a tool whose schema fits strict mode is sent with strict: true, so a server
     # that honours it constrains the call to the schema; "off" for a server that refuses it.
     strict_tools: Literal["auto", "off"] = "auto"
+    # How tools are offered to the openai provider (activities/providers/tool_grammar.py):
+    # native in the request's `tools`; grammar in the prompt, the reply held by a JSON schema
+    # to one call of an offered tool or a final answer (for servers that constrain native
+    # calls late or not at all); auto: grammar on llama.cpp's server (known by GET /props),
+    # native elsewhere. An agent's ModelChoice may choose its own.
+    tool_mode: ToolMode = "auto"
     # Stream replies, publishing their text as token deltas for live viewers (SSE); off for
     # servers that cannot stream (each reply then arrives whole, with no deltas).
     stream: bool = True
@@ -201,9 +208,9 @@ class AgentSettings(BaseSettings):
     inline_message_bytes: int = Field(default=TextLimits.inline_message_bytes, gt=0)
     # How long a task outwaits a model provider outage before it fails (per model call),
     # and the cap on the backoff between attempts meanwhile.
-    model_outage_seconds: float = Field(default=AgentInput.model_outage_seconds, gt=0)
+    model_outage_seconds: float = Field(default=TaskSettings.model_outage_seconds, gt=0)
     model_retry_max_interval_seconds: float = Field(
-        default=AgentInput.model_retry_max_interval_seconds, gt=0
+        default=TaskSettings.model_retry_max_interval_seconds, gt=0
     )
     # Written for small models too (Qwen2.5-Coder 1.5B, `bench/real_model.py`). Measured there:
     # without the last two sentences it narrated a tool result and stopped, or wrote files
@@ -211,8 +218,9 @@ class AgentSettings(BaseSettings):
     system_prompt: str = (
         "You are a careful agent. You complete the user's task by calling tools, one call at "
         "a time, and then answer. Use list_dir to see which files exist and read_file to "
-        "read one. Use write_file only when the task asks you to create or change a file, "
-        "and put new files under out/. Paths are relative to the workspace root. After each "
+        "read one. Change files only when the task asks: edit_file changes part of a file "
+        "that exists, write_file creates a new one; put new files under out/. Paths are "
+        "relative to the workspace root. After each "
         "tool result, either call the next tool the task needs or, once you have what you "
         "need, give the final answer: plain text, no tool call, stating the result itself "
         "(quote the facts you found)."

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from durable_agents.activities.agents import DEFAULT_AGENT, Agent, check_agent_name
+from durable_agents.activities.checks.spec import Check, CheckSpecError
 from durable_agents.activities.policies.task_rules import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TOOL_TIMEOUT_SECONDS,
@@ -20,23 +20,19 @@ from durable_agents.activities.policies.task_rules import (
 from durable_agents.activities.policies.task_rules import MAX_STEPS as MAX_STEPS
 from durable_agents.workflows.contracts import AgentInput
 from durable_agents.workflows.policies import CLOUD_TASK_QUEUE
+from durable_agents.workflows.task_settings import DEFAULT_STUCK_AFTER, TaskSettings
 
 
 @dataclass
-class TaskOptions:
-    tenant_id: str = "default"
+class TaskOptions(TaskSettings):
+    """What a task may ask for when it starts: the settings it runs with (TaskSettings, which
+    the loop's input carries) and what the start alone reads. Checked on construction."""
+
+    # Set on every start through this layer: the agent's Limits, else these.
     max_steps: int = DEFAULT_MAX_STEPS
-    device_id: str | None = None
-    device_tools: list[str] = field(default_factory=list)
-    approval_policies: dict[str, str] = field(default_factory=dict)
-    approval_timeout_seconds: float = 24 * 3600
     tool_timeout_seconds: float = DEFAULT_TOOL_TIMEOUT_SECONDS
-    device_schedule_to_start_seconds: float = 3600
-    max_pending_device_calls: int = AgentInput.max_pending_device_calls
-    # How long a provider outage is outwaited, and the longest pause between model attempts.
-    model_outage_seconds: float = AgentInput.model_outage_seconds
-    model_retry_max_interval_seconds: float = AgentInput.model_retry_max_interval_seconds
-    continue_as_new_every: int = 0
+    stuck_after: int = DEFAULT_STUCK_AFTER
+    tenant_id: str = "default"
     task_queue: str = CLOUD_TASK_QUEUE
     model_config: dict[str, Any] = field(default_factory=dict)
     # Names the shared workspace under AGENT_WORKSPACE_SCOPE=project; stored with the session.
@@ -45,15 +41,13 @@ class TaskOptions:
     agent: str = DEFAULT_AGENT
     # Policies that replace the agent's own for these tools, so they may ask less: only a
     # caller whose scopes allow it sets them (workers/client/commands.py), and who did is committed
-    # with the session (`loosened_by`). approval_policies above can only add approvals.
+    # with the session (`loosened_by`). approval_policies can only add approvals.
     loosened_approvals: dict[str, str] = field(default_factory=dict)
     loosened_by: str | None = None
-    # The task's budget (None: no limit on that figure); AgentInput's fields of the same
-    # names. Defaults: the agent's Limits, then the tenant's (workers/client/commands.py).
-    budget_tokens: int | None = None
-    budget_cost_usd: float | None = None
-    budget_tool_calls: int | None = None
-    budget_seconds: float | None = None
+    # How the task's success is checked, besides its agent's check: files that must exist
+    # and texts they must contain ({"files": [...], "contains": {path: [text]}, "attempts":
+    # n}, or a Check of those); kept with the session (activities/checks/spec.py).
+    check: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         """Refuse options that would fail the task at once, make it wait forever or load
@@ -77,6 +71,11 @@ class TaskOptions:
         if not self.task_queue:
             raise InvalidTaskInput("task_queue", "task_queue is empty")
         check_agent_name(self.agent)
+        if self.check is not None:
+            try:
+                self.check = Check.from_start(self.check).declared()
+            except CheckSpecError as err:
+                raise InvalidTaskInput(err.field, str(err)) from None
 
     def approvals_record(self) -> dict[str, Any]:
         """What the session keeps of its approvals (SessionRow.approvals)."""
@@ -95,6 +94,7 @@ class TaskOptions:
             defaults["max_steps"] = agent.limits.max_steps
         if agent.limits.tool_timeout_seconds is not None:
             defaults["tool_timeout_seconds"] = agent.limits.tool_timeout_seconds
+        defaults["stuck_after"] = agent.limits.stuck_after or DEFAULT_STUCK_AFTER
         defaults |= {
             f"budget_{name}": value
             for name, value in agent.limits.budget().items()
@@ -104,9 +104,6 @@ class TaskOptions:
             defaults["device_tools"] = list(agent.device_tools)
         return cls(**{**defaults, **options})
 
-    def agent_input(self, session_id: str, **overrides: Any) -> AgentInput:
-        """The workflow's start input. Every AgentInput field these options also have carries
-        over by name, so a setting added to both is never left behind here."""
-        shared = {f.name for f in fields(AgentInput)} & {f.name for f in fields(self)}
-        values = {name: copy.deepcopy(getattr(self, name)) for name in shared}
-        return AgentInput(session_id=session_id, **{**values, **overrides})
+    def agent_input(self, session_id: str) -> AgentInput:
+        """The workflow's start input: the session, its tenant and these settings."""
+        return AgentInput(session_id, self.tenant_id, self.loop_settings())

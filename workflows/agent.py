@@ -11,6 +11,7 @@ import asyncio
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from durable_agents.workflows.answer_checks import check_answer, check_failed_words
 from durable_agents.workflows.approval_waits import check_waiting, pending_approvals
 from durable_agents.workflows.budgets import raised, record_raise
 from durable_agents.workflows.call_runner import CallRunner
@@ -32,9 +33,11 @@ from durable_agents.workflows.contracts import (
 )
 from durable_agents.workflows.device_waits import PendingDeviceCalls
 from durable_agents.workflows.empty_replies import NO_ANSWER, nudge
+from durable_agents.workflows.endings import Endings
 from durable_agents.workflows.model_calls import call_model, model_failure
 from durable_agents.workflows.parks import Parks
 from durable_agents.workflows.policies import step_key
+from durable_agents.workflows.progress import Progress
 from durable_agents.workflows.session_open import open_session, task_defaults
 from durable_agents.workflows.start_checks import check_start, check_update
 from durable_agents.workflows.status_board import StatusBoard
@@ -59,8 +62,12 @@ class AgentWorkflow:
         self._main: asyncio.Task[AgentResult] | None = None
         self._cancel_requested = False
         # Where admissions the gate did not let through wait: frozen, at a quota or budget.
-        self._parks = Parks(inp.tenant_id, lambda: self._inp.budget(), self._board.show)
-        self._calls = CallRunner(lambda: self._inp, self._board, self._parks, self._device_calls)
+        self._parks = Parks(inp.tenant_id, lambda: self._inp.settings.budget(), self._board.show)
+        self._progress = Progress()
+        self._calls = CallRunner(
+            lambda: self._inp, self._board, self._parks, self._device_calls, self._progress
+        )
+        self._end = Endings(lambda: self._inp, self._board, self._compactions, lambda: self._step)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -81,7 +88,7 @@ class AgentWorkflow:
             await check_start(self._inp, self._fail)
             if self._inp.task_text is not None:  # a plain client's start: no command otherwise
                 self._inp = self._inp.with_defaults(await open_session(self._inp))
-            elif self._inp.unresolved():  # a plain start's run resumed
+            elif self._inp.settings.unresolved():  # a plain start's run resumed
                 self._inp = self._inp.with_defaults(await task_defaults(self._inp))
             await self._board.write(SessionStatus.RUNNING)
             return await self._loop()
@@ -107,8 +114,10 @@ class AgentWorkflow:
         while True:
             self._device_calls.check()
             await self._compactions.settle()
-            if self._step >= inp.step_limit():
-                raise await self._fail(f"step limit of {inp.step_limit()} reached", "StepLimit")
+            if self._step >= inp.settings.step_limit():
+                raise await self._fail(
+                    f"step limit of {inp.settings.step_limit()} reached", "StepLimit"
+                )
             if self._should_continue_as_new():
                 await self._compactions.settle(wait=True)
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -130,7 +139,11 @@ class AgentWorkflow:
             self._seen = seen
             final_item = result.item_id
             if result.tool_calls:
+                self._progress.reply()
                 await asyncio.gather(*(self._calls.handle(step, c) for c in result.tool_calls))
+                self._progress.calls_done()
+                if (stuck := self._progress.stuck(inp.settings.stuck_limit())) is not None:
+                    return await self._end.ended(SessionStatus.STUCK, stuck, final_item)
                 # A summary made now would cover a pending call but not its late result;
                 # the next step that finds nothing pending compacts (it is still due).
                 if result.compaction_due and not self._device_calls:
@@ -150,37 +163,28 @@ class AgentWorkflow:
                     # would wait for the device for as long as it may stay away.
                     raise asyncio.CancelledError
                 continue
-            if result.empty_reply:
-                if nudged_at == step - 1:  # the reply to the nudge was empty as well
-                    return await self._no_answer(final_item)
+            if result.non_answer:
+                if nudged_at == step - 1:  # the reply to the nudge was no answer either
+                    return await self._end.ended(SessionStatus.NO_ANSWER, NO_ANSWER, final_item)
+                self._progress.idle()
+                if (stuck := self._progress.stuck(inp.settings.stuck_limit())) is not None:
+                    return await self._end.ended(SessionStatus.STUCK, stuck, final_item)
                 nudged_at = step
-                await nudge(inp, step, self._key(step, "nudge"))
+                await nudge(inp, step, self._key(step, "nudge"), result.non_answer)
                 continue
-            break
-        await self._compactions.settle(wait=True)
-        self._board.status = SessionStatus.COMPLETED
-        await self._board.write(SessionStatus.COMPLETED)
-        return AgentResult(
-            inp.session_id, SessionStatus.COMPLETED, self._step, final_item_id=final_item
-        )
-
-    async def _no_answer(self, final_item: str | None) -> AgentResult:
-        await self._compactions.settle(wait=True)
-        await self._board.show(SessionStatus.NO_ANSWER, NO_ANSWER, "no_answer")
-        return AgentResult(
-            self._inp.session_id,
-            SessionStatus.NO_ANSWER,
-            self._step,
-            final_item,
-            last_error=NO_ANSWER,
-        )
+            verdict = await check_answer(inp, step, result.item_id, self._key(step, "check"))
+            if verdict.final():
+                words = check_failed_words(verdict)
+                return await self._end.ended(SessionStatus.CHECK_FAILED, words, final_item)
+            if verdict.passed:
+                return await self._end.completed(final_item, verdict.checked)
 
     def _should_continue_as_new(self) -> bool:
         if self._step == self._inp.step:
             return False  # always make progress in a run first
         if self._device_calls:
             return False  # a pending call's task (and its timeout) lives in this run
-        every = self._inp.continue_as_new_every
+        every = self._inp.settings.continue_as_new_every
         if every and self._step - self._inp.step >= every:
             return True
         return workflow.info().is_continue_as_new_suggested()
@@ -228,14 +232,14 @@ class AgentWorkflow:
         await record_raise(self._inp, inp)
         self._inp = raised(self._inp, inp)
         self._parks.raised()
-        i = self._inp
+        s = self._inp.settings
         return RaiseBudgetResult(
-            i.session_id,
+            self._inp.session_id,
             resumed=parked,
-            tokens=i.budget_tokens,
-            cost_usd=i.budget_cost_usd,
-            tool_calls=i.budget_tool_calls,
-            seconds=i.budget_seconds,
+            tokens=s.budget_tokens,
+            cost_usd=s.budget_cost_usd,
+            tool_calls=s.budget_tool_calls,
+            seconds=s.budget_seconds,
         )
 
     @raise_budget.validator

@@ -19,17 +19,11 @@ from durable_agents.workflows.state_writes import write_state_in_task
 with workflow.unsafe.imports_passed_through():
     from durable_agents.activities.session_state import SessionStateActivities
 
-RAISABLE = ("tokens", "cost_usd", "tool_calls", "seconds")
-
 
 def raised(inp: AgentInput, request: RaiseBudgetInput) -> AgentInput:
     """`inp` with the figures `request` gives replacing the budget's own."""
-    changes = {
-        f"budget_{name}": getattr(request, name)
-        for name in RAISABLE
-        if getattr(request, name) is not None
-    }
-    return replace(inp, **changes)
+    figures = TaskBudget(request.tokens, request.cost_usd, request.tool_calls, request.seconds)
+    return replace(inp, settings=inp.settings.raised(figures))
 
 
 async def record_raise(inp: AgentInput, request: RaiseBudgetInput) -> None:

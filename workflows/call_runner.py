@@ -16,6 +16,7 @@ from durable_agents.workflows.delegation import DELEGATE_TOOL, delegate
 from durable_agents.workflows.device_waits import PendingDeviceCalls, refuse_over_limit
 from durable_agents.workflows.parks import Parks
 from durable_agents.workflows.policies import step_key
+from durable_agents.workflows.progress import Progress
 from durable_agents.workflows.state_writes import write_state_in_task
 from durable_agents.workflows.status_board import StatusBoard
 from durable_agents.workflows.tool_calls import CallEnd, device_of, run_tool_call
@@ -32,12 +33,15 @@ class CallRunner:
         board: StatusBoard,
         parks: Parks,
         device_calls: PendingDeviceCalls,
+        progress: Progress,
     ) -> None:
-        """`inp`: the run's input now (a raise changes its budget)."""
+        """`inp`: the run's input now (a raise changes its budget); `progress` hears how
+        each call ended."""
         self._inp = inp
         self._board = board
         self._parks = parks
         self._device_calls = device_calls
+        self._progress = progress
 
     async def handle(self, step: int, call: ToolCallRef) -> None:
         """Decide, admit and run `call` of the reply at `step` (a device call: started)."""
@@ -57,11 +61,12 @@ class CallRunner:
             return
         device = device_of(inp, call)
         if device is not None:
-            if len(self._device_calls) >= inp.max_pending_device_calls:
+            if len(self._device_calls) >= inp.settings.max_pending_device_calls:
                 board.last_error = await refuse_over_limit(inp, step, call, key, device)
                 return
             # Started, not awaited: the loop goes on while the device is away.
             self._device_calls.start(call.tool_call_id, step, device, self._run(step, call, key))
+            self._progress.call_ended(failed=False, repeats=0)  # under way is progress
             return
         await self._run(step, call, key)
 
@@ -76,6 +81,7 @@ class CallRunner:
             if not await self._approved(step, call, again, rerun=rerun):
                 break
             end = await self._admitted(step, call, again, rerun)
+        self._progress.call_ended(end.failed, end.repeats)
         if end.error is not None:
             self._board.last_error = end.error
 
@@ -108,11 +114,11 @@ class CallRunner:
         try:
             await workflow.wait_condition(
                 lambda: waiting.approved is not None,
-                timeout=timedelta(seconds=inp.approval_timeout_seconds),
+                timeout=timedelta(seconds=inp.settings.approval_timeout_seconds),
             )
         except TimeoutError:
             waiting.approved, waiting.decided_by = False, "timeout"
-            waiting.reason = f"no decision within {inp.approval_timeout_seconds:g}s"
+            waiting.reason = f"no decision within {inp.settings.approval_timeout_seconds:g}s"
         finally:
             del board.waiting[call.tool_call_id]
             board.decided.add(call.tool_call_id)

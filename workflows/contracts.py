@@ -91,10 +91,16 @@ from durable_agents.workflows.state_contracts import (
 from durable_agents.workflows.state_contracts import (
     ToolErrorInput as ToolErrorInput,
 )
-
-# What a task gets when neither it nor its agent's Limits set them.
-DEFAULT_MAX_STEPS = 24
-DEFAULT_TOOL_TIMEOUT_SECONDS = 120.0
+from durable_agents.workflows.task_settings import (
+    DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS,
+)
+from durable_agents.workflows.task_settings import (
+    DEFAULT_STUCK_AFTER as DEFAULT_STUCK_AFTER,
+)
+from durable_agents.workflows.task_settings import (
+    DEFAULT_TOOL_TIMEOUT_SECONDS as DEFAULT_TOOL_TIMEOUT_SECONDS,
+)
+from durable_agents.workflows.task_settings import TaskSettings as TaskSettings
 
 
 @dataclass
@@ -108,29 +114,13 @@ class CompactionRef:
 
 @dataclass
 class AgentInput:
-    """Start (or continue-as-new) input of AgentWorkflow: ids and cursors only."""
+    """Start (or continue-as-new) input of AgentWorkflow: ids, the task's settings and
+    cursors only."""
 
     session_id: str
     tenant_id: str = "default"
-    # None (a plain start that leaves it unset): its agent's Limits, else DEFAULT_MAX_STEPS.
-    max_steps: int | None = None
-    device_id: str | None = None
-    # Tools that run on the device's own task queue when device_id is set.
-    device_tools: list[str] = field(default_factory=list)
-    # Per-task approval policies: tool name -> "never" | "always" | "outside:DIR" | "match:A:RE".
-    approval_policies: dict[str, str] = field(default_factory=dict)
-    approval_timeout_seconds: float = 24 * 3600
-    # None: its agent's Limits, else DEFAULT_TOOL_TIMEOUT_SECONDS.
-    tool_timeout_seconds: float | None = None
-    device_schedule_to_start_seconds: float = 3600
-    # How many device calls may be pending at once while the loop goes on; one more is
-    # not run and the model is told (DevicePendingLimit).
-    max_pending_device_calls: int = 4
-    # How long one model call (or compaction) may keep failing with ModelUnavailable before
-    # the task fails: a provider outage is outwaited, not fatal.
-    model_outage_seconds: float = 6 * 3600
-    # The cap on the pause between two model call attempts during an outage.
-    model_retry_max_interval_seconds: float = 60
+    # The options the task runs with (every door's TaskOptions carries them here).
+    settings: TaskSettings = field(default_factory=TaskSettings)
     # Cursors carried across continue-as-new.
     step: int = 0
     seen_messages: int = 0
@@ -138,57 +128,21 @@ class AgentInput:
     compaction: CompactionRef | None = None
     # How deep in a tree of delegations this run is (0 = a task a user started).
     depth: int = 0
-    # Forces continue-as-new after this many steps in one run (0 = only when suggested).
-    continue_as_new_every: int = 0
     # A start from a plain Temporal client (trusted backends): the task text inline
     # (bounded) and the agent; the first activity commits both (workflows/session_open.py).
     # Only a first run carries the text: every input derived from this one drops it.
     task_text: str | None = None
     agent: str | None = None
-    # The task's budget (None: no limit on that figure), checked before each model call
-    # against what is committed: tokens in and out, cost in USD (priced replies), tool
-    # calls, and seconds since the session was created. A raise replaces the figures.
-    budget_tokens: int | None = None
-    budget_cost_usd: float | None = None
-    budget_tool_calls: int | None = None
-    budget_seconds: float | None = None
     # A sub-agent's budget is its root task's: its model calls are checked against the
     # root session's spend, which grows with every reply of the tree (None: a root task).
     budget_root: str | None = None
 
-    def step_limit(self) -> int:
-        return self.max_steps if self.max_steps is not None else DEFAULT_MAX_STEPS
-
-    def tool_timeout(self) -> float:
-        t = self.tool_timeout_seconds
-        return t if t is not None else DEFAULT_TOOL_TIMEOUT_SECONDS
-
-    def unresolved(self) -> bool:
-        """A setting is left to the agent's Limits: the run resolves it before its loop."""
-        return self.max_steps is None or self.tool_timeout_seconds is None
-
     def with_defaults(self, defaults: "TaskDefaults") -> "AgentInput":
         """This input with every setting it left unset taken from `defaults`."""
-        figures = {
-            f"budget_{name}": getattr(defaults.budget, name)
-            for name in ("tokens", "cost_usd", "tool_calls", "seconds")
-            if getattr(self, f"budget_{name}") is None
-        }
-        return replace(
-            copy.deepcopy(self),
-            max_steps=self.max_steps if self.max_steps is not None else defaults.max_steps,
-            tool_timeout_seconds=self.tool_timeout_seconds
-            if self.tool_timeout_seconds is not None
-            else defaults.tool_timeout_seconds,
-            **figures,
+        settings = self.settings.with_defaults(
+            defaults.max_steps, defaults.tool_timeout_seconds, defaults.budget, defaults.stuck_after
         )
-
-    def budget(self) -> "TaskBudget | None":
-        """The budget a model call is checked against; None when the task has none."""
-        budget = TaskBudget(
-            self.budget_tokens, self.budget_cost_usd, self.budget_tool_calls, self.budget_seconds
-        )
-        return budget if budget.limited() else None
+        return replace(copy.deepcopy(self), settings=settings)
 
     # Copies go through replace() on a deep copy, never field by field: a field left out of
     # a hand-written copy would silently reset to its default at continue-as-new.
@@ -217,8 +171,7 @@ class AgentInput:
         return replace(
             copy.deepcopy(self),
             session_id=session_id,
-            device_id=None,
-            device_tools=[],
+            settings=replace(copy.deepcopy(self.settings), device_id=None, device_tools=[]),
             step=0,
             seen_messages=0,
             received_messages=0,
@@ -238,6 +191,7 @@ class TaskDefaults:
     max_steps: int
     tool_timeout_seconds: float
     budget: TaskBudget = field(default_factory=TaskBudget)
+    stuck_after: int = DEFAULT_STUCK_AFTER
 
 
 @dataclass
@@ -253,6 +207,9 @@ class AgentResult:
     steps: int
     final_item_id: str | None = None
     last_error: str | None = None
+    # Completed: whether the task's own check passed on its answer (False: it declares
+    # none, so the answer is the model's claim, unchecked).
+    checked: bool = False
 
 
 @dataclass
@@ -310,8 +267,10 @@ class ModelCallResult:
     # Tokens of the assembled input; past the turn's threshold the loop compacts.
     context_tokens: int = 0
     compaction_due: bool = False
-    # No text and no tool calls: not an answer (the loop nudges the model once).
-    empty_reply: bool = False
+    # A NonAnswer code (vocabulary/non_answers.py) when the reply called no tool and is no
+    # answer: empty, bare arguments, example calls, cut at its limit. The loop nudges the
+    # model once. A code only, never the reply's text.
+    non_answer: str | None = None
     # Set: the gate did not admit this step; nothing was called or committed, and `item_id`
     # is empty. The loop parks and takes the same step once woken.
     closed: Closed | None = None
@@ -366,6 +325,9 @@ class ToolOutcome:
     # Set: the gate did not admit the call; it did not run and nothing was committed
     # (`item_id` empty). The loop parks and runs it under the same key once woken.
     closed: Closed | None = None
+    # A failed result: how many failed results of the same call (tool and arguments) the
+    # session holds, this one included (the loop stops a task stuck on one).
+    repeats: int = 0
 
 
 @dataclass

@@ -49,7 +49,7 @@ async def delegate(
         step,
         call.tool_call_id,
         key,
-        budget=parent.budget(),
+        budget=parent.settings.budget(),
         budget_session_id=parent.budget_root or parent.session_id,
     )
     while True:

@@ -89,7 +89,7 @@ async def refuse_over_limit(
     inp: AgentInput, step: int, call: ToolCallRef, key: str, device_id: str
 ) -> str:
     """Commit the model's answer to one device call too many: not run, and why."""
-    limit = inp.max_pending_device_calls
+    limit = inp.settings.max_pending_device_calls
     message = (
         f"not run: {limit} device call(s) are already pending on device {device_id}, the "
         "limit for this task; call it again once one of their results has arrived"

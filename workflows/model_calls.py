@@ -41,9 +41,9 @@ async def call_model(
             tenant_id=inp.tenant_id,
             step=step,
             idempotency_key=key,
-            device_id=inp.device_id,
+            device_id=inp.settings.device_id,
             pending_device_calls=pending,
-            budget=inp.budget(),
+            budget=inp.settings.budget(),
             budget_session_id=inp.budget_root,
         ),
         **model_call_options(inp),
@@ -54,12 +54,14 @@ async def call_model(
 def model_call_options(inp: AgentInput) -> dict[str, Any]:
     """Timeouts and retries of one model activity: retried through an outage with capped
     backoff, for at most the task's outage deadline (schedule-to-close spans every attempt)."""
-    outage = timedelta(seconds=inp.model_outage_seconds)
+    outage = timedelta(seconds=inp.settings.model_outage_seconds)
     return {
         "start_to_close_timeout": min(MODEL_CALL_TIMEOUT, outage),
         "schedule_to_close_timeout": outage,
         "heartbeat_timeout": MODEL_HEARTBEAT_TIMEOUT,
-        "retry_policy": model_retry(timedelta(seconds=inp.model_retry_max_interval_seconds)),
+        "retry_policy": model_retry(
+            timedelta(seconds=inp.settings.model_retry_max_interval_seconds)
+        ),
     }
 
 
@@ -72,7 +74,8 @@ def model_failure(err: ActivityError, inp: AgentInput) -> str:
     if timed_out or err.retry_state == RetryState.TIMEOUT:
         last = cause_of(cause) if cause is not None else "none recorded"
         return (
-            f"model call failed: the model stayed unavailable past the outage deadline of "
-            f"{inp.model_outage_seconds:g}s (AGENT_MODEL_OUTAGE_SECONDS); last error: {last}"
+            "model call failed: the model stayed unavailable past the outage deadline of "
+            f"{inp.settings.model_outage_seconds:g}s (AGENT_MODEL_OUTAGE_SECONDS); "
+            f"last error: {last}"
         )
     return f"model call failed: {cause_of(err)}"

@@ -106,7 +106,7 @@ def check_identity(inp: AgentInput, workflow_id: str) -> None:
 def check_options(inp: AgentInput) -> None:
     """InvalidTaskInput for an option no door accepts (the command layer's rules), a depth
     or cursor out of range, or a first run's start that is not a fresh task."""
-    check_task_settings(inp)
+    check_task_settings(inp.settings)
     if (
         isinstance(inp.depth, bool)
         or not isinstance(inp.depth, int)

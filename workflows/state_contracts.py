@@ -56,16 +56,20 @@ class SessionStatusInput:
     detail: str | None = None
     idempotency_key: str | None = None
     workflow_run_id: str | None = None
+    # A completion: whether its check passed (False: completed unchecked); None otherwise.
+    checked: bool | None = None
 
 
 @dataclass
 class NudgeInput:
-    """Tell the model its reply at `step` was empty; the words are the activity's own."""
+    """Tell the model its reply at `step` was no answer; the words are the activity's own,
+    chosen by `reason` (a NonAnswer code, vocabulary/non_answers.py)."""
 
     session_id: str
     tenant_id: str
     step: int
     idempotency_key: str
+    reason: str = "empty"
 
 
 @dataclass

@@ -39,10 +39,15 @@ class StatusBoard:
         return self.status
 
     async def write(
-        self, status: str, detail: str | None = None, suffix: str | None = None
+        self,
+        status: str,
+        detail: str | None = None,
+        suffix: str | None = None,
+        *,
+        checked: bool | None = None,
     ) -> None:
         """Record `status` in AgentState; with `suffix`, once per step under its own key,
-        with `detail` as the error item it commits."""
+        with `detail` as the error item it commits; `checked`: a completion's check."""
         inp = self._inp()
         key = (
             step_key(workflow.info().workflow_id, self._step(), f"status:{suffix}")
@@ -58,6 +63,7 @@ class StatusBoard:
                 detail,
                 key,
                 workflow_run_id=workflow.info().run_id,
+                checked=checked,
             ),
         )
 

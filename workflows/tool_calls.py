@@ -55,6 +55,9 @@ class CallEnd:
     rerun: int = 0
     # The gate did not admit the call: it did not run (the loop parks, then asks again).
     closed: Closed | None = None
+    # A result that is an error, and how often the session holds this call failing.
+    failed: bool = False
+    repeats: int = 0
 
 
 async def run_tool_call(
@@ -73,7 +76,7 @@ async def run_tool_call(
     away = route is not None and not route.online
     if away:
         await device_away()  # the session shows waiting_device while the call waits
-    timeout = timedelta(seconds=inp.tool_timeout())
+    timeout = timedelta(seconds=inp.settings.tool_timeout())
     run = ToolRunInput(
         inp.session_id,
         inp.tenant_id,
@@ -82,7 +85,7 @@ async def run_tool_call(
         call.name,
         key,
         rerun,
-        budget=inp.budget(),
+        budget=inp.settings.budget(),
         budget_session_id=inp.budget_root,
     )
     try:
@@ -91,7 +94,7 @@ async def run_tool_call(
             run.device_id = device
             # One attempt waits for the device to take the call and run it; nobody
             # heartbeats a call no device has taken, so the bound is the whole window.
-            window = timeout + timedelta(seconds=inp.device_schedule_to_start_seconds)
+            window = timeout + timedelta(seconds=inp.settings.device_schedule_to_start_seconds)
             outcome = await workflow.execute_activity_method(
                 DeviceDispatchActivities.offer_device_call,
                 run,
@@ -110,12 +113,20 @@ async def run_tool_call(
                 start_to_close_timeout=timeout,
                 heartbeat_timeout=min(timeout, timedelta(seconds=30)),
                 # Bounded wait for a device that is away; cloud calls start at once anyway.
-                schedule_to_start_timeout=timedelta(seconds=inp.device_schedule_to_start_seconds)
+                schedule_to_start_timeout=timedelta(
+                    seconds=inp.settings.device_schedule_to_start_seconds
+                )
                 if device
                 else None,
                 retry_policy=TOOL_RETRY,
             )
-        return CallEnd(in_doubt=outcome.in_doubt, rerun=outcome.rerun, closed=outcome.closed)
+        return CallEnd(
+            in_doubt=outcome.in_doubt,
+            rerun=outcome.rerun,
+            closed=outcome.closed,
+            failed=outcome.error_type is not None,
+            repeats=outcome.repeats,
+        )
     except ActivityError as err:
         offline = device is not None and isinstance(err.cause, TemporalTimeout)
         message = cause_of(err)
@@ -136,7 +147,7 @@ async def run_tool_call(
             start_to_close_timeout=STATE_WRITE_TIMEOUT,
             retry_policy=STATE_WRITE_RETRY,
         )
-        return CallEnd(error=f"{call.name}: {message}")
+        return CallEnd(error=f"{call.name}: {message}", failed=True)
     finally:
         if away:
             await device_back()
@@ -144,8 +155,8 @@ async def run_tool_call(
 
 def device_of(inp: AgentInput, call: ToolCallRef) -> str | None:
     """The device `call` runs on, or None for a cloud call."""
-    on_device = call.name in inp.device_tools or call.on_device
-    return inp.device_id if on_device else None
+    on_device = call.name in inp.settings.device_tools or call.on_device
+    return inp.settings.device_id if on_device else None
 
 
 async def _route(tenant_id: str, device_id: str) -> DeviceRoute:

@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from durable_agents.activities.policies.approval_policy import validate as validate_policy
 from durable_agents.activities.policies.text_limits import check_text
 from durable_agents.storage.devices import validate_device_id
-from durable_agents.workflows.contracts import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
-from durable_agents.workflows.contracts import (
+from durable_agents.workflows.task_settings import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
+from durable_agents.workflows.task_settings import (
     DEFAULT_TOOL_TIMEOUT_SECONDS as DEFAULT_TOOL_TIMEOUT_SECONDS,
 )
+from durable_agents.workflows.task_settings import TaskSettings
 
 # Upper bounds a task may ask for: past them a value is a typo, not a plan.
 MAX_STEPS = 10_000
@@ -79,33 +80,6 @@ class InvalidTaskInput(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-class TaskSettings(Protocol):
-    """What TaskOptions (the doors' options) and AgentInput (the workflow's start input)
-    both hold; the rules read these attributes by name."""
-
-    # None on a plain start's input: its agent's Limits (the run resolves them first).
-    @property
-    def max_steps(self) -> int | None: ...
-
-    continue_as_new_every: int
-    max_pending_device_calls: int
-    approval_timeout_seconds: float
-
-    @property
-    def tool_timeout_seconds(self) -> float | None: ...
-
-    device_schedule_to_start_seconds: float
-    model_outage_seconds: float
-    model_retry_max_interval_seconds: float
-    device_id: str | None
-    device_tools: list[str]
-    approval_policies: dict[str, str]
-    budget_tokens: int | None
-    budget_cost_usd: float | None
-    budget_tool_calls: int | None
-    budget_seconds: float | None
 
 
 def check_number(field: str, value: object, *, integer: bool) -> float:
@@ -282,6 +256,8 @@ def check_task_settings(options: TaskSettings) -> None:
     check_range(
         "continue_as_new_every", options.continue_as_new_every, 0, MAX_STEPS, open_low=False
     )
+    if options.stuck_after is not None:
+        check_range("stuck_after", options.stuck_after, 1, MAX_STEPS, open_low=False)
     check_range(
         "max_pending_device_calls",
         options.max_pending_device_calls,

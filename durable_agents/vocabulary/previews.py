@@ -29,8 +29,7 @@ def make_preview(content: bytes, content_type: str, limit: int = PREVIEW_CHARS) 
     return bounded(text, limit)
 
 
-# How the text of every tool result that is an error begins (a provider reading a reply
-# checks whether the model's last call failed by it).
+# How the text of every tool result that is an error begins.
 ERROR_PREFIX = "error ("
 
 

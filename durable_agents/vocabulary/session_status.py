@@ -28,6 +28,20 @@ class SessionStatus(StrEnum):
     QUOTA_EXHAUSTED = "quota_exhausted"
     # Parked because its tenant was frozen (the kill switch): it goes on at thaw.
     FROZEN = "frozen"
+    # Ended without a checked answer: the task's own check (activities/checks) failed on
+    # every answer the model gave, as many times as the check allows.
+    CHECK_FAILED = "check_failed"
+    # Ended because the loop made no progress: the same failing call, or replies that were
+    # not answers, too many times in a row (workflows/progress.py).
+    STUCK = "stuck"
+
+
+def shown_status(status: str, checked: bool | None) -> str:
+    """A status as people read it: a completion says whether the task's own check passed
+    on its answer, so nobody takes a model's claim for a verified result."""
+    if status == SessionStatus.COMPLETED and checked is not None:
+        return "completed (checked)" if checked else "completed (unchecked)"
+    return status
 
 
 # The loop has ended: nothing changes the session until someone resumes it, a watcher may
@@ -38,4 +52,6 @@ TERMINAL_STATUSES = (
     SessionStatus.FAILED,
     SessionStatus.CANCELLED,
     SessionStatus.NO_ANSWER,
+    SessionStatus.CHECK_FAILED,
+    SessionStatus.STUCK,
 )

@@ -18,6 +18,12 @@ class DemoModel(StrEnum):
     local = "local"
 
 
+class DemoToolMode(StrEnum):
+    auto = "auto"
+    grammar = "grammar"
+    native = "native"
+
+
 def demo(
     interactive: Annotated[
         bool | None, typer.Option(help="Ask before approving (default: when on a terminal).")
@@ -26,6 +32,13 @@ def demo(
         DemoModel, typer.Option(help="offline: the deterministic stand-in; local: llama.cpp.")
     ] = DemoModel.offline,
     local_model: ModelOption = DEFAULT_MODEL,
+    tool_mode: Annotated[
+        DemoToolMode,
+        typer.Option(
+            help="How the local model is offered tools: grammar (in the prompt, the reply "
+            "held to one call or an answer), native (the request's tools), auto (grammar)."
+        ),
+    ] = DemoToolMode.auto,
 ) -> None:
     """Start a throwaway stack, run the demo task to completion, show what happened, stop.
 
@@ -35,4 +48,5 @@ def demo(
 
     ask = sys.stdin.isatty() if interactive is None else interactive
     chosen = local_model if model is DemoModel.local else None
-    raise typer.Exit(run_async(run_demo(console, interactive=ask, local_model=chosen)))
+    demo_run = run_demo(console, interactive=ask, local_model=chosen, tool_mode=tool_mode.value)
+    raise typer.Exit(run_async(demo_run))

@@ -18,7 +18,7 @@ from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.db import migrate
 from durable_agents.storage.devices import validate_device_id
 from durable_agents.vocabulary.item_kinds import ItemKind
-from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.vocabulary.session_status import SessionStatus, shown_status
 from durable_agents.workers.cli.archive import archive_app
 from durable_agents.workers.cli.artifacts import artifacts_app
 from durable_agents.workers.cli.budget import BudgetOption, budget_app, budget_options
@@ -106,8 +106,8 @@ def start(
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help="TOOL=never|always|outside:DIR|match:ARG:REGEX (repeatable); adds approvals "
-            "to the agent's, never removes them."
+            help="TOOL=never|always|outside:DIR|match:ARG:REGEX|exists:ARG (repeatable); adds "
+            "approvals to the agent's, never removes them."
         ),
     ] = None,
     loosen: Annotated[
@@ -118,6 +118,17 @@ def start(
         ),
     ] = None,
     budget: BudgetOption = None,
+    check_file: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="PATH the task must leave in its workspace (repeatable): it completes only "
+            "when its check passes."
+        ),
+    ] = None,
+    check_contains: Annotated[
+        list[str] | None,
+        typer.Option(help="PATH=TEXT: the file must contain TEXT (repeatable; case-insensitive)."),
+    ] = None,
 ) -> None:
     """Start a task; prints its session id."""
     if device_tool and device is None:
@@ -132,6 +143,8 @@ def start(
     if device_tool:
         given["device_tools"] = list(device_tool)
     given |= budget_options(budget)
+    if check_file or check_contains:
+        given["check"] = _check(check_file or [], check_contains or [])
     caller, request = as_operator(tenant), StartRequest(task, agent, given)
 
     async def go(service: TaskService) -> str:
@@ -214,6 +227,16 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _check(files: list[str], pairs: list[str]) -> dict[str, Any]:
+    contains: dict[str, list[str]] = {}
+    for pair in pairs:
+        path, sep, text = pair.partition("=")
+        if not sep or not path or not text:
+            raise ValueError(f"--check-contains wants PATH=TEXT, got {pair!r}")
+        contains.setdefault(path, []).append(text)
+    return {"files": files, "contains": contains}
+
+
 def _policies(pairs: list[str] | None) -> dict[str, str]:
     policies = {}
     for pair in pairs or []:
@@ -250,7 +273,8 @@ def status(session: str, tenant: Tenant = None) -> None:
             live = err.message
         row, items = await tasks.read_session(res.sessions, t, session, store=res.store)
         console.print(
-            f"session {row.id}  status={row.status}  items={len(items)}  title={row.title!r}"
+            f"session {row.id}  status={shown_status(row.status, row.checked)}  "
+            f"items={len(items)}  title={row.title!r}"
         )
         if isinstance(live, str):
             console.print(f"workflow: not reachable ({live})")

@@ -15,6 +15,7 @@ import typer
 from durable_agents.storage.listener import Listener
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.session_events import EventHub, listen_dsn
+from durable_agents.vocabulary.session_status import shown_status
 from durable_agents.workers.cli.common import (
     After,
     Tenant,
@@ -85,7 +86,7 @@ def watch_cmd(
                     else:
                         printer.delta(change)
             row, _ = await tasks.read_session(res.sessions, t, session, limit=0, store=res.store)
-            printer.ended(row.status)
+            printer.ended(shown_status(row.status, row.checked))
 
     run_async(with_resources(go))
 

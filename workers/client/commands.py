@@ -48,7 +48,8 @@ from durable_agents.workers.task_options import TaskOptions
 # a trusted backend): it may set anything but the tenant, which is bound once.
 OPERATOR = "operator"
 START_OPTIONS = frozenset(
-    {"max_steps", "approval_policies", "project"} | {f"budget_{n}" for n, _, _ in BUDGET_FIGURES}
+    {"max_steps", "approval_policies", "project", "check"}
+    | {f"budget_{n}" for n, _, _ in BUDGET_FIGURES}
 )
 BUDGET_OPTIONS = tuple(f"budget_{n}" for n, _, _ in BUDGET_FIGURES)
 _BOUND = frozenset({"tenant_id", "loosened_by"})

@@ -44,8 +44,8 @@ class StartTask(Request):
     max_steps: WholeNumber = Field(None, description=f"1-{MAX_STEPS} model steps.")
     approval_policies: dict[str, str] = Field(
         default_factory=dict,
-        description="TOOL -> never|always|outside:DIR|match:ARG:REGEX; each only adds "
-        "approvals to what the agent asks for.",
+        description="TOOL -> never|always|outside:DIR|match:ARG:REGEX|exists:ARG; each only "
+        "adds approvals to what the agent asks for.",
     )
     loosened_approvals: dict[str, str] = Field(
         default_factory=dict,
@@ -57,6 +57,11 @@ class StartTask(Request):
     budget_cost_usd: Number = Field(None, description="USD the task may spend.")
     budget_tool_calls: WholeNumber = Field(None, description="Tool calls the task may make.")
     budget_seconds: Number = Field(None, description="Seconds the task may run.")
+    check: dict[str, Any] | None = Field(
+        None,
+        description='How success is checked: {"files": [PATH], "contains": {PATH: [TEXT]}, '
+        '"attempts": N}. The task completes only when its check (and its agent\'s) passes.',
+    )
 
 
 class FollowUp(Request):
@@ -87,6 +92,8 @@ class Session(BaseModel):
     created_at: datetime
     updated_at: datetime
     wait_detail: dict[str, Any] | None
+    # Completed: whether its check passed on the answer (false: completed unchecked).
+    checked: bool | None = None
 
     @classmethod
     def of(cls, row: SessionRow) -> Session:
@@ -100,6 +107,7 @@ class Session(BaseModel):
             created_at=row.created_at,
             updated_at=row.updated_at,
             wait_detail=row.wait_detail,
+            checked=row.checked,
         )
 
 

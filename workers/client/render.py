@@ -10,6 +10,7 @@ from rich.table import Table
 
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.session_status import shown_status
 
 _ICONS: dict[str, str] = {
     ItemKind.USER_MESSAGE: "user",
@@ -84,7 +85,8 @@ def partial_line(text: str, width: int) -> str:
 
 
 def timeline_table(session: SessionRow, items: list[ItemRow]) -> Table:
-    table = Table(title=f"session {session.id} · {session.status}", show_lines=False)
+    shown = shown_status(session.status, session.checked)
+    table = Table(title=f"session {session.id} · {shown}", show_lines=False)
     table.add_column("#", justify="right", min_width=3, no_wrap=True)
     table.add_column("kind", min_width=8, no_wrap=True)
     table.add_column("tool", min_width=10, no_wrap=True)

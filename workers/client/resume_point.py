@@ -109,18 +109,18 @@ async def last_run_input(client: Client, workflow_id: str, run_id: str | None) -
 def resumed_input(last: AgentInput, step: int | None, max_steps: int | None) -> AgentInput:
     """The new run's input: the last run's settings, the cursor at the last committed step."""
     at = step if step is not None else 0
-    limit = max_steps if max_steps is not None else last.max_steps
+    limit = max_steps if max_steps is not None else last.settings.max_steps
     # None: a plain start's, which the new run resolves from its agent again.
     if step is not None and limit is not None and limit <= step + 1:
         raise TaskNotResumable(
-            f"the task has used {step + 1} of its {last.max_steps} steps; "
+            f"the task has used {step + 1} of its {last.settings.max_steps} steps; "
             f"resume with more (--max-steps above {step + 1})"
         )
     # The task text a plain client started with is committed already: not sent again.
     return replace(
         copy.deepcopy(last),
+        settings=replace(copy.deepcopy(last.settings), max_steps=limit),
         step=at,
-        max_steps=limit,
         seen_messages=0,
         received_messages=0,
         task_text=None,

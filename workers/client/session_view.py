@@ -24,7 +24,7 @@ from durable_agents.storage.models import (
     TurnRow,
 )
 from durable_agents.vocabulary.item_kinds import ItemKind
-from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.vocabulary.session_status import SessionStatus, shown_status
 from durable_agents.workers.client.render import timeline_table
 from durable_agents.workers.client.watch.wait_status import wait_line
 
@@ -199,7 +199,7 @@ def sessions_table(rows: list[SessionRow]) -> Table:
     for r in rows:
         table.add_row(
             str(r.id),
-            r.status,
+            shown_status(r.status, r.checked),
             agent_label(r),
             str(r.parent_id or ""),
             f"{r.updated_at:%Y-%m-%d %H:%M:%S}",

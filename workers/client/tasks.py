@@ -97,6 +97,7 @@ async def start_task(
             project=options.project,
             agent_definition=options.agent,
             approvals=options.approvals_record(),
+            task_check=options.check,
         )
         item = await user_message_item(
             st.db,

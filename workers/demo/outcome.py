@@ -1,9 +1,12 @@
-"""What `agentctl demo` checks after its task: the demo's goal is known (a report at
-out/report.md that names the workspace's files), so "the task completed" is not taken for
-"the task did what it was asked"; a real model can end a task with no report at all."""
+"""What the demo's task must do, as its own check and as `agentctl demo` reports it: a
+report at out/report.md that covers every workspace file, naming it and saying something
+its contents hold (a word of five letters or more from it), so a listing of names is not a
+survey. "The task completed" is not taken for "the task did what it was asked"."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -11,6 +14,8 @@ from durable_agents.vocabulary.session_status import SessionStatus
 
 # A report bigger than this is not read whole to look for names (the demo's is ~1 KB).
 _MAX_REPORT_BYTES = 1_000_000
+# A word that shows a file was read: five letters or more (not a number, not "a", "the").
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{4,}")
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,7 @@ class DemoOutcome:
     status: str
     report: str  # the report's path in the workspace
     present: bool
-    # Workspace files the report does not name (by path or by file name).
+    # Workspace files the report does not cover (name, and say something of).
     missing: tuple[str, ...] = ()
     named: int = 0
 
@@ -33,9 +38,9 @@ class DemoOutcome:
             found = f"report {self.report}: NOT written"
         elif self.missing:
             shown = ", ".join(self.missing[:10])
-            found = f"report {self.report}: present, but it does not name {shown}"
+            found = f"report {self.report}: present, but it does not cover {shown}"
         else:
-            found = f"report {self.report}: present, names all {self.named} workspace files"
+            found = f"report {self.report}: present, covers all {self.named} workspace files"
         verdict = "done" if self.done else "NOT done"
         return f"task {self.status}; {found}; demo goal {verdict}"
 
@@ -45,17 +50,34 @@ def workspace_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
+def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
+    """The files of `files` (path -> contents) that `report` does not name (by path or file
+    name) or names without a word their contents hold that no file's path does."""
+    folded = report.casefold()
+    # A word of any file's path shows nothing of what a file holds: a list of names has it.
+    names = {w.casefold() for path in files for w in _WORD.findall(path)}
+    gaps = []
+    for path, text in files.items():
+        named = path.casefold() in folded or PurePosixPath(path).name.casefold() in folded
+        own = {w.casefold() for w in _WORD.findall(text)} - names
+        if not named or not any(w in folded for w in own):
+            gaps.append(path)
+    return tuple(gaps)
+
+
 def check_report(status: str, root: Path, report: str, expected: list[str]) -> DemoOutcome:
-    """Whether `report` (relative to `root`) exists and names every file of `expected`."""
+    """Whether `report` (relative to `root`) exists and covers every file of `expected`."""
     path = root / report
     if not path.is_file():
         return DemoOutcome(status, report, present=False)
-    with path.open("rb") as f:
-        text = f.read(_MAX_REPORT_BYTES).decode("utf-8", errors="replace")
-    missing = tuple(
-        name
-        for name in expected
-        if name != report and name not in text and PurePosixPath(name).name not in text
+    text = _read(path)
+    files = {name: _read(root / name) for name in expected if name != report}
+    missing = survey_gaps(text, files)
+    return DemoOutcome(
+        status, report, present=True, missing=missing, named=len(files) - len(missing)
     )
-    named = sum(1 for name in expected if name != report) - len(missing)
-    return DemoOutcome(status, report, present=True, missing=missing, named=named)
+
+
+def _read(path: Path) -> str:
+    with path.open("rb") as f:
+        return f.read(_MAX_REPORT_BYTES).decode("utf-8", errors="replace")

@@ -26,6 +26,7 @@ from temporalio.client import Client
 from durable_agents.activities.providers.base import ModelProvider
 from durable_agents.activities.providers.factory import build_provider
 from durable_agents.activities.providers.offline import REPORT_PATH, OfflineProvider
+from durable_agents.activities.providers.tool_grammar import ToolMode
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.api_keys import ApiKeyRepository
@@ -39,6 +40,7 @@ from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.watch.follow_gateway import watch_via_gateway
 from durable_agents.workers.client.watch.printer import WatchPrinter
 from durable_agents.workers.demo.outcome import check_report, workspace_files
+from durable_agents.workers.demo.survey import SURVEY_AGENT, survey_agent
 from durable_agents.workers.gateway.app import create_app
 from durable_agents.workers.gateway.serving import serving
 from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
@@ -168,7 +170,7 @@ async def _run_task(
     gateway: Gateway,
 ) -> tuple[str, str]:
     caller = Caller.operator(TENANT, "demo-user")
-    await service.start(caller, StartRequest(DEMO_TASK, session_id=session_id))
+    await service.start(caller, StartRequest(DEMO_TASK, SURVEY_AGENT, session_id=session_id))
     handle = tasks.task_handle(client, str(session_id))
     console.print(f"task: [bold]{DEMO_TASK}[/]\nsession {session_id} · workflow {handle.id}")
     console.print(
@@ -200,8 +202,15 @@ def _prepare_dirs(session_id: uuid.UUID) -> tuple[Path, Path, Path]:
     return state, base, root
 
 
-async def run_demo(console: Console, *, interactive: bool, local_model: str | None = None) -> int:
-    """`local_model`: a key of workers.stack.local_model.MODELS, else the offline model."""
+async def run_demo(
+    console: Console,
+    *,
+    interactive: bool,
+    local_model: str | None = None,
+    tool_mode: ToolMode = "auto",
+) -> int:
+    """`local_model`: a key of workers.stack.local_model.MODELS, else the offline model;
+    `tool_mode`: how the local model is offered tools (auto is grammar on llama.cpp)."""
     began = time.monotonic()
     model = model_named(local_model) if local_model else None  # before anything is made
     session_id = uuid.uuid4()  # chosen first, so its workspace can be seeded before it starts
@@ -211,7 +220,7 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
     console.print("starting the embedded stack (Temporal dev server, PostgreSQL, SeaweedFS S3)…")
     stack = DevStack(state / "stack", temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     server = LlamaServer(model, state) if model else None
-    local = server.model_settings() if server else None
+    local = server.model_settings(tool_mode) if server else None
     provider: ModelProvider = build_provider(local) if local else OfflineProvider()
     try:
         t0 = time.monotonic()
@@ -244,7 +253,8 @@ async def run_demo(console: Console, *, interactive: bool, local_model: str | No
                 "default",
                 data_converter=data_converter_with_offload(res.store),
             )
-            acts = cloud_activities(settings, res, provider, default_registry())
+            agents = (survey_agent(settings.agent.system_prompt),)
+            acts = cloud_activities(settings, res, provider, default_registry(), agents=agents)
             async with (
                 running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)),
                 serving(create_app(res, client, settings)) as url,

@@ -98,12 +98,13 @@ async def session_events(
     the process's fan-out (else this stream reads for itself). Raises StreamInterrupted
     when the stream must end without `end` (the client resumes with Last-Event-ID)."""
     source = shared or fanout(hub, sessions, store=store, recheck_seconds=recheck_seconds)
-    status = ""
+    status, checked = "", None
     async for published in source.follow(tenant_id, session_id, after, deltas=deltas):
         if isinstance(published.change, SessionRow):
-            status = published.change.status
+            status, checked = published.change.status, published.change.checked
         yield published.event
-    yield {"event": "end", "data": _json({"status": status})}
+    # `checked`: a completion's check passed (false: it completed unchecked).
+    yield {"event": "end", "data": _json({"status": status, "checked": checked})}
 
 
 def _json(data: dict[str, Any]) -> str:

@@ -201,7 +201,8 @@ async def agent_tools(name: str, _: Reader, gateway: GatewayDep) -> AgentTools:
             AgentTool(
                 name=t.spec.name,
                 description=_first_sentence(t.spec.description),
-                approval=policies.get(t.spec.name) or ("always" if t.needs_approval else None),
+                approval=policies.get(t.spec.name)
+                or (t.default_policy if t.needs_approval else None),
             )
             for t in tools
         ],

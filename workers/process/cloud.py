@@ -13,6 +13,7 @@ from temporalio.worker import Interceptor, Plugin, Worker, WorkerDeploymentConfi
 
 from durable_agents.activities.agent_catalog import build_catalog, default_runtime
 from durable_agents.activities.agents import Agent, ModelChoice
+from durable_agents.activities.answer_checks import AnswerCheckActivities
 from durable_agents.activities.compaction import CompactionActivities
 from durable_agents.activities.context.assembly import ContextBudget
 from durable_agents.activities.context_windows import ContextWindows, WindowSource
@@ -108,6 +109,7 @@ def cloud_activities(
         prices=m.price_table(),
         gate=gate,
         max_calls_per_reply=settings.agent.max_calls_per_reply,
+        workspace=workspace_layout(settings.agent),
     )
     tools = ToolActivities(
         resources.sessions,
@@ -144,7 +146,14 @@ def cloud_activities(
         limits={a.name: a.limits for a in agents},
         budgets={t: TaskBudget(**b.model_dump()) for t, b in settings.agent.tenant_budgets.items()},
     )
+    checks = AnswerCheckActivities(
+        resources.sessions,
+        workspace_layout(settings.agent),
+        {a.name: a.check for a in agents if a.check is not None},
+        tool_user=settings.agent.tool_user,
+    )
     return [
+        checks.check_answer,
         opener.open_session,
         opener.task_defaults,
         presence.device_route,

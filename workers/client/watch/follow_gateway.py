@@ -10,6 +10,7 @@ from typing import Any
 
 import pydantic
 
+from durable_agents.vocabulary.session_status import shown_status
 from durable_agents.workers.client.gateway_client import Gateway, GatewayError, follow_session
 from durable_agents.workers.client.http_bodies import Item
 from durable_agents.workers.client.watch.partial_replies import Delta
@@ -53,8 +54,9 @@ def _show(event: SseEvent, printer: WatchPrinter) -> str | None:
         if delta is not None:
             printer.delta(delta)
     elif event.event == "end":
-        status = str(_object(event).get("status", ""))
-        printer.ended(status)
+        data = _object(event)
+        status, checked = str(data.get("status", "")), data.get("checked")
+        printer.ended(shown_status(status, checked if isinstance(checked, bool) else None))
         return status
     # Other event types are a newer gateway's: not ours to show.
     return None

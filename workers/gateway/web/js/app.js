@@ -170,7 +170,7 @@ async function refreshSessions() {
         el("span", { class: "title" }, s.parent_id ? `↳ ${s.title}` : s.title),
         el("span", { class: "meta" }, `${s.agent} agent · ${shortId(s.id)} · ${ago(s.updated_at)}`),
       ),
-      statusBadge(s.status),
+      statusBadge(s.status, s.checked),
     ),
   );
   $("sessions").replaceChildren(...rows);
@@ -315,7 +315,7 @@ async function refreshTree(id) {
         { class: s.id === id ? "current" : "", onclick: () => openSession(s.id) },
         `${s.title} (${s.agent} agent) `,
       ),
-      statusBadge(s.status),
+      statusBadge(s.status, s.checked),
       (children.get(s.id) || []).length ? el("ul", {}, children.get(s.id).map(branch)) : null,
     );
   $("tree").replaceChildren(el("div", { class: "muted" }, "Sub-agents"), el("ul", {}, branch(sessions[0])));

@@ -17,6 +17,8 @@ const STATUS_WORDS = {
   budget_exhausted: "Budget reached",
   quota_exhausted: "Quota reached",
   frozen: "Frozen",
+  check_failed: "Check failed",
+  stuck: "Stuck",
 };
 
 /** The status in words; an unknown one as it is, with its underscores as spaces. */
@@ -25,8 +27,15 @@ export function statusWords(status) {
 }
 
 /** A status badge: the words shown, the API's value in data-status and the class. */
-export function statusBadge(status) {
-  return el("span", { class: `badge ${status}`, dataset: { status } }, statusWords(status));
+export function statusBadge(status, checked = null) {
+  const words = statusWords(status) + checkedWords(status, checked);
+  return el("span", { class: `badge ${status}`, dataset: { status } }, words);
+}
+
+/** A completion says whether the task's own check passed: " (checked)" or " (unchecked)". */
+export function checkedWords(status, checked) {
+  if (status !== "completed" || checked === null || checked === undefined) return "";
+  return checked ? " (checked)" : " (unchecked)";
 }
 
 /** Set an existing badge node to `status`. */

@@ -1,0 +1,118 @@
+"""The check a task's final answer must pass: its agent's (`Agent(check=...)`) and its
+start's (kept with the session), run in the session's workspace before the loop accepts
+the answer. A failure is committed as a user turn the model can act on, under the step's
+key, so a retried activity neither checks nor tells twice. A sub-agent's answer goes to its
+parent, which is checked: a child session is not."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio import activity
+
+from durable_agents.activities.checks.runner import first_failure
+from durable_agents.activities.checks.spec import Check
+from durable_agents.activities.errors import storage_errors_are_final
+from durable_agents.activities.tools.tool_identity import tool_identity
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.items import NewItem
+from durable_agents.storage.models import SessionRow
+from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.tokens import count_tokens
+from durable_agents.workflows.check_contracts import CheckAnswerInput, CheckVerdict
+
+# The data key of a failed check's item (its value: "failed"), counted for attempts.
+CHECK_KEY = "check"
+
+
+def told(reason: str, failures: int, attempts: int) -> str:
+    """What the model hears when its answer fails the task's check."""
+    left = attempts - failures
+    return (
+        f"Your answer was not accepted: the task's check failed: {reason}. "
+        "Do what the task asks with your tools, then answer again"
+        + (f" ({left} more {'try' if left == 1 else 'tries'})." if left > 0 else ".")
+    )
+
+
+class AnswerCheckActivities:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        workspace: WorkspaceLayout | Path,
+        checks: Mapping[str, Check] | None = None,
+        *,
+        tool_user: str | None = None,
+    ) -> None:
+        """`checks`: the check of each agent this worker serves that declares one, by
+        agent name; `tool_user`: whom a command check runs as (AGENT_TOOL_USER)."""
+        self._sessions = sessions
+        self._workspace = workspace
+        self._checks = dict(checks or {})
+        self._tool_user = tool_user
+
+    @activity.defn(name="check_answer")
+    async def check_answer(self, inp: CheckAnswerInput) -> CheckVerdict:
+        session_id = uuid.UUID(inp.session_id)
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, autocommit=True) as st,
+        ):
+            session = await st.sessions.get(session_id)
+            checks = self._checks_of(
+                session.parent_id, session.agent_definition, session.task_check
+            )
+            if not checks:
+                return CheckVerdict(checked=False, passed=True)
+            attempts = checks[-1].attempts
+            done = await st.items.by_key(inp.idempotency_key)
+            failures = await st.items.count_marked(session_id, CHECK_KEY, "failed")
+            if done is not None:  # checked and told before this attempt ended
+                told_reason = str(done.data.get("reason", ""))
+                return CheckVerdict(True, False, failures, attempts, told_reason)
+            answer = await st.items.get(session_id, uuid.UUID(inp.answer_item_id))
+            root = self._root(inp.tenant_id, session)
+        run_as = (
+            tool_identity(self._tool_user, "a task's check command")
+            if any(c.command for c in checks)
+            else None
+        )
+        found = await first_failure(checks, root, answer.text if answer else "", run_as)
+        if found is None:
+            return CheckVerdict(True, True, failures, attempts)
+        reason = found
+        failures += 1
+        text = told(reason, failures, attempts)
+        async with (
+            storage_errors_are_final(),
+            agent_state(self._sessions, inp.tenant_id, write=True) as st,
+        ):
+            await st.items.append(
+                NewItem(
+                    session_id=session_id,
+                    kind=ItemKind.USER_MESSAGE,
+                    role="user",
+                    idempotency_key=inp.idempotency_key,
+                    text=text,
+                    tokens=count_tokens(text),
+                    data={CHECK_KEY: "failed", "reason": reason, "step": inp.step},
+                )
+            )
+        return CheckVerdict(True, False, failures, attempts, reason)
+
+    def _checks_of(self, parent: uuid.UUID | None, agent: str, declared: object) -> list[Check]:
+        if parent is not None:
+            return []
+        found = [self._checks[agent]] if agent in self._checks else []
+        if declared:
+            found.append(Check.from_start(declared))  # kept as a door checked it
+        return found
+
+    def _root(self, tenant_id: str, session: SessionRow) -> Path:
+        if isinstance(self._workspace, WorkspaceLayout):
+            return self._workspace.root_for(tenant_id, session)
+        return self._workspace

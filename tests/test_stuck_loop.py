@@ -1,0 +1,76 @@
+"""A stuck loop stops: the same failing call (tool and arguments) N times, or N replies in
+a row without progress, end the task `stuck` with the reason, N from the task's settings
+(`stuck_after`) or its agent's Limits, instead of spending every step it has left."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client
+
+from durable_agents.activities.agents import Agent, Limits
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.workers.client import tasks
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.task_options import TaskOptions
+from durable_agents.workflows.progress import Progress
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, session_root, start
+
+
+def _read(path: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
+
+
+async def test_the_same_failing_call_made_again_and_again_ends_the_task_stuck(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    model = ScriptedProvider.from_data([_read("missing.txt")] * 10 + [{"text": "done"}])
+    async with agent_worker(model, workspace) as queue:
+        sid, handle = await start(client, resources, queue, tenant=tenant, stuck_after=3)
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.steps) == ("stuck", 3)
+    assert result.last_error == "stuck: the same failing call was made 3 times"
+    items = await items_of(resources, tenant, sid)
+    assert sum(1 for i in items if i.kind == "tool_result") == 3  # not 10
+    assert items[-1].kind == "error" and items[-1].text == result.last_error
+
+
+async def test_replies_that_only_fail_end_the_task_stuck_and_a_success_resets_the_count(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    # Every call another missing file: never the same call, never progress but once.
+    script = [_read("a1"), _read("a2"), _read("here.txt"), _read("b1"), _read("b2"), _read("b3")]
+    model = ScriptedProvider.from_data([*script, {"text": "done"}])
+    capped = Agent("capped", "Read.", tools=builtin_tools(), limits=Limits(stuck_after=3))
+    sid = uuid.uuid4()
+    session_root(workspace, tenant, sid).joinpath("here.txt").write_text("found")
+    async with agent_worker(model, workspace, agents=(capped,)) as queue:
+        # As the service starts it: the agent's Limits are the task's settings.
+        options = TaskOptions.for_agent(capped, tenant_id=tenant, task_queue=queue)
+        assert options.stuck_after == 3
+        handle = await tasks.start_task(
+            client, resources.sessions, "Read.", options, session_id=sid
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.steps) == ("stuck", 6)
+    assert result.last_error == "stuck: 3 replies in a row made no progress"
+
+
+def test_progress_counts_replies_and_repeats() -> None:
+    p = Progress()
+    p.reply()
+    p.call_ended(failed=True, repeats=1)
+    p.call_ended(failed=False, repeats=0)  # one call of the reply succeeded
+    p.calls_done()
+    assert (p.idle_replies, p.stuck(2)) == (0, None)
+    p.idle()
+    p.reply()
+    p.call_ended(failed=True, repeats=1)
+    p.calls_done()
+    assert p.stuck(2) == "stuck: 2 replies in a row made no progress"
+    assert p.stuck(3) is None
+    assert Progress(repeats=2).stuck(2) == "stuck: the same failing call was made 2 times"

@@ -1,0 +1,211 @@
+"""Completed means checked: a task that declares a check (its start's files and texts, its
+agent's command or callable) completes only when the check passes on its answer; a failure
+is told to the model, which goes on, until the check allows no more tries (check_failed).
+A task without a check completes *unchecked*, and says so."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from durable_agents.activities.agents import Agent
+from durable_agents.activities.answer_checks import CHECK_KEY
+from durable_agents.activities.checks.spec import Check, CheckContext, CheckSpecError
+from durable_agents.activities.policies.task_rules import InvalidTaskInput
+from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.storage.agent_state import agent_state
+from durable_agents.vocabulary.session_status import shown_status
+from durable_agents.workers.resources import Resources
+from durable_agents.workers.task_options import TaskOptions
+from tests.conftest import AgentRunner
+from tests.support.helpers import items_of, session_root, start
+
+WRITE = {"name": "write_file", "arguments": {"path": "out/desc.md", "content": "A summary."}}
+# write_file asks for approval by default; these tasks are about their checks.
+NO_APPROVAL = {"loosened_approvals": {"write_file": "never"}, "loosened_by": "test"}
+
+
+async def _session(resources: Resources, tenant: str, sid: str) -> Any:
+    async with agent_state(resources.sessions, tenant) as st:
+        return await st.sessions.get(uuid.UUID(sid))
+
+
+async def test_a_claim_without_the_work_is_told_to_the_model_and_the_task_completes_checked(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    model = ScriptedProvider.from_data(
+        [
+            {"text": "I wrote the description to out/desc.md."},  # no call was made
+            {"tool_calls": [WRITE]},
+            {"text": "Done: out/desc.md holds it."},
+        ]
+    )
+    check = {"files": ["out/desc.md"], "contains": {"out/desc.md": ["summary"]}}
+    async with agent_worker(model, workspace) as queue:
+        sid, handle = await start(
+            client, resources, queue, tenant=tenant, check=check, **NO_APPROVAL
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.checked) == ("completed", True)
+    row = await _session(resources, tenant, sid)
+    assert (row.status, row.checked) == ("completed", True)
+    assert shown_status(row.status, row.checked) == "completed (checked)"
+    told = [i for i in await items_of(resources, tenant, sid) if i.data.get(CHECK_KEY)]
+    assert len(told) == 1 and told[0].role == "user"
+    assert "out/desc.md does not exist" in told[0].text
+
+
+async def test_a_check_that_never_passes_ends_the_task_check_failed_with_the_reason(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    model = ScriptedProvider.from_data([{"tool_calls": [WRITE]}] + [{"text": "Done."}] * 3)
+    check = {"contains": {"out/desc.md": ["port 8080"]}, "attempts": 2}
+    async with agent_worker(model, workspace) as queue:
+        sid, handle = await start(
+            client, resources, queue, tenant=tenant, check=check, **NO_APPROVAL
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "check_failed" and not result.checked
+    assert (
+        result.last_error == "check failed 2 of 2 times: out/desc.md does not contain 'port 8080'"
+    )
+    row = await _session(resources, tenant, sid)
+    assert (row.status, row.checked) == ("check_failed", None)
+    items = await items_of(resources, tenant, sid)
+    assert sum(1 for i in items if i.data.get(CHECK_KEY)) == 2
+    assert items[-1].kind == "error" and "port 8080" in items[-1].text
+
+
+async def test_a_task_without_a_check_completes_unchecked_and_says_so(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    async with agent_worker(ScriptedProvider.from_data([{"text": "All done."}]), workspace) as q:
+        sid, handle = await start(client, resources, q, tenant=tenant)
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.checked) == ("completed", False)
+    row = await _session(resources, tenant, sid)
+    assert shown_status(row.status, row.checked) == "completed (unchecked)"
+
+
+async def _mentions_each_file(ctx: CheckContext) -> str | None:
+    report = (await ctx.read_text("out/report.md") or "").casefold()
+    for name in ("alpha.txt", "beta.txt"):
+        words = (await ctx.read_text(name) or "").split()
+        if not any(w.casefold() in report for w in words if len(w) >= 5):
+            return f"the report says nothing of what {name} holds"
+    return None
+
+
+SURVEYOR = Agent(
+    "surveyor",
+    "Survey the files.",
+    tools=builtin_tools(),
+    approvals={"write_file": "never"},
+    check=Check(command=["test", "-s", "out/report.md"], call=_mentions_each_file),
+)
+
+
+@pytest.mark.parametrize(
+    ("report", "outcome"),
+    [
+        ("alpha.txt: mentions pelicans. beta.txt: mentions lighthouses.", "completed"),
+        ("Files: alpha.txt, beta.txt.", "check_failed"),  # names alone
+    ],
+)
+async def test_an_agents_command_and_callable_check_read_the_workspace(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    report: str,
+    outcome: str,
+) -> None:
+    write = {"name": "write_file", "arguments": {"path": "out/report.md", "content": report}}
+    model = ScriptedProvider.from_data(
+        [{"tool_calls": [write]}] + [{"text": "Report written."}] * 3
+    )
+    sid = uuid.uuid4()
+    root = session_root(workspace, tenant, sid)
+    (root / "alpha.txt").write_text("Notes about pelicans")
+    (root / "beta.txt").write_text("Notes about lighthouses")
+    async with agent_worker(model, workspace, agents=(SURVEYOR,)) as queue:
+        _, handle = await start(
+            client, resources, queue, tenant=tenant, session_id=sid, agent="surveyor"
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == outcome
+    if outcome == "check_failed":
+        assert result.last_error is not None
+        assert "says nothing of what alpha.txt holds" in result.last_error
+
+
+@pytest.mark.parametrize(
+    ("tool_user", "words"),
+    [
+        # The worker's own user may enter the workspace: the command runs and fails.
+        (getpass.getuser(), "the check's command exited 1"),
+        # As root, the tools' user (nobody) may not: a reason that says so, never a pass.
+        (
+            None,
+            "the check's command cannot run in the workspace as 'nobody' (AGENT_TOOL_USER)",
+        ),
+    ],
+)
+async def test_a_missing_file_fails_the_agents_command_check(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    tool_user: str | None,
+    words: str,
+) -> None:
+    if tool_user is None and os.geteuid() != 0:
+        pytest.skip("runs as root only: the tools' user is the worker's own otherwise")
+    model = ScriptedProvider.from_data([{"text": "Done."}] * 3)
+    async with agent_worker(
+        model, workspace, agents=(SURVEYOR,), agent_settings={"tool_user": tool_user}
+    ) as queue:
+        _, handle = await start(client, resources, queue, tenant=tenant, agent="surveyor")
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "check_failed"
+    assert result.last_error is not None
+    assert result.last_error.startswith(f"check failed 3 of 3 times: {words}")
+
+
+@pytest.mark.parametrize(
+    ("check", "words"),
+    [
+        ({"command": ["rm", "-rf", "/"]}, "a command or a callable is declared on the agent"),
+        ({"files": "out/x.md"}, "check.files must be a list of paths"),
+        ({"files": ["x"] * 17}, "a check names at most 16 files"),
+        ({"contains": {"a.md": "text"}}, "check.contains must map a path to a list of texts"),
+        ({"files": ["a\x00b"]}, "a check's path contains a control character"),
+        ({"files": ["a"], "attempts": 0}, "check.attempts must be a whole number 1-10"),
+        ({"files": ["a"], "attempts": True}, "check.attempts must be a whole number 1-10"),
+        ({}, "a check names files, contains, a command or a call"),
+        ({"files": ["a"], "shell": "x"}, "shell is not a field of a check"),
+    ],
+)
+def test_a_starts_check_is_data_only_and_bounded(check: dict[str, Any], words: str) -> None:
+    with pytest.raises(InvalidTaskInput, match=words.replace("(", r"\(").replace(")", r"\)")):
+        TaskOptions(check=check)
+
+
+def test_a_start_cannot_hand_in_a_check_with_code() -> None:
+    async def anything(_: CheckContext) -> None:
+        return None
+
+    with pytest.raises(CheckSpecError, match="declared on the agent"):
+        Check.from_start(Check(call=anything))
+    kept = TaskOptions(check={"files": ["out/a.md"]}).check
+    assert kept == {"files": ["out/a.md"], "contains": {}, "attempts": 3}

@@ -1,0 +1,51 @@
+"""The demo's agent: the worker's own instructions and built-in tools, and the demo's goal as
+its check, so the task completes only with a report that covers every workspace file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from durable_agents.activities.agents import Agent
+from durable_agents.activities.checks.spec import Check, CheckContext
+from durable_agents.activities.providers.offline import REPORT_PATH
+from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.workers.demo.outcome import survey_gaps
+
+SURVEY_AGENT = "survey"
+# The files a survey covers: at most this many, each read up to the check's own limit.
+_MAX_FILES = 50
+
+
+async def covers_each_file(ctx: CheckContext) -> str | None:
+    """None when the report covers every file of the workspace (but itself and out/)."""
+    report = await ctx.read_text(REPORT_PATH)
+    if report is None:
+        return f"{REPORT_PATH} was not written"
+    files: dict[str, str] = {}
+    for name in _workspace_files(ctx.workspace)[:_MAX_FILES]:
+        files[name] = await ctx.read_text(name) or ""
+    gaps = survey_gaps(report, files)
+    if gaps:
+        shown = ", ".join(gaps[:5])
+        return (
+            f"{REPORT_PATH} does not cover {shown}: read each file and say what it holds, "
+            "not only its name"
+        )
+    return None
+
+
+def _workspace_files(root: Path) -> list[str]:
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.relative_to(root).parts[0] != "out"
+    )
+
+
+def survey_agent(instructions: str) -> Agent:
+    return Agent(
+        SURVEY_AGENT,
+        instructions,
+        tools=builtin_tools(),
+        check=Check(files=[REPORT_PATH], call=covers_each_file),
+    )
