@@ -24,6 +24,8 @@ from durable_agents.activities.context.assembly import ContextBudget
 from durable_agents.activities.context.model_context import config_of
 from durable_agents.activities.context_windows import MAX_OVERFLOW_RETRIES
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.models import ItemRow
 from durable_agents.storage.sessions import SessionRepository
@@ -41,6 +43,7 @@ from tests.support.helpers import items_of, session_root, start
 
 WINDOW = 4_096
 # ~17k tokens: expanded, the result alone would fill the default 6,000-token allowance.
+READ_ONLY = ToolRegistry.of(builtin_tools("read_file"))
 BIG_FILE = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(1500))
 
 
@@ -61,14 +64,16 @@ async def run_survey(
     tenant: str,
 ) -> tuple[str, list[ItemRow], str]:
     """Three steps: read the big file, read it again, answer. Returns (status, items, what
-    `agentctl show` prints)."""
+    `agentctl show` prints). The agent has read_file alone: the windows here are sized to
+    its fixed part (system prompt, task, one tool's schema), which the built-in tools'
+    schemas would outgrow as tools are added."""
     windowed.queued = [
         tool_call_reply('{"path": "big.txt"}'),
         tool_call_reply('{"path": "big.txt"}', ids=("call_9",)),
     ]
     sid = uuid.uuid4()
     (session_root(workspace, tenant, sid) / "big.txt").write_text(BIG_FILE)
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, registry=READ_ONLY) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 90)
     view = await load_view(resources.sessions, tenant, sid)
@@ -162,7 +167,7 @@ async def test_an_overflow_that_outlasts_the_retries_of_one_attempt_is_retried(
     do not shrink the request enough, so the activity fails retryably and its next attempt
     starts from what the worker learned, instead of failing the task."""
     # Room for the fixed part (system prompt, task, tool schemas) and little more.
-    windowed.n_ctx, windowed.shape = 1_800, "llama.cpp-old"
+    windowed.n_ctx, windowed.shape = 1_400, "llama.cpp-old"
     status, items, _ = await run_survey(
         windowed, provider, agent_worker, client, resources, workspace, tenant
     )
@@ -233,7 +238,7 @@ async def test_a_newest_item_that_cannot_fit_fails_the_task_saying_so(
     ]
     sid = uuid.uuid4()
     (session_root(workspace, tenant, sid) / "a.txt").write_text("small file")
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, registry=READ_ONLY) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         with pytest.raises(WorkflowFailureError):
             await asyncio.wait_for(handle.result(), 90)

@@ -16,12 +16,15 @@ its processes. DevStack says so when it starts.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import pwd
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from durable_agents.activities.tools.tool_identity import SERVICE_USERS
@@ -31,9 +34,13 @@ logger = logging.getLogger(__name__)
 
 # Named where the tool user is chosen, which refuses them.
 POSTGRES_USER, S3_USER = SERVICE_USERS
-# Two stacks starting at once (the suite's two workers) may both find the user missing; the
-# loser's useradd fails (name taken, or /etc/passwd locked meanwhile) and the entry is read.
+# Two stacks starting at once (the suite's workers) may both find the user missing: their
+# useradds take turns under one lock (two at once were seen to lose one's entry: initdb then
+# ran as a uid with no passwd entry), and a stack that finds the user made meanwhile reads it.
+# A useradd that still fails (/etc/passwd locked by another program) is tried again.
 _TRIES = 20
+# In /run, which only root writes: nobody else can hold the lock or plant the file.
+_LOCK = Path("/run/durable-agents-useradd.lock")
 _NOLOGIN = ("/usr/sbin/nologin", "/sbin/nologin", "/bin/false")
 
 
@@ -52,12 +59,32 @@ def role_user(name: str, what: str) -> pwd.struct_passwd:
             return entry
         if attempt:
             time.sleep(0.1)
-        failure = _useradd(name, what)
+        with _users_lock():
+            try:
+                entry = pwd.getpwnam(name)
+            except KeyError:
+                failure = _useradd(name, what)
+            else:
+                continue  # made meanwhile: read (and checked) at the loop's top
     raise StackError(
         f"{what}: running as root, it runs as the system user {name!r}, which could not be "
         f"made ({failure}); create it with `{' '.join(_useradd_argv(name, what, 'useradd'))}`"
         ", or start the stack as a regular user"
     )
+
+
+@contextlib.contextmanager
+def _users_lock() -> Iterator[None]:
+    """One of our useradds at a time on this machine (root only: only root makes users)."""
+    if not _LOCK.parent.is_dir():
+        yield  # no /run: the retries above are all there is
+        return
+    fd = os.open(_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _useradd(name: str, what: str) -> str:
