@@ -47,6 +47,7 @@ _INTERNAL_PORTS = (
     "admin.port.grpc",
 )
 _PROBE_KEY = ".devstack-probe"
+_PROBE_BODY = b"ready"
 
 
 class SeaweedServer:
@@ -224,9 +225,15 @@ class SeaweedServer:
                 "BucketAlreadyExists",
             ):
                 raise
-        # A first write needs a volume assigned; prove that works before reporting ready.
-        s3.put_object(Bucket=self.bucket, Key=_PROBE_KEY, Body=b"")
+        # A first write needs a volume assigned, and after a restart a read needs the volume
+        # server's volumes known to the master again (until then GetObject answers
+        # InternalError): prove both before reporting ready. An empty body would stay in
+        # the filer and prove neither.
+        s3.put_object(Bucket=self.bucket, Key=_PROBE_KEY, Body=_PROBE_BODY)
+        read = s3.get_object(Bucket=self.bucket, Key=_PROBE_KEY)["Body"].read()
         s3.delete_object(Bucket=self.bucket, Key=_PROBE_KEY)
+        if read != _PROBE_BODY:
+            raise BotoCoreError()
 
 
 def _succeeds(call: Callable[[], object]) -> bool:
