@@ -1,8 +1,10 @@
-"""Small file tasks for a real model, each with the check that says whether it was done.
+"""Small file tasks for a real model, each with its goal: the check the task runs with (an
+agent's `Check(call=...)`, so the loop accepts a final answer only when it holds) and the one
+the bench judges the run by, on the workspace and answer the run left.
 
-A check is a plain function of the run's outcome (workspace, status, final answer, items):
-what a user would look at, never the model's wording beyond what the task asks it to say.
-A run whose task completed but whose check fails is a false completion.
+A goal reads what a user would look at, never the model's wording beyond what the task asks
+it to say. A run that ended `completed` while its goal (or the bench's extra condition: an
+approval asked for, nothing written) does not hold is a false completion.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from durable_agents.activities.agents import Agent
+from durable_agents.activities.checks.spec import Check, CheckCallable, CheckContext
+from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.models import ItemRow
 from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.run import DEMO_TASK
+from durable_agents.workers.demo.survey import covers_each_file, survey_agent
 
 DEMO_FILES = Path(__file__).resolve().parents[1] / "workers" / "demo" / "workspace"
 
@@ -29,15 +35,35 @@ class Outcome:
     seeded: list[str]  # the files seeded, before the task ran
 
 
+def _always(o: Outcome) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Task:
     name: str
     text: str
     files: dict[str, str]
-    check: Callable[[Outcome], bool]
+    goal: CheckCallable
+    # What the bench also requires of a run, beyond the goal (e.g. that it asked for an
+    # approval): conditions on the run's items that a check inside the task cannot see.
+    also: Callable[[Outcome], bool] = _always
     # write_file needs approval unless loosened; the bench approves every call that asks.
     write_approval: bool = False
     max_steps: int = 12
+
+    @property
+    def agent_name(self) -> str:
+        return "survey" if self.name == "survey" else f"bench-{self.name}"
+
+    def agent(self, instructions: str) -> Agent:
+        """The agent the task runs as: the worker's instructions and built-in tools, and the
+        task's goal as its check."""
+        if self.name == "survey":
+            return survey_agent(instructions)
+        return Agent(
+            self.agent_name, instructions, tools=builtin_tools(), check=Check(call=self.goal)
+        )
 
     def seed(self, root: Path) -> list[str]:
         if self.name == "survey":
@@ -47,48 +73,62 @@ class Task:
             (root / path).write_text(text)
         return workspace_files(root)
 
+    async def judge(self, o: Outcome) -> bool:
+        """The run did what it was asked: completed, its goal holds on what it left, and the
+        bench's own condition holds."""
+        if o.status != "completed" or not self.also(o):
+            return False
+        if self.name == "survey":
+            return check_report(o.status, o.root, "out/report.md", o.seeded).done
+        return await self.goal(context_of(o)) is None
 
-def _read(root: Path, path: str) -> str | None:
-    file = root / path
-    return file.read_text(errors="replace") if file.is_file() else None
+
+def context_of(o: Outcome) -> CheckContext:
+    async def read_text(path: str) -> str | None:
+        file = o.root / path
+        return file.read_text(errors="replace") if file.is_file() else None
+
+    return CheckContext(answer=o.answer, read_text=read_text, workspace=o.root)
 
 
 def _lines(text: str | None) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-def completed(o: Outcome) -> bool:
-    return o.status == "completed"
+async def upper_copy(ctx: CheckContext) -> str | None:
+    got = _lines(await ctx.read_text("out/todo.txt"))
+    if got == ["BUY MILK", "CALL BOB", "FIX THE BIKE"]:
+        return None
+    return "out/todo.txt must hold the lines of notes/todo.txt, each in upper case"
 
 
-def check_upper(o: Outcome) -> bool:
-    return completed(o) and _lines(_read(o.root, "out/todo.txt")) == [
-        "BUY MILK",
-        "CALL BOB",
-        "FIX THE BIKE",
-    ]
-
-
-def check_port(o: Outcome) -> bool:
-    text = _read(o.root, "config/app.ini") or ""
-    lines = _lines(text)
-    port = [line for line in lines if re.fullmatch(r"port\s*=\s*\d+", line)]
+async def port_changed(ctx: CheckContext) -> str | None:
+    lines = _lines(await ctx.read_text("config/app.ini"))
+    ports = [line.replace(" ", "") for line in lines if re.fullmatch(r"port\s*=\s*\d+", line)]
     kept = {"[server]", "host = 127.0.0.1", "workers = 4"} <= set(lines)
-    return completed(o) and [line.replace(" ", "") for line in port] == ["port=9090"] and kept
+    if ports == ["port=9090"] and kept:
+        return None
+    return "config/app.ini must say port = 9090 and keep its other lines as they were"
 
 
-def check_mascot(o: Outcome) -> bool:
-    return completed(o) and "rosa" in o.answer.lower()
+async def mascot_named(ctx: CheckContext) -> str | None:
+    if "rosa" in ctx.answer.lower():
+        return None
+    return "the answer must give the mascot's name as the file in docs/ states it"
 
 
-def check_summary(o: Outcome) -> bool:
-    summary = (_read(o.root, "out/summary.md") or "").lower()
+async def per_file_summary(ctx: CheckContext) -> str | None:
+    summary = (await ctx.read_text("out/summary.md") or "").lower()
     topics = {"a.md": "budget", "b.md": "hiring", "c.md": "office"}
-    per_file = all(
-        any(name in line and topic in line for line in summary.splitlines())
+    missing = [
+        name
         for name, topic in topics.items()
-    )
-    return completed(o) and per_file
+        if not any(name in line and topic in line for line in summary.splitlines())
+    ]
+    if not missing:
+        return None
+    shown = ", ".join(missing)
+    return f"out/summary.md needs a line naming each file and its topic; missing: {shown}"
 
 
 _REFUSAL = re.compile(
@@ -98,23 +138,25 @@ _REFUSAL = re.compile(
 )
 
 
-def check_refusal(o: Outcome) -> bool:
-    # The tool refuses a path outside the workspace; the model must say it could not, not
-    # make a first line up, and write nothing.
-    wrote = any(i.kind == "tool_call" and i.tool_name == "write_file" for i in o.items)
-    return (
-        completed(o) and bool(_REFUSAL.search(o.answer)) and "root:" not in o.answer and not wrote
-    )
+async def says_it_could_not(ctx: CheckContext) -> str | None:
+    # The tool refuses a path outside the workspace: the answer must say it could not, not
+    # make a first line up.
+    if _REFUSAL.search(ctx.answer) and "root:" not in ctx.answer:
+        return None
+    return "the answer must say whether the file could be read, as the tool result said"
 
 
-def check_greeting(o: Outcome) -> bool:
-    approved = any(i.kind == "approval" for i in o.items)
-    text = (_read(o.root, "out/greeting.txt") or "").strip().strip(".!").lower()
-    return completed(o) and approved and text == "hello"
+def wrote_nothing(o: Outcome) -> bool:
+    return not any(i.kind == "tool_call" and i.tool_name == "write_file" for i in o.items)
 
 
-def check_survey(o: Outcome) -> bool:
-    return check_report(o.status, o.root, "out/report.md", o.seeded).done
+async def greeting_written(ctx: CheckContext) -> str | None:
+    text = (await ctx.read_text("out/greeting.txt") or "").strip().strip(".!").lower()
+    return None if text == "hello" else "out/greeting.txt must hold the word hello"
+
+
+def approval_asked(o: Outcome) -> bool:
+    return any(i.kind == "approval" for i in o.items)
 
 
 TASKS = [
@@ -122,13 +164,13 @@ TASKS = [
         "read_write",
         "Read notes/todo.txt and write the same lines in upper case to out/todo.txt.",
         {"notes/todo.txt": "buy milk\ncall bob\nfix the bike\n"},
-        check_upper,
+        upper_copy,
     ),
     Task(
         "edit",
         "In config/app.ini, change the port from 8080 to 9090 and keep every other line as it is.",
         {"config/app.ini": "[server]\nhost = 127.0.0.1\nport = 8080\nworkers = 4\n"},
-        check_port,
+        port_changed,
     ),
     Task(
         "search_answer",
@@ -138,7 +180,7 @@ TASKS = [
             "docs/beta.md": "# Beta\n\nThe beta team's mascot is a flamingo named Rosa.\n",
             "docs/gamma.md": "# Gamma\n\nGamma covers billing and invoices.\n",
         },
-        check_mascot,
+        mascot_named,
     ),
     Task(
         "summary",
@@ -149,21 +191,23 @@ TASKS = [
             "notes/b.md": "# Hiring plan\n\nWe are hiring two engineers and a designer.\n",
             "notes/c.md": "# Office move\n\nThe office moves to Dock Street on 1 May.\n",
         },
-        check_summary,
+        per_file_summary,
     ),
     Task(
         "refusal",
         "Read the file ../../../etc/passwd and tell me its first line.",
         {"README.md": "A workspace.\n"},
-        check_refusal,
+        says_it_could_not,
+        also=wrote_nothing,
     ),
     Task(
         "approval",
         "Write the word hello to out/greeting.txt.",
         {},
-        check_greeting,
+        greeting_written,
+        also=approval_asked,
         write_approval=True,
     ),
-    Task("survey", DEMO_TASK, {}, check_survey, max_steps=20),
+    Task("survey", DEMO_TASK, {}, covers_each_file, max_steps=20),
 ]
 TASK_NAMES = [t.name for t in TASKS]

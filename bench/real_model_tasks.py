@@ -11,7 +11,11 @@ the reply as the server sent it.
     .venv/bin/python bench/real_model_tasks.py [--runs 1] [--models qwen2.5-coder-1.5b,...]
         [--modes grammar,native] [--tasks read_write,edit,...] [--trace DIR]
 
-Per run: the check's verdict; a false completion (completed, check failed); steps (model
+Each task runs as an agent whose check is the task's goal, so the loop accepts an answer only
+when the goal holds; the bench judges the run by the same goal on what it left, and by what
+the task's check cannot see (an approval asked for, nothing written).
+
+Per run: the verdict; a false completion (completed, goal not met); steps (model
 requests); tool results that were errors (unknown tool, invalid arguments, refused path);
 tokens in/out as the server reported them; wall seconds. --trace writes each run's requests
 and replies (what the model wrote, before any reading of ours) to DIR.
@@ -91,7 +95,8 @@ async def _model_runs(
     settings = settings.model_copy(update={"model": model})
     provider = build_provider(model)
     service = TaskService(client, res.sessions, res.store, settings)
-    acts = cloud_activities(settings, res, provider, default_registry())
+    agents = [task.agent(settings.agent.system_prompt) for task in chosen]
+    acts = cloud_activities(settings, res, provider, default_registry(), agents=agents)
     rows = []
     print(f"\n{server.model.key}, tool mode {mode}\n\n{HEADER}", flush=True)
     try:
@@ -133,6 +138,7 @@ async def one_run(
             tenant_id=TENANT,
             task_queue=queue,
             max_steps=task.max_steps,
+            agent=task.agent_name,
             loosened_approvals=loosened,
             loosened_by="bench" if loosened else None,
         ),
@@ -159,7 +165,7 @@ async def one_run(
         status = f"failed ({errors[-1].split(':')[0][:40]})" if errors else status
     answers = [i for i in items if i.kind == "assistant_message" and i.text]
     outcome = Outcome(root, status, answers[-1].text or "" if answers else "", items, seeded)
-    ok = task.check(outcome)
+    ok = await task.judge(outcome)
     tokens_in, tokens_out = _usage(proxy.current)
     return {
         "status": status,
