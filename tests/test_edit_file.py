@@ -209,3 +209,21 @@ async def test_an_interrupted_edit_that_never_landed_runs(
     result = await result_of(resources, inp)
     assert json.loads(result["text"])["already_applied"] is False
     assert await ledger_state(resources, inp) == ("completed", 2)
+
+
+async def test_an_edit_to_the_same_text_changes_nothing_and_says_it_is_so(tmp_path: Path) -> None:
+    """old_text equal to new_text, present once: the file already says it, so the result is
+    success with already_applied (nothing for the model to fix) and the file is not
+    rewritten."""
+    config = tmp_path / "app.ini"
+    config.write_text(CONFIG)
+    first = os.stat(config)
+    ctx = ToolContext(idempotency_key="same", workspace=tmp_path, tenant_id="t", session_id="s")
+    same = {"path": "app.ini", "old_text": "port = 80", "new_text": "port = 80"}
+
+    told = json.loads((await edit_file(ctx, same)).content)
+
+    assert told["already_applied"] is True and told["line"] == 3
+    after = os.stat(config)
+    assert config.read_text() == CONFIG
+    assert (after.st_ino, after.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)

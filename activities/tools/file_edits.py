@@ -159,6 +159,9 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
             _refuse_unasked(dir_fd, path)
         text = _text_of(dir_fd, path)
         at = _only_occurrence(text, old, path)
+        if old == new:
+            # The file already says it: nothing to write, and nothing for the model to fix.
+            return _edited(path, text.encode("utf-8"), _line_of(text, at), already_applied=True)
         data = (text[:at] + new + text[at + len(old) :]).encode("utf-8")
         write_at(dir_fd, path.name, data)
     return _edited(path, data, _line_of(text, at), already_applied=False)
@@ -229,7 +232,7 @@ async def reconcile_edit_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOut
     """
     path, old, new = _texts(args)
     if not old or old == new:
-        return None  # never edits: running it again gives its error again
+        return None  # never edits: running it again gives the same result
     done = await asyncio.to_thread(_reconcile_sync, ctx, path, old, new)
     return None if done is None else output_of("edit_file", done)
 
@@ -256,8 +259,6 @@ async def edit_file_tool(
             "InvalidArguments",
             "old_text is empty; give the exact text to replace (write_file creates files)",
         )
-    if old_text == new_text:
-        raise ToolError("NoChange", "old_text and new_text are the same; nothing to change")
     utf8(old_text, "old_text")
     utf8(new_text, "new_text")
     return await asyncio.to_thread(_edit_sync, ctx, path, old_text, new_text)
