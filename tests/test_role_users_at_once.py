@@ -1,7 +1,7 @@
 """Stacks that start at once as root (the suite's workers, CI's first minute) make their
 services' system users together: every user each of them was handed still exists after,
-under the uid it was handed (two useradds at once were seen to lose one's entry, and
-initdb then ran as a uid with no passwd entry)."""
+under the uid it was handed (two useradds at once can lose one's entry, and initdb then
+runs as a uid with no passwd entry)."""
 
 from __future__ import annotations
 

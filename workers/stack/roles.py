@@ -35,8 +35,8 @@ logger = logging.getLogger(__name__)
 # Named where the tool user is chosen, which refuses them.
 POSTGRES_USER, S3_USER = SERVICE_USERS
 # Two stacks starting at once (the suite's workers) may both find the user missing: their
-# useradds take turns under one lock (two at once were seen to lose one's entry: initdb then
-# ran as a uid with no passwd entry), and a stack that finds the user made meanwhile reads it.
+# useradds take turns under one lock (two at once can lose one's entry, and initdb then
+# runs as a uid with no passwd entry), and a stack that finds the user made meanwhile reads it.
 # A useradd that still fails (/etc/passwd locked by another program) is tried again.
 _TRIES = 20
 # In /run, which only root writes: nobody else can hold the lock or plant the file.
