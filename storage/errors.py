@@ -27,6 +27,17 @@ class InvalidTenant(StorageError):
     error_type = "InvalidTenant"
 
 
+class TenantNotFound(StorageError):
+    """Nothing names the tenant: no session, API key, device or row of its controls."""
+
+    error_type = "TenantNotFound"
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__(
+            f"no tenant {tenant_id!r}: it has no session, API key, device or quota yet"
+        )
+
+
 class MemoryNotFound(StorageError):
     """No such live memory in this tenant and scope (another tenant's looks exactly like this)."""
 

@@ -17,14 +17,15 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from sqlalchemy import Table, bindparam, func, literal, select
+from sqlalchemy import Table, bindparam, exists, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from durable_agents.storage.admissions import RESERVATION_TTL
-from durable_agents.storage.errors import StorageError
+from durable_agents.storage.device_models import DeviceRow
+from durable_agents.storage.errors import StorageError, TenantNotFound
 from durable_agents.storage.external_items import EXTERNAL_PREFIX
-from durable_agents.storage.models import SessionRow
+from durable_agents.storage.models import ApiKeyRow, SessionRow
 from durable_agents.storage.quota_figures import SPEND_QUOTAS as SPEND_QUOTAS
 from durable_agents.storage.quota_figures import START_QUOTAS as START_QUOTAS
 from durable_agents.storage.quota_figures import Quotas as Quotas
@@ -218,6 +219,19 @@ class TenantControls:
         await self._db.flush()
         self._db.expire_all()
         return await self.quotas()
+
+    async def check_known(self) -> None:
+        """TenantNotFound unless something names the tenant: a session, an API key, a device
+        or a row of its controls. There is no table of tenants; these are what make one."""
+        tenant = self._tenant
+        named = or_(
+            exists().where(SessionRow.tenant_id == tenant),
+            exists().where(ApiKeyRow.tenant_id == tenant),
+            exists().where(DeviceRow.tenant_id == tenant),
+            exists().where(TenantControlRow.tenant_id == tenant),
+        )
+        if not await self._db.scalar(select(named)):
+            raise TenantNotFound(tenant)
 
     async def set_frozen(self, frozen: bool, by: str) -> bool:
         """Freeze or thaw the tenant; False when it already was."""

@@ -15,9 +15,9 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support import verbs
@@ -151,7 +151,7 @@ async def test_decisions_on_a_finished_task_are_refused(
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         await handle.result()
-    with pytest.raises(RPCError, match=r"(?i)completed"):
+    with pytest.raises(tasks.TaskNotRunning, match=r"is not running \(completed\)"):
         await verbs.approve(client, session_id, "call_0_0", "alice", **ours)
 
 

@@ -8,12 +8,15 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 from temporalio.client import Client
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.storage.decision_requests import DecisionRequestRow
+from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import get_settings
 from tests.conftest import AgentRunner
-from tests.support.helpers import agentctl, tenant_root
+from tests.support.helpers import agentctl, committed_rows, start, tenant_root
 
 
 async def test_start_status_approve_watch_and_fetch_an_artifact(
@@ -151,3 +154,41 @@ async def test_bad_input_gets_a_clear_error_and_exit_code_1(
 async def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = await agentctl(capsys, "--bogus")
     assert code == 2 and "No such option" in err
+
+
+async def _staged_requests(res: Resources, tenant: str) -> int:
+    async with res.sessions() as db:
+        stmt = select(func.count()).where(DecisionRequestRow.tenant_id == tenant)
+        return int(await db.scalar(stmt) or 0)
+
+
+async def test_a_verb_on_an_ended_task_says_it_is_not_running_and_records_nothing(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    cli_env: None,
+    capsys: pytest.CaptureFixture[str],
+    tenant: str,
+) -> None:
+    async with agent_worker(ScriptedProvider.from_data([{"text": "done"}]), workspace) as queue:
+        sid, handle = await start(client, resources, queue, tenant=tenant)
+        await asyncio.wait_for(handle.result(), 60)
+    before = await committed_rows(resources, tenant)
+    for args in (
+        ["send", sid, "hi"],
+        ["approve", sid, "call_0_0"],
+        ["reject", sid, "call_0_0"],
+        ["budget", "raise", sid, "--tokens", "1000"],
+    ):
+        code, out, err = await agentctl(capsys, *args)
+        assert (code, out, err) == (1, "", f"error: task {sid} is not running (completed)\n")
+    code, out, _ = await agentctl(capsys, "cancel", sid)
+    assert (code, out.strip()) == (0, f"{sid} had already ended")
+    code, _, err = await agentctl(capsys, "resume", sid)
+    assert (code, err.strip()) == (
+        1,
+        f"error: task {sid} is completed; only a failed or cancelled task resumes",
+    )
+    assert await committed_rows(resources, tenant) == before
+    assert await _staged_requests(resources, tenant) == 0

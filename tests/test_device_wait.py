@@ -7,10 +7,12 @@ continue-as-new waits until none is pending, so no call's outcome is lost to a n
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -20,7 +22,7 @@ from durable_agents.storage.models import ItemRow
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support import verbs
-from tests.support.helpers import items_of, register_device, start
+from tests.support.helpers import agentctl, items_of, register_device, start
 
 DEVICE_WAIT = 2  # seconds until an unserved device call is reported offline
 
@@ -158,3 +160,31 @@ async def test_cancel_while_a_device_call_is_pending_cancels_the_call(
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
     ]
     assert len(requested) == 1
+
+
+async def test_status_says_waiting_device_once_the_device_of_a_pending_call_is_away(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    cli_env: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    device_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    await register_device(resources, tenant, device_id, ["read_file"])  # seen just now
+    provider = ScriptedProvider.from_data([{"tool_calls": [READ]}, {"text": "waiting"}])
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, device_id=device_id, device_tools=["read_file"]
+        )
+        await asyncio.wait_for(asked(provider, 2), 60)  # answered: the loop waits for the call
+        code, out, _ = await agentctl(capsys, "status", session_id)
+        assert code == 0 and "workflow: step=" in out and " status=running" in out, out
+        # Its heartbeats stop: the call it was offered is still pending.
+        await register_device(resources, tenant, device_id, ["read_file"], seen_ago_s=600)
+        code, out, _ = await agentctl(capsys, "status", session_id)
+        assert code == 0 and re.search(r"workflow: step=\d+ status=waiting_device", out), out
+        assert "status=running" not in out and f"waiting for device {device_id}" in out
+        await verbs.cancel(client, resources.sessions, tenant, session_id)
+        await asyncio.wait_for(handle.result(), 60)

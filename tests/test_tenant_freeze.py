@@ -11,13 +11,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.models import ItemRow
+from durable_agents.storage.quota_models import TenantControlRow
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.client.tasks import live_status
 from durable_agents.workers.client.tenant_controls import freeze, set_quotas, thaw
@@ -150,6 +151,7 @@ async def test_a_plain_temporal_start_of_a_frozen_or_full_tenant_is_refused_in_t
             )
             return await _refusal(handle)
 
+        await make_key(resources, tenant, "admin")  # the tenant exists once a key names it
         await freeze(resources.sessions, tenant, "ops")
         cause = await plain_start()
         assert cause.type == "TenantFrozen"
@@ -160,3 +162,27 @@ async def test_a_plain_temporal_start_of_a_frozen_or_full_tenant_is_refused_in_t
         assert cause.type == "QuotaRefused"
         assert f"quota starts_per_minute reached for tenant {tenant!r}: 0 of 0" in cause.message
     assert await committed_rows(resources, tenant) == {"sessions": 0, "items": 0, "artifacts": 0}
+
+
+async def _control_rows(res: Resources, tenant: str) -> int:
+    async with res.sessions() as db:
+        stmt = select(func.count()).where(TenantControlRow.tenant_id == tenant)
+        return int(await db.scalar(stmt) or 0)
+
+
+async def test_freeze_and_thaw_refuse_a_tenant_nothing_names_and_write_nothing(
+    resources: Resources, tenant: str, cli_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for verb in ("freeze", "thaw"):
+        code, out, err = await agentctl(capsys, "tenant", verb, "--tenant", tenant)
+        assert (code, out) == (1, "")
+        assert err == (
+            f"error: no tenant {tenant!r}: it has no session, API key, device or quota yet\n"
+        )
+    assert await _control_rows(resources, tenant) == 0
+    # One key is enough for a tenant to exist.
+    await make_key(resources, tenant, "start")
+    code, out, _ = await agentctl(capsys, "tenant", "freeze", "--tenant", tenant)
+    assert (code, out.strip()) == (0, f"tenant {tenant}: frozen")
+    code, out, _ = await agentctl(capsys, "tenant", "thaw", "--tenant", tenant)
+    assert (code, out.strip()) == (0, f"tenant {tenant}: thawed; woke 0 parked task(s)")

@@ -282,6 +282,7 @@ class AgentWorkflow:
             step=self._step,
             pending_approvals=pending_approvals(self._board.waiting),
             last_error=self._board.last_error,
+            pending_devices=sorted({call.device_id for call in self._device_calls.refs()}),
         )
 
     async def _fail(self, message: str, error_type: str) -> ApplicationError:

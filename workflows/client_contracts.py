@@ -88,6 +88,10 @@ class RaiseBudgetResult:
     cost_usd: float | None = None
     tool_calls: int | None = None
     seconds: float | None = None
+    # What still holds the parked task after the raise, in its park's words (a figure the
+    # raise left reached, the tenant frozen or at a quota); None: nothing. The service
+    # (workers/client/service.py) fills it in; the loop never does.
+    held_by: str | None = None
 
 
 @dataclass
@@ -115,3 +119,6 @@ class AgentStatus:
     step: int
     pending_approvals: list[PendingApproval] = field(default_factory=list)
     last_error: str | None = None
+    # The devices whose calls the loop has started and not had back: a client that finds
+    # one away says the task waits for it (workers/client/watch/wait_status.py).
+    pending_devices: list[str] = field(default_factory=list)

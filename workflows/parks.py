@@ -86,18 +86,26 @@ class Parks:
             await self._write(SessionStatus.RUNNING, None, None)
 
     def _park_of(self, closed: Closed) -> tuple[str, str, float | None, Callable[[], bool]]:
-        """The status, the park's note (our words and numbers only), the longest wait (None:
-        none) and what ends it."""
+        """The status, the park's note, the longest wait (None: none) and what ends it."""
         wakes, raises = self._wakes, self._raises
+        status, note = park_of(closed, self._budget())
         if closed.frozen:
-            return SessionStatus.FROZEN, FROZEN_WORDS, RECHECK_SECONDS, lambda: self._wakes > wakes
+            return status, note, RECHECK_SECONDS, lambda: self._wakes > wakes
         if closed.quota is not None:
             wait = min(max(closed.quota.resets_in_seconds, 1.0), RECHECK_SECONDS)
-            note = f"tenant quota {closed.quota.words}"
-            return SessionStatus.QUOTA_EXHAUSTED, note, wait, lambda: self._wakes > wakes
-        figures = closed.budget
-        if figures is None:
-            raise ValueError("a closed gate names why")
-        note = budget_words(figures, self._budget())
-        in_flight = IN_FLIGHT_RECHECK_SECONDS if figures.in_flight_tokens else None
-        return SessionStatus.BUDGET_EXHAUSTED, note, in_flight, lambda: self._raises > raises
+            return status, note, wait, lambda: self._wakes > wakes
+        held = closed.budget is not None and closed.budget.in_flight_tokens > 0
+        in_flight = IN_FLIGHT_RECHECK_SECONDS if held else None
+        return status, note, in_flight, lambda: self._raises > raises
+
+
+def park_of(closed: Closed, budget: TaskBudget | None) -> tuple[str, str]:
+    """The status a task parks in for `closed`, and the park's note (our words and numbers
+    only); `budget`: the task's budget now."""
+    if closed.frozen:
+        return SessionStatus.FROZEN, FROZEN_WORDS
+    if closed.quota is not None:
+        return SessionStatus.QUOTA_EXHAUSTED, f"tenant quota {closed.quota.words}"
+    if closed.budget is None:
+        raise ValueError("a closed gate names why")
+    return SessionStatus.BUDGET_EXHAUSTED, budget_words(closed.budget, budget)

@@ -105,6 +105,23 @@ async def admit(
     return gate
 
 
+async def closed_now(
+    st: AgentState,
+    session: SessionRow,
+    budget: TaskBudget | None,
+    limits: GateLimits,
+    *,
+    now: datetime | None = None,
+) -> Closed | None:
+    """Why the gate would not admit the task's next model call now (None: it would), by the
+    checks `admit` makes; nothing is locked or recorded."""
+    now = now or datetime.now(UTC)
+    root = session.root_id or session.id
+    figures = await st.controls.step_figures(session.id, budget_session=root, day=now.date())
+    request = Admission(MODEL, "", session, budget, budget_session=root)
+    return (await _decide(st, request, limits, figures, now)).closed
+
+
 async def _decide(
     st: AgentState, request: Admission, limits: GateLimits, figures: StepFigures, now: datetime
 ) -> Gate:

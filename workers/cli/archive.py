@@ -57,7 +57,9 @@ archive_app = typer.Typer(
 
 @archive_app.command("idle")
 def idle(
-    older_than: Annotated[str, typer.Option("--for", help="Idle for at least, e.g. 7d.")] = "7d",
+    older_than: Annotated[
+        str, typer.Option("--for", metavar="DURATION", help="Idle for at least, e.g. 7d.")
+    ] = "7d",
     limit: Annotated[
         int, typer.Option(min=1, max=MAX_PER_RUN, help="At most this many per run.")
     ] = 100,

@@ -23,6 +23,7 @@ BudgetOption = Annotated[
     list[str] | None,
     typer.Option(
         "--budget",
+        metavar="NAME=VALUE",
         help="NAME=VALUE (repeatable): tokens, cost_usd, tool_calls or seconds the task may "
         "spend before it parks as budget_exhausted.",
     ),
@@ -67,7 +68,8 @@ def raise_cmd(
     seconds: Annotated[str | None, typer.Option(help="Seconds since the start.")] = None,
     by: Annotated[str | None, typer.Option(help="Who decides (recorded).")] = None,
 ) -> None:
-    """New budget figures for a task (unnamed ones stay); a parked task goes on."""
+    """New budget figures for a task (unnamed ones stay); a task parked at its budget goes
+    on, unless something else still holds it (said so)."""
     session, caller = session_id(session), as_operator(tenant, by)
     given = {"tokens": tokens, "cost_usd": cost_usd, "tool_calls": tool_calls, "seconds": seconds}
     figures = {name: parsed(name, text) for name, text in given.items() if text is not None}
@@ -76,6 +78,9 @@ def raise_cmd(
         result = await service.raise_budget(caller, session, figures)
         shown = f"tokens={result.tokens} cost_usd={result.cost_usd} "
         shown += f"tool_calls={result.tool_calls} seconds={result.seconds}"
-        return ("resumed; " if result.resumed else "raised; ") + shown
+        if result.resumed:
+            return f"resumed; {shown}"
+        held = f"still held by {result.held_by}; " if result.held_by else ""
+        return f"raised; {held}{shown}"
 
     console.print(run_async(with_service(go)), markup=False, highlight=False)

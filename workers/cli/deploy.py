@@ -26,8 +26,9 @@ def check(
     closed_within: Annotated[
         str,
         typer.Option(
+            metavar="DURATION",
             help="Also replay runs closed this recently (30m, 24h, 7d): resets and queries "
-            "still meet the new code, and they are recent examples of every path."
+            "still meet the new code, and they are recent examples of every path.",
         ),
     ] = "7d",
     limit: Annotated[

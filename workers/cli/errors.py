@@ -22,6 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.storage.errors import StorageError
 from durable_agents.workers.client.gateway_client import GatewayError
+from durable_agents.workers.client.tasks import TaskNotRunning
 from durable_agents.workers.settings import Settings
 from durable_agents.workers.stack.local_model import LocalModelError
 
@@ -71,7 +72,13 @@ def explain(err: BaseException) -> str:
     if isinstance(err, pydantic.ValidationError):  # before ValueError: it is one
         return _settings_error(err)
     if isinstance(
-        err, StorageError | ValueError | ServiceUnavailable | LocalModelError | GatewayError
+        err,
+        StorageError
+        | ValueError
+        | ServiceUnavailable
+        | LocalModelError
+        | GatewayError
+        | TaskNotRunning,
     ):
         return str(err) or type(err).__name__
     if isinstance(err, WorkflowUpdateFailedError):

@@ -55,7 +55,9 @@ def parse_duration(text: str, *, minimum: timedelta = timedelta(0)) -> timedelta
     return timedelta(seconds=seconds)
 
 
-Window = Annotated[str, typer.Option(help="Safety window before anything is deleted.")]
+Window = Annotated[
+    str, typer.Option(metavar="DURATION", help="Safety window before anything is deleted.")
+]
 
 
 @gc_app.callback(invoke_without_command=True)
@@ -108,7 +110,7 @@ def gc(
 
 @gc_app.command("schedule")
 def schedule(
-    every: Annotated[str, typer.Option(help="How often, e.g. 1h.")] = "1h",
+    every: Annotated[str, typer.Option(metavar="DURATION", help="How often, e.g. 1h.")] = "1h",
     window: Window = "24h",
 ) -> None:
     """Create or update the Temporal Schedule that runs GC on the cloud worker."""

@@ -31,7 +31,8 @@ def keys_create(
         str | None, typer.Option("--user", help="Who the key's decisions are from.")
     ] = None,
     scope: Annotated[
-        list[str] | None, typer.Option("--scope", help=f"Repeatable: {', '.join(SCOPES)}.")
+        list[str] | None,
+        typer.Option("--scope", metavar="SCOPE", help=f"Repeatable: {', '.join(SCOPES)}."),
     ] = None,
     device: Annotated[
         str | None,
@@ -43,7 +44,8 @@ def keys_create(
     ] = None,
     name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
     expires_in: Annotated[
-        str | None, typer.Option(help="Expire after e.g. 12h, 30d (default: never).")
+        str | None,
+        typer.Option(metavar="DURATION", help="Expire after e.g. 12h, 30d (default: never)."),
     ] = None,
 ) -> None:
     """Create a key and print it once: only its hash is stored."""

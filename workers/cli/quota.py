@@ -69,7 +69,7 @@ def set_cmd(
         list[str] | None, typer.Argument(help="NAME=VALUE, e.g. tokens_per_day=2000000.")
     ] = None,
     clear: Annotated[
-        list[str] | None, typer.Option("--clear", help="NAME: back to the default.")
+        list[str] | None, typer.Option("--clear", metavar="NAME", help="NAME: back to the default.")
     ] = None,
     tenant: Tenant = None,
     by: Annotated[str | None, typer.Option(help="Who decides (recorded).")] = None,

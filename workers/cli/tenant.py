@@ -1,6 +1,8 @@
 """agentctl tenant: the kill switch. `freeze` parks every running task of the tenant at its
 next model step (status frozen), refuses its starts and its devices' calls, and keeps what
-was committed; `thaw` lets them go on from where they stopped."""
+was committed; `thaw` lets them go on from where they stopped. A tenant exists once it has
+a session, an API key, a device or a quota; any other is refused, so a mistyped --tenant
+freezes nothing."""
 
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ By = Annotated[str | None, typer.Option(help="Who decides (recorded).")]
 
 @tenant_app.command("freeze")
 def freeze_cmd(tenant: Tenant = None, by: By = None) -> None:
-    """Stop every task of the tenant at its next step; refuse its starts and device calls."""
+    """Stop every task of the tenant at its next step; refuse its starts and device calls.
+
+    The tenant must exist: have a session, an API key, a device or a quota."""
     caller = as_operator(tenant, by)
 
     async def go(service: TaskService) -> TenantState:
@@ -37,7 +41,9 @@ def freeze_cmd(tenant: Tenant = None, by: By = None) -> None:
 
 @tenant_app.command("thaw")
 def thaw_cmd(tenant: Tenant = None, by: By = None) -> None:
-    """Let the tenant's frozen tasks go on from where they stopped."""
+    """Let the tenant's frozen tasks go on from where they stopped.
+
+    The tenant must exist: have a session, an API key, a device or a quota."""
     caller = as_operator(tenant, by)
 
     async def go(service: TaskService) -> TenantState:

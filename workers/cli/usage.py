@@ -38,8 +38,12 @@ def usage(
     tenant: Tenant = None,
     session: Annotated[str | None, typer.Option(help="One session's usage.")] = None,
     agent: Annotated[str | None, typer.Option(help="One agent definition's usage.")] = None,
-    day: Annotated[str | None, typer.Option(help="One UTC day, YYYY-MM-DD.")] = None,
-    since: Annotated[str | None, typer.Option(help="From this UTC day on, YYYY-MM-DD.")] = None,
+    day: Annotated[
+        str | None, typer.Option(metavar="DATE", help="One UTC day, YYYY-MM-DD.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(metavar="DATE", help="From this UTC day on, YYYY-MM-DD.")
+    ] = None,
 ) -> None:
     """Tokens (input, output, cached) and cost in USD, per day, agent and model."""
     t = tenant_or_default(tenant)

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agents.activities.policies.admission import GateLimits, closed_now
 from durable_agents.activities.policies.edited_arguments import call_schema, check_arguments
 from durable_agents.activities.policies.task_rules import (
     BUDGET_FIGURES,
@@ -34,7 +35,7 @@ from durable_agents.activities.policies.text_limits import check_json_text, chec
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.models import ItemRow, SessionRow
-from durable_agents.storage.quotas import TenantControls, tenant_default
+from durable_agents.storage.quotas import PARKED_STATUSES, TenantControls, tenant_default
 from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest, start_command
@@ -53,9 +54,13 @@ from durable_agents.workflows.contracts import (
     RaiseBudgetInput,
     RaiseBudgetResult,
     RejectInput,
+    TaskBudget,
 )
+from durable_agents.workflows.parks import park_of
 
 RAISABLE = tuple(name for name, _, _ in BUDGET_FIGURES)
+# Where a task waits for the gate (workflows/parks.py) rather than for a person.
+_GATE_PARKS = tuple(s for s in PARKED_STATUSES if s != SessionStatus.WAITING_APPROVAL)
 T = TypeVar("T")
 
 
@@ -187,7 +192,7 @@ class TaskService:
         check_decider("decided_by", caller.user_id)
         sid = tasks.session_uuid(session_id)
         async with agent_state(self._sessions, caller.tenant_id) as st:
-            await st.sessions.get(sid)  # the caller's tenant's, or not found
+            session = await st.sessions.get(sid)  # the caller's tenant's, or not found
             tree = await st.sessions.tree(sid)
         result = await self._raise(caller, sid, request)
         # Its sub-agents spend the same budget, checked with the figures they started with:
@@ -196,12 +201,24 @@ class TaskService:
         for child in (r.id for r in tree if r.id != sid and r.status not in ended):
             try:
                 done = await self._raise(caller, child, request)
-            except RPCError as err:
-                if err.status != RPCStatusCode.NOT_FOUND:
-                    raise
+            except tasks.TaskNotRunning:
                 continue  # it ended meanwhile
             result.resumed = result.resumed or done.resumed
+        if result.resumed or session.status in _GATE_PARKS:
+            result.held_by = await self._held_by(caller, session, result)
+            result.resumed = result.resumed and result.held_by is None
         return result
+
+    async def _held_by(
+        self, caller: Caller, session: SessionRow, raised: RaiseBudgetResult
+    ) -> str | None:
+        """What the gate would hold the task at with the raised budget (its park's note), or
+        None: the task goes on."""
+        budget = TaskBudget(raised.tokens, raised.cost_usd, raised.tool_calls, raised.seconds)
+        quotas = tenant_default(self._settings.agent.tenant_quotas, caller.tenant_id)
+        async with agent_state(self._sessions, caller.tenant_id) as st:
+            closed = await closed_now(st, session, budget, GateLimits(quota_defaults=quotas))
+        return None if closed is None else park_of(closed, budget)[1]
 
     async def _raise(
         self, caller: Caller, sid: uuid.UUID, request: RaiseBudgetInput
@@ -308,7 +325,7 @@ class TaskService:
     ) -> T:
         """Stage what an update says beyond ids (who decides, a reason, edited arguments),
         send the update with the request's id; drop the request if the loop refuses the
-        update or no run takes it, so a refused request leaves nothing."""
+        update or no run takes it (TaskNotRunning), so a refused request leaves nothing."""
         async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
             request_id = await st.requests.stage(sid, call_id, staged)
         try:
@@ -316,7 +333,10 @@ class TaskService:
         except (WorkflowUpdateFailedError, RPCError) as err:
             # Refused, or no run to take it: the loop never saw the request. (A timeout may
             # have been accepted: its request stays for the loop, or is swept.)
-            if not isinstance(err, RPCError) or err.status == RPCStatusCode.NOT_FOUND:
+            ended = isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND
+            if ended or not isinstance(err, RPCError):
                 async with agent_state(self._sessions, caller.tenant_id, write=True) as st:
                     await st.requests.drop(request_id)
+            if ended:
+                await tasks.check_running(tasks.task_handle(self._client, str(sid)), str(sid))
             raise

@@ -192,17 +192,28 @@ def _window_line(items: list[ItemRow]) -> str | None:
     return None
 
 
+# Columns kept whole at any width a table fits: an id or a status cut short says nothing.
+_WHOLE = ("session", "status", "updated")
+
+
 def sessions_table(rows: list[SessionRow]) -> Table:
+    """The sessions, one line each; on a narrow terminal the agent, parent and task text
+    give way (cut with an ellipsis), never the id, status or time."""
     table = Table(title="sessions")
     for col in ("session", "status", "agent", "parent", "updated", "title"):
-        table.add_column(col, no_wrap=True)
+        table.add_column(col, no_wrap=col in _WHOLE)
     for r in rows:
         table.add_row(
             str(r.id),
             shown_status(r.status, r.checked),
-            agent_label(r),
-            str(r.parent_id or ""),
+            _one_line(agent_label(r)),
+            _one_line(str(r.parent_id or "")),
             f"{r.updated_at:%Y-%m-%d %H:%M:%S}",
-            r.title[:50],
+            _one_line(r.title[:50]),
         )
     return table
+
+
+def _one_line(text: str) -> Text:
+    # A column that may shrink wraps its cells; this cell stays one line and ends in "…".
+    return Text(text, no_wrap=True, overflow="ellipsis")

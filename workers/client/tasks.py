@@ -18,6 +18,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
 )
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.activities.policies.text_limits import (
     TextLimits,
@@ -46,7 +47,7 @@ from durable_agents.workflows.policies import workflow_id_for
 
 
 class TaskNotRunning(Exception):
-    pass
+    """The task's workflow has ended: it takes no message, decision or raise."""
 
 
 def session_uuid(session_id: str) -> uuid.UUID:
@@ -139,6 +140,19 @@ def task_handle(client: Client, session_id: str) -> WorkflowHandle[AgentWorkflow
     return client.get_workflow_handle_for(AgentWorkflow.run, workflow_id_for(session_id))
 
 
+async def check_running(handle: WorkflowHandle[AgentWorkflow, Any], session_id: str) -> None:
+    """TaskNotRunning, naming the workflow's state, unless the task's workflow runs."""
+    try:
+        desc = await handle.describe()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise TaskNotRunning(f"task {session_id} is not running (no workflow)") from None
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        state = desc.status.name.lower() if desc.status else "unknown"
+        raise TaskNotRunning(f"task {session_id} is not running ({state})")
+
+
 async def send_message(
     client: Client,
     sessions: async_sessionmaker[AsyncSession],
@@ -162,10 +176,7 @@ async def send_message(
     async with agent_state(sessions, tenant_id) as st:
         await st.sessions.get(session_uuid(session_id))
     handle = task_handle(client, session_id)
-    desc = await handle.describe()
-    if desc.status != WorkflowExecutionStatus.RUNNING:
-        state = desc.status.name.lower() if desc.status else "unknown"
-        raise TaskNotRunning(f"task {session_id} is not running ({state})")
+    await check_running(handle, session_id)
     key = f"{handle.id}:user:{message_id or uuid.uuid4()}"
     staged = await stage_user_text(store, tenant_id, text, limits.inline_message_bytes)
     async with agent_state(sessions, tenant_id, write=True) as st:
@@ -186,6 +197,18 @@ async def send_message(
 
 async def live_status(client: Client, session_id: str) -> AgentStatus:
     return await task_handle(client, session_id).query(AgentWorkflow.status)
+
+
+async def devices_away(
+    sessions: async_sessionmaker[AsyncSession], tenant_id: str, live: AgentStatus
+) -> list[str]:
+    """The devices `live`'s pending calls wait on that are not online now (by their
+    heartbeats, storage/devices.py)."""
+    if not live.pending_devices:
+        return []
+    async with agent_state(sessions, tenant_id) as st:
+        online = await st.devices.online_ids()
+    return [device for device in live.pending_devices if device not in online]
 
 
 async def read_session(

@@ -79,9 +79,11 @@ async def freeze(
     sessions: async_sessionmaker[AsyncSession], tenant_id: str, by: str
 ) -> TenantState:
     """Freeze the tenant: every running task parks as `frozen` at its next model step,
-    no task starts, its devices get no calls. Committed work stays as it is."""
+    no task starts, its devices get no calls. Committed work stays as it is. A tenant
+    nothing names (TenantControls.check_known) is refused: TenantNotFound."""
     tenant_id, by = check_user_tenant(tenant_id), _who(by)
     async with agent_state(sessions, tenant_id, write=True) as st:
+        await st.controls.check_known()
         await st.controls.set_frozen(True, by)
     return await tenant_state(sessions, tenant_id, None)
 
@@ -89,9 +91,11 @@ async def freeze(
 async def thaw(
     client: Client, sessions: async_sessionmaker[AsyncSession], tenant_id: str, by: str
 ) -> TenantState:
-    """Thaw the tenant: its frozen tasks go on from the step they stopped before."""
+    """Thaw the tenant: its frozen tasks go on from the step they stopped before
+    (TenantNotFound for a tenant nothing names, as `freeze`)."""
     tenant_id, by = check_user_tenant(tenant_id), _who(by)
     async with agent_state(sessions, tenant_id, write=True) as st:
+        await st.controls.check_known()
         await st.controls.set_frozen(False, by)
     # Quota-parked tasks may have been re-parked as frozen meanwhile: both check again.
     statuses = (SessionStatus.FROZEN, SessionStatus.QUOTA_EXHAUSTED)

@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from durable_agents.workers.device.calls import LocalResult, LocalTools
+from durable_agents.workers.device.url_logs import drop_url_queries
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ async def run_device_link(
 ) -> None:
     """Register, then serve calls until `stop` is set. Each call runs in a task of its own,
     so a slow tool does not keep the next call waiting."""
+    drop_url_queries()  # before the first upload: a presigned URL is never logged
     headers = {"Authorization": f"Bearer {link.device_key.get_secret_value()}"}
     timeout = httpx.Timeout(30.0, read=POLL_WAIT_SECONDS + 30.0)
     async with httpx.AsyncClient(
@@ -198,6 +200,9 @@ async def _upload(
         )
     if put.status_code >= 300:
         raise GatewayRefused(f"the upload target refused the result ({put.status_code})")
+    logger.info(
+        "call %s: result uploaded (%d bytes, sha256 %s)", call["call_id"], len(content), sha
+    )
     body["result"] = {
         "size_bytes": len(content),
         "sha256": sha,

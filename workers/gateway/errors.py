@@ -21,7 +21,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.activities.policies.edited_arguments import InvalidEdit
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
-from durable_agents.storage.errors import ArtifactNotFound, InvalidTenant, SessionNotFound
+from durable_agents.storage.errors import (
+    ArtifactNotFound,
+    InvalidTenant,
+    SessionNotFound,
+    TenantNotFound,
+)
 from durable_agents.storage.quotas import QuotaRefused, TenantFrozen
 from durable_agents.workers.client.commands import ScopeRefused
 from durable_agents.workers.client.tasks import TaskNotResumable, TaskNotRunning
@@ -144,6 +149,7 @@ def install_error_handlers(app: FastAPI) -> None:
     on(SessionNotFound, 404, "not_found")
     on(ArtifactNotFound, 404, "not_found")
     on(InvalidTenant, 400, "invalid_request")
+    on(TenantNotFound, 404, "not_found")
     on(TaskNotRunning, 409, "conflict")
     on(TaskNotResumable, 409, "conflict")
     on(ScopeRefused, 403, "forbidden")

@@ -36,6 +36,8 @@ class BudgetRaised(BaseModel):
     cost_usd: float | None
     tool_calls: int | None
     seconds: float | None
+    # What still holds the task after the raise (another figure, a freeze, a quota).
+    held_by: str | None = None
 
 
 @router.post("/{session_id}/budget", response_model=BudgetRaised)
@@ -53,4 +55,5 @@ async def raise_task_budget(
         cost_usd=result.cost_usd,
         tool_calls=result.tool_calls,
         seconds=result.seconds,
+        held_by=result.held_by,
     )
