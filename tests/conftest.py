@@ -23,6 +23,7 @@ from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.storage.db import migrate
 from durable_agents.storage.partitioning import ENV_FLAG, partition_by_tenant
 from durable_agents.storage.workspaces import WorkspaceScope
+from durable_agents.workers.dev_env import STATE_HOME_ENV
 from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
 from durable_agents.workers.resources import Resources, open_resources
 from durable_agents.workers.settings import SandboxMode, get_settings
@@ -30,6 +31,15 @@ from durable_agents.workers.stack import DevStack, StackEndpoints
 from durable_agents.workers.stack.temporal import TemporalDevServer
 from durable_agents.workers.temporal_client import connect_client
 from tests.support.tiers import guard_fast_tier, heaviest_files_first, mark_tiers
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's own XDG_STATE_HOME, inherited by every process it starts: a `dev up` a test
+    runs records its stack there (workers/dev_env.py), never in the user's ~/.local/state,
+    and a stack the user runs meanwhile is no test's."""
+    state_home = tempfile.mkdtemp(prefix="durable-agents-state-")
+    config.add_cleanup(lambda: shutil.rmtree(state_home, ignore_errors=True))
+    os.environ[STATE_HOME_ENV] = state_home
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: it reads these markers

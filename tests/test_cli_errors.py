@@ -38,6 +38,7 @@ SECRET = "hunter2-secret"
 DB_DOWN = {"DATABASE_URL": f"postgresql+asyncpg://agent:{SECRET}@127.0.0.1:{CLOSED}/agent"}
 S3_DOWN = {"S3_ENDPOINT_URL": f"http://127.0.0.1:{CLOSED}"}
 TEMPORAL_DOWN = {"TEMPORAL_ADDRESS": f"127.0.0.1:{CLOSED}"}
+WHAT_TO_DO = "`agentctl env` shows the dev stack this shell uses, `agentctl dev up` starts one"
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,12 @@ CASES: dict[str, Case] = {
     "status-temporal-down": Case(["status", UNKNOWN], 1, "temporal", TEMPORAL_DOWN),
     "send-temporal-down": Case(["send", UNKNOWN, "hi"], 1, "temporal", TEMPORAL_DOWN),
     "start-temporal-down": Case(["start", "x"], 1, "temporal", TEMPORAL_DOWN),
+    # Where a service is not reached, what to do.
+    "sessions-postgres-down-what-to-do": Case(["sessions"], 1, WHAT_TO_DO, DB_DOWN),
+    "artifacts-get-s3-down-what-to-do": Case(
+        ["artifacts", "get", "{artifact}"], 1, WHAT_TO_DO, S3_DOWN
+    ),
+    "status-temporal-down-what-to-do": Case(["status", UNKNOWN], 1, WHAT_TO_DO, TEMPORAL_DOWN),
     "gc-schedule-temporal-address-malformed": Case(
         ["gc", "schedule"], 1, "temporal", {"TEMPORAL_ADDRESS": "no such host"}
     ),

@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from sqlalchemy.engine import make_url
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from durable_agents.workers.dev_env import STACK_VARIABLES
 from durable_agents.workers.settings import S3Settings
 from durable_agents.workers.stack import (
     DEFAULT_BUCKET,
@@ -104,6 +105,8 @@ def test_endpoints_env(devstack: DevStack, endpoints: StackEndpoints) -> None:
         "S3_SECRET_ACCESS_KEY",
         "S3_BUCKET",
     }
+    # What a process elsewhere takes from the env file: all of it.
+    assert set(env) == set(STACK_VARIABLES)
     assert env["TEMPORAL_NAMESPACE"] == "default"
     pg = devstack.postgres
     for key, role in (("DATABASE_URL", "agent"), ("DATABASE_MIGRATION_URL", "agent_owner")):

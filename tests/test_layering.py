@@ -17,8 +17,8 @@ Rooms, bottom up:
   Only the worker processes, which register them, import them.
 - loop: the deterministic workflows (workflows/*.py): contracts and the activities they name,
   never storage.
-- shared: what every process opens or reads (workers/settings, resources, temporal_client,
-  task_options, agent_loading).
+- shared: what every process opens or reads (workers/settings, dev_env, resources,
+  temporal_client, task_options, agent_loading).
 - stack, peers, client, device, device_dispatch, process, gateway, demo, cli: the roles
   under workers/ (device_dispatch: the cloud side of device calls, behind the gateway's
   device routes).
@@ -88,7 +88,14 @@ CONTRACTS = {
     "check_contracts",
 }
 DOMAIN = {"providers", "tools", "context", "policies", "agents", "checks"}
-SHARED = {"settings", "resources", "temporal_client", "task_options", "agent_loading"}
+SHARED = {
+    "settings",
+    "dev_env",
+    "resources",
+    "temporal_client",
+    "task_options",
+    "agent_loading",
+}
 ROLES = {
     "stack",
     "peers",

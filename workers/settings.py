@@ -2,7 +2,8 @@
 
 Each group has its own env prefix so the names read like the services they point at
 (DATABASE_URL, S3_BUCKET, MODEL_PROVIDER, ...). The Temporal connection is not here: it
-comes from the SDK's own env config (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles).
+comes from the SDK's own env config (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles;
+workers/temporal_client.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from durable_agents.activities.policies.pricing import Price, PriceTable
 from durable_agents.activities.policies.text_limits import TextLimits
@@ -25,12 +32,12 @@ from durable_agents.activities.tools.fetch_policy import (
 )
 from durable_agents.storage.quotas import Quotas
 from durable_agents.storage.workspaces import WorkspaceLayout, WorkspaceScope
+from durable_agents.workers.dev_env import stack_defaults
 from durable_agents.workflows.task_settings import TaskSettings
 
-# Defaults match `agentctl dev up`, so a second terminal in the same directory needs no
-# exports: the database passwords dev up generates are read from the 0600 env file it
-# writes (DEV_ENV_FILE), below any variable actually set.
-DEV_ENV_FILE = Path(".devstack") / "env"
+# Defaults match `agentctl dev up`'s; what a running one serves (its ports, the database
+# passwords it generates) comes from its env files (workers/dev_env.py), below any
+# variable actually set.
 DEV_POSTGRES_PORT = 54329
 DEV_S3_PORT = 8333
 DEV_TEMPORAL_PORT = 7233
@@ -41,10 +48,31 @@ DEV_S3_SECRET_KEY = "durable-agents-dev-secret"
 SandboxMode = Literal["off", "shared", "strict"]
 
 
-class DatabaseSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="DATABASE_", extra="ignore", env_file=DEV_ENV_FILE, env_file_encoding="utf-8"
-    )
+class _DevStackServed(BaseSettings):
+    """A group `agentctl dev up` serves: the running dev stack's variables its prefix names
+    come below the environment and above the defaults."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        prefix = str(settings_cls.model_config.get("env_prefix", ""))
+        stack = {
+            name.removeprefix(prefix).lower(): value
+            for name, value in stack_defaults().items()
+            if name.startswith(prefix)
+        }
+        served = InitSettingsSource(settings_cls, init_kwargs=stack)
+        return init_settings, env_settings, served, dotenv_settings, file_secret_settings
+
+
+class DatabaseSettings(_DevStackServed):
+    model_config = SettingsConfigDict(env_prefix="DATABASE_", extra="ignore")
 
     # Workers and the gateway: a role that may only read and write rows (storage/roles.sql).
     url: SecretStr = SecretStr(f"postgresql+asyncpg://agent@127.0.0.1:{DEV_POSTGRES_PORT}/agent")
@@ -61,7 +89,7 @@ class DatabaseSettings(BaseSettings):
     echo: bool = False
 
 
-class S3Settings(BaseSettings):
+class S3Settings(_DevStackServed):
     model_config = SettingsConfigDict(env_prefix="S3_", extra="ignore")
 
     endpoint_url: str | None = f"http://127.0.0.1:{DEV_S3_PORT}"

@@ -1,5 +1,6 @@
 """The Temporal client, configured by the SDK's own env/profile loading
-(TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, config profiles)."""
+(TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS, config profiles); where that
+names no server, the running dev stack's (workers/dev_env.py), else localhost:7233."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 
+from durable_agents.workers.dev_env import stack_defaults
 from durable_agents.workflows.strict_inputs import StrictPayloadConverter
+
+DEFAULT_ADDRESS = "localhost:7233"
 
 
 async def connect_client(
@@ -30,7 +34,11 @@ async def connect_client(
         config["target_host"] = address
     if namespace:
         config["namespace"] = namespace
-    config.setdefault("target_host", "localhost:7233")
+    if "target_host" not in config:
+        stack = stack_defaults()
+        config["target_host"] = stack.get("TEMPORAL_ADDRESS", DEFAULT_ADDRESS)
+        if "namespace" not in config and "TEMPORAL_NAMESPACE" in stack:
+            config["namespace"] = stack["TEMPORAL_NAMESPACE"]
     extra: dict[str, Any] = {}
     if runtime is not None:
         extra["runtime"] = runtime

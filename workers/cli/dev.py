@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from durable_agents.workers.cli.common import run_async
+from durable_agents.workers.dev_env import DEV_ENV_FILE
 
 dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for development.")
 
@@ -30,7 +31,7 @@ class ProviderName(StrEnum):
 def dev_up(
     state_dir: Annotated[
         Path, typer.Option(file_okay=False, help="Where the stack keeps its data.")
-    ] = Path(".devstack"),
+    ] = DEV_ENV_FILE.parent,
     temporal_port: Port = 7233,
     postgres_port: Port = 54329,
     s3_port: Port = 8333,

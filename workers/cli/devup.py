@@ -4,9 +4,9 @@ foreground."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from rich.console import Console
 from durable_agents.storage.db import migrate
 from durable_agents.workers.cli.devup_signals import StopOnSignals
 from durable_agents.workers.client.gateway_client import KEY_ENV, URL_ENV
+from durable_agents.workers.dev_env import DEV_ENV_FILE, export_lines, user_record
 from durable_agents.workers.gateway.app import create_app
 from durable_agents.workers.gateway.serving import serving
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
@@ -27,7 +28,7 @@ from durable_agents.workers.temporal_client import connect_client
 
 console = Console()
 
-ENV_FILE = "env"  # in the state dir
+ENV_FILE = DEV_ENV_FILE.name  # in the state dir
 # Never printed: they go to the env file only.
 SECRET_ENV = frozenset({"DATABASE_URL", "DATABASE_MIGRATION_URL", "S3_SECRET_ACCESS_KEY"})
 
@@ -48,8 +49,14 @@ async def dev_up(
             "choose a model: --model-provider offline (deterministic, no network) or set "
             "MODEL_PROVIDER=openai|anthropic with MODEL_BASE_URL / MODEL_API_KEY"
         )
-    stack = DevStack(
-        state_dir, temporal_port=temporal_port, postgres_port=postgres_port, s3_port=s3_port, ui=ui
+    stack = RecordedStack(
+        DevStack(
+            state_dir,
+            temporal_port=temporal_port,
+            postgres_port=postgres_port,
+            s3_port=s3_port,
+            ui=ui,
+        )
     )
     stop = asyncio.Event()
     with StopOnSignals(stack, stop) as signals:
@@ -63,19 +70,45 @@ async def dev_up(
             await asyncio.to_thread(stack.stop)
 
 
+class RecordedStack:
+    """The stack, and its record in the per-user state file (workers/dev_env.py) once it
+    serves: stopping the stack removes the record, the signal watchdog's stop included."""
+
+    def __init__(self, stack: DevStack) -> None:
+        self.stack = stack
+        self.path = user_record()
+        self._text: str | None = None
+
+    def record(self, env: Mapping[str, str]) -> None:
+        """Record the running stack, whose variables are env, for agentctl in any directory."""
+        text = f"# agentctl dev up, state in {self.stack.state_dir}\n" + export_lines(env)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private_file(self.path, text)
+        self._text = text
+
+    def stop(self, *, now: bool = False) -> None:
+        # Another dev up may have recorded its own stack since: that record stays.
+        with contextlib.suppress(OSError):
+            if self._text is not None and self.path.read_text() == self._text:
+                self.path.unlink()
+        self.stack.stop(now=now)
+
+
 async def _serve(
-    stack: DevStack,
+    recorded: RecordedStack,
     base: Settings,
     provider: str,
     gateway_port: int,
     stop: asyncio.Event,
     signals: StopOnSignals,
 ) -> None:
+    stack = recorded.stack
     ep = await asyncio.to_thread(stack.start)
     # The worker and any agentctl started from this process read the same variables.
     os.environ.update(ep.env())
     env_file = write_env_file(stack.state_dir / ENV_FILE, ep.env())
     await migrate(ep.database_migration_url)
+    recorded.record(ep.env())
     console.print("[bold]durable-agents dev stack is up[/] (Ctrl-C stops everything)")
     for name, value in ep.env().items():
         if name not in SECRET_ENV:
@@ -116,8 +149,7 @@ async def _serve(
 def write_env_file(path: Path, env: Mapping[str, str]) -> Path:
     """The stack's variables as `export` lines for a shell to source, 0600: they hold the
     database passwords, which are never printed."""
-    lines = [f"export {name}={shlex.quote(value)}\n" for name, value in env.items()]
     write_private_file(
-        path, "# agentctl dev up: `. " + path.name + "` in another terminal\n" + "".join(lines)
+        path, "# agentctl dev up: `. " + path.name + "` in another terminal\n" + export_lines(env)
     )
     return path

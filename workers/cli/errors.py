@@ -28,19 +28,28 @@ from durable_agents.workers.stack.local_model import LocalModelError
 
 # Long enough for any message of ours; short enough that a runaway one stays one line.
 MAX_LINE = 400
+# A service's own words on why it was not reached, clipped so what to do still fits.
+MAX_DETAIL = 200
 DEBUG_ENV = "AGENT_DEBUG"
+DEV_STACK_HINT = "`agentctl env` shows the dev stack this shell uses, `agentctl dev up` starts one"
+
+
+def unreachable(service: str, setting: str, detail: str) -> str:
+    """The sentence for a service that cannot be reached: which, why, and what to do."""
+    why = _one_line(detail, MAX_DETAIL)
+    return f"cannot reach {service} ({why}); is it up? Check {setting} ({DEV_STACK_HINT})"
 
 
 class ServiceUnavailable(Exception):
     """A service the command needs cannot be reached; names the setting that points at it."""
 
     def __init__(self, service: str, setting: str, detail: str) -> None:
-        super().__init__(f"cannot reach {service} ({detail}); is it up? Check {setting}")
+        super().__init__(unreachable(service, setting, detail))
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: str, limit: int = MAX_LINE) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= MAX_LINE else flat[: MAX_LINE - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _leaf(err: BaseException) -> BaseException:
@@ -87,12 +96,12 @@ def explain(err: BaseException) -> str:
         return "Temporal did not confirm in time; the decision may still apply (see `status`)"
     if isinstance(err, RPCError):
         if err.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-            return f"cannot reach Temporal ({err.message}); is it up? Check TEMPORAL_ADDRESS"
+            return unreachable("Temporal", "TEMPORAL_ADDRESS", err.message)
         return f"Temporal said: {err.message}"
     if isinstance(err, ClientError):
         return f"S3 refused the request: {err}"
     if isinstance(err, BotoCoreError):
-        return f"cannot reach S3 ({err}); is it up? Check S3_ENDPOINT_URL"
+        return unreachable("S3", "S3_ENDPOINT_URL", str(err))
     if isinstance(err, ArgumentError):
         # The message quotes the URL, which may hold a password: never echo it.
         return "DATABASE_URL is not a database URL (postgresql+asyncpg://USER@HOST:PORT/DB)"

@@ -39,6 +39,7 @@ from durable_agents.workers.cli.demo import demo
 from durable_agents.workers.cli.deploy import deploy_app
 from durable_agents.workers.cli.dev import dev_app
 from durable_agents.workers.cli.devices import devices
+from durable_agents.workers.cli.env import env
 from durable_agents.workers.cli.errors import report
 from durable_agents.workers.cli.gateway import gateway
 from durable_agents.workers.cli.gc import gc_app
@@ -82,6 +83,7 @@ app.command("gateway")(gateway)
 app.command("device")(device)
 app.command("watch")(watch_cmd)
 app.command("usage")(usage)
+app.command("env")(env)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
 MAX_PAGE = 1000

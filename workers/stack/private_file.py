@@ -1,5 +1,5 @@
-"""Files only their owner may read: the dev stack's passwords and the env file `dev up`
-writes for other terminals."""
+"""Files only their owner may read: the dev stack's passwords and the env files `dev up`
+writes for other processes (workers/dev_env.py)."""
 
 from __future__ import annotations
 
