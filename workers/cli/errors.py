@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_agents.storage.errors import StorageError
 from durable_agents.workers.client.gateway_client import GatewayError
 from durable_agents.workers.settings import Settings
+from durable_agents.workers.stack.errors import DevStackNotInstalled
 from durable_agents.workers.stack.local_model import LocalModelError
 
 # Long enough for any message of ours; short enough that a runaway one stays one line.
@@ -71,7 +72,13 @@ def explain(err: BaseException) -> str:
     if isinstance(err, pydantic.ValidationError):  # before ValueError: it is one
         return _settings_error(err)
     if isinstance(
-        err, StorageError | ValueError | ServiceUnavailable | LocalModelError | GatewayError
+        err,
+        StorageError
+        | ValueError
+        | ServiceUnavailable
+        | LocalModelError
+        | DevStackNotInstalled
+        | GatewayError,
     ):
         return str(err) or type(err).__name__
     if isinstance(err, WorkflowUpdateFailedError):
