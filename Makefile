@@ -22,7 +22,7 @@ TEST_WORKERS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,peers]'
+	$(BIN)/pip install --quiet -e '.[dev,devstack,peers]'
 	touch $(STAMP)
 
 ## Start the embedded stack, run the demo agent task to completion, show what happened, stop.

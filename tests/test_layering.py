@@ -39,10 +39,9 @@ the facade).
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection
 from pathlib import Path
 
-from tests.support.imports import PACKAGES, PUBLIC, ROOT, imports, modules
+from tests.support.imports import PACKAGES, PUBLIC, ROOT, imports, modules, target_of
 from tests.support.repository_builds import builds, builds_in, session_bound_classes
 
 # What the roles under workers/ build on. The edges (the activities) are registered by the
@@ -142,18 +141,6 @@ def room_of(name: str) -> str:
         if not rest:
             return "shared"  # the package's docstring
     raise AssertionError(f"{name} is in no room: add it to one in tests/test_layering.py")
-
-
-def target_of(module: str, name: str, ours: Collection[str]) -> str | None:
-    """The module of ours an import reaches: `from pkg import sub` reaches pkg.sub."""
-    if not module.startswith(PUBLIC):
-        return None
-    full = f"{module}.{name}"
-    if full in ours:
-        return full
-    while module not in ours:
-        module = module.rpartition(".")[0]
-    return module
 
 
 def import_graph() -> dict[str, list[tuple[str, str]]]:

@@ -10,6 +10,7 @@ import typer
 
 from durable_agents.workers.cli.common import console, run_async
 from durable_agents.workers.cli.local_model import ModelOption
+from durable_agents.workers.stack.extra import require_devstack
 from durable_agents.workers.stack.local_model import DEFAULT_MODEL
 
 
@@ -44,6 +45,7 @@ def demo(
 
     Exits 1 unless the task completed and wrote out/report.md naming the workspace's files.
     """
+    require_devstack()
     from durable_agents.workers.demo.run import run_demo
 
     ask = sys.stdin.isatty() if interactive is None else interactive

@@ -10,6 +10,7 @@ import typer
 
 from durable_agents.workers.cli.common import run_async
 from durable_agents.workers.dev_env import DEV_ENV_FILE
+from durable_agents.workers.stack.extra import require_devstack
 
 dev_app = typer.Typer(no_args_is_help=True, help="The embedded stack for development.")
 
@@ -44,6 +45,7 @@ def dev_up(
     ] = 8000,
 ) -> None:
     """Run Temporal, PostgreSQL, SeaweedFS, a cloud worker and the gateway in the foreground."""
+    require_devstack()
     from durable_agents.workers.cli.devup import dev_up as run_dev_up
 
     provider = model_provider.value if model_provider else None

