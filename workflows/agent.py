@@ -124,6 +124,7 @@ class AgentWorkflow:
                 workflow.continue_as_new(self._next_input())
             seen = self._received
             step = self._step
+            asked = self._parks.mark()
             try:
                 refs = self._device_calls.refs()
                 result = await call_model(self._inp, step, self._key(step, "model"), refs)
@@ -133,7 +134,7 @@ class AgentWorkflow:
                 raise await self._fail(model_failure(err, inp), "ModelFailed") from err
             if result.closed is not None:
                 # Nothing was called or committed: once woken, the same step again.
-                await self._parks.wait(result.closed)
+                await self._parks.wait(result.closed, asked)
                 continue
             self._step += 1
             self._seen = seen

@@ -88,6 +88,7 @@ class CallRunner:
     async def _admitted(self, step: int, call: ToolCallRef, key: str, rerun: int = 0) -> CallEnd:
         """Run the call once the gate admits it (it parks the task meanwhile)."""
         while True:
+            asked = self._parks.mark()
             end = await run_tool_call(
                 self._inp(),
                 step,
@@ -99,7 +100,7 @@ class CallRunner:
             )
             if end.closed is None:
                 return end
-            await self._parks.wait(end.closed)
+            await self._parks.wait(end.closed, asked)
 
     async def _approved(self, step: int, call: ToolCallRef, key: str, rerun: int = 0) -> bool:
         """Wait for a decision on the call (the approve and reject updates fill it in, the

@@ -53,6 +53,7 @@ async def delegate(
         budget_session_id=parent.budget_root or parent.session_id,
     )
     while True:
+        asked = parks.mark()
         try:
             child: ChildSession = await write_state(
                 DelegationActivities.open_child_session, opening
@@ -62,7 +63,7 @@ async def delegate(
             return
         if child.closed is None:
             break
-        await parks.wait(child.closed)
+        await parks.wait(child.closed, asked)
     if child.refused:
         return  # the refusal is the call's result already
     status: str = SessionStatus.COMPLETED

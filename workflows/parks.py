@@ -8,16 +8,21 @@ task and asks again under the same key once woken. Deterministic code only.
 - budget_exhausted: until a raise is accepted; when only the budget's calls in flight hold
   it (their reservations), also after IN_FLIGHT_RECHECK_SECONDS, as they may end under it.
 
-A wake that was never sent (a client that died between its commit and its signals) costs
-the recheck's wait, not the task. Several admissions of one step may park at once (each
-tool call of a reply passes the gate): the status is written when the first parks and set
-back to running when the last leaves.
+A wake counts from the moment the loop asked the gate (`mark`, taken before the admission's
+activity), not from the park: a thaw, quota change or raise that lands while the gate's
+answer is on its way ends the park at once. A wake that was never sent (a client that died
+between its commit and its signals) costs the recheck's wait, not the task.
+
+Several admissions of one step may park at once (each tool call of a reply passes the
+gate): the status is written when the first parks and set back to running when the last
+leaves.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
@@ -34,6 +39,14 @@ FROZEN_WORDS = "tenant frozen: the task goes on when an operator thaws it"
 
 # (status, note, idempotency suffix): records the park; None, None, None: running again.
 StatusWriter = Callable[[str, str | None, str | None], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The wakes and raises a run had received when it asked the gate."""
+
+    wakes: int
+    raises: int
 
 
 class Parks:
@@ -66,9 +79,14 @@ class Parks:
     def raises(self) -> int:
         return self._raises
 
-    async def wait(self, closed: Closed) -> None:
-        """Park for `closed`, then return: the caller asks the gate again."""
-        status, note, wait, woken = self._park_of(closed)
+    def mark(self) -> Mark:
+        """Taken before asking the gate: a wake after it ends the park that answer brings."""
+        return Mark(self._wakes, self._raises)
+
+    async def wait(self, closed: Closed, since: Mark) -> None:
+        """Park for `closed` (the gate's answer to a question asked at `since`), then
+        return: the caller asks the gate again."""
+        status, note, wait, woken = self._park_of(closed, since)
         self._parked += 1
         try:
             if self._status != status:
@@ -85,9 +103,11 @@ class Parks:
             self._status = None
             await self._write(SessionStatus.RUNNING, None, None)
 
-    def _park_of(self, closed: Closed) -> tuple[str, str, float | None, Callable[[], bool]]:
+    def _park_of(
+        self, closed: Closed, since: Mark
+    ) -> tuple[str, str, float | None, Callable[[], bool]]:
         """The status, the park's note, the longest wait (None: none) and what ends it."""
-        wakes, raises = self._wakes, self._raises
+        wakes, raises = since.wakes, since.raises
         status, note = park_of(closed, self._budget())
         if closed.frozen:
             return status, note, RECHECK_SECONDS, lambda: self._wakes > wakes
