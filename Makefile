@@ -17,7 +17,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 .PHONY: run test test-fast lint typecheck check clean local-model demo-local test-real-model \
-	chromium test-partitioned test-storage
+	chromium test-partitioned test-storage docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +92,11 @@ chromium:
 	  echo "could not install chromium: tests/test_web_page.py will fail"; \
 	fi
 
+## The manual (docs/*.md) as a site in build/docs/, strict: a broken link or anchor, or a page
+## missing from the nav, fails the build (docs/site/mkdocs.yml).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -f docs/site/mkdocs.yml
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -100,4 +105,4 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .devstack .pytest_cache .mypy_cache
+	rm -rf $(VENV) .devstack .pytest_cache .mypy_cache build/docs

@@ -91,7 +91,7 @@ async def main(argv: list[str]) -> int:
     sdk, queue, tenant, model_url = argv
     plugins, worker_plugins, workflow, activities = setup(sdk, model_url)
     if os.environ.get("PEER_CLAIM_CHECK", "1") != "0":
-        plugins.append(ClaimCheckPlugin(tenant))  # the README's one line
+        plugins.append(ClaimCheckPlugin(tenant))  # docs/other-sdks.md's one line
     with Path(os.environ.get("PEER_PROBE", os.devnull)).open("a") as probe_out:  # noqa: ASYNC230
         plugins.append(probe_plugin(probe_out))
         client = await Client.connect(

@@ -48,11 +48,11 @@ if TYPE_CHECKING:
 # Where each public name lives, when not in the Python API (workers/api.py).
 _API = "durable_agents.workers.api"
 _ELSEWHERE = {
-    # An agent written for another SDK, on our storage (README, "Already have an agent?").
+    # An agent written for another SDK, on our storage (docs/other-sdks.md).
     "ClaimCheckPlugin": "durable_agents.workers.peers.claim_check_plugin",
     "AgentStateSession": "durable_agents.workers.peers.openai_agents_session",
     "AgentStateHistory": "durable_agents.workers.peers.pydantic_ai_history",
-    # What a plain Temporal client sends (README, "From any Temporal client").
+    # What a plain Temporal client sends (docs/temporal-clients.md).
     "AgentInput": "durable_agents.workflows.contracts",
     "ApproveInput": "durable_agents.workflows.contracts",
     "TaskSettings": "durable_agents.workflows.contracts",

@@ -66,7 +66,7 @@ async def peer_worker(
             [],
         )
     if with_ours:
-        # The README's one-line change; the test hands it the stack's store and database.
+        # docs/other-sdks.md's one-line change; the test hands it the stack's store and database.
         plugins.append(
             ClaimCheckPlugin(tenant, store=ClaimCheckStore(resources.store, resources.sessions))
         )

@@ -48,7 +48,7 @@ async def main(argv: list[str]) -> int:
     sdk, queue, tenant, model_url = argv
     plugins, workflow, activities = sdk_setup(sdk, model_url)
     if os.environ.get("PEER_CLAIM_CHECK", "1") != "0":  # 0: the SDK alone (the bench's baseline)
-        plugins.append(ClaimCheckPlugin(tenant))  # the README's one line
+        plugins.append(ClaimCheckPlugin(tenant))  # docs/other-sdks.md's one line
     client = await Client.connect(
         os.environ["TEMPORAL_ADDRESS"], namespace="default", plugins=plugins
     )
