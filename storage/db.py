@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -19,6 +21,7 @@ from durable_agents.storage.pool_ping import PING_AFTER_IDLE_S, ping_idle_connec
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -69,3 +72,46 @@ async def migrate(url: str) -> None:
 
     # Alembic's env runs its own event loop, so it gets a thread of its own.
     await asyncio.to_thread(command.upgrade, _alembic_config(url), "head")
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """Where a database's schema stands against this code's migrations."""
+
+    current: tuple[str, ...]  # the database's revision; () before its first migration
+    pending: tuple[str, ...]  # this code's revisions the database lacks, oldest first
+
+    @property
+    def ready(self) -> bool:
+        """The schema has every migration this code needs."""
+        return not self.pending
+
+
+async def schema_state(url: str, *, connect_timeout: float = 10) -> SchemaState:
+    """Read where the database at `url` stands; changes nothing, so the workers' role may
+    ask (alembic_version is one of its tables)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config(url))
+
+    def read(connection: Connection) -> tuple[str, ...]:
+        return MigrationContext.configure(connection).get_current_heads()
+
+    engine = create_async_engine(url, connect_args={"timeout": connect_timeout})
+    try:
+        async with engine.connect() as conn:
+            current = await conn.run_sync(read)
+    finally:
+        await engine.dispose()
+    return SchemaState(current, _pending(script, current))
+
+
+def _pending(script: ScriptDirectory, current: tuple[str, ...]) -> tuple[str, ...]:
+    known = {s.revision for s in script.walk_revisions()}
+    if any(revision not in known for revision in current):
+        # A later release migrated further: migrations only add, so this code runs on it
+        # (and a rollback to this image is not held back).
+        return ()
+    newest_first = script.iterate_revisions("heads", current or "base")
+    return tuple(reversed([s.revision for s in newest_first]))

@@ -55,3 +55,16 @@ class ArtifactRecordMismatch(StorageError):
     have: it is refused before the object is read."""
 
     error_type = "ArtifactRecordMismatch"
+
+
+class SchemaNotMigrated(StorageError):
+    """The database lacks migrations this code needs: the migration has not run yet."""
+
+    error_type = "SchemaNotMigrated"
+
+    def __init__(self, current: tuple[str, ...], pending: tuple[str, ...]) -> None:
+        at = ", ".join(current) or "no migration"
+        super().__init__(
+            f"AgentState schema at {at} lacks {', '.join(pending)}: "
+            "run the migration (`agentctl migrate`, the migrate Job)"
+        )

@@ -5,11 +5,16 @@ Kubernetes 1.33 OpenAPI schemas in their strict form (unknown fields refused) by
 kubernetes-validate, whose wheel ships the schemas (no download at run time); the
 kustomization lists every manifest; no database or other stateful service is bundled and
 every credential is a Secret reference; each Deployment has probes, requests and limits, a
-non-root read-only security context, an HPA and a PodDisruptionBudget that select it; every
+non-root read-only security context, an HPA and a PodDisruptionBudget that select it, and
+an init container that waits for the migration with its main container's env sources; every
 agentctl command parses with agentctl's own command tree, every variable is one our
 settings or the Temporal SDK read; the gateway's probe path is a route of its app and the
-worker's probe command, run here with sh, passes while a worker beats and fails after.
-Whether a cluster admits them (admission policies, storage classes, quotas) is not checked.
+worker's probe command, run here with sh, passes while a worker beats and fails after. The
+kustomize build (`kubectl kustomize`, when kubectl is installed: it builds offline) holds
+every manifest, the migration Job included, each container on the release's pinned image.
+The kubectl commands of docs/DEPLOY.md name the files, objects, containers, Secrets and keys
+the manifests hold. Whether a cluster admits them (admission policies, storage classes,
+quotas) is not checked.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ import asyncio
 import copy
 import os
 import re
+import shlex
+import shutil
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +35,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from durable_agents.workers.cli.gc import parse_duration
 from durable_agents.workers.process.health_file import heartbeat
 from tests.support.deploy_env import (
     AGENT_IMAGE,
@@ -42,6 +51,11 @@ K8S = ROOT / "workers" / "deploy" / "k8s"
 KUBERNETES = "1.33.0"
 MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
 STATEFUL = ("postgres", "temporal", "seaweed", "minio", "redis", "mysql", "cassandra")
+KUSTOMIZATION = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+DEPLOY_DOC = ROOT / "docs" / "DEPLOY.md"
+# What each pod waits for before it serves: the migration Job's schema (workers/cli/migrate.py).
+WAIT_FOR_MIGRATION = ["agentctl", "migrate", "--check", "--wait"]
 
 
 def docs(path: Path) -> Iterator[dict[str, Any]]:
@@ -64,7 +78,12 @@ def pod_specs() -> list[tuple[str, dict[str, Any]]]:
 
 
 def containers() -> list[tuple[str, dict[str, Any]]]:
-    return [(name, c) for name, spec in pod_specs() for c in spec["containers"]]
+    """Every container of every pod, init containers included."""
+    return [
+        (name, c)
+        for name, spec in pod_specs()
+        for c in [*spec.get("initContainers", []), *spec["containers"]]
+    ]
 
 
 def env_names(container: dict[str, Any]) -> set[str]:
@@ -97,11 +116,99 @@ def test_the_validator_refuses_a_misspelt_field_and_a_wrong_type() -> None:
 
 
 def test_the_kustomization_applies_every_manifest_with_the_agent_image() -> None:
-    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    assert sorted(kustomization["resources"]) == [p.name for p in MANIFESTS]
-    assert [i["name"] for i in kustomization["images"]] == [AGENT_IMAGE]
+    assert sorted(KUSTOMIZATION["resources"]) == [p.name for p in MANIFESTS]
+    (image,) = KUSTOMIZATION["images"]
+    assert image["name"] == AGENT_IMAGE
+    assert image["newTag"] == VERSION  # this release's image, never `latest`
     for name, container in containers():
         assert container["image"] == AGENT_IMAGE, name  # one image runs agentctl
+
+
+def kustomize_build() -> list[dict[str, Any]]:
+    """The documents `kubectl apply -k` sends, built offline by kubectl's kustomize."""
+    if kubectl := shutil.which("kubectl"):
+        argv = [kubectl, "kustomize", str(K8S)]
+    elif kustomize := shutil.which("kustomize"):
+        argv = [kustomize, "build", str(K8S)]
+    else:
+        pytest.skip("neither kubectl nor kustomize is installed to build the kustomization")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-500:]
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def test_the_kustomize_build_holds_the_job_and_runs_every_container_on_the_pinned_image() -> None:
+    built = kustomize_build()
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in built)
+    assert kinds == sorted((d["kind"], d["metadata"]["name"]) for d in ALL)
+    assert ("Job", "durable-agents-migrate") in kinds
+    (image,) = KUSTOMIZATION["images"]
+    pinned = f"{image.get('newName', AGENT_IMAGE)}:{image['newTag']}"
+    for doc in built:
+        assert kubernetes_validate.validate(doc, KUBERNETES, strict=True) == "1.33"
+        if "template" not in doc.get("spec", {}):
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        inits = pod.get("initContainers", [])
+        for container in [*inits, *pod["containers"]]:
+            assert container["image"] == pinned, (doc["metadata"]["name"], container["name"])
+        if doc["kind"] == "Deployment":  # the migration's waiter gets the image too
+            assert [c["command"][:4] for c in inits] == [WAIT_FOR_MIGRATION], doc["metadata"]
+
+
+def _doc_kubectl_commands() -> list[list[str]]:
+    """Each kubectl command of docs/DEPLOY.md: code block lines and inline code."""
+    text = DEPLOY_DOC.read_text()
+    lines = re.findall(r"^\s*(kubectl [^`\n]+)$", text, re.M)
+    lines += re.findall(r"`(kubectl [^`]+)`", text)
+    return [
+        shlex.split(command, comments=True)
+        for line in lines
+        for command in line.split(" && ")
+        if command.startswith("kubectl ")
+    ]
+
+
+def _secret_refs() -> set[tuple[str, str]]:
+    return {
+        (ref["name"], ref["key"])
+        for _, container in containers()
+        for env in container.get("env", [])
+        if (ref := env.get("valueFrom", {}).get("secretKeyRef"))
+    }
+
+
+def test_deploy_doc_kubectl_commands_name_what_the_manifests_hold() -> None:
+    objects = {(d["kind"].lower(), d["metadata"]["name"]): d for d in ALL}
+    (job,) = of_kind("Job")
+    created: set[tuple[str, str]] = set()
+    commands = _doc_kubectl_commands()
+    assert any(c[1:3] == ["apply", "-k"] for c in commands)
+    for argv in commands:
+        verb, args = argv[1], argv[2:]
+        for flag in ("-k", "-f"):
+            if flag in args:
+                path = ROOT / args[args.index(flag) + 1]
+                assert path.exists(), argv
+                # A manifest applied alone misses the kustomization's image tag and labels.
+                assert flag == "-k" and path.resolve() == K8S.resolve(), argv
+        named = [a.split("/", 1) for a in args if re.fullmatch(r"(job|deployment)/[\w-]+", a)]
+        if args[:1] in (["job"], ["deployment"]):
+            named.append(args[:2])
+        for kind, name in named:
+            assert (kind, name) in objects, argv
+            if "-c" in args:
+                pod = objects[(kind, name)]["spec"]["template"]["spec"]
+                names = {c["name"] for c in [*pod.get("initContainers", []), *pod["containers"]]}
+                assert args[args.index("-c") + 1] in names, argv
+        if verb == "wait":  # kubectl's own default is 30 s, less than a migration may take
+            (timeout,) = [a.split("=", 1)[1] for a in args if a.startswith("--timeout=")]
+            deadline = job["spec"]["activeDeadlineSeconds"]
+            assert parse_duration(timeout).total_seconds() >= deadline, argv
+        if args[:2] == ["secret", "generic"]:
+            keys = [a.split("=", 2)[1] for a in args if a.startswith("--from-literal=")]
+            created |= {(args[2], key) for key in keys}
+    assert created == _secret_refs()
 
 
 def test_no_database_is_bundled_and_credentials_are_secret_references() -> None:
@@ -161,6 +268,37 @@ def test_deployments_are_probed_bounded_non_root_scaled_and_disruption_budgeted(
         (pdb,) = [p for p in pdbs if p["spec"]["selector"]["matchLabels"].items() <= labels.items()]
         # A node drain can always evict one pod: the budget is below the HPA's floor.
         assert pdb["spec"]["minAvailable"] < hpa["minReplicas"], name
+
+
+def _quantity(value: str | int) -> float:
+    """A Kubernetes resource quantity (250m, 1, 384Mi, 1Gi) as a number."""
+    match = re.fullmatch(r"([\d.]+)(m|Ki|Mi|Gi|)", str(value))
+    assert match, f"not a quantity this test reads: {value}"
+    number, unit = match.groups()
+    return float(number) * {"m": 1e-3, "": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}[unit]
+
+
+def test_deployment_pods_wait_for_the_migration_with_their_main_containers_env_sources() -> None:
+    (job,) = of_kind("Job")
+    for deployment in of_kind("Deployment"):
+        name, pod = deployment["metadata"]["name"], deployment["spec"]["template"]["spec"]
+        inits = pod.get("initContainers", [])
+        assert len(inits) == 1, f"{name}: no init container waits for the migration"
+        (init,), (main,) = inits, pod["containers"]
+        assert init["command"][:4] == WAIT_FOR_MIGRATION, name
+        # It outwaits the Job's deadline before it exits and the kubelet restarts it.
+        wait = parse_duration(init["command"][4]).total_seconds()
+        assert wait >= job["spec"]["activeDeadlineSeconds"], name
+        assert init["image"] == main["image"] and init["envFrom"] == main["envFrom"], name
+        # The same Secrets, keys and optionality, and nothing the main container lacks.
+        refs = [e for e in main["env"] if "valueFrom" in e]
+        assert [e for e in init["env"] if "valueFrom" in e] == refs, name
+        assert {e["name"] for e in init["env"]} <= {e["name"] for e in main["env"]}, name
+        assert init["securityContext"] == main["securityContext"], name
+        for bound in ("requests", "limits"):
+            for resource in ("cpu", "memory"):
+                small = _quantity(init["resources"][bound][resource])
+                assert small <= _quantity(main["resources"][bound][resource]), (name, bound)
 
 
 def test_pods_run_as_the_images_own_user_with_its_home_cache_writable() -> None:

@@ -78,7 +78,8 @@ async def temporal_client() -> Client:
 DATABASE_URL_SHAPE = "postgresql+asyncpg://USER[:PASSWORD]@HOST:PORT/DB"
 
 
-def _check_database_url(url: str) -> None:
+def check_database_url(url: str) -> None:
+    """Refuse a DATABASE_URL that is not postgresql+asyncpg."""
     # Neither message quotes the URL: it may hold a password.
     try:
         driver = make_url(url).drivername
@@ -119,7 +120,7 @@ async def with_service(fn: Callable[[TaskService], Awaitable[T]]) -> T:
 
 async def with_resources(fn: Callable[[Resources], Awaitable[T]]) -> T:
     s = get_settings()
-    _check_database_url(s.database.url.get_secret_value())
+    check_database_url(s.database.url.get_secret_value())
     async with open_resources(s.database, s.s3) as res:
         await _check_postgres(res.engine)
         return await fn(res)

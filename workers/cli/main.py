@@ -16,7 +16,6 @@ from temporalio.service import RPCError
 
 from durable_agents.activities.agents import DEFAULT_AGENT
 from durable_agents.storage.agent_state import agent_state
-from durable_agents.storage.db import migrate
 from durable_agents.storage.devices import validate_device_id
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import SessionStatus, shown_status
@@ -46,6 +45,7 @@ from durable_agents.workers.cli.gc import gc_app
 from durable_agents.workers.cli.help_labels import label_values
 from durable_agents.workers.cli.keys import keys_app
 from durable_agents.workers.cli.local_model import local_model_app
+from durable_agents.workers.cli.migrate import migrate_cmd
 from durable_agents.workers.cli.quota import quota_app
 from durable_agents.workers.cli.resume import resume
 from durable_agents.workers.cli.tenant import tenant_app
@@ -58,7 +58,6 @@ from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.session_view import load_view, render_view, sessions_table
 from durable_agents.workers.client.watch.wait_status import effective_status, wait_line
 from durable_agents.workers.resources import Resources
-from durable_agents.workers.settings import get_settings
 from durable_agents.workers.task_options import MAX_STEPS
 from durable_agents.workflows.contracts import AgentStatus, DecisionResult
 
@@ -84,6 +83,7 @@ app.command("device")(device)
 app.command("watch")(watch_cmd)
 app.command("usage")(usage)
 app.command("env")(env)
+app.command("migrate")(migrate_cmd)
 
 # Ordinals and offsets are BIGINT in AgentState; anything larger is refused before a query.
 MAX_PAGE = 1000
@@ -359,18 +359,6 @@ def sessions(
         console.print(sessions_table(rows))
 
     run_async(with_resources(go))
-
-
-@app.command("migrate")
-def migrate_cmd() -> None:
-    """Apply AgentState migrations to DATABASE_MIGRATION_URL (the schema owner's role)."""
-    url = get_settings().database.migration_url.get_secret_value()
-
-    async def go(_: Resources) -> None:
-        await migrate(url)
-
-    run_async(with_resources(go))
-    console.print("migrations applied")
 
 
 def main(argv: list[str] | None = None) -> int:
