@@ -154,7 +154,7 @@ async def test_thirty_delegates_under_a_budget_of_100_tokens_spend_less_than_one
         # The first child admitted to a model call answered; every other one parks at the
         # root's budget (the parent waits for them, running).
         parked = {SessionStatus.COMPLETED: 1, SessionStatus.BUDGET_EXHAUSTED: 7}
-        await poll(children, lambda c: c == parked, within_seconds=60)
+        await poll(children, lambda c: c == parked, within_seconds=120)
         # Every child's first model call met the root's budget: the first one admitted
         # reserved 4,000 tokens, which held the others back, then spent 1,000 of them.
         for _ in range(3):
