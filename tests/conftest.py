@@ -187,6 +187,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
             task_queue=queue,
             max_cached_workflows=max_cached_workflows,
             sandbox=sandbox,
+            heartbeat_throttle_seconds=settings.agent.heartbeat_throttle_seconds,
         )
         async with running(worker):
             yield queue

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -49,6 +51,50 @@ async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -
     assert "demo goal done" in text
     assert "Traceback" not in text
     assert not _processes_with("durable-agents-demo-"), "the demo left services running"
+
+
+KEPT_LINE = re.compile(r"the demo's state is kept in (\S+)")
+SESSION_LINE = re.compile(r"^session ([0-9a-f-]{36}) ", re.MULTILINE)
+
+
+async def test_a_stopped_demo_keeps_its_state_and_says_how_to_look_at_it() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "S3_", "MODEL_"))}
+    proc = await asyncio.create_subprocess_exec(
+        str(AGENTCTL),
+        "demo",
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    async with asyncio.timeout(240):
+        while line := (await proc.stdout.readline()).decode():
+            lines.append(line)
+            if SESSION_LINE.match(line):
+                proc.send_signal(signal.SIGINT)  # Ctrl-C, mid-run
+        await proc.wait()
+    text = "".join(lines)
+    found = KEPT_LINE.search(text)
+    assert found, text[-3000:]
+    state = Path(found.group(1))
+    try:
+        assert proc.returncode == 130, text[-3000:]
+        assert "Traceback" not in text, text[-3000:]
+        session = SESSION_LINE.search(text)
+        assert session, text[-3000:]
+        stack = state / "stack"
+        assert f"agentctl dev up --state-dir {stack} --model-provider offline" in text
+        assert f"agentctl show {session.group(1)}" in text
+        # What those commands look at is there: the database, the S3 data, the logs.
+        assert (stack / "postgres" / "PG_VERSION").is_file()
+        assert (stack / "s3").is_dir() and (stack / "temporal.db").is_file()
+        assert (stack / "logs" / "temporal.log").is_file()
+        assert f"logs: {stack / 'logs'}" in text
+        assert not _processes_with(str(state)), "the demo left services running"
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def _processes_with(marker: str) -> list[str]:

@@ -162,6 +162,11 @@ class BudgetDefaults(BaseModel):
     seconds: float | None = None
 
 
+# The heartbeat throttle of workers on a local stack (`agentctl dev up`, `agentctl demo`):
+# a cancel reaches a model call within about this long.
+DEV_HEARTBEAT_THROTTLE_SECONDS = 0.5
+
+
 class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore")
 
@@ -202,6 +207,11 @@ class AgentSettings(BaseSettings):
     # workflow modules in every run as the tests do (~0.4-0.6 MiB more per cached run,
     # ~50-100 ms more CPU per new run or wake after eviction).
     workflow_sandbox: SandboxMode = "off"
+    # How often at most an activity's heartbeat reaches Temporal, which is also how late a
+    # cancel may reach a running model call (and its HTTP request to the model): unset, the
+    # SDK's 0.8 x the heartbeat timeout (16 s for a model call). Temporal Cloud bills each
+    # heartbeat it receives; a dev stack bills nothing and uses DEV_HEARTBEAT_THROTTLE_SECONDS.
+    heartbeat_throttle_seconds: float | None = Field(default=None, gt=0)
     # Replaced by AGENT_WORKFLOW_SANDBOX=strict; still set, it is refused, not ignored.
     strict_workflow_sandbox: bool | None = None
     # Worker Deployment Versioning (docs/DEPLOY.md), off unless both are set: the cloud

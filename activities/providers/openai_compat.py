@@ -151,7 +151,10 @@ class OpenAICompatibleProvider:
                 # Without it a stream carries no token counts.
                 stream_options={"include_usage": True},
             )
-            streamed = await read_stream(stream, sink)
+            # Closed however the read ends: a cancelled call must not leave the server
+            # generating into an open connection.
+            async with stream:
+                streamed = await read_stream(stream, sink)
         except openai.APIStatusError as exc:
             raise errors.status_error(
                 self.name,

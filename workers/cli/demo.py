@@ -43,7 +43,8 @@ def demo(
 ) -> None:
     """Start a throwaway stack, run the demo task to completion, show what happened, stop.
 
-    Exits 1 unless the task completed and wrote out/report.md naming the workspace's files.
+    Exits 1 unless the task completed and wrote out/report.md naming the workspace's files;
+    then, or when stopped, its state is kept and it says how to look at it.
     """
     require_devstack()
     from durable_agents.workers.demo.run import run_demo
@@ -51,4 +52,9 @@ def demo(
     ask = sys.stdin.isatty() if interactive is None else interactive
     chosen = local_model if model is DemoModel.local else None
     demo_run = run_demo(console, interactive=ask, local_model=chosen, tool_mode=tool_mode.value)
-    raise typer.Exit(run_async(demo_run))
+    try:
+        code = run_async(demo_run)
+    except KeyboardInterrupt:
+        # Ctrl-C: the demo stopped everything and said where its state is; no traceback.
+        code = 130
+    raise typer.Exit(code)

@@ -21,7 +21,12 @@ from durable_agents.workers.gateway.serving import serving
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.process.run import run_cloud_worker
 from durable_agents.workers.resources import open_resources
-from durable_agents.workers.settings import ModelSettings, Settings, get_settings
+from durable_agents.workers.settings import (
+    DEV_HEARTBEAT_THROTTLE_SECONDS,
+    ModelSettings,
+    Settings,
+    get_settings,
+)
 from durable_agents.workers.stack import DevStack
 from durable_agents.workers.stack.private_file import write_private_file
 from durable_agents.workers.temporal_client import connect_client
@@ -121,9 +126,15 @@ async def _serve(
     )
     if ep.temporal_ui_url:
         console.print(f"  Temporal Web UI: {ep.temporal_ui_url}")
+    agent = base.agent
+    if agent.heartbeat_throttle_seconds is None:
+        # A local Temporal bills no heartbeat: a cancel reaches a model call promptly.
+        agent = agent.model_copy(
+            update={"heartbeat_throttle_seconds": DEV_HEARTBEAT_THROTTLE_SECONDS}
+        )
     settings = Settings(
         model=ModelSettings.model_validate({**base.model.model_dump(), "provider": provider}),
-        agent=base.agent,
+        agent=agent,
     )
     async with open_resources(settings.database, settings.s3) as res:
         client = await connect_client(data_converter=data_converter_with_offload(res.store))

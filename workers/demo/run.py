@@ -6,6 +6,8 @@ that reads the workspace and writes a report (which needs approval), follow it l
 the gateway's event stream (as `agentctl watch --gateway` does), then show the timeline,
 verify every artifact against its sha256, say whether the task did what it was asked (the
 report exists and names the workspace's files; exit status 1 if not) and stop everything.
+Its state dir goes too, unless the demo failed or was stopped: then it is kept (database,
+S3 data, every service's log, llama-server's included) and the demo says how to look at it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from durable_agents.workers.gateway.serving import serving
 from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.resources import Resources, open_resources
+from durable_agents.workers.settings import DEV_HEARTBEAT_THROTTLE_SECONDS
 from durable_agents.workers.stack import DevStack
 from durable_agents.workers.stack.llama import LlamaServer
 from durable_agents.workers.stack.local_model import model_named
@@ -184,9 +187,17 @@ async def _run_task(
     sid = str(session_id)
     watcher = asyncio.create_task(_follow(console, gateway, sid, done))
     decider = asyncio.create_task(_decide_approvals(console, service, sid, interactive, done))
-    result = await handle.result()
-    decider.cancel()
-    await asyncio.gather(decider, return_exceptions=True)
+    helpers = [decider]
+    try:
+        result = await handle.result()
+    except BaseException:
+        # Stopped (Ctrl-C) or failed: neither helper outlives the gateway they talk to.
+        helpers.append(watcher)
+        raise
+    finally:
+        for helper in helpers:
+            helper.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
     await watcher
     return sid, result.status
 
@@ -222,6 +233,7 @@ async def run_demo(
     server = LlamaServer(model, state) if model else None
     local = server.model_settings(tool_mode) if server else None
     provider: ModelProvider = build_provider(local) if local else OfflineProvider()
+    kept = True  # unless the demo did its job: a failed or stopped one is kept to look at
     try:
         t0 = time.monotonic()
         if server is not None:
@@ -255,8 +267,15 @@ async def run_demo(
             )
             agents = (survey_agent(settings.agent.system_prompt),)
             acts = cloud_activities(settings, res, provider, default_registry(), agents=agents)
+            worker = build_cloud_worker(
+                client,
+                acts,
+                task_queue=DEMO_QUEUE,
+                # A local Temporal bills no heartbeat: a cancel reaches the model promptly.
+                heartbeat_throttle_seconds=DEV_HEARTBEAT_THROTTLE_SECONDS,
+            )
             async with (
-                running(build_cloud_worker(client, acts, task_queue=DEMO_QUEUE)),
+                running(worker),
                 serving(create_app(res, client, settings)) as url,
             ):
                 what = server.served_name if server else "offline, deterministic"
@@ -286,10 +305,35 @@ async def run_demo(
         console.print(goal.line(), style="bold green" if goal.done else "bold red")
         console.print(f"task {status} in {time.monotonic() - began:.1f}s; stopping the stack")
         # The demo asked for a report: a task that ended without it did not do its job.
+        kept = not goal.done
         return 0 if goal.done else 1
     finally:
         await provider.aclose()
         if server is not None:
             await asyncio.to_thread(server.stop)
         await asyncio.to_thread(stack.stop)
-        shutil.rmtree(state, ignore_errors=True)
+        if kept:
+            _tell_kept(console, state, session_id, server)
+        else:
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def _tell_kept(
+    console: Console, state: Path, session_id: uuid.UUID, server: LlamaServer | None
+) -> None:
+    """A demo that failed or was stopped keeps its state dir, and says how to look at it."""
+    stack_dir = state / "stack"
+    lines = [
+        f"the demo's state is kept in {state}",
+        f"  session {session_id} (tenant {TENANT}); its workspace: "
+        f"{WorkspaceLayout(state / 'workspace').session_root(TENANT, session_id)}",
+        f"  logs: {stack_dir / 'logs'}"
+        + (f", the model's: {server.log_path}" if server is not None else ""),
+        "  to look at it, start the stack on it (Ctrl-C stops it):",
+        f"    agentctl dev up --state-dir {stack_dir} --model-provider offline",
+        "  and in another terminal:",
+        f"    agentctl show {session_id}",
+        f"  remove it when done: rm -rf {state}",
+    ]
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+    console.file.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -194,14 +195,22 @@ def build_cloud_worker(
     interceptors: Sequence[Interceptor] = (),
     plugins: Sequence[Plugin] = (),
     deployment: WorkerDeploymentConfig | None = None,
+    heartbeat_throttle_seconds: float | None = None,
 ) -> Worker:
     """`interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
     must not repeat ones the client already carries: a worker runs its client's too.
 
     `sandbox`: the workflow sandbox (workers/process/sandbox.py): none by default; the
     tests' workers run "strict", re-importing and checking our workflow modules per run.
-    `deployment`: deployment_config(settings.agent), or None for an unversioned worker."""
+    `deployment`: deployment_config(settings.agent), or None for an unversioned worker.
+    `heartbeat_throttle_seconds` (AgentSettings.heartbeat_throttle_seconds): at most one
+    heartbeat per activity reaches the server per interval, and a cancel reaches a running
+    activity only in a heartbeat's answer; None: the SDK's 0.8 x the heartbeat timeout."""
     extra: dict[str, Any] = {}
+    if heartbeat_throttle_seconds is not None:
+        throttle = timedelta(seconds=heartbeat_throttle_seconds)
+        extra["max_heartbeat_throttle_interval"] = throttle
+        extra["default_heartbeat_throttle_interval"] = throttle
     if max_cached_workflows is not None:
         extra["max_cached_workflows"] = max_cached_workflows
     if deployment is not None:

