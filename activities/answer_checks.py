@@ -20,6 +20,7 @@ from durable_agents.activities.tools.tool_identity import tool_identity
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import SessionRow
+from durable_agents.storage.workspace_seed import seed_if_new
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.tokens import count_tokens
@@ -81,6 +82,7 @@ class AnswerCheckActivities:
             if any(c.command for c in checks)
             else None
         )
+        await seed_if_new(self._workspace, inp.tenant_id, session, root)
         found = await first_failure(checks, root, answer.text if answer else "", run_as)
         if found is None:
             return CheckVerdict(True, True, failures, attempts)

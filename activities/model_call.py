@@ -3,6 +3,7 @@ only the reply (an assistant item plus one tool_call item per requested call).""
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -375,7 +376,11 @@ class ModelActivities:
         (they ask) without a layout, or while archive holds the files packed."""
         if self._workspace is None or session.workspace_sha256 is not None:
             return None
-        return self._workspace.root_for(tenant_id, session)
+        root = self._workspace.root_for(tenant_id, session)
+        seed = self._workspace.seed_for(tenant_id, session)
+        # Before its first tool call a seeded root is still to be made: the seed is what
+        # it will hold.
+        return seed if seed is not None and not os.path.lexists(root) else root
 
 
 def _uuid_or_none(value: str | None) -> uuid.UUID | None:

@@ -50,6 +50,7 @@ from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from durable_agents.storage.workspace_lifecycle import restore_if_packed
+from durable_agents.storage.workspace_seed import seed_if_new
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.workflows.contracts import ArtifactRef, ToolOutcome, ToolRunInput
 
@@ -141,6 +142,7 @@ class ToolActivities:
             if closed is not None:
                 return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
             await self._unpack(inp.tenant_id, session)
+            await seed_if_new(self._workspace, inp.tenant_id, session, root)
             async with self._recorder.tool_call(_event(inp)) as trace:
                 result = await self._execute(
                     inp, registry, args, agent_name, asked_for, root, new_args

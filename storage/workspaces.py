@@ -11,6 +11,8 @@ works on the same files.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import uuid
 from dataclasses import dataclass
@@ -30,6 +32,9 @@ PROJECTS_DIR = "_projects"
 # far from PATH_MAX wherever the root sits, and nothing has to recurse 1,000 levels.
 MAX_PATH_DEPTH = 64
 MAX_PATH_BYTES = 2048
+
+# New workspace roots, and the directories above them, are private to the worker's user.
+ROOT_MODE = 0o700
 
 _PROJECT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -61,6 +66,8 @@ class WorkspaceLayout:
 
     base: Path
     scope: WorkspaceScope = "session"
+    # Files a new session's own root starts with (AGENT_WORKSPACE_SEED; storage.workspace_seed).
+    seed: Path | None = None
 
     def root_for(self, tenant_id: str, session: SessionLike) -> Path:
         """The workspace root of ``session`` (not created here: tools create it 0700)."""
@@ -76,7 +83,29 @@ class WorkspaceLayout:
         """The session-scope root of a root session, which archive and GC look after."""
         return self.base / check_tenant(tenant_id) / str(root_session_id)
 
+    def seed_for(self, tenant_id: str, session: SessionLike) -> Path | None:
+        """The seed a new root of ``session`` starts with: only a session's own root, never
+        a tenant's or project's shared one, which holds that tenant's own files."""
+        if self.seed is None:
+            return None
+        own = self.session_root(tenant_id, session.root_id or session.id)
+        return self.seed if self.root_for(tenant_id, session) == own else None
+
     @property
     def per_session(self) -> bool:
         """Whether roots follow the session lifecycle (archived, restored, collected)."""
         return self.scope in ("session", "project")
+
+
+def make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and any missing parent 0700 (a concurrent maker is fine)."""
+    # os.makedirs gives only the leaf its mode; the tenant directory above a session's
+    # root would list that tenant's session ids to every local user.
+    missing: list[Path] = []
+    here = directory
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    for made in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(made, ROOT_MODE)

@@ -176,6 +176,9 @@ class AgentSettings(BaseSettings):
     workspace: Path = Path("workspace")
     # session: {workspace}/{tenant}/{session}; tenant or project: shared (storage.workspaces).
     workspace_scope: WorkspaceScope = "session"
+    # A directory whose files each new session's own workspace starts with (copied once,
+    # storage/workspace_seed.py); unset or empty: new workspaces start empty.
+    workspace_seed: Path | None = None
     task_queue: str = "agent-cloud"
     # The agents a worker serves besides the default one, as module:ATTR
     # (e.g. myapp.agents:AGENTS); `agentctl start --agent` checks names against them too.
@@ -282,6 +285,11 @@ class AgentSettings(BaseSettings):
                 "(off, shared or strict): set AGENT_WORKFLOW_SANDBOX=strict for what true meant"
             )
 
+    @field_validator("workspace_seed", mode="before")
+    @classmethod
+    def _no_seed(cls, value: object) -> object:
+        return None if value == "" else value
+
     @field_validator("deployment_name")
     @classmethod
     def _deployment_name(cls, value: str | None) -> str | None:
@@ -316,7 +324,8 @@ class AgentSettings(BaseSettings):
 
 def workspace_layout(agent: AgentSettings) -> WorkspaceLayout:
     """The cloud workspace layout these settings describe (base made absolute)."""
-    return WorkspaceLayout(agent.workspace.resolve(), agent.workspace_scope)
+    seed = agent.workspace_seed.resolve() if agent.workspace_seed else None
+    return WorkspaceLayout(agent.workspace.resolve(), agent.workspace_scope, seed)
 
 
 class TelemetrySettings(BaseSettings):

@@ -37,9 +37,20 @@ _QUOTED_CHARS = 300
 STREAM_PIECES = 4
 
 
+# Its reply while a device has yet to answer (the loop goes on meanwhile); the survey goes
+# on from the calls before it once the results are in.
+WAITING = "Waiting for the device's results."
+# How a device call without its result reads (activities/context/assembly.py pending_note).
+_PENDING = "[pending on device "
+
+
+def _waited(message: ChatMessage) -> bool:
+    return message.role == "assistant" and not message.tool_calls and message.content == WAITING
+
+
 def _last_assistant(messages: list[ChatMessage]) -> int | None:
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "assistant":
+        if messages[i].role == "assistant" and not _waited(messages[i]):
             return i
     return None
 
@@ -136,6 +147,8 @@ class OfflineProvider:
             )
         calls = msgs[last].tool_calls
         results = {m.tool_call_id: m.content for m in msgs[last + 1 :] if m.role == "tool"}
+        if any(results.get(c.id, "").startswith(_PENDING) for c in calls):
+            return self._final(WAITING, usage)
         kind = calls[0].name
         if kind not in _SURVEY_TOOLS:
             quoted = [

@@ -20,23 +20,9 @@ from pathlib import Path
 from durable_agents.activities.tools.base import ToolError
 from durable_agents.activities.tools.fs_errors import classified
 from durable_agents.activities.tools.workspace import WorkspacePath
+from durable_agents.storage.workspaces import make_private_dirs
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# New workspace roots are private to the worker's user.
-ROOT_MODE = 0o700
-
-
-def _make_private(workspace: Path) -> None:
-    # os.makedirs gives only the leaf its mode; the tenant directory above a session's
-    # root would list that tenant's session ids to every local user.
-    missing: list[Path] = []
-    here = workspace
-    while not here.exists():
-        missing.append(here)
-        here = here.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(directory, ROOT_MODE)
 
 
 def open_root(workspace: Path) -> int:
@@ -48,7 +34,7 @@ def open_root(workspace: Path) -> int:
         try:
             return os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except FileNotFoundError:
-            _make_private(workspace)
+            make_private_dirs(workspace)
             return os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 

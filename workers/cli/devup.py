@@ -15,6 +15,7 @@ from rich.console import Console
 from durable_agents.storage.db import migrate
 from durable_agents.workers.cli.devup_signals import StopOnSignals
 from durable_agents.workers.client.gateway_client import KEY_ENV, URL_ENV
+from durable_agents.workers.demo import DEMO_WORKSPACE
 from durable_agents.workers.dev_env import DEV_ENV_FILE, export_lines, user_record
 from durable_agents.workers.gateway.app import create_app
 from durable_agents.workers.gateway.serving import serving
@@ -34,6 +35,8 @@ from durable_agents.workers.temporal_client import connect_client
 console = Console()
 
 ENV_FILE = DEV_ENV_FILE.name  # in the state dir
+# What a new session's workspace starts with; dev up seeds with the demo's files.
+SEED_ENV = "AGENT_WORKSPACE_SEED"
 # Never printed: they go to the env file only.
 SECRET_ENV = frozenset({"DATABASE_URL", "DATABASE_MIGRATION_URL", "S3_SECRET_ACCESS_KEY"})
 
@@ -132,6 +135,9 @@ async def _serve(
         agent = agent.model_copy(
             update={"heartbeat_throttle_seconds": DEV_HEARTBEAT_THROTTLE_SECONDS}
         )
+    if SEED_ENV not in os.environ and agent.workspace_seed is None:  # set, even empty: theirs
+        agent = agent.model_copy(update={"workspace_seed": DEMO_WORKSPACE})
+        console.print(f"  new sessions start with the demo files ({SEED_ENV})")
     settings = Settings(
         model=ModelSettings.model_validate({**base.model.model_dump(), "provider": provider}),
         agent=agent,

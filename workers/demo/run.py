@@ -41,6 +41,7 @@ from durable_agents.workers.client.render import timeline_table
 from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.watch.follow_gateway import watch_via_gateway
 from durable_agents.workers.client.watch.printer import WatchPrinter
+from durable_agents.workers.demo import DEMO_WORKSPACE
 from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.survey import SURVEY_AGENT, survey_agent
 from durable_agents.workers.gateway.app import create_app
@@ -209,7 +210,7 @@ def _prepare_dirs(session_id: uuid.UUID) -> tuple[Path, Path, Path]:
     state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
     base = state / "workspace"
     root = WorkspaceLayout(base).session_root(TENANT, session_id)
-    shutil.copytree(Path(__file__).parent / "workspace", root)
+    shutil.copytree(DEMO_WORKSPACE, root)
     return state, base, root
 
 

@@ -21,6 +21,7 @@ from durable_agents.activities.tools.mcp_toolset import McpToolsets
 from durable_agents.activities.tools.tool_identity import make_non_dumpable
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.devices import validate_device_id
+from durable_agents.storage.workspace_seed import check_seed
 from durable_agents.workers.agent_loading import Providers, agents_from, servers_of
 from durable_agents.workers.device.calls import LocalTools
 from durable_agents.workers.device.link import DeviceLinkSettings, run_device_link
@@ -82,6 +83,8 @@ async def run_cloud_worker(
     stops; device-local ones are left to their device worker."""
     make_non_dumpable()  # its environment holds the credentials; tool_identity.py
     served = agents_from(settings.agent.definitions, agents)  # refused before connecting
+    if settings.agent.workspace_seed is not None:
+        check_seed(settings.agent.workspace_seed)  # so is a seed it could not copy
     servers = servers_of(served, mcp_servers)
     provider = build_provider(settings.model)
     providers = Providers(settings.model, provider)
