@@ -57,30 +57,53 @@ KEPT_LINE = re.compile(r"the demo's state is kept in (\S+)")
 SESSION_LINE = re.compile(r"^session ([0-9a-f-]{36}) ", re.MULTILINE)
 
 
-async def test_a_stopped_demo_keeps_its_state_and_says_how_to_look_at_it() -> None:
+async def _demo_held_at_its_approval(answer: bytes | None) -> tuple[int | None, str]:
+    """`agentctl demo --interactive` up to its approval question, then `answer` on its stdin,
+    or, with None, Ctrl-C while it waits for one (mid-run, whatever the machine's pace)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "S3_", "MODEL_"))}
     proc = await asyncio.create_subprocess_exec(
         str(AGENTCTL),
         "demo",
+        "--interactive",
         env=env,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stdin is not None
     lines: list[str] = []
     async with asyncio.timeout(240):
         while line := (await proc.stdout.readline()).decode():
             lines.append(line)
-            if SESSION_LINE.match(line):
-                proc.send_signal(signal.SIGINT)  # Ctrl-C, mid-run
+            if "approval needed" in line and not proc.stdin.is_closing():
+                if answer is None:
+                    proc.send_signal(signal.SIGINT)
+                else:
+                    proc.stdin.write(answer)
+                    await proc.stdin.drain()
+                proc.stdin.close()
         await proc.wait()
-    text = "".join(lines)
+    return proc.returncode, "".join(lines)
+
+
+async def test_a_stopped_demo_keeps_its_state_and_says_how_to_look_at_it() -> None:
+    code, text = await _demo_held_at_its_approval(None)
+    _assert_kept(text)
+    assert code == 130, text[-3000:]
+
+
+async def test_a_failed_demo_goal_keeps_the_state_to_look_at() -> None:
+    # Declined: the report is never written, the goal's check fails.
+    code, text = await _demo_held_at_its_approval(b"n\n")
+    _assert_kept(text)
+    assert code == 1, text[-3000:]
+
+
+def _assert_kept(text: str) -> None:
     found = KEPT_LINE.search(text)
     assert found, text[-3000:]
     state = Path(found.group(1))
     try:
-        assert proc.returncode == 130, text[-3000:]
         assert "Traceback" not in text, text[-3000:]
         session = SESSION_LINE.search(text)
         assert session, text[-3000:]

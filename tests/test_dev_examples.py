@@ -235,3 +235,40 @@ def test_the_device_demo_surveys_the_devices_own_folder(up: Up, tmp_path: Path) 
     names = tuple(p.name for p in project.rglob("*") if p.is_file() and "out" not in p.parts)
     assert names, "the demo puts no file on the device"
     assert_report(project, names)
+
+
+def _started_and_waiting(up: Up, approvals: str) -> str:
+    session = agentctl(up, *command_line(blocks(approvals, "sh")[0], "S=$(")[1:]).strip()
+    wait_status(up, session, "waiting_approval", "call_2_0")
+    return session
+
+
+def test_readme_temporal_cli_approval_runs_as_written(up: Up) -> None:
+    approvals = section(README, "Approvals from any client")
+    session = _started_and_waiting(up, approvals)
+    (cli,) = [b for b in blocks(approvals, "sh") if b.startswith("temporal workflow update")]
+    path = f"{AGENTCTL.parent}:{os.environ['PATH']}"  # the temporal CLI the venv installed
+    subprocess.run(
+        ["bash", "-euc", cli], env=up.env | {"S": session, "PATH": path}, check=True, timeout=60
+    )
+    wait_status(up, session, "completed")
+    assert_report(up.project / "workspace" / "default" / session, SEED_FILES)
+
+
+def test_readme_http_approval_with_edited_arguments_runs_as_written(up: Up) -> None:
+    approvals = section(README, "Approvals from any client")
+    session = _started_and_waiting(up, approvals)
+    (http,) = [b for b in blocks(approvals, "sh") if "curl" in b]
+    key = agentctl(
+        up, "keys", "create", "--tenant", "default", "--user", "ann",
+        "--scope", "read", "--scope", "approve",
+    ).splitlines()[0]  # fmt: skip
+    script = http.replace("K=da_...", f"K={key}").replace("localhost:8000", up.gateway)
+    inbox = subprocess.run(
+        ["bash", "-euc", script], env=up.env | {"S": session}, check=True, timeout=60,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert "call_2_0" in inbox.stdout.splitlines()[0]  # the inbox listed the waiting call
+    wait_status(up, session, "completed")
+    root = up.project / "workspace" / "default" / session
+    assert (root / "out" / "x.md").read_text() == "..."  # the edited arguments ran
