@@ -30,10 +30,14 @@ run: $(STAMP)
 	$(BIN)/agentctl demo
 
 ## Lint, typecheck and run the whole test suite against real Temporal, PostgreSQL and S3.
+## mypy runs beside the suite (its report follows the suite's); either failing fails the target.
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
-	$(BIN)/mypy
-	$(BIN)/pytest -q $(TEST_WORKERS)
+	@echo "$(BIN)/mypy (beside the suite) && $(BIN)/pytest -q $(TEST_WORKERS)"
+	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
+	$(BIN)/pytest -q $(TEST_WORKERS); tests=$$?; \
+	wait $$typing; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 ## The fast tier: the tests that need no service, start no process and drive no browser
 ## (markers set from each test's fixtures, tests/support/tiers.py); starting a process fails.
