@@ -11,10 +11,7 @@ schema job's temporal-sql-tool steps (a tool not installed here) are only read a
 every variable set for our image is one workers/settings.py or the Temporal SDK's env config
 reads (the SDK's loader is asked, not a list); every variable set for another image is one
 that image documents (listed below with its source) or one the service's own script reads;
-images are pinned (ours to this release's version) and none is the deprecated
-temporalio/auto-setup; Temporal's server and admin-tools share one version, which, with the
-UI's, is no older than what the installed Temporal CLI's dev server runs (`temporal
---version`, the server the tests exercise); the dependency order
+the images' versions are tests/test_compose_images.py's; the dependency order
 (schema job -> server -> namespace job -> agents; migration -> agents) and the addresses,
 ports, users and passwords that must agree across services do. Whether the images start
 and run is not checked here.
@@ -43,7 +40,6 @@ from temporalio.envconfig import ClientConfig
 from durable_agents.activities.providers.factory import build_provider
 from durable_agents.workers.settings import AgentSettings, ModelSettings, S3Settings, Settings
 from tests.support.deploy_env import (
-    AGENT_IMAGE,
     GROUPS,
     MIGRATION_ONLY,
     PREFIXES,
@@ -175,49 +171,6 @@ def test_every_dependency_is_a_service_and_healthy_waits_have_a_healthcheck() ->
             assert dep in SERVICES, f"{name} depends on unknown service {dep}"
             if condition == "service_healthy":
                 assert "healthcheck" in SERVICES[dep], f"{name} waits for {dep} to be healthy"
-
-
-def image_tag(service: str) -> str:
-    image = str(SERVICES[service]["image"])
-    return image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
-
-
-def test_no_image_is_the_deprecated_auto_setup_and_every_image_is_pinned() -> None:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    for name, svc in SERVICES.items():
-        image, tag = str(svc["image"]), image_tag(name)
-        assert not image.startswith("temporalio/auto-setup"), name
-        assert tag and tag != "latest", f"{name}: {image} is not pinned"
-        if name in AGENT_SERVICES:
-            # One image for agentctl, built here and tagged with this release.
-            assert (image_repo(name), tag) == (AGENT_IMAGE, version), name
-    assert {image_repo(n) for n in SERVICES} >= {
-        "temporalio/server",
-        "temporalio/admin-tools",
-        "temporalio/ui",
-    }
-
-
-def _release(tag: str) -> tuple[int, ...]:
-    assert re.fullmatch(r"\d+\.\d+\.\d+", tag), f"not a release version: {tag}"
-    return tuple(int(part) for part in tag.split("."))
-
-
-def test_temporal_images_share_one_version_no_older_than_the_dev_stacks_server() -> None:
-    """The schema job's temporal-sql-tool carries its own server's schema, so admin-tools is
-    the server's version; and the deployment runs no older a server (or UI) than the
-    Temporal CLI's dev server the tests run, which names both: `temporal --version`."""
-    tags = {image_repo(n): image_tag(n) for n in SERVICES}
-    admin = {image_tag(n) for n in SERVICES if image_repo(n) == "temporalio/admin-tools"}
-    assert admin == {tags["temporalio/server"]}, (admin, tags["temporalio/server"])
-    cli = Path(sys.executable).with_name("temporal")
-    done = subprocess.run(
-        [str(cli), "--version"], capture_output=True, text=True, timeout=60, check=False
-    )
-    dev = dict(re.findall(r"(Server|UI) (\d+\.\d+\.\d+)", done.stdout))
-    assert dev.keys() == {"Server", "UI"}, done.stdout
-    assert _release(tags["temporalio/server"]) >= _release(dev["Server"]), dev
-    assert _release(tags["temporalio/ui"]) >= _release(dev["UI"]), dev
 
 
 def test_temporal_server_starts_after_its_schema_job_set_up_both_databases() -> None:
