@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.processes import as_in_a_terminal
+
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 GATEWAY_LINE = re.compile(r"gateway on (http://127\.0\.0\.1:\d+) \(web page")
 
@@ -58,14 +60,16 @@ SESSION_LINE = re.compile(r"^session ([0-9a-f-]{36}) ", re.MULTILINE)
 
 
 async def _demo_held_at_its_approval(answer: bytes | None) -> tuple[int | None, str]:
-    """`agentctl demo --interactive` up to its approval question, then `answer` on its stdin,
-    or, with None, Ctrl-C while it waits for one (mid-run, whatever the machine's pace)."""
+    """`agentctl demo --interactive`, whose task cannot end before its approval is answered:
+    `answer` on its stdin at the question, or, with None, Ctrl-C once its session is shown
+    (mid-run, whatever the machine's pace)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "S3_", "MODEL_"))}
     proc = await asyncio.create_subprocess_exec(
         str(AGENTCTL),
         "demo",
         "--interactive",
         env=env,
+        preexec_fn=as_in_a_terminal,  # a pytest-xdist worker's children ignore SIGINT
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -75,12 +79,14 @@ async def _demo_held_at_its_approval(answer: bytes | None) -> tuple[int | None, 
     async with asyncio.timeout(240):
         while line := (await proc.stdout.readline()).decode():
             lines.append(line)
-            if "approval needed" in line and not proc.stdin.is_closing():
-                if answer is None:
-                    proc.send_signal(signal.SIGINT)
-                else:
-                    proc.stdin.write(answer)
-                    await proc.stdin.drain()
+            if proc.stdin.is_closing():
+                continue
+            if answer is None and SESSION_LINE.match(line):
+                proc.send_signal(signal.SIGINT)
+                proc.stdin.close()
+            elif answer is not None and "approval needed" in line:
+                proc.stdin.write(answer)
+                await proc.stdin.drain()
                 proc.stdin.close()
         await proc.wait()
     return proc.returncode, "".join(lines)
