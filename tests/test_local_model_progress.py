@@ -1,5 +1,5 @@
 """`make local-model` says what it builds and how long that takes, then keeps saying it is
-still at it (issue 42): a new user saw nothing for ~12 minutes. The build itself is not run
+still at it, a line every 30 s through a build of about 12 minutes. The build itself is not run
 here; the Makefile's recipe is read with `make -n`, and the progress wrapper runs a stand-in
 for the long, quiet command."""
 

@@ -1,4 +1,4 @@
-"""A cancel during a model call stops the model (issue 42): the activity's HTTP request to
+"""A cancel during a model call stops the model: the activity's HTTP request to
 the model server is closed at once, so llama-server stops generating for a task nobody
 waits for, and the worker says so in one line, no traceback (a cancel is not a failure)."""
 
