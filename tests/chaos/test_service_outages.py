@@ -97,7 +97,7 @@ def _has_result(items: list[ItemRow]) -> bool:
 
 
 def _held_back(items: dict[str, list[ItemRow]], back: datetime) -> int:
-    """Runs that committed work after the service was back, read from the rows' own
+    """Runs that committed work after the service's restart began, read from the rows' own
     commit times: the outage held those runs up."""
     return sum(any(i.created_at > back for i in rows) for rows in items.values())
 
@@ -161,9 +161,12 @@ async def _runs_survive(
         try:
             await asyncio.sleep(down_for)
         finally:
+            # Taken before the restart: the service serves the worker before its own start
+            # returns (that start also waits for readiness), so a later instant could
+            # postdate the work the outage held up.
+            back = datetime.now(UTC)
             await asyncio.to_thread(service.start)
         unavailable = time.monotonic() - outage_began
-        back = datetime.now(UTC)
         await res.engine.dispose()  # the test's own pooled connections may have died too
         statuses = await results_of(handles, within_seconds=150)
         # The same process, never restarted, reconnected and finished the work.
