@@ -1,6 +1,6 @@
-"""agentctl's bad invocations, each run as a real process against the real stack: one line
-on stderr (`error: ...`) and exit code 1, or click's own usage message and exit code 2 —
-never a Python traceback."""
+"""agentctl's bad invocations, each run as a process of its own against the real stack
+(tests/support/agentctl_fork.py): one line on stderr (`error: ...`) and exit code 1, or
+click's own usage message and exit code 2 — never a Python traceback."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from durable_agents.workers.cli.errors import DEBUG_ENV, report
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import ModelSettings
 from durable_agents.workers.stack import StackEndpoints
-from tests.support.processes import AGENTCTL
+from tests.support.agentctl_fork import run_agentctl
 
 UNKNOWN = str(uuid.uuid4())
 NOT_JSON, NOT_AN_OBJECT = "{not json", "[1, 2]"
@@ -179,22 +179,13 @@ def _filled(text: str, fill: dict[str, str]) -> str:
 
 
 async def _run(case: Case, env: dict[str, str], fill: dict[str, str]) -> Outcome:
-    args = [_filled(a, fill) for a in case.args]
-    proc = await asyncio.create_subprocess_exec(
-        str(AGENTCTL),
-        *args,
+    done = await asyncio.to_thread(
+        run_agentctl,
+        [_filled(a, fill) for a in case.args],
         env={**env, **{k: _filled(v, fill) for k, v in case.env.items()}},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        timeout=60,
     )
-    try:
-        async with asyncio.timeout(60):
-            out, err = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        out, err = await proc.communicate()
-    return Outcome(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+    return Outcome(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture(scope="module")
