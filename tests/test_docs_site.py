@@ -15,9 +15,8 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-DOCS = ROOT / "docs"
+from tests.support.doc_blocks import DOCS, FENCE, README, ROOT, doc_pages
+
 CONFIG = DOCS / "site" / "mkdocs.yml"
 README_MAX_LINES = 300
 # The README's sections, in the order a newcomer reads them.
@@ -37,14 +36,9 @@ LAB_NOTEBOOK = {
     r"\bcommits? [0-9a-f]{7,40}\b": "a commit as a run label",
     r"\bthis branch\b|\bon main\b": "a branch",
 }
-FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-
-
-def pages() -> list[Path]:
-    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def blank(match: re.Match[str]) -> str:
@@ -108,7 +102,7 @@ def test_the_readme_commands_are_the_makefile_s_and_ci_runs_make_test() -> None:
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec make test")
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_lands(page: Path) -> None:
     broken = []
     for number, line in enumerate(prose(page.read_text()).splitlines(), 1):
@@ -124,7 +118,7 @@ def test_every_relative_link_lands(page: Path) -> None:
     assert not broken, "\n".join(broken)
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_pages_state_the_present(page: Path) -> None:
     found = [
         f"line {number}: {name}: {line.strip()[:120]}"
