@@ -15,7 +15,8 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from tests.support.doc_blocks import DOCS, FENCE, README, ROOT, doc_pages
+from tests.support.doc_blocks import DOCS, FENCE, README, ROOT, doc_block, doc_pages
+from tests.support.makefile import prerequisites, recipe
 
 CONFIG = DOCS / "site" / "mkdocs.yml"
 README_MAX_LINES = 300
@@ -95,10 +96,25 @@ def test_the_readme_is_short_and_in_order() -> None:
 
 
 def test_the_readme_commands_are_the_makefile_s_and_ci_runs_make_test() -> None:
-    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.MULTILINE))
     named = set(re.findall(r"\bmake ([\w-]+)", README.read_text()))
     assert {"run", "test"} <= named
     assert named <= targets, named - targets
+    # The two commands (`make run` runs the demo: tests/test_demo_command.py): `make test`
+    # builds .venv, lints, type-checks and runs the suite, and is what CI runs.
+    for block in (
+        doc_block("README.md", "make run    # build .venv"),
+        doc_block("docs/getting-started.md", "make run    # build .venv"),
+    ):
+        assert [ln.split("#", 1)[0].split() for ln in block.text.splitlines()] == [
+            ["make", "run"],
+            ["make", "test"],
+        ]
+    assert "$(STAMP)" in prerequisites("test")
+    test = "\n".join(recipe("test"))
+    for step in ("$(BIN)/ruff check .", "$(BIN)/mypy", "$(BIN)/pytest -q $(TEST_WORKERS)"):
+        assert step in test, step
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec make test")
 
 
