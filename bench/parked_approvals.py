@@ -324,8 +324,8 @@ async def measure(
     verify_files(report, workspace, tenant, n)
 
 
-def main() -> int:
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+def arguments() -> argparse.ArgumentParser:
+    """The command line (docs/SCALE.md's command is parsed with it in the tests)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000, help="sessions to park (1000)")
     parser.add_argument(
@@ -352,6 +352,12 @@ def main() -> int:
         help="workers each worker process forks after its imports (1: none)",
     )
     parser.add_argument("--json", help="also write the numbers to this file")
+    return parser
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    parser = arguments()
     args = parser.parse_args()
     if args.workers < 1 or args.forked < 1:
         parser.error("--workers and --forked must be at least 1")

@@ -372,15 +372,20 @@ async def main(args: argparse.Namespace) -> list[Phase]:
     return b.phases
 
 
-if __name__ == "__main__":
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+def arguments() -> argparse.ArgumentParser:
+    """The command line (docs/SCALE.md's commands are parsed with it in the tests)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2000,20000", help="tool result bytes, comma-separated")
     parser.add_argument("--n1", type=int, default=10, help="steps of the shorter session")
     parser.add_argument("--n2", type=int, default=110, help="steps of the longer session")
     parser.add_argument("--parked", type=int, default=100, help="sessions parked on approval")
     parser.add_argument("--json", help="also write every phase's numbers to this file")
-    args = parser.parse_args()
+    return parser
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    args = arguments().parse_args()
     phases = asyncio.run(main(args))
     if args.json:
         Path(args.json).write_text(json.dumps([p.as_json() for p in phases], indent=2))

@@ -1,4 +1,9 @@
-"""The README's main command works as written: `agentctl demo` (what `make run` runs)."""
+"""The README's main command works as written: `make run` runs `agentctl demo`, which runs
+here end to end; what it prints is what the README and docs/getting-started.md show (their
+samples, checked against this run's output with ids, hashes, ports, counts and durations
+set aside; the approver's lines and the watch's each in their own order). Off a terminal
+agentctl's console is 120 columns wide and wraps an item line that is longer; the samples
+show such a line whole, as a wider terminal does."""
 
 from __future__ import annotations
 
@@ -12,9 +17,40 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.doc_blocks import DocBlock, doc_block
+from tests.support.makefile import recipe
+from tests.support.output_samples import unmatched, unwrapped
 from tests.support.processes import as_in_a_terminal
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
+DEMO = ["demo"]  # what this module runs: `agentctl demo`, the `run` target's recipe
+CONSOLE_WIDTH = 120  # agentctl's console off a terminal (workers/cli/common.py)
+# What the demo's approver prints, from a task beside the watch (workers/demo/run.py): its
+# lines and the watch's interleave as the two run, each in its own order.
+DECIDER = ("approval needed", "  auto-approving")
+
+
+def make_run_blocks() -> list[DocBlock]:
+    return [
+        doc_block("README.md", "make run    # build .venv"),
+        doc_block("docs/getting-started.md", "make run    # build .venv"),
+    ]
+
+
+def output_samples() -> list[DocBlock]:
+    return [
+        doc_block("README.md", "starting the embedded stack"),
+        doc_block("docs/getting-started.md", "╭──"),
+    ]
+
+
+def test_make_run_runs_what_this_module_runs() -> None:
+    for block in make_run_blocks():
+        commands = [ln.split("#", 1)[0].split() for ln in block.text.splitlines()]
+        assert commands == [["make", "run"], ["make", "test"]], block.where()
+    assert recipe("run") == [" ".join(["$(BIN)/agentctl", *DEMO])]
+
+
 GATEWAY_LINE = re.compile(r"gateway on (http://127\.0\.0\.1:\d+) \(web page")
 
 
@@ -22,7 +58,7 @@ async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "S3_", "MODEL_"))}
     proc = await asyncio.create_subprocess_exec(
         str(AGENTCTL),
-        "demo",
+        *DEMO,
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -53,6 +89,11 @@ async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -
     assert "demo goal done" in text
     assert "Traceback" not in text
     assert not _processes_with("durable-agents-demo-"), "the demo left services running"
+    # What the pages show it printing is what it printed.
+    output = unwrapped(text.splitlines(), CONSOLE_WIDTH, starts=("#",))
+    for sample in output_samples():
+        missing = unmatched(sample.text, output, apart=DECIDER)
+        assert missing == [], f"{sample.where()}: {missing} not in\n{text}"
 
 
 KEPT_LINE = re.compile(r"the demo's state is kept in (\S+)")

@@ -1,10 +1,12 @@
 """`agentctl deploy check` on the real Temporal dev server: histories recorded by running
 code are replayed against the code about to be deployed, and the runs it would break are
-named (workers/process/deploy_check.py)."""
+named (workers/process/deploy_check.py). docs/DEPLOY.md's command runs as written, its
+query naming the test's task queue instead of the cloud worker's."""
 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -28,6 +30,7 @@ from tests.support.deploy_probes import (
     ProbeDeployed,
     ProbePatched,
 )
+from tests.support.doc_blocks import doc_block
 from tests.support.helpers import (
     agentctl,
     copy_demo_workspace,
@@ -160,7 +163,11 @@ async def test_agentctl_deploy_check_passes_a_loop_history_and_names_a_broken_on
     await _visible(client, where, 1)
     get_settings.cache_clear()
 
-    code, out, err = await agentctl(capsys, "deploy", "check", "--query", where)
+    documented = shlex.split(doc_block("docs/DEPLOY.md", "agentctl deploy check ").text)
+    assert documented[:3] == ["agentctl", "deploy", "check"]
+    argv = [where if a == "TaskQueue = 'agent-cloud'" else a for a in documented[1:]]
+    assert argv != documented[1:] and "--namespace" in argv and "--limit" in argv
+    code, out, err = await agentctl(capsys, *argv)
     assert (code, err) == (0, ""), out
     assert "replayed 1 run(s) of AgentWorkflow, ArtifactGcWorkflow" in out
     assert "BREAKS" not in out

@@ -15,9 +15,9 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-DOCS = ROOT / "docs"
+from tests.support.doc_blocks import DOCS, FENCE, README, ROOT, doc_block, doc_pages
+from tests.support.makefile import prerequisites, recipe
+
 CONFIG = DOCS / "site" / "mkdocs.yml"
 README_MAX_LINES = 300
 # The README's sections, in the order a newcomer reads them.
@@ -37,14 +37,9 @@ LAB_NOTEBOOK = {
     r"\bcommits? [0-9a-f]{7,40}\b": "a commit as a run label",
     r"\bthis branch\b|\bon main\b": "a branch",
 }
-FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-
-
-def pages() -> list[Path]:
-    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def blank(match: re.Match[str]) -> str:
@@ -101,14 +96,29 @@ def test_the_readme_is_short_and_in_order() -> None:
 
 
 def test_the_readme_commands_are_the_makefile_s_and_ci_runs_make_test() -> None:
-    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.MULTILINE))
     named = set(re.findall(r"\bmake ([\w-]+)", README.read_text()))
     assert {"run", "test"} <= named
     assert named <= targets, named - targets
+    # The two commands (`make run` runs the demo: tests/test_demo_command.py): `make test`
+    # builds .venv, lints, type-checks and runs the suite, and is what CI runs.
+    for block in (
+        doc_block("README.md", "make run    # build .venv"),
+        doc_block("docs/getting-started.md", "make run    # build .venv"),
+    ):
+        assert [ln.split("#", 1)[0].split() for ln in block.text.splitlines()] == [
+            ["make", "run"],
+            ["make", "test"],
+        ]
+    assert "$(STAMP)" in prerequisites("test")
+    test = "\n".join(recipe("test"))
+    for step in ("$(BIN)/ruff check .", "$(BIN)/mypy", "$(BIN)/pytest -q $(TEST_WORKERS)"):
+        assert step in test, step
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec make test")
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_lands(page: Path) -> None:
     broken = []
     for number, line in enumerate(prose(page.read_text()).splitlines(), 1):
@@ -124,7 +134,7 @@ def test_every_relative_link_lands(page: Path) -> None:
     assert not broken, "\n".join(broken)
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_pages_state_the_present(page: Path) -> None:
     found = [
         f"line {number}: {name}: {line.strip()[:120]}"

@@ -1,10 +1,12 @@
 """`agentctl migrate --check [--wait]`, what holds a worker or gateway pod (its init
 container, workers/deploy/k8s/) until the migration has run: against a scratch database of
-the test stack, as the workers' role, before and after the migration."""
+the test stack, as the workers' role, before and after the migration. docs/DEPLOY.md's
+three commands run here as written, each as the role its comment names."""
 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import socket
 import time
 import uuid
@@ -16,6 +18,7 @@ import pytest
 from durable_agents.storage.db import migrate
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.stack import DevStack
+from tests.support.doc_blocks import doc_block
 from tests.support.helpers import agentctl
 
 BEFORE = "AgentState schema at no migration lacks"
@@ -45,14 +48,27 @@ async def _stamp(owner_url: str, revision: str) -> None:
         await conn.close()
 
 
+def documented() -> list[list[str]]:
+    """docs/DEPLOY.md's commands: migrate, check, check and wait (agentctl's arguments)."""
+    block = doc_block("docs/DEPLOY.md", "agentctl migrate    ")
+    argvs = [shlex.split(line, comments=True) for line in block.text.splitlines()]
+    assert [argv[0] for argv in argvs] == ["agentctl"] * 3
+    return [argv[1:] for argv in argvs]
+
+
 async def test_check_fails_until_the_migration_has_run_and_passes_after(
-    owner_url: str, capsys: pytest.CaptureFixture[str]
+    owner_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, _, err = await agentctl(capsys, "migrate", "--check")
+    apply, check, wait = documented()
+    code, _, err = await agentctl(capsys, *check)  # as DATABASE_URL, the workers' role
     assert code == 1 and BEFORE in err, err
-    await migrate(owner_url)
-    code, out, _ = await agentctl(capsys, "migrate", "--check")
-    assert code == 0 and READY in out, out
+    monkeypatch.setenv("DATABASE_MIGRATION_URL", owner_url)
+    get_settings.cache_clear()
+    code, out, err = await agentctl(capsys, *apply)
+    assert code == 0, out + err
+    for argv in (check, wait):  # passes at once: the wait only repeats a failing check
+        code, out, _ = await agentctl(capsys, *argv)
+        assert code == 0 and READY in out, out
     await _stamp(owner_url, "0001")  # a database one release behind this code
     code, _, err = await agentctl(capsys, "migrate", "--check")
     assert code == 1 and "AgentState schema at 0001 lacks" in err, err

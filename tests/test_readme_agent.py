@@ -1,43 +1,60 @@
 """The README's "Write your own agent" example, run as written: its two files in a fresh
-directory, the agent program in a process of its own against the test stack."""
+directory, and its command's second line, as a shell runs it, in a process of its own against
+the test stack. The first line, `agentctl dev up`, is parsed only: the test stack is the
+"stack the environment points at" its comment allows (the stack's variables are set), so the
+suite starts no second stack."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import shlex
 import sys
-import uuid
 from pathlib import Path
 
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
+from tests.support.deploy_env import agentctl_error
+from tests.support.doc_blocks import doc_block
 from tests.support.helpers import items_of
-from tests.support.mcp import OWN_USER
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+VENV = Path(sys.executable).parent.parent  # the suite's own, which the command names .venv
 
 
 def example_files() -> dict[str, str]:
     """The section's python blocks, by the file name their first comment gives."""
-    section = README.read_text().split("## Write your own agent", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    blocks = [
+        doc_block("README.md", "# notes_server.py: "),
+        doc_block("README.md", "# my_agent.py: "),
+    ]
     files = {}
     for block in blocks:
-        name = re.match(r"# (\S+\.py)", block)
+        name = re.match(r"# (\S+\.py)", block.text)
         assert name is not None, "each example block starts with '# FILE.py'"
-        files[name.group(1)] = block
+        files[name.group(1)] = block.text
     return files
 
 
-def test_the_example_is_short_and_its_command_runs_the_agent_file() -> None:
+def commands() -> tuple[str, str]:
+    """The example's two command lines: the stack, then the agent program."""
+    block = doc_block("README.md", ".venv/bin/agentctl dev up --model-provider offline &")
+    stack, program = block.text.splitlines()
+    return stack, program
+
+
+def test_the_example_is_short_and_its_stack_command_parses() -> None:
     files = example_files()
     assert set(files) == {"notes_server.py", "my_agent.py"}
     code = [ln for text in files.values() for ln in text.splitlines() if ln.strip()]
     assert len(code) <= 30
-    assert "MODEL_PROVIDER=offline .venv/bin/python my_agent.py" in README.read_text()
+    stack, program = commands()
+    argv = shlex.split(stack, comments=True)
+    assert argv[0] == ".venv/bin/agentctl" and argv[-1] == "&"
+    assert agentctl_error(["agentctl", *argv[1:-1]]) is None
+    assert shlex.split(program)[-2:] == [".venv/bin/python", "my_agent.py"]
 
 
 async def test_the_readme_example_runs_as_written(
@@ -45,20 +62,23 @@ async def test_the_readme_example_runs_as_written(
 ) -> None:
     for name, text in example_files().items():
         (tmp_path / name).write_text(text)
+    (tmp_path / ".venv").symlink_to(VENV)
+    _, program = commands()
+    # The environment points at the test stack; the command line sets the rest itself.
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "MODEL_"))},
         **migrated.env(),
-        "AGENT_TASK_QUEUE": f"readme-{uuid.uuid4().hex[:8]}",
-        "MODEL_PROVIDER": "offline",
         "AGENT_TENANT_ID": tenant,
         "AGENT_WORKSPACE": str(tmp_path / "workspace"),
-        # As root, the example's stdio server would run as nobody, who cannot reach this
-        # venv or tmp_path (0700 directories on the way): the README says to name a user.
-        "AGENT_TOOL_USER": OWN_USER,
     }
+    # As root, the example's stdio server would run as nobody, who cannot reach this venv or
+    # tmp_path (0700 directories on the way): the command names the user running it
+    # (tests/support/mcp.py's OWN_USER, what the other stdio tests run their servers as).
+    assert "AGENT_TOOL_USER=$(id -un)" in program
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "my_agent.py",
+        "bash",
+        "-c",
+        program,
         cwd=tmp_path,
         env=env,
         stdout=asyncio.subprocess.PIPE,

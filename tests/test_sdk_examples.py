@@ -2,13 +2,14 @@
 own from the repository's root, against the test stack (pydantic-ai with its TestModel, the
 OpenAI Agents SDK with the fake Chat Completions server the script starts). Each prints its
 answer and where its payloads went; the history, read here by a client without our plugin,
-holds references, and every object the run stored is held for its workflow."""
+holds references, and every object the run stored is held for its workflow. The page's
+sample of what the OpenAI Agents SDK's example prints is checked against what it printed
+here (ids and numbers aside; the test's tenant and store stand in for the defaults)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -24,11 +25,13 @@ from temporalio.client import Client
 from durable_agents.storage.claim_holds import holds_of
 from durable_agents.workers.dev_env import NO_STACK, STACK_VARIABLES
 from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import S3Settings
 from durable_agents.workers.stack import StackEndpoints
+from tests.support.doc_blocks import DocBlock, doc_block
 from tests.support.helpers import s3_keys
+from tests.support.output_samples import unmatched
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = ROOT / "docs" / "other-sdks.md"
 EXAMPLES = {
     # The script, and the answer its model gives.
     "pydantic_ai_offline.py": "The build log is read: every step passed.",
@@ -36,6 +39,29 @@ EXAMPLES = {
 }
 LOG_LINES = 401
 PRINTED = ["answer", "tool result", "history", "lines of the log in the history", "workflow"]
+SAMPLED = "openai_agents_offline.py"  # the example whose output the page shows
+DEFAULT_TENANT = "acme"  # the examples' AGENT_TENANT_ID default
+
+
+def sample() -> DocBlock:
+    return doc_block("docs/other-sdks.md", "answer: ")
+
+
+def commands_and_listings() -> dict[str, tuple[str, DocBlock]]:
+    """Each example: the command that runs it, and the block that shows its file."""
+    (pydantic_ai, openai_agents) = doc_block(
+        "docs/other-sdks.md", ".venv/bin/python docs/examples/pydantic_ai_offline.py"
+    ).text.splitlines()
+    return {
+        "pydantic_ai_offline.py": (
+            pydantic_ai,
+            doc_block("docs/other-sdks.md", '--8<-- "docs/examples/pydantic_ai_offline.py"'),
+        ),
+        "openai_agents_offline.py": (
+            openai_agents,
+            doc_block("docs/other-sdks.md", '--8<-- "docs/examples/openai_agents_offline.py"'),
+        ),
+    }
 
 
 async def run_example(name: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
@@ -55,13 +81,15 @@ async def run_example(name: str, env: dict[str, str], cwd: Path) -> tuple[int, s
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_the_page_shows_the_example_and_its_command(name: str) -> None:
-    page = PAGE.read_text()
-    assert f".venv/bin/python docs/examples/{name}" in page
-    assert f'--8<-- "docs/examples/{name}"' in page
+    """The command the test runs, and the file as the site includes it (pymdownx.snippets)."""
+    command, listing = commands_and_listings()[name]
+    assert command == f".venv/bin/python docs/examples/{name}"
+    assert listing.text == f'--8<-- "docs/examples/{name}"\n'
+    assert (ROOT / "docs" / "examples" / name).is_file()
 
 
 def test_the_page_shows_what_an_example_prints() -> None:
-    (shown,) = re.findall(r"```text\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
+    shown = sample().text
     printed = dict(line.split(": ", 1) for line in shown.splitlines())
     assert list(printed) == PRINTED
     assert printed["answer"] in EXAMPLES.values()
@@ -73,7 +101,8 @@ async def test_the_example_runs_as_documented_and_its_history_holds_references(
     name: str, migrated: StackEndpoints, resources: Resources, tenant: str
 ) -> None:
     env = {**os.environ, **migrated.env(), "AGENT_TENANT_ID": tenant}
-    code, out, err = await run_example(name, env, ROOT)
+    command, _ = commands_and_listings()[name]
+    code, out, err = await run_example(command.rsplit("/", 1)[1], env, ROOT)
     assert code == 0, err[-3000:]
     printed = dict(line.split(": ", 1) for line in out.splitlines())
     assert list(printed) == PRINTED, out
@@ -82,6 +111,11 @@ async def test_the_example_runs_as_documented_and_its_history_holds_references(
         f"stored in s3://{resources.store.bucket}/{resources.store.prefix}/{tenant}/"
     )
     assert printed["lines of the log in the history"] == f"0 of {LOG_LINES}"
+    if name == SAMPLED:
+        store, default = resources.store, S3Settings.model_fields
+        ours = f"s3://{store.bucket}/{store.prefix}/{tenant}/"
+        theirs = f"s3://{default['bucket'].default}/{default['prefix'].default}/{DEFAULT_TENANT}/"
+        assert unmatched(sample().text, out.replace(ours, theirs).splitlines()) == [], out
 
     # What a client without the plugin reads: references, none of the tool's output.
     workflow_id = printed["workflow"]

@@ -1,13 +1,16 @@
 """The trajectory is one package with one-way imports: no import circle among our modules,
 one module that knows the GenAI (`gen_ai.*`) names, no SQL outside storage repositories,
-and a forwarder that uses the package's public names only."""
+and a forwarder that uses the package's public names only. docs/layout.md draws the
+package's imports; the drawing is checked against them."""
 
 from __future__ import annotations
 
 import importlib
+import re
 from types import ModuleType
 
-from tests.support.imports import ROOT, imports, modules
+from tests.support.doc_blocks import doc_block
+from tests.support.imports import PUBLIC, ROOT, imports, modules
 
 GENAI = "activities/trajectory/genai.py"
 SQL_BUILDERS = {"select", "insert", "update", "delete", "text"}
@@ -97,3 +100,50 @@ def test_no_sdk_private_method_is_overridden() -> None:
             f"durable_agents.activities.trajectory.{path.stem}".removesuffix(".__init__")
         )
         assert sdk_private_overrides(module) == [], path.name
+
+
+ROOM = "durable_agents.activities.trajectory"
+ARROW = re.compile(r"^  (\w+)\s+(?:──▶\s+(.*?))?\s*(?:\((.*)\))?$")
+
+
+def drawn(name: str) -> str:
+    """The module a name on the page's diagram stands for (a path's tail is enough)."""
+    dotted = name.strip().strip("/").replace("/", ".")
+    found = [m for m in modules() if m == f"{PUBLIC}.{dotted}" or m.endswith(f".{dotted}")]
+    assert len(found) == 1, f"{name!r} names {found or 'no module'}"
+    return found[0]
+
+
+def names(text: str) -> list[str]:
+    return [n.strip() for n in re.split(r",|\s{2,}", re.sub(r"\(.*?\)", "", text)) if n.strip()]
+
+
+def test_the_layout_page_draws_the_room_s_imports_as_they_are() -> None:
+    """docs/layout.md's diagram: its callers import the room, each module of the room imports
+    exactly the room's modules its arrow names, all below it, and what the room imports of
+    storage is the bottom row."""
+    lines = doc_block("docs/layout.md", "activities/model_call, tool_run").text.splitlines()
+    graph = import_graph()
+    callers: list[str] = []
+    for group in re.split(r"\s{2,}", lines[0].strip()):
+        first, *rest = group.split(", ")
+        callers += [first, *(first.rsplit("/", 1)[0] + "/" + name for name in rest)]
+    for caller in callers:
+        assert ROOM in graph[drawn(caller)], f"{caller} does not import the room"
+
+    rows = [m for line in lines if (m := ARROW.match(line))]
+    order = [f"{ROOM}.{row.group(1)}" for row in rows]
+    assert set(order) == {m for m in modules() if m.startswith(f"{ROOM}.")}
+    for at, row in enumerate(rows):
+        module, targets = order[at], [drawn(n) for n in names(row.group(2) or "")]
+        inside = {t for t in targets if t.startswith(f"{ROOM}.")}
+        assert graph[module] & set(order) == inside, module
+        assert set(targets) <= graph[module], module
+        assert all(order.index(t) > at for t in inside), f"{module} imports one above it"
+        if (note := row.group(3) or "").startswith("and the SDK's "):
+            sdk = "temporalio." + note.removeprefix("and the SDK's ")
+            assert any(m.startswith(sdk) for m, _ in imports(modules()[module])), module
+
+    storage = {t for m in order for t in graph[m] if t.startswith(f"{PUBLIC}.storage.")}
+    bottom = lines[-1].removeprefix("storage/")
+    assert storage == {drawn(f"storage/{n.split()[0]}") for n in names(bottom)}
