@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from tests.support.processes import as_in_a_terminal
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 UP_TIMEOUT = 150.0
+DEV_UP = (str(AGENTCTL), "dev", "up", "--model-provider", "offline")
 
 # A tool that never yields its worker's event loop: the worker can neither finish it nor
 # wind down, so only dev up's own signal handling can stop the stack.
@@ -78,10 +79,13 @@ def state(tmp_path: Path) -> Iterator[Path]:
             os.kill(pid, signal.SIGKILL)
 
 
-def dev_up(state: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    argv = [str(AGENTCTL), "dev", "up", "--state-dir", str(state), "--no-ui"]
+def dev_up(
+    state: Path, env: dict[str, str], cwd: Path, command: Sequence[str] = DEV_UP
+) -> subprocess.Popen[bytes]:
+    """`command` (an `agentctl dev up ...`) with its own state dir, no Web UI and free ports."""
+    argv = [*command, "--state-dir", str(state), "--no-ui"]
     argv += ["--temporal-port", "0", "--postgres-port", "0", "--s3-port", "0"]
-    argv += ["--model-provider", "offline", "--gateway-port", "0"]
+    argv += ["--gateway-port", "0"]
     with (cwd / "dev-up.log").open("wb") as log:
         return subprocess.Popen(
             argv,

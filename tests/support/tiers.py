@@ -38,6 +38,8 @@ _PROCESS_NAMES += ("create_subprocess_exec", "create_subprocess_shell")
 _PROCESS_MODULES = (
     "subprocess",
     "tests.support.processes",
+    "tests.support.dev_up",
+    "tests.support.doc_runs",
     "tests.support.gateway_process",
     "tests.support.mcp",
     "tests.support.isolation_worker",
