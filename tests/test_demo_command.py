@@ -1,9 +1,7 @@
 """The README's main command works as written: `make run` runs `agentctl demo`, which runs
 here end to end; what it prints is what the README and docs/getting-started.md show (their
 samples, checked against this run's output with ids, hashes, ports, counts and durations
-set aside; the approver's lines and the watch's each in their own order). Off a terminal
-agentctl's console is 120 columns wide and wraps an item line that is longer; the samples
-show such a line whole, as a wider terminal does."""
+set aside; the approver's lines and the watch's each in their own order)."""
 
 from __future__ import annotations
 
@@ -19,12 +17,11 @@ import httpx
 
 from tests.support.doc_blocks import DocBlock, doc_block
 from tests.support.makefile import recipe
-from tests.support.output_samples import unmatched, unwrapped
+from tests.support.output_samples import unmatched
 from tests.support.processes import as_in_a_terminal
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
 DEMO = ["demo"]  # what this module runs: `agentctl demo`, the `run` target's recipe
-CONSOLE_WIDTH = 120  # agentctl's console off a terminal (workers/cli/common.py)
 # What the demo's approver prints, from a task beside the watch (workers/demo/run.py): its
 # lines and the watch's interleave as the two run, each in its own order.
 DECIDER = ("approval needed", "  auto-approving")
@@ -90,7 +87,7 @@ async def test_agentctl_demo_runs_the_task_to_completion_and_stops_its_stack() -
     assert "Traceback" not in text
     assert not _processes_with("durable-agents-demo-"), "the demo left services running"
     # What the pages show it printing is what it printed.
-    output = unwrapped(text.splitlines(), CONSOLE_WIDTH, starts=("#",))
+    output = text.splitlines()
     for sample in output_samples():
         missing = unmatched(sample.text, output, apart=DECIDER)
         assert missing == [], f"{sample.where()}: {missing} not in\n{text}"

@@ -80,3 +80,19 @@ def test_on_a_terminal_the_committed_item_replaces_the_streamed_text() -> None:
     screen = printed(run, terminal=True)
     assert "streamed so far" in screen
     assert screen.endswith("#2   model    whole reply\n")  # the partial line was erased first
+
+
+def test_off_a_terminal_an_item_is_one_line_however_long() -> None:
+    # A pipe or a log is read line by line (grep, the docs' samples): no wrap inside an item.
+    long = Item(
+        4,
+        "tool_result",
+        '{"entries": [' + '{"path": "README.md", "size": 174}, ' * 6 + "]}",
+        "list_dir",
+        "call_0_0",
+        {"artifact": {"sha256": "8d60b8d6266a" * 5, "size_bytes": 426}},
+    )
+    assert len(item_line(long)) > 100
+    assert printed(lambda p: p.item(long)).splitlines() == [item_line(long)]
+    # A terminal wraps at its width.
+    assert len(printed(lambda p: p.item(long), terminal=True).splitlines()) > 1

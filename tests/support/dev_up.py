@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.agentctl_fork import run_agentctl
 from tests.support.doc_blocks import doc_block
 from tests.test_devup_stop import (
     AGENTCTL,
@@ -104,15 +105,9 @@ def dev_up_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
 
 
 def agentctl(up: Up, *args: str, env: dict[str, str] | None = None) -> str:
-    """`agentctl ARGS` against the stack; its stdout, once it exited 0."""
-    done = subprocess.run(
-        [str(AGENTCTL), *args],
-        env=env or up.env,
-        cwd=up.project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """`agentctl ARGS` against the stack, to its end (tests/support/agentctl_fork.py); its
+    stdout, once it exited 0."""
+    done = run_agentctl(args, env=env or up.env, cwd=up.project)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -24,21 +24,6 @@ def is_trim_mark(line: str) -> bool:
     return line.strip(BOX) == "…"
 
 
-def unwrapped(lines: list[str], width: int, starts: tuple[str, ...]) -> list[str]:
-    """The lines with the console's word wraps undone, for lines that start with `starts`:
-    the next line continues one when its first word would not have fit within `width`."""
-    out: list[str] = []
-    for line in lines:
-        word = line.split(" ", 1)[0]
-        prev = out[-1] if out else ""
-        wrapped = prev.startswith(starts) and len(prev) <= width  # (not a joined line)
-        if line and wrapped and len(prev.rstrip()) + 1 + len(word) > width:
-            out[-1] = f"{prev.rstrip()} {line}"
-        else:
-            out.append(line)
-    return out
-
-
 def unmatched(sample: str, output: list[str], apart: tuple[str, ...] = ()) -> list[str]:
     """The sample's lines (blank lines and trim marks aside) that are not, in order, lines of
     `output`: empty when the sample is what the command printed. Lines that start with one

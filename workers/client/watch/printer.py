@@ -48,7 +48,8 @@ class WatchPrinter:
             step = item.data.get("step")
             if isinstance(step, int) and self._partials.commit(step):
                 self._redraw()
-        self._line(item_line(item), soft_wrap=False)
+        # A terminal wraps at its width; a pipe or a log gets each item whole on one line.
+        self._line(item_line(item), soft_wrap=not self.console.is_terminal)
 
     def status(self, status: str, wait: str | None) -> None:
         """The session's status (and model wait line), printed when it changes."""
