@@ -18,15 +18,20 @@ from tests.support.dev_up import VENV, Up
 
 # PATH with the temporal CLI and `python` a reader's `make run` installed first.
 VENV_PATH = f"{VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"
-# Runs the Python on stdin as an async REPL would: top-level await allowed.
+# Runs the Python on stdin as an async REPL would: top-level await allowed. Once it is done
+# and flushed the process leaves without the interpreter's teardown, as agentctl does: a
+# Temporal client's Rust threads can abort that teardown (temporalio/sdk-python#300).
 _RUN_PYTHON = """
-import ast, asyncio, sys
+import ast, asyncio, os, sys
 async def main(source):
     code = compile(source, "<doc block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     pending = eval(code, {"__name__": "__main__"})
     if pending is not None:
         await pending
 asyncio.run(main(sys.stdin.read()))
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
 """
 
 
