@@ -100,7 +100,7 @@ class AgentState:
 
     @cached_property
     def compactions(self) -> CompactionRepository:
-        return CompactionRepository(self.db, self.tenant_id)
+        return CompactionRepository(self.db, self.tenant_id, self.items.lineage)
 
     @cached_property
     def configs(self) -> ContextConfigRepository:

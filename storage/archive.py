@@ -36,6 +36,7 @@ from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.errors import SessionArchived, SessionNotFound, StorageError
 from durable_agents.storage.models import ArtifactRefRow, SessionArchiveRow, SessionRow
+from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.workspace_lifecycle import (
     pack_workspace,
     record_packed,
@@ -155,6 +156,17 @@ async def _hold_refs(
     )
 
 
+async def _refuse_forked(db: AsyncSession, tenant_id: str, session_id: uuid.UUID) -> None:
+    """A session whose items a fork shares stays hot, and so do its refs on their artifacts
+    (storage/forks.py): SessionNotArchivable naming its first fork."""
+    forks = await SessionRepository(db, tenant_id).forks(session_id)
+    if forks:
+        more = f" and {len(forks) - 1} more" if len(forks) > 1 else ""
+        raise SessionNotArchivable(
+            f"session {session_id} stays hot: fork {forks[0]}{more} shares its items"
+        )
+
+
 async def archive_session(
     sessions: async_sessionmaker[AsyncSession],
     store: ArtifactStore,
@@ -184,6 +196,8 @@ async def archive_session(
             return _result(await _index(db, tenant_id, session_id), created=False)
     if status not in TERMINAL_STATUSES:
         raise SessionNotArchivable(f"session {session_id} is {status}; only ended ones archive")
+    async with sessions() as db:
+        await _refuse_forked(db, tenant_id, session_id)
     packed = pack(snap)
     ref = await store.put(tenant_id, packed, SNAPSHOT_CONTENT_TYPE)
     workspace = None
@@ -192,6 +206,8 @@ async def archive_session(
     async with sessions() as db, db.begin():
         if await _status(db, tenant_id, session_id, lock=True) == SessionStatus.ARCHIVED:
             return _result(await _index(db, tenant_id, session_id), created=False)
+        # Under the session lock: a fork committing now waits for it to be taken or ends first.
+        await _refuse_forked(db, tenant_id, session_id)
         fresh = await read_snapshot(db, tenant_id, session_id)
         if any(fresh[k] != snap[k] for k in ("session", "turns", "items", "compactions")):
             raise ArchiveConflict(f"session {session_id} changed while archiving; retry")

@@ -6,10 +6,12 @@ Raw items are never deleted; a compaction only changes where context assembly st
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from durable_agents.storage.lineage import Lineage, load_lineage
 from durable_agents.storage.models import CompactionRow
 from durable_agents.storage.sessions import SessionRepository
 
@@ -26,15 +28,35 @@ _LATEST = (
 
 
 class CompactionRepository:
-    def __init__(self, db: AsyncSession, tenant_id: str) -> None:
+    def __init__(
+        self,
+        db: AsyncSession,
+        tenant_id: str,
+        lineage: Callable[[uuid.UUID], Awaitable[Lineage]] | None = None,
+    ) -> None:
+        """`lineage`: where the session's lineage is read (the unit of work's item
+        repository keeps it); by default, from the database."""
         self._db = db
         self._tenant = tenant_id
+        self._lineage = lineage or (lambda sid: load_lineage(db, tenant_id, sid))
 
     async def latest(self, session_id: uuid.UUID) -> CompactionRow | None:
-        row: CompactionRow | None = await self._db.scalar(
-            _LATEST, {"in_session": session_id, "in_tenant": self._tenant}
+        """The summary context assembly starts from. A fork's, before it has one of its own,
+        is the latest its parent made of the items it shares: one that covers no further
+        than the fork point."""
+        lineage = await self._lineage(session_id)
+        if not lineage.forked:
+            row: CompactionRow | None = await self._db.scalar(
+                _LATEST, {"in_session": session_id, "in_tenant": self._tenant}
+            )
+            return row
+        visible = lineage.visible(CompactionRow.session_id, CompactionRow.covers_through_ordinal)
+        return await self._db.scalar(
+            select(CompactionRow)
+            .where(CompactionRow.tenant_id == self._tenant, visible)
+            .order_by(CompactionRow.covers_through_ordinal.desc())
+            .limit(1)
         )
-        return row
 
     async def by_key(self, idempotency_key: str) -> CompactionRow | None:
         return await self._db.scalar(

@@ -68,3 +68,10 @@ class SchemaNotMigrated(StorageError):
             f"AgentState schema at {at} lacks {', '.join(pending)}: "
             "run the migration (`agentctl migrate`, the migrate Job)"
         )
+
+
+class SessionShared(StorageError):
+    """A fork shares the session's items (storage/forks.py): they cannot be removed while it
+    does."""
+
+    error_type = "SessionShared"

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.errors import SessionShared
 from durable_agents.storage.models import ArtifactRefRow, ItemRow, TurnRow
 from durable_agents.storage.sessions import SessionRepository
 
@@ -34,6 +35,14 @@ class ExternalItems:
         self._db = db
         self._tenant = tenant_id
 
+    async def _lock_unshared(self, session_id: uuid.UUID) -> None:
+        """Lock the session for a removal; SessionShared when a fork shares its items (a
+        fork being created waits for the lock, or holds the row first and is seen here)."""
+        sessions = SessionRepository(self._db, self._tenant)
+        await sessions.lock(session_id)
+        if await sessions.forks(session_id):
+            raise SessionShared(f"session {session_id} has forks that share its items")
+
     async def newest(self, session_id: uuid.UUID, limit: int) -> list[ItemRow]:
         """The session's newest `limit` items, in ordinal order."""
         rows = await self._db.scalars(
@@ -47,7 +56,7 @@ class ExternalItems:
     async def remove_last(self, session_id: uuid.UUID) -> ItemRow | None:
         """Remove the session's newest item and return it (None: the session has none).
         Takes the session's lock, so it is ordered with appends."""
-        await SessionRepository(self._db, self._tenant).lock(session_id)
+        await self._lock_unshared(session_id)
         newest = await self.newest(session_id, 1)
         if not newest:
             return None
@@ -74,7 +83,7 @@ class ExternalItems:
     async def remove_all(self, session_id: uuid.UUID) -> int:
         """Remove every item and turn of the session; how many items went. The session row
         stays (its id, tenant and title), so later appends continue it."""
-        await SessionRepository(self._db, self._tenant).lock(session_id)
+        await self._lock_unshared(session_id)
         gone = await self._db.execute(
             delete(ItemRow)
             .where(ItemRow.session_id == session_id, ItemRow.tenant_id == self._tenant)

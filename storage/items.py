@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, String, and_, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from durable_agents.storage.errors import SessionArchived
+from durable_agents.storage.lineage import Lineage, load_lineage
 from durable_agents.storage.models import ItemRow
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.turns import TurnRepository
@@ -67,10 +68,31 @@ class CallThread:
 
 
 class ItemRepository:
+    """A session's items are its own and, for a fork, those it shares with the session it
+    was forked from up to the fork point (storage/lineage.py): every read below goes through
+    `visible`, the one place that knows it. Appends write the session's own items only."""
+
     def __init__(self, db: AsyncSession, tenant_id: str) -> None:
         self._db = db
         self._tenant = tenant_id
         self._sessions = SessionRepository(db, tenant_id)
+        self._lineages: dict[uuid.UUID, Lineage] = {}
+
+    async def lineage(self, session_id: uuid.UUID) -> Lineage:
+        """The sessions whose items this session reads (itself alone unless it is a fork)."""
+        known = self._lineages.get(session_id)
+        if known is None:
+            known = await load_lineage(self._db, self._tenant, session_id)
+            self._lineages[session_id] = known
+        return known
+
+    async def visible(self, session_id: uuid.UUID) -> ColumnElement[bool]:
+        """The session's items: this tenant's, of the session or the part of its lineage it
+        shares."""
+        lineage = await self.lineage(session_id)
+        return and_(
+            ItemRow.tenant_id == self._tenant, lineage.visible(ItemRow.session_id, ItemRow.ordinal)
+        )
 
     def _keyed(self, keys: Collection[str]) -> ColumnElement[bool]:
         """Rows of this tenant with one of these keys, found through the unique index on
@@ -175,11 +197,7 @@ class ItemRepository:
         """Items of a session in ordinal order, starting after a cursor."""
         stmt = (
             select(ItemRow)
-            .where(
-                ItemRow.session_id == session_id,
-                ItemRow.tenant_id == self._tenant,
-                ItemRow.ordinal > after_ordinal,
-            )
+            .where(await self.visible(session_id), ItemRow.ordinal > after_ordinal)
             .order_by(ItemRow.ordinal)
         )
         if limit is not None:
@@ -191,8 +209,7 @@ class ItemRepository:
         return await self._db.scalar(
             select(ItemRow)
             .where(
-                ItemRow.session_id == session_id,
-                ItemRow.tenant_id == self._tenant,
+                await self.visible(session_id),
                 ItemRow.tool_call_id == tool_call_id,
                 ItemRow.kind == ItemKind.TOOL_CALL,
             )
@@ -212,10 +229,17 @@ class ItemRepository:
     async def for_tool_call(self, session_id: uuid.UUID, tool_call_id: str) -> list[ItemRow]:
         """Every item of this call, in ordinal order (a handful: the call, its decisions and
         its result; ids are ours and unique within a session)."""
-        rows = await self._db.scalars(
-            _FOR_TOOL_CALL,
-            {"in_session": session_id, "in_tenant": self._tenant, "in_call": tool_call_id},
-        )
+        if (await self.lineage(session_id)).forked:
+            rows = await self._db.scalars(
+                select(ItemRow).where(
+                    await self.visible(session_id), ItemRow.tool_call_id == tool_call_id
+                )
+            )
+        else:
+            rows = await self._db.scalars(
+                _FOR_TOOL_CALL,
+                {"in_session": session_id, "in_tenant": self._tenant, "in_call": tool_call_id},
+            )
         return sorted(rows, key=lambda row: row.ordinal)
 
     async def window(
@@ -235,14 +259,11 @@ class ItemRepository:
         picked: list[ItemRow] = []
         spent = 0
         before: int | None = None
+        visible = await self.visible(session_id)
         while True:  # one page per turn; left by the `break`s below
             stmt = (
                 select(ItemRow)
-                .where(
-                    ItemRow.session_id == session_id,
-                    ItemRow.tenant_id == self._tenant,
-                    ItemRow.ordinal > after_ordinal,
-                )
+                .where(visible, ItemRow.ordinal > after_ordinal)
                 .order_by(ItemRow.ordinal.desc())
                 .limit(page)
             )
@@ -266,11 +287,7 @@ class ItemRepository:
         """The loop step of the session's newest committed model reply, if any."""
         row = await self._db.scalar(
             select(ItemRow)
-            .where(
-                ItemRow.session_id == session_id,
-                ItemRow.tenant_id == self._tenant,
-                ItemRow.kind == ItemKind.ASSISTANT_MESSAGE,
-            )
+            .where(await self.visible(session_id), ItemRow.kind == ItemKind.ASSISTANT_MESSAGE)
             .order_by(ItemRow.ordinal.desc())
             .limit(1)
         )
@@ -279,11 +296,7 @@ class ItemRepository:
     async def get(self, session_id: uuid.UUID, item_id: uuid.UUID) -> ItemRow | None:
         """One item of the session by its id."""
         return await self._db.scalar(
-            select(ItemRow).where(
-                ItemRow.tenant_id == self._tenant,
-                ItemRow.id == item_id,
-                ItemRow.session_id == session_id,
-            )
+            select(ItemRow).where(await self.visible(session_id), ItemRow.id == item_id)
         )
 
     async def count_marked(self, session_id: uuid.UUID, key: str, value: str) -> int:
@@ -291,11 +304,7 @@ class ItemRepository:
         found = await self._db.scalar(
             select(func.count())
             .select_from(ItemRow)
-            .where(
-                ItemRow.session_id == session_id,
-                ItemRow.tenant_id == self._tenant,
-                ItemRow.data[key].astext == value,
-            )
+            .where(await self.visible(session_id), ItemRow.data[key].astext == value)
         )
         return int(found or 0)
 
@@ -305,11 +314,7 @@ class ItemRepository:
         """The session's first item of `kind` (with `last`, its latest)."""
         return await self._db.scalar(
             select(ItemRow)
-            .where(
-                ItemRow.session_id == session_id,
-                ItemRow.tenant_id == self._tenant,
-                ItemRow.kind == kind,
-            )
+            .where(await self.visible(session_id), ItemRow.kind == kind)
             .order_by(ItemRow.ordinal.desc() if last else ItemRow.ordinal)
             .limit(1)
         )

@@ -41,7 +41,12 @@ class SessionRow(Base):
         PrimaryKeyConstraint("tenant_id", "id", name="sessions_pkey"),
         ForeignKeyConstraint(["tenant_id", "parent_id"], _SESSION_KEY, name="fk_sessions_parent"),
         ForeignKeyConstraint(["tenant_id", "root_id"], _SESSION_KEY, name="fk_sessions_root"),
+        ForeignKeyConstraint(
+            ["tenant_id", "forked_from"], _SESSION_KEY, name="fk_sessions_forked_from"
+        ),
         Index("ix_sessions_parent", "tenant_id", "parent_id"),
+        # Whether a session has forks: archive keeps such a session hot.
+        Index("ix_sessions_forked_from", "tenant_id", "forked_from"),
         Index("ix_sessions_root", "tenant_id", "root_id"),
         # Not unique: only durable_agents.storage.sessions.session_id_taken reads by id alone.
         Index("ix_sessions_id", "id"),
@@ -78,6 +83,10 @@ class SessionRow(Base):
     # Once completed: True when a check passed on its answer, False when it had no check
     # (completed unchecked); NULL before it completes.
     checked: Mapped[bool | None] = mapped_column()
+    # A fork: the session whose items it shares, and the last of their ordinals it shares
+    # (storage/lineage.py); its own items continue after it. NULL for any other session.
+    forked_from: Mapped[uuid.UUID | None] = mapped_column()
+    forked_at: Mapped[int | None] = mapped_column(BigInteger)
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -76,6 +76,8 @@ class SessionRepository:
         approvals: dict[str, Any] | None = None,
         workflow_run_id: str | None = None,
         task_check: dict[str, Any] | None = None,
+        forked_from: uuid.UUID | None = None,
+        forked_at: int | None = None,
     ) -> SessionRow:
         """Create the session, or return it unchanged if this id already exists for the tenant.
 
@@ -83,6 +85,8 @@ class SessionRepository:
         project (so its tools see the same workspace), agent definition and approvals.
         `workflow_run_id`: the run creating it, so a later run can tell its own retry from
         a session that existed before it. `task_check`: the check its start declared.
+        A fork (storage/forks.py) names the session whose items it shares up to ordinal
+        `forked_at`; its own ordinals start after that.
         """
         root_id = session_id
         if project is not None:
@@ -114,7 +118,9 @@ class SessionRepository:
                 workflow_run_id=workflow_run_id,
                 approvals=approvals,
                 task_check=task_check,
-                next_ordinal=1,
+                next_ordinal=1 if forked_at is None else forked_at + 1,
+                forked_from=forked_from,
+                forked_at=forked_at,
                 parent_id=parent_id,
                 root_id=root_id,
                 agent_name=agent_name,
@@ -168,6 +174,15 @@ class SessionRepository:
         rows = await self._db.scalars(
             select(SessionRow)
             .where(SessionRow.root_id == root_id, SessionRow.tenant_id == self._tenant)
+            .order_by(SessionRow.created_at, SessionRow.id)
+        )
+        return list(rows)
+
+    async def forks(self, session_id: uuid.UUID) -> list[uuid.UUID]:
+        """The ids of the sessions forked from this one, oldest first."""
+        rows = await self._db.scalars(
+            select(SessionRow.id)
+            .where(SessionRow.forked_from == session_id, SessionRow.tenant_id == self._tenant)
             .order_by(SessionRow.created_at, SessionRow.id)
         )
         return list(rows)
@@ -245,6 +260,18 @@ class SessionRepository:
         """Lock the session row until the unit of work ends (this serialises appends);
         returns the session's status."""
         status = await self._db.scalar(_LOCK, {"in_session": session_id, "in_tenant": self._tenant})
+        if status is None:
+            raise SessionNotFound(f"session {session_id} not found")
+        return str(status)
+
+    async def hold(self, session_id: uuid.UUID) -> str:
+        """Keep the session from being archived or deleted until the unit of work ends (FOR
+        KEY SHARE: appends and status writes go on); returns its status."""
+        status = await self._db.scalar(
+            select(SessionRow.status)
+            .where(SessionRow.id == session_id, SessionRow.tenant_id == self._tenant)
+            .with_for_update(read=True, key_share=True)
+        )
         if status is None:
             raise SessionNotFound(f"session {session_id} not found")
         return str(status)

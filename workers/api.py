@@ -39,6 +39,7 @@ from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest
+from durable_agents.workers.client.forks import ForkRequest
 from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.process.run import run_cloud_worker
@@ -147,6 +148,20 @@ class Task:
 
     async def cancel(self) -> None:
         await self._client.service.cancel(self._client.caller, self.session_id)
+
+    async def fork(
+        self,
+        at: int,
+        *,
+        agent: str | None = None,
+        instruction: str | None = None,
+        **options: Any,
+    ) -> Task:
+        """A new task sharing what this one committed before step `at`'s model call, which
+        it makes itself: with another agent definition, an instruction of its own and start
+        options (TaskOptions fields, as `start` takes). This task is not changed."""
+        request = ForkRequest(self.session_id, at, agent, instruction, options)
+        return Task(self._client, await self._client.service.fork(self._client.caller, request))
 
     async def result(self) -> TaskResult:
         """Wait for the task to end; its status, steps and final answer."""

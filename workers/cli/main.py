@@ -40,6 +40,7 @@ from durable_agents.workers.cli.dev import dev_app
 from durable_agents.workers.cli.devices import devices
 from durable_agents.workers.cli.env import env
 from durable_agents.workers.cli.errors import report
+from durable_agents.workers.cli.fork import fork
 from durable_agents.workers.cli.gateway import gateway
 from durable_agents.workers.cli.gc import gc_app
 from durable_agents.workers.cli.help_labels import label_values
@@ -77,6 +78,7 @@ app.add_typer(deploy_app, name="deploy")
 app.command()(demo)
 app.command("devices")(devices)
 app.command("resume")(resume)
+app.command("fork")(fork)
 app.command("worker")(worker)
 app.command("gateway")(gateway)
 app.command("device")(device)

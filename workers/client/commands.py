@@ -69,6 +69,8 @@ VERB_SCOPES: Mapping[str, str] = {
     "send": "start",
     "cancel": "start",
     "resume": "start",
+    # A fork starts a task of its own from another's committed items.
+    "fork": "start",
     "approve": "approve",
     "reject": "approve",
     "raise_budget": "approve",
@@ -203,21 +205,41 @@ def start_command(caller: Caller, request: StartRequest, settings: Settings) -> 
     )
     if not request.text.strip():
         raise ValueError("text: the task text is empty")
-    check_scopes(caller, request.options)
-    given = {**deployment_options(settings), **request.options, "tenant_id": caller.tenant_id}
+    options = task_options(caller, request.agent, request.options, settings)
+    quotas = tenant_default(settings.agent.tenant_quotas, caller.tenant_id)
+    return StartCommand(request.text, options, limits, quotas, request.session_id)
+
+
+def task_options(
+    caller: Caller,
+    agent: Agent | str,
+    requested: Mapping[str, Any],
+    settings: Settings,
+    *,
+    inherited: Mapping[str, Any] | None = None,
+) -> TaskOptions:
+    """The options a task of `agent` runs with: the deployment's, then `inherited` (what a
+    fork keeps of its parent), then what the caller `requested`, each checked as every door
+    checks them (ScopeRefused, InvalidTaskInput); the tenant is the caller's."""
+    check_scopes(caller, requested)
+    given = {
+        **deployment_options(settings),
+        **(inherited or {}),
+        **requested,
+        "tenant_id": caller.tenant_id,
+    }
     if given.get("loosened_approvals"):
         given["loosened_by"] = caller.user_id
     own = {k: given.pop(k) for k in BUDGET_OPTIONS if k in given}
-    if isinstance(request.agent, Agent):
-        options = TaskOptions.for_agent(request.agent, **given)
+    if isinstance(agent, Agent):
+        options = TaskOptions.for_agent(agent, **given)
     else:
-        options = task_options_for(request.agent, settings.agent.definitions, **given)
+        options = task_options_for(agent, settings.agent.definitions, **given)
     options = _with_tenant_budget(options, settings, caller.tenant_id)
     if own:
         _check_budget_ceiling(caller, options, own)
         options = replace(options, **own)
-    quotas = tenant_default(settings.agent.tenant_quotas, caller.tenant_id)
-    return StartCommand(request.text, options, limits, quotas, request.session_id)
+    return options
 
 
 def _with_tenant_budget(options: TaskOptions, settings: Settings, tenant_id: str) -> TaskOptions:

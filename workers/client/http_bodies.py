@@ -82,6 +82,24 @@ class Resume(Request):
     max_steps: WholeNumber = Field(None, description=f"1-{MAX_STEPS} model steps in all.")
 
 
+class ForkTask(Request):
+    """A fork of the session at step `at`: a new task sharing what the session committed
+    before that step's model call. Checked by the command layer, as `agentctl fork` is."""
+
+    at: Annotated[int, _as_sent(integer=True)] = Field(
+        description="The step whose model call the fork makes itself."
+    )
+    agent: str | None = Field(None, description="Another agent definition (default: the task's).")
+    instruction: str | None = Field(None, description="A user message the fork reads at `at`.")
+    max_steps: WholeNumber = Field(
+        None, description=f"The fork's step limit from the task's start, up to {MAX_STEPS}."
+    )
+    budget_tokens: WholeNumber = Field(None, description="Tokens in and out the fork may use.")
+    budget_cost_usd: Number = Field(None, description="USD the fork may spend.")
+    budget_tool_calls: WholeNumber = Field(None, description="Tool calls the fork may make.")
+    budget_seconds: Number = Field(None, description="Seconds the fork may run.")
+
+
 class Session(BaseModel):
     id: uuid.UUID
     status: str
@@ -94,6 +112,9 @@ class Session(BaseModel):
     wait_detail: dict[str, Any] | None
     # Completed: whether its check passed on the answer (false: completed unchecked).
     checked: bool | None = None
+    # A fork: the session whose items it shares, up to ordinal forked_at.
+    forked_from: uuid.UUID | None = None
+    forked_at: int | None = None
 
     @classmethod
     def of(cls, row: SessionRow) -> Session:
@@ -108,6 +129,8 @@ class Session(BaseModel):
             updated_at=row.updated_at,
             wait_detail=row.wait_detail,
             checked=row.checked,
+            forked_from=row.forked_from,
+            forked_at=row.forked_at,
         )
 
 

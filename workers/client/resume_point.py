@@ -65,6 +65,10 @@ async def resume_run(
     desc = await client.get_workflow_handle(workflow_id_for(sid)).describe()
     check_resumable(sid, desc.status, row.status)
     last = await last_run_input(client, desc.id, desc.run_id)
+    if row.forked_from is not None and (step is None or step < last.step):
+        # A fork's newest reply may be its parent's (step STEP-1): its own runs start at
+        # STEP or later, where its own keys begin (workers/client/forks.py).
+        step = last.step
     resumed = resumed_input(last, step, max_steps)
     # Admitted in one transaction with its place among the running: a resume racing a
     # start (or another resume) for the last place cannot take it too.

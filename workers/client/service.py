@@ -1,5 +1,5 @@
 """The one application service: a method per verb (start, send, approve, reject, cancel,
-resume, raise a budget, freeze, thaw, set quotas), whichever door the caller came in by.
+resume, fork, raise a budget, freeze, thaw, set quotas), whichever door the caller came in by.
 
 Each verb: the caller's scope for it (commands.VERB_SCOPES), its input by the command
 layer's rules (activities/policies/task_rules.py: types without coercion, sizes, ranges,
@@ -40,6 +40,7 @@ from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionS
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest, start_command
 from durable_agents.workers.client.decisions import send_decision
+from durable_agents.workers.client.forks import ForkRequest, fork_task
 from durable_agents.workers.client.resume_point import resume_run
 from durable_agents.workers.client.tenant_controls import TenantState, freeze, set_quotas, thaw
 from durable_agents.workers.settings import Settings
@@ -173,6 +174,14 @@ class TaskService:
             self._client, self._sessions, caller.tenant_id, sid, quotas, max_steps=max_steps
         )
         return str(sid)
+
+    async def fork(self, caller: Caller, request: ForkRequest) -> str:
+        """Start a new task of the caller's tenant from another's committed items up to a
+        step (workers/client/forks.py); the fork's session id. The parent is not written."""
+        caller.require("fork")
+        return await fork_task(
+            self._client, self._sessions, self._store, self._settings, caller, request
+        )
 
     async def raise_budget(
         self, caller: Caller, session_id: str, figures: Mapping[str, object]

@@ -87,7 +87,7 @@ async def start_task(
     workflow_id = workflow_id_for(str(session_id))
     async with agent_state(sessions, options.tenant_id, write=True) as st:
         # Inside the transaction: a refusal rolls back, so nothing is committed.
-        await _check_device(st, options)
+        await check_device(st, options)
         if check is not None:
             await check(st)
         await st.sessions.create(
@@ -117,7 +117,7 @@ async def start_task(
     )
 
 
-async def _check_device(st: AgentState, options: TaskOptions) -> None:
+async def check_device(st: AgentState, options: TaskOptions) -> None:
     """A task may route tools only to a device its own tenant registered, and only tools
     that device serves: device identity is (tenant, device id)."""
     if options.device_id is None:

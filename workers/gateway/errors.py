@@ -27,6 +27,7 @@ from durable_agents.storage.errors import (
     SessionNotFound,
     TenantNotFound,
 )
+from durable_agents.storage.forks import NotForkable
 from durable_agents.storage.quotas import QuotaRefused, TenantFrozen
 from durable_agents.workers.client.commands import ScopeRefused
 from durable_agents.workers.client.tasks import TaskNotResumable, TaskNotRunning
@@ -152,6 +153,7 @@ def install_error_handlers(app: FastAPI) -> None:
     on(TenantNotFound, 404, "not_found")
     on(TaskNotRunning, 409, "conflict")
     on(TaskNotResumable, 409, "conflict")
+    on(NotForkable, 409, "conflict")
     on(ScopeRefused, 403, "forbidden")
     on(QuotaRefused, 429, "quota_exceeded")
     on(TenantFrozen, 403, "tenant_frozen")

@@ -1,4 +1,4 @@
-"""Routes that act on tasks: start, follow up, approve, reject, cancel, resume. Each
+"""Routes that act on tasks: start, follow up, approve, reject, cancel, resume, fork. Each
 translates HTTP to a verb of the one service (workers/client/service.py), as the key's
 caller: its tenant, its user (who decides) and its scopes. Another tenant's session is a
 404 whatever state it is in.
@@ -11,11 +11,13 @@ import uuid
 from fastapi import APIRouter, status
 
 from durable_agents.workers.client.commands import Caller, StartRequest
+from durable_agents.workers.client.forks import ForkRequest
 from durable_agents.workers.client.http_bodies import (
     Approve,
     Cancelled,
     Decided,
     FollowUp,
+    ForkTask,
     MessageSent,
     Reject,
     Resume,
@@ -88,4 +90,16 @@ async def resume(
     """Continue a failed or cancelled task from its last committed item (409 otherwise)."""
     max_steps = body.max_steps if body else None
     sid = await gateway.service.resume(Caller.of_key(principal), session_id, max_steps=max_steps)
+    return Started(session_id=uuid.UUID(sid))
+
+
+@router.post("/{session_id}/fork", status_code=status.HTTP_201_CREATED, response_model=Started)
+async def fork(session_id: str, body: ForkTask, principal: Starter, gateway: GatewayDep) -> Started:
+    """Fork the task at step `at` into a new task of the key's tenant (the task itself is
+    not changed); 404 for another tenant's session, 409 when it cannot be forked there."""
+    options = body.model_dump(
+        exclude_unset=True, exclude_none=True, exclude={"at", "agent", "instruction"}
+    )
+    request = ForkRequest(session_id, body.at, body.agent, body.instruction, options)
+    sid = await gateway.service.fork(Caller.of_key(principal), request)
     return Started(session_id=uuid.UUID(sid))
