@@ -14,6 +14,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,14 @@ def test_the_everyday_commands_run_as_written(up: Up, tmp_path: Path) -> None:
     wait_status(up, other, "cancelled")
     assert run(".venv/bin/agentctl resume", other) == f"resumed {other}\n"
     wait_status(up, other, "waiting_approval", "call_2_0")  # on from its last item
+    before = run(".venv/bin/agentctl show $S  ", other)
+    forked = run(".venv/bin/agentctl fork", other).strip()
+    assert forked != other and str(uuid.UUID(forked)) == forked
+    # The fork reads the items before step 2's reply as its own; the session it came from
+    # is as it was.
+    fork_items = [int(n) for n in ITEM_ROW.findall(agentctl(up, "show", forked))]
+    assert fork_items[:9] == list(range(1, 10)), fork_items
+    assert run(".venv/bin/agentctl show $S  ", other) == before
 
     shown = run(".venv/bin/agentctl show $S  ", done)  # the plain `show $S`
     assert "turns" in shown and "artifacts in this page" in shown
