@@ -39,6 +39,7 @@ from durable_agents.workers.stack.local_model import DEFAULT_MODEL, model_named
 from tests.support.deploy_env import agentctl_error, settings_env
 from tests.support.doc_blocks import ROOT, doc_block
 from tests.support.makefile import recipe
+from tests.test_demo_command import DEMO
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
@@ -223,3 +224,16 @@ def test_the_hosted_model_lines_are_settings_and_commands_agentctl_takes(
         assert settings.name == env["MODEL_NAME"]
         providers.append(settings.provider)
     assert providers == ["openai", "anthropic", "openai"]
+
+
+def test_make_run_is_the_demo_the_demo_test_runs() -> None:
+    """The README's and getting-started's two commands: `make run` runs `agentctl demo`, which
+    tests/test_demo_command.py runs end to end; `make test` is this suite
+    (tests/test_docs_site.py checks its recipe and CI's command)."""
+    for block in (
+        doc_block("README.md", "make run    # build .venv"),
+        doc_block("docs/getting-started.md", "make run    # build .venv"),
+    ):
+        commands = [ln.split("#", 1)[0].split() for ln in block.text.splitlines()]
+        assert commands == [["make", "run"], ["make", "test"]], block.where()
+    assert recipe("run") == [" ".join(["$(BIN)/agentctl", *DEMO])]
