@@ -9,20 +9,22 @@ LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_INCLUDE=$(LLAMA_SERVER_ONLY)'
 
 CHROMIUM ?= /usr/bin/chromium
-# Three pytest workers, each with its own stack, a test file to a worker (its fixtures and
+# Four pytest workers, each with its own stack, a test file to a worker (its fixtures and
 # order stay together), the heaviest files handed out first (tests/support/tiers.py; xdist's
 # own reordering, by test count, leaves the long single-test files for last). Much of the
-# suite waits on timers, servers and processes, so a third worker fills 2 cores' idle time.
-# `make test TEST_WORKERS=` runs it in one process.
-TEST_WORKERS ?= -n 3 --dist loadfile --no-loadscope-reorder --durations=15
+# suite waits on timers, servers and processes, so workers beyond the 2 cores fill their
+# idle time. `make test TEST_WORKERS=` runs it in one process.
+TEST_WORKERS ?= -n 4 --dist loadfile --no-loadscope-reorder --durations=15
 
 .PHONY: run test test-fast lint typecheck check clean local-model demo-local test-real-model \
 	chromium test-partitioned test-storage docs
 
+# uv installs the packages (seconds, where pip takes ~40 s); pip does it when uv cannot.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,devstack,peers]'
+	$(BIN)/pip install --quiet --upgrade pip uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,devstack,peers]' \
+		|| $(BIN)/pip install --quiet -e '.[dev,devstack,peers]'
 	touch $(STAMP)
 
 ## Start the embedded stack, run the demo agent task to completion, show what happened, stop.
