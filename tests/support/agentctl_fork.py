@@ -6,8 +6,9 @@ the import (about a second of CPU per process) is shared, done once per test pro
 zygote started on first use. A run whose interpreter start-up variables (PYTHON*) differ
 from the zygote's is started as a plain `agentctl` process instead.
 
-Long-lived commands a test signals or reads while they run (dev up, worker, device, watch
-until Ctrl-C) are started with subprocess as before; this is for commands that finish.
+`run_agentctl` runs a command to its end; `spawn_agentctl` leaves one running (a worker, a
+device) as a process the test can signal and wait for. Commands whose process group or
+terminal matters (dev up, watch until Ctrl-C) are started with subprocess.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.support.processes import AGENTCTL, REPO
-
+AGENTCTL = Path(sys.executable).parent / "agentctl"
+REPO = Path(__file__).resolve().parents[2]
 # Exit code of a forked child that failed before agentctl ran (never agentctl's own).
 SETUP_FAILED = 70
 
@@ -75,30 +76,45 @@ class _Zygote:
                 raise RuntimeError("the agentctl zygote exited")
             return reply if key in reply else None
 
+    def fork(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        out: Path,
+        err: Path,
+        *,
+        append: bool = False,
+    ) -> tuple[int, int]:
+        """Fork `agentctl ARGV` with stdout and stderr to files; (request id, pid)."""
+        assert self.proc.stdin is not None
+        with self.lock:
+            rid, self.next_id = self.next_id, self.next_id + 1
+            request = {
+                "id": rid,
+                "argv": list(argv),
+                "env": dict(env),
+                "cwd": cwd,
+                "out": str(out),
+                "err": str(err),
+                "append": append,
+            }
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+        started = self._wait(rid, "pid", 30)
+        assert started is not None, "the agentctl zygote did not fork"
+        return rid, int(started["pid"])
+
     def run(
         self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout: float
     ) -> subprocess.CompletedProcess[str]:
-        assert self.proc.stdin is not None
         with tempfile.TemporaryDirectory(prefix="agentctl-") as scratch:
             out, err = Path(scratch, "out"), Path(scratch, "err")
-            with self.lock:
-                rid, self.next_id = self.next_id, self.next_id + 1
-                request = {
-                    "id": rid,
-                    "argv": list(argv),
-                    "env": dict(env),
-                    "cwd": cwd,
-                    "out": str(out),
-                    "err": str(err),
-                }
-                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-                self.proc.stdin.flush()
-            started = self._wait(rid, "pid", 30)
-            assert started is not None, "the agentctl zygote did not fork"
+            rid, pid = self.fork(argv, env, cwd, out, err)
             done = self._wait(rid, "code", timeout)
             if done is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(started["pid"], signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
                 self._wait(rid, "code", 30)
                 raise subprocess.TimeoutExpired([str(AGENTCTL), *argv], timeout)
             with self.lock:
@@ -121,8 +137,73 @@ class _Zygote:
                 self.proc.kill()
 
 
+class ForkedProcess:
+    """A long-lived agentctl the zygote forked: what the tests use of a Popen (pid, poll,
+    wait, signals). Its exit is read from the zygote, which reaps it."""
+
+    def __init__(self, zygote: _Zygote, rid: int, pid: int, argv: Sequence[str]) -> None:
+        self._zygote, self._rid, self.pid, self.args = zygote, rid, pid, list(argv)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.poll()
+
+    def poll(self) -> int | None:
+        with self._zygote.lock:
+            code = self._zygote.replies.get(self._rid, {}).get("code")
+        return None if code is None else int(code)
+
+    def wait(self, timeout: float | None = None) -> int:
+        done = self._zygote._wait(self._rid, "code", timeout)
+        if done is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return int(done["code"])
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
 _zygote: _Zygote | None = None
 _started = threading.Lock()
+
+
+def _zygote_for(env: Mapping[str, str]) -> _Zygote | None:
+    """The zygote, started on first use; None when `env` needs an interpreter of its own."""
+    global _zygote
+    with _started:
+        if _zygote is None:
+            _zygote = _Zygote()
+        zygote = _zygote
+    return zygote if _startup_variables(env) == _startup_variables(zygote.env) else None
+
+
+def spawn_agentctl(
+    argv: Sequence[str], *, env: Mapping[str, str], log: Path, cwd: str | Path | None = None
+) -> ForkedProcess | subprocess.Popen[bytes]:
+    """`agentctl ARGV` left running, its stdout and stderr appended to `log`."""
+    where = None if cwd is None else str(cwd)
+    zygote = _zygote_for(env)
+    if zygote is None:
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                [str(AGENTCTL), *argv],
+                env=dict(env),
+                cwd=where,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+    log.touch()  # there once this returns, as with subprocess
+    rid, pid = zygote.fork(argv, env, where, log, log, append=True)
+    return ForkedProcess(zygote, rid, pid, [str(AGENTCTL), *argv])
 
 
 def run_agentctl(
@@ -134,13 +215,9 @@ def run_agentctl(
 ) -> subprocess.CompletedProcess[str]:
     """`agentctl ARGV` to its end, as `subprocess.run(..., capture_output=True, text=True)`
     would return it (TimeoutExpired after `timeout`, the process killed)."""
-    global _zygote
     where = None if cwd is None else str(cwd)
-    with _started:
-        if _zygote is None:
-            _zygote = _Zygote()
-        zygote = _zygote
-    if _startup_variables(env) != _startup_variables(zygote.env):
+    zygote = _zygote_for(env)
+    if zygote is None:
         return subprocess.run(
             [str(AGENTCTL), *argv],
             env=dict(env),
@@ -167,8 +244,9 @@ def _child(request: dict[str, Any], wake: tuple[int, int]) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        mode = os.O_APPEND if request["append"] else os.O_TRUNC
         for fd, path in ((1, request["out"]), (2, request["err"])):
-            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | mode, 0o600), fd)
         os.environ.clear()
         os.environ.update(request["env"])
         if request["cwd"] is not None:

@@ -1,4 +1,6 @@
-"""Real worker processes (cloud and device), so a test can SIGKILL them."""
+"""Real worker processes (cloud and device), so a test can SIGKILL them: `agentctl worker`
+and `agentctl device` forked from the zygote (tests/support/agentctl_fork.py), any other
+command started with subprocess."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,7 @@ from typing import Any
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
-
-AGENTCTL = Path(sys.executable).parent / "agentctl"
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.agentctl_fork import AGENTCTL, REPO, ForkedProcess, spawn_agentctl
 
 
 class WorkerProcess:
@@ -49,9 +48,12 @@ class WorkerProcess:
         }
         self.command = command or [str(AGENTCTL), "worker"]
         self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
 
     def start(self) -> None:
+        if self.command[0] == str(AGENTCTL):
+            self.proc = spawn_agentctl(self.command[1:], env=self.env, log=self.log, cwd=REPO)
+            return
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 self.command, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO
@@ -95,13 +97,10 @@ class DeviceProcess:
         self.args = [str(AGENTCTL), "device", "--device-id", device_id, "--workspace"]
         self.args.append(str(workspace))
         self.tenant, self.device_id, self.log = tenant, device_id, log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
 
     def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
+        self.proc = spawn_agentctl(self.args[1:], env=self.env, log=self.log)
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no last heartbeat, exactly like a laptop lid closing."""
