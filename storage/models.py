@@ -45,8 +45,7 @@ class SessionRow(Base):
             ["tenant_id", "forked_from"], _SESSION_KEY, name="fk_sessions_forked_from"
         ),
         Index("ix_sessions_parent", "tenant_id", "parent_id"),
-        # Whether a session has forks: archive keeps such a session hot.
-        Index("ix_sessions_forked_from", "tenant_id", "forked_from"),
+        Index("ix_sessions_forked_from", "tenant_id", "forked_from"),  # archive: has it forks?
         Index("ix_sessions_root", "tenant_id", "root_id"),
         # Not unique: only durable_agents.storage.sessions.session_id_taken reads by id alone.
         Index("ix_sessions_id", "id"),
