@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +41,8 @@ from durable_agents.workers.stack import (
     free_port,
     reserve_ports,
 )
+from durable_agents.workers.stack import ports as ports_module
+from durable_agents.workers.stack.ports import port_is_free
 from tests.support.processes import as_in_a_terminal
 
 AGENTCTL = Path(sys.executable).parent / "agentctl"
@@ -91,6 +94,38 @@ def test_ports_are_distinct_and_free() -> None:
     ports = reserve_ports(12)
     assert len(set(ports)) == 12
     assert free_port() not in ports
+
+
+def test_ports_claimed_by_a_live_process_are_skipped_by_another() -> None:
+    """Another process (another stack, another test worker) picking at the same time must
+    not get a port handed out here before its service binds it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_PORTS],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    held = [int(p) for p in holder.stdout.readline().split()]
+    assert len(held) == 200
+    try:
+        assert all(port_is_free(p) for p in held)  # claimed, not bound
+        assert not [p for p in held if ports_module._claim(p)]
+        # Every pick here lands on ports the holder did not claim.
+        assert not set(reserve_ports(100)) & set(held)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # The holder's exit releases its claims.
+    assert all(ports_module._claim(p) for p in held)
+
+
+HOLD_PORTS = """
+import sys
+from durable_agents.workers.stack.ports import reserve_ports
+print(*reserve_ports(200), flush=True)
+sys.stdin.read()
+"""
 
 
 def test_endpoints_env(devstack: DevStack, endpoints: StackEndpoints) -> None:
