@@ -6,9 +6,10 @@ and Temporal), each step a model reply, a tool call and a stored result of R byt
 the one service (TaskService.fork: the checks, one transaction, the workflow's start) and
 reports the fork's wall time, the rows and logical bytes it added to PostgreSQL (every
 table, counted with pg_column_size; indexes not included), and the objects and bytes it
-added to S3. No worker runs: the fork's workflow is started, not run.
+added to S3. No worker runs: the fork's workflow is started, not run. With --edit-bytes N
+each fork also edits the result its step reads (step AT-1's call) to N bytes of text.
 
-    .venv/bin/python bench/fork.py [--steps 100] [--result-bytes 1048576] [--at 90]
+    .venv/bin/python bench/fork.py [--steps 100] [--result-bytes 1048576] [--at 90] [--edit-bytes 0]
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ async def s3_objects(res: Resources) -> tuple[int, int]:
     return count, size
 
 
-async def run(steps: int, size: int, at: int, forks: int) -> None:
+async def run(steps: int, size: int, at: int, forks: int, edit_bytes: int) -> None:
     async with bench_stack() as (ep, res, state):
         t0 = time.perf_counter()
         parent = await fill(res, steps, size)
@@ -111,13 +112,15 @@ async def run(steps: int, size: int, at: int, forks: int) -> None:
         client = await connect_client(ep.temporal_address, "default")
         service = TaskService(client, res.sessions, res.store, settings)
         caller = Caller.operator(TENANT)
+        edits = {f"call_{at - 1}_0": "e" * edit_bytes} if edit_bytes else {}
+        request = ForkRequest(str(parent), at, results=edits)
         # One fork to warm the connection pools and statement caches, not counted.
-        await service.fork(caller, ForkRequest(str(parent), at))
+        await service.fork(caller, request)
         times, added_rows, added_bytes, objects, s3_bytes = [], [], [], [], []
         for _ in range(forks):
             rows_before, s3_before = await table_rows(res), await s3_objects(res)
             began = time.perf_counter()
-            await service.fork(caller, ForkRequest(str(parent), at))
+            await service.fork(caller, request)
             times.append((time.perf_counter() - began) * 1000)
             rows_after, s3_after = await table_rows(res), await s3_objects(res)
             grown = {
@@ -129,8 +132,10 @@ async def run(steps: int, size: int, at: int, forks: int) -> None:
             added_bytes.append(sum(b for _, b in grown.values()))
             objects.append(s3_after[0] - s3_before[0])
             s3_bytes.append(s3_after[1] - s3_before[1])
+        edited = f", one result edited to {edit_bytes} B" if edit_bytes else ""
         print(
-            f"fork at step {at}: wall ms p50 {statistics.median(times):.1f}  max {max(times):.1f}"
+            f"fork at step {at}{edited}: wall ms p50 {statistics.median(times):.1f}  "
+            f"max {max(times):.1f}"
         )
         print(f"  new PostgreSQL rows per fork: {max(added_rows)} ({max(added_bytes)} B logical)")
         print(
@@ -146,5 +151,6 @@ if __name__ == "__main__":
     parser.add_argument("--result-bytes", type=int, default=1024 * 1024)
     parser.add_argument("--at", type=int, default=90)
     parser.add_argument("--forks", type=int, default=5)
+    parser.add_argument("--edit-bytes", type=int, default=0)
     args = parser.parse_args()
-    asyncio.run(run(args.steps, args.result_bytes, args.at, args.forks))
+    asyncio.run(run(args.steps, args.result_bytes, args.at, args.forks, args.edit_bytes))

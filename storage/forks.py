@@ -13,6 +13,7 @@ long as a fork shares them: archiving a session that has forks is refused
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
@@ -20,6 +21,7 @@ from sqlalchemy import func, select
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.errors import StorageError
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.user_messages import StagedText, user_message_item
 from durable_agents.vocabulary.item_kinds import ItemKind
@@ -79,10 +81,13 @@ async def create_fork(
     approvals: dict[str, object] | None,
     instruction: StagedText | None = None,
     store: ArtifactStore | None = None,
+    carried: Sequence[NewItem] = (),
 ) -> SessionRow:
     """Write the fork's session row and its first own turn: with `instruction`, a user
     message after the fork point (it opens the turn); without, an empty turn there, so the
-    fork's first step records the context config it runs with rather than its parent's."""
+    fork's first step records the context config it runs with rather than its parent's.
+    `carried`: the fork's own items before its step (storage/fork_edits.py), committed
+    first, in its first turn."""
     parent = point.parent
     row = await st.sessions.create(
         fork_id,
@@ -99,9 +104,11 @@ async def create_fork(
     )
     if row.forked_from != parent.id or row.forked_at != point.forked_at:
         raise NotForkable(f"session {fork_id} exists already")
-    if instruction is None:
+    if instruction is None or carried:
         await st.sessions.lock(fork_id)
         await st.turns.open(fork_id, point.forked_at + 1)
+        await st.items.append_many(carried)
+    if instruction is None:
         return row
     item = await user_message_item(
         st.db,

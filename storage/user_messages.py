@@ -62,17 +62,9 @@ async def user_message_item(
 ) -> NewItem:
     """The user_message item for `staged`; registers its artifact (and the session's
     reference to it, needed for resume) in this unit of work."""
-    artifact_id: uuid.UUID | None = None
-    data: dict[str, object] = {}
-    if staged.ref is not None and store is not None:
-        artifact_id = await register_uploaded(db, store, staged.ref, staged.content)
-        await ArtifactRepository(db, tenant_id).add_ref(
-            artifact_id,
-            owner_type="checkpoint",
-            owner_id=str(session_id),
-            required_for_resume=True,
-        )
-        data["artifact"] = artifact_info(staged.ref)
+    artifact_id, data = await register_staged(
+        db, store, staged, tenant_id=tenant_id, session_id=session_id
+    )
     return NewItem(
         session_id=session_id,
         kind=ItemKind.USER_MESSAGE,
@@ -83,3 +75,26 @@ async def user_message_item(
         data=data,
         artifact_id=artifact_id,
     )
+
+
+async def register_staged(
+    db: AsyncSession,
+    store: ArtifactStore | None,
+    staged: StagedText,
+    *,
+    tenant_id: str,
+    session_id: uuid.UUID,
+    with_key: bool = True,
+) -> tuple[uuid.UUID | None, dict[str, object]]:
+    """The artifact of `staged`, if it has one, registered in this unit of work with the
+    session's reference to it (needed for resume): its id and the item data naming it."""
+    if staged.ref is None or store is None:
+        return None, {}
+    artifact_id = await register_uploaded(db, store, staged.ref, staged.content)
+    await ArtifactRepository(db, tenant_id).add_ref(
+        artifact_id,
+        owner_type="checkpoint",
+        owner_id=str(session_id),
+        required_for_resume=True,
+    )
+    return artifact_id, {"artifact": artifact_info(staged.ref, with_key=with_key)}

@@ -2,13 +2,15 @@
 
 Properties: forking (and writing the fork's own items) leaves every row of the parent as it
 was; a fork reads its parent's items up to the fork point (a fork of a fork, its
-grandparent's too), in ordinal order, and its own after; and no archive, item removal or GC
-pass takes an item or object a fork reads."""
+grandparent's too), in ordinal order, and its own after; a fork with an edited result reads
+it in the original's place, once, and the rest as its parent committed it; and no archive,
+item removal or GC pass takes an item or object a fork reads."""
 
 from __future__ import annotations
 
 import random
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,16 +24,19 @@ from durable_agents.storage.archive import (
     rehydrate_session,
 )
 from durable_agents.storage.errors import SessionNotFound, SessionShared
+from durable_agents.storage.fork_edits import carried_items, result_edits
 from durable_agents.storage.forks import NotForkable, create_fork, fork_point
 from durable_agents.storage.gc import collect
 from durable_agents.storage.items import NewItem
 from durable_agents.storage.models import Base, ItemRow
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
-from durable_agents.storage.user_messages import stage_user_text
+from durable_agents.storage.user_messages import StagedText, stage_user_text
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.resources import Resources
 
 SEEDS = range(6)
+# An edited result over this is stored as an object, as a long user message is.
+EDIT_INLINE_BYTES = 64
 WINDOW = timedelta(hours=1)
 TABLES = Base.metadata.tables
 # The rows of a session, by the column that names it.
@@ -69,6 +74,7 @@ class World:
         self.res, self.tenant, self.rng = res, tenant, rng
         self.blobs = [f"result {n} ".encode() * (40 + n) for n in range(5)]
         self.forks: dict[uuid.UUID, uuid.UUID] = {}  # fork -> the session it forked
+        self.edited: dict[uuid.UUID, str] = {}  # fork -> the call whose result it edited
 
     async def item(self, sid: uuid.UUID, kind: str, role: str, key: str, **kw: Any) -> None:
         async with agent_state(self.res.sessions, self.tenant, write=True) as st:
@@ -148,8 +154,28 @@ class World:
         fork_id = uuid.uuid4()
         said = "try another way" if self.rng.random() < 0.5 else None
         staged = None if said is None else await stage_user_text(None, self.tenant, said, 4096)
+        # Half the forks past step 0 edit the result their step reads: inline or, when
+        # long, as an object of its own.
+        texts: dict[str, StagedText] = {}
+        if step > 0 and self.rng.random() < 0.5:
+            text = "edited " * self.rng.choice([1, 40])
+            texts[f"call_{step - 1}_0"] = await stage_user_text(
+                self.res.store, self.tenant, text, EDIT_INLINE_BYTES
+            )
         async with agent_state(self.res.sessions, self.tenant, write=True) as st:
             point = await fork_point(st, parent, step)
+            carried: list[NewItem] = []
+            if texts:
+                edits = await result_edits(st, point, texts)
+                carried = await carried_items(
+                    st,
+                    edits,
+                    texts,
+                    fork_id=fork_id,
+                    workflow_id=f"agent-{fork_id}",
+                    store=self.res.store,
+                )
+                point = edits.point
             await create_fork(
                 st,
                 point,
@@ -159,10 +185,13 @@ class World:
                 model_config={},
                 approvals=None,
                 instruction=staged,
+                carried=carried,
             )
         await self.steps(fork_id, step, self.rng.randint(1, 3))
         await self.end(fork_id)
         self.forks[fork_id] = parent
+        if texts:
+            self.edited[fork_id] = next(iter(texts))
         return fork_id
 
     async def page(self, sid: uuid.UUID) -> list[ItemRow]:
@@ -185,8 +214,23 @@ async def check_reads(world: World, fork_id: uuid.UUID) -> None:
     # The shared part is the parent's rows themselves (same ids), nothing copied.
     assert [r.id for r in mine if r.ordinal <= at] == [r.id for r in theirs if r.ordinal <= at]
     assert all(r.session_id == fork_id for r in mine if r.ordinal > at)
-    # The parent's reply at the fork step is the first thing the fork does not share.
-    assert theirs[at].ordinal == at + 1 and theirs[at].kind == ItemKind.ASSISTANT_MESSAGE
+    # The parent's reply at the fork step is the first thing the fork does not share, or,
+    # with an edited result, that result: the fork carries what follows it up to the reply.
+    assert theirs[at].ordinal == at + 1
+    edited = world.edited.get(fork_id)
+    if edited is None:
+        assert theirs[at].kind == ItemKind.ASSISTANT_MESSAGE
+    else:
+        assert (theirs[at].kind, theirs[at].tool_call_id) == (ItemKind.TOOL_RESULT, edited)
+        reply = next(r for r in theirs[at:] if r.kind == ItemKind.ASSISTANT_MESSAGE)
+        tail = theirs[at : reply.ordinal - 1]
+        carried = mine[at : at + len(tail)]
+        assert [_content(r) for r in carried[1:]] == [_content(r) for r in tail[1:]]
+        assert (carried[0].tool_call_id, carried[0].data["edited"]) == (edited, True)
+        assert carried[0].text.startswith("edited")
+    # Each call has one result in the fork: the edited one in place of its parent's.
+    results = Counter(r.tool_call_id for r in mine if r.kind == ItemKind.TOOL_RESULT)
+    assert set(results.values()) == {1}
     async with agent_state(world.res.sessions, world.tenant) as st:
         for row in (r for r in mine if r.tool_call_id and r.ordinal <= at):
             thread = await st.calls.thread(fork_id, row.tool_call_id)
@@ -197,6 +241,11 @@ async def check_reads(world: World, fork_id: uuid.UUID) -> None:
     assert [r.id for r in window] == [r.id for r in mine]
     if compaction is not None:
         assert compaction.covers_through_ordinal <= at or compaction.session_id == fork_id
+
+
+def _content(row: ItemRow) -> tuple[Any, ...]:
+    """What an item says, wherever it is."""
+    return (row.kind, row.role, row.text, row.tool_call_id, row.data, row.artifact_id)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -155,12 +155,16 @@ class Task:
         *,
         agent: str | None = None,
         instruction: str | None = None,
+        results: dict[str, str] | None = None,
         **options: Any,
     ) -> Task:
         """A new task sharing what this one committed before step `at`'s model call, which
-        it makes itself: with another agent definition, an instruction of its own and start
-        options (TaskOptions fields, as `start` takes). This task is not changed."""
-        request = ForkRequest(self.session_id, at, agent, instruction, options)
+        it makes itself: with another agent definition, an instruction of its own, edited
+        `results` (call id of step `at - 1` -> the text its model reads as that call's
+        result) and start options (TaskOptions fields, as `start` takes). This task is not
+        changed."""
+        edited = {} if results is None else results
+        request = ForkRequest(self.session_id, at, agent, instruction, options, edited)
         return Task(self._client, await self._client.service.fork(self._client.caller, request))
 
     async def result(self) -> TaskResult:

@@ -26,7 +26,9 @@ from durable_agents.activities.policies.task_rules import InvalidTaskInput, chec
 from durable_agents.activities.policies.text_limits import check_size, check_text, utf8_size
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.fork_edits import carried_items, result_edits
 from durable_agents.storage.forks import create_fork, fork_point
+from durable_agents.storage.items import NewItem
 from durable_agents.storage.quotas import tenant_default
 from durable_agents.storage.user_messages import StagedText, stage_user_text
 from durable_agents.workers.client.commands import Caller, task_options
@@ -36,19 +38,25 @@ from durable_agents.workers.task_options import MAX_STEPS, TaskOptions
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.policies import workflow_id_for
 
+# The width of items.tool_call_id: no call has a longer id.
+MAX_CALL_ID_CHARS = 128
+
 
 @dataclass
 class ForkRequest:
     """Fork `session_id` at step `step`: the fork shares what the parent committed before
     that step's model call and makes the call itself. `agent`: another agent definition
     (None: the parent's); `instruction`: a user message the fork's model reads after the
-    fork point; `options`: start options (TaskOptions fields), by the same scope map."""
+    fork point; `options`: start options (TaskOptions fields), by the same scope map;
+    `results`: edited results of the calls step `step` reads (storage/fork_edits.py)."""
 
     session_id: str
     step: int
     agent: str | None = None
     instruction: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # Tool call id of step `step - 1` -> the text the fork's model reads as its result.
+    results: dict[str, str] = field(default_factory=dict)
 
 
 async def fork_task(
@@ -72,9 +80,12 @@ async def fork_task(
         check_size("the instruction", size, limits.max_message_bytes, "AGENT_MAX_MESSAGE_BYTES")
         if not request.instruction.strip():
             raise ValueError("instruction: the instruction is empty")
+    _check_results(request.results, limits.max_message_bytes)
     parent_id = session_uuid(request.session_id)
     async with agent_state(sessions, caller.tenant_id) as st:
         parent = await st.sessions.get(parent_id)  # another tenant's: not found
+        if request.results:  # before any upload: a refused call id leaves no object
+            await result_edits(st, await fork_point(st, parent_id, request.step), request.results)
     approvals = parent.approvals or {}
     inherited: dict[str, Any] = {
         "project": parent.project,
@@ -89,14 +100,25 @@ async def fork_task(
         staged = await stage_user_text(
             store, caller.tenant_id, request.instruction, limits.inline_message_bytes
         )
+    texts = {
+        call: await stage_user_text(store, caller.tenant_id, text, limits.inline_message_bytes)
+        for call, text in request.results.items()
+    }
     fork_id = uuid.uuid4()
     workflow_id = workflow_id_for(str(fork_id))
     quotas = tenant_default(settings.agent.tenant_quotas, caller.tenant_id)
     async with agent_state(sessions, caller.tenant_id, write=True) as st:
         # Inside the transaction: a refusal rolls back, so nothing is committed.
         point = await fork_point(st, parent_id, request.step)
+        edits = await result_edits(st, point, texts) if texts else None
         await check_device(st, options)
         await st.controls.check_start(quotas)
+        carried: list[NewItem] = []
+        if edits is not None:
+            carried = await carried_items(
+                st, edits, texts, fork_id=fork_id, workflow_id=workflow_id, store=store
+            )
+            point = edits.point
         await create_fork(
             st,
             point,
@@ -107,12 +129,33 @@ async def fork_task(
             approvals=options.approvals_record(),
             instruction=staged,
             store=store,
+            carried=carried,
         )
     first = replace(options.agent_input(str(fork_id)), step=request.step)
     await client.start_workflow(
         AgentWorkflow.run, first, id=workflow_id, task_queue=options.task_queue
     )
     return str(fork_id)
+
+
+def _check_results(results: Any, max_bytes: int) -> None:
+    """Edited results as the command layer takes every user's text: a map of call ids
+    (as items hold them) to non-empty storable text within the message limit."""
+    if not isinstance(results, dict):
+        raise InvalidTaskInput(
+            "results", f"results must be a map of call id to text, got {type(results).__name__}"
+        )
+    for call, text in results.items():
+        check_text("results (a call id)", call)
+        if not 0 < len(call) <= MAX_CALL_ID_CHARS:
+            raise InvalidTaskInput(
+                "results", f"results: a call id has 1 to {MAX_CALL_ID_CHARS} characters"
+            )
+        what = f"the edited result of {call}"
+        check_text(f"results: {what}", text)
+        check_size(what, utf8_size(text), max_bytes, "AGENT_MAX_MESSAGE_BYTES")
+        if not text.strip():
+            raise ValueError(f"results: {what} is empty")
 
 
 def _set(options: dict[str, Any]) -> dict[str, Any]:

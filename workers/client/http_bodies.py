@@ -91,6 +91,11 @@ class ForkTask(Request):
     )
     agent: str | None = Field(None, description="Another agent definition (default: the task's).")
     instruction: str | None = Field(None, description="A user message the fork reads at `at`.")
+    results: dict[str, str] | None = Field(
+        None,
+        description="CALL -> text: the fork's model reads the text as the result of call CALL "
+        "of step `at - 1` (the results step `at` reads), in place of the one committed.",
+    )
     max_steps: WholeNumber = Field(
         None, description=f"The fork's step limit from the task's start, up to {MAX_STEPS}."
     )

@@ -98,8 +98,10 @@ async def fork(session_id: str, body: ForkTask, principal: Starter, gateway: Gat
     """Fork the task at step `at` into a new task of the key's tenant (the task itself is
     not changed); 404 for another tenant's session, 409 when it cannot be forked there."""
     options = body.model_dump(
-        exclude_unset=True, exclude_none=True, exclude={"at", "agent", "instruction"}
+        exclude_unset=True, exclude_none=True, exclude={"at", "agent", "instruction", "results"}
     )
-    request = ForkRequest(session_id, body.at, body.agent, body.instruction, options)
+    request = ForkRequest(
+        session_id, body.at, body.agent, body.instruction, options, body.results or {}
+    )
     sid = await gateway.service.fork(Caller.of_key(principal), request)
     return Started(session_id=uuid.UUID(sid))

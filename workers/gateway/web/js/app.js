@@ -1,11 +1,13 @@
-// The page: sign in with an API key, sessions with status, a session's live timeline, the
-// approvals inbox (and tasks stopped at their budget, raised by a key that may approve),
-// usage (the tenant's today, the open session's), start a task and send a follow-up. Everything goes through the gateway's
+// The page: sign in with an API key, sessions with status, a session's live timeline (each
+// step can be forked into a new task), the approvals inbox (and tasks stopped at their
+// budget, raised by a key that may approve), usage (the tenant's today, the open session's),
+// start a task and send a follow-up. Everything goes through the gateway's
 // REST API and event stream with the key in the Authorization header.
 
 import { ApiError, api, enc, keyStore } from "./api.js";
 import { BudgetList, mayRaise, raiseForm } from "./budget.js";
 import { el, setText } from "./dom.js";
+import { forkOf, forkedFrom, forker } from "./fork.js";
 import { Inbox } from "./inbox.js";
 import { follow } from "./sse.js";
 import { Timeline } from "./timeline.js";
@@ -168,7 +170,7 @@ async function refreshSessions() {
         "div",
         { class: "row-main" },
         el("span", { class: "title" }, s.parent_id ? `↳ ${s.title}` : s.title),
-        el("span", { class: "meta" }, `${s.agent} agent · ${shortId(s.id)} · ${ago(s.updated_at)}`),
+        el("span", { class: "meta" }, `${s.agent} agent · ${shortId(s.id)}${forkOf(s)} · ${ago(s.updated_at)}`),
       ),
       statusBadge(s.status, s.checked),
     ),
@@ -179,6 +181,7 @@ async function refreshSessions() {
 function closeSession() {
   if (current) current.stream.abort();
   current = null;
+  timeline.forker = null;
   $("session").hidden = true;
   $("session-budget").hidden = true;
   $("session-raise-form").replaceChildren();
@@ -194,9 +197,16 @@ async function openSession(id) {
   setText($("followup-error"), "");
   try {
     const page = await api(`/v1/sessions/${enc(id)}?limit=1`);
-    setText($("session-title"), page.session.title || id);
-    setText($("session-meta"), `${page.session.agent} agent · session ${id} · started ${ago(page.session.created_at)}`);
-    showStatus(page.session.status, waitWords(page.session));
+    const s = page.session;
+    setText($("session-title"), s.title || id);
+    const started = `${s.agent} agent · session ${id} · started ${ago(s.created_at)}`;
+    $("session-meta").replaceChildren(started, ...forkedFrom(s, openSession));
+    // A fork made from the timeline is the session shown next.
+    timeline.forker = forker(s, scopes, (fork) => {
+      openSession(fork);
+      refreshLists();
+    });
+    showStatus(s.status, waitWords(s));
   } catch (err) {
     setText($("session-title"), err.message);
     return;

@@ -15,6 +15,9 @@ export class Timeline {
   constructor(list, { onArtifact }) {
     this.list = list;
     this.onArtifact = onArtifact;
+    // step -> {button, form}: "Fork here" on each step's reply, when the session may be
+    // forked by this key (set per session, before its items arrive); null: none.
+    this.forker = null;
     this.reset();
   }
 
@@ -47,6 +50,7 @@ export class Timeline {
       this.partials.delete(data.step);
     }
     const tone = this.tone(item);
+    const fork = item.kind === "assistant_message" && Number.isInteger(data.step) && this.forker ? this.forker(data.step) : null;
     const node = el(
       "li",
       {
@@ -59,8 +63,9 @@ export class Timeline {
           call: item.tool_call_id || undefined,
         },
       },
-      el("div", { class: "who" }, ...this.label(item)),
+      el("div", { class: "who" }, ...this.label(item), fork && fork.button),
       this.body(item),
+      fork && fork.form,
     );
     this.list.append(node);
     node.scrollIntoView({ block: "nearest" });
@@ -97,6 +102,7 @@ export class Timeline {
       case "tool_result":
         if (data.error_type === "Rejected" || data.declined) words = [tool(item.tool_name), " did not run"];
         else if (data.error_type) words = [tool(item.tool_name), " failed"];
+        else if (data.edited) words = ["Result of ", tool(item.tool_name), ", edited at the fork"];
         else words = ["Result of ", tool(item.tool_name)];
         break;
       case "approval": {
