@@ -9,13 +9,13 @@ LLAMA_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_B
 	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_INCLUDE=$(LLAMA_SERVER_ONLY)'
 
 CHROMIUM ?= /usr/bin/chromium
-# Three pytest workers, each with its own stack, a test file to a worker (its fixtures and
-# order stay together), the heaviest files handed out first (tests/support/tiers.py; xdist's
+# Four pytest workers, each with its own stack, a test file to a worker (its fixtures and
+# order stay together), the heaviest files handed out first and the files that start
+# processes taking turns with the in-process Temporal ones (tests/support/tiers.py; xdist's
 # own reordering, by test count, leaves the long single-test files for last). Much of the
-# suite waits on timers, servers and processes, so a third worker fills 2 cores' idle time;
-# a fourth leaves none, and the fault-injection tests' timings then stretch past their bounds.
+# suite waits on timers, servers and processes, so more workers than cores fill the idle time.
 # `make test TEST_WORKERS=` runs it in one process.
-TEST_WORKERS ?= -n 3 --dist loadfile --no-loadscope-reorder --durations=15
+TEST_WORKERS ?= -n 4 --dist loadfile --no-loadscope-reorder --durations=15
 
 .PHONY: run test test-fast lint typecheck check clean local-model demo-local test-real-model \
 	chromium test-partitioned test-storage docs

@@ -162,8 +162,12 @@ def test_xdist_hands_out_the_heaviest_files_first_each_file_whole() -> None:
         _Item("chaos/test_d.py", "chaos", "services"),
         _Item("test_e.py", "browser"),
         _Item("test_f.py", "services"),
+        _Item("test_g.py", "services", "temporal"),
+        _Item("test_h.py", "processes"),
     ]
     order = list(items)
     heaviest_files_first(order)  # type: ignore[arg-type]
-    # A file weighs what its heaviest test does; its tests keep their order, together.
-    assert order == [items[5], items[1], items[2], items[3], items[6], items[4], items[7], items[0]]
+    # A file weighs what its heaviest test does; its tests keep their order, together; the
+    # files that start processes and the in-process Temporal ones take turns.
+    b, c, d, e, f, g, h = (items[1:4], items[4], items[5], items[6], items[7], items[8], items[9])
+    assert order == [d, *b, c, e, g, h, f, items[0]]

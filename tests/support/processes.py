@@ -76,7 +76,9 @@ class WorkerProcess:
                 self.proc.wait(5)
         self.proc = None
 
-    def wait_started(self, timeout: float = 20) -> None:
+    def wait_started(self, timeout: float = 90) -> None:
+        # A bound for a worker that never starts, not a speed check: on 2 busy cores an
+        # import and a first poll can take tens of seconds.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:

@@ -13,6 +13,7 @@ import os
 import subprocess
 import types
 from collections.abc import Callable, Iterator
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -139,18 +140,29 @@ def mark_tiers(items: list[pytest.Item]) -> None:
 # this order (heaviest first), so the run ends on short files, not on one worker's chaos
 # or process test while the others are idle.
 _WEIGHTS = {"chaos": 4, "browser": 3, "processes": 3, "temporal": 2, "services": 1}
+# Files that start processes (interpreters, stacks, a browser) spend CPU; in-process Temporal
+# files mostly wait on timers and servers. Handed out in turns, so that the workers at any
+# moment run some of each and neither the cores nor the workers sit idle.
+_TAKE_TURNS = (3, 2)
 
 
 def heaviest_files_first(items: list[pytest.Item]) -> None:
-    """Order the files by their heaviest tier, in place: a file's tests stay together and in
-    their order, and files of one weight keep their collection order."""
+    """Order the files by their heaviest tier, in place, the process and Temporal tiers'
+    files taking turns: a file's tests stay together and in their order, and files of one
+    weight keep their collection order."""
     weight: dict[Path, int] = {}
     first: dict[Path, int] = {}
     for index, item in enumerate(items):
         heaviest = max((_WEIGHTS.get(m.name, 0) for m in item.iter_markers()), default=0)
         weight[item.path] = max(weight.get(item.path, 0), heaviest)
         first.setdefault(item.path, index)
-    items.sort(key=lambda item: (-weight[item.path], first[item.path]))
+    files = sorted(first, key=lambda path: (-weight[path], first[path]))
+    turns = {w: [f for f in files if weight[f] == w] for w in _TAKE_TURNS}
+    alternating = [f for pair in zip_longest(*turns.values()) for f in pair if f is not None]
+    lead = [f for f in files if weight[f] > max(_TAKE_TURNS)]
+    rest = [f for f in files if weight[f] < min(_TAKE_TURNS)]
+    rank = {path: n for n, path in enumerate(lead + alternating + rest)}
+    items.sort(key=lambda item: rank[item.path])
 
 
 def _refuse(*args: object, **kwargs: object) -> NoReturn:
