@@ -79,10 +79,12 @@ async def create_fork(
     approvals: dict[str, object] | None,
     instruction: StagedText | None = None,
     store: ArtifactStore | None = None,
+    replay: dict[str, object] | None = None,
 ) -> SessionRow:
     """Write the fork's session row and its first own turn: with `instruction`, a user
     message after the fork point (it opens the turn); without, an empty turn there, so the
-    fork's first step records the context config it runs with rather than its parent's."""
+    fork's first step records the context config it runs with rather than its parent's.
+    `replay`: the row's replay mark (storage/replays.py)."""
     parent = point.parent
     row = await st.sessions.create(
         fork_id,
@@ -96,6 +98,7 @@ async def create_fork(
         task_check=parent.task_check,
         forked_from=parent.id,
         forked_at=point.forked_at,
+        replay=replay,
     )
     if row.forked_from != parent.id or row.forked_at != point.forked_at:
         raise NotForkable(f"session {fork_id} exists already")
