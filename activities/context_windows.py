@@ -28,6 +28,7 @@ from durable_agents.activities.providers.base import ModelReply, ToolSpec
 from durable_agents.activities.providers.context_window import DiscoveredWindow
 from durable_agents.activities.providers.failure import ProviderError
 from durable_agents.activities.providers.overflow import CONTEXT_OVERFLOW, Overflow, overflow_of
+from durable_agents.storage.models import CompactionRow
 
 # Overflows answered by a smaller request within one call before it fails.
 MAX_OVERFLOW_RETRIES = 4
@@ -143,6 +144,30 @@ class Fitted:
     context: AssembledContext
     budget: ContextBudget
     retries: int
+
+
+def context_stats(
+    windows: ContextWindows, fitted: Fitted, model: str, compaction: CompactionRow | None
+) -> dict[str, Any]:
+    """What a reply's context was made of and the window it was sent into. Zero counters
+    are left out: readers default them. So is the window when it is just the configured
+    budget (no server window learned, no overflow retry): the turn's context config records
+    that budget, and ~150 B a reply was the same block every step."""
+    context = fitted.context
+    counts = {
+        "input_tokens": context.input_tokens,
+        "preview_tokens": context.preview_tokens,
+        "expanded": context.expanded,
+        "truncated": context.truncated,
+        "not_expanded": context.not_expanded,
+        "dropped_messages": context.dropped_messages,
+        "compaction_version": compaction.version if compaction else None,
+    }
+    stats: dict[str, Any] = {k: v for k, v in counts.items() if v}
+    window = windows.stats(model, fitted.budget, fitted.retries)
+    if window["source"] != "setting" or window["overflow_retries"] or window["server_tokens"]:
+        stats["window"] = window
+    return stats
 
 
 async def call_within_window(

@@ -7,7 +7,6 @@ import os
 import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
@@ -22,7 +21,11 @@ from durable_agents.activities.context.model_context import (
     tools_of,
     turn_config,
 )
-from durable_agents.activities.context_windows import ContextWindows, Fitted, call_within_window
+from durable_agents.activities.context_windows import (
+    ContextWindows,
+    call_within_window,
+    context_stats,
+)
 from durable_agents.activities.errors import non_retryable, storage_errors_are_final
 from durable_agents.activities.gatekeeper import Gatekeeper
 from durable_agents.activities.heartbeat import heartbeating
@@ -32,6 +35,11 @@ from durable_agents.activities.policies.admission import Admission
 from durable_agents.activities.policies.pricing import PriceTable
 from durable_agents.activities.policies.text_limits import TextLimits
 from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest, Usage
+from durable_agents.activities.providers.request_fingerprint import (
+    REQUEST_SHA256_KEY,
+    request_sha256,
+)
+from durable_agents.activities.replays import cassette_for, replayed_refs
 from durable_agents.activities.reply_items import ReplyItems
 from durable_agents.activities.tool_call_refs import tool_call_refs
 from durable_agents.activities.tools.base import ToolRegistry
@@ -43,6 +51,7 @@ from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.context_configs import ContextConfig
 from durable_agents.storage.models import CompactionRow, ItemRow, SessionRow
+from durable_agents.storage.replays import replay_mark
 from durable_agents.storage.session_deltas import DeltaPublisher
 from durable_agents.storage.usage import UsageRecord
 from durable_agents.storage.workspaces import WorkspaceLayout
@@ -127,7 +136,7 @@ class ModelActivities:
             async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
                 session = await st.sessions.get(session_id)
                 agent = await self._agent_for(inp, session.agent_definition)
-                _, config = await turn_config(st, session_id, agent.config, self._configs)
+                config_id, config = await turn_config(st, session_id, agent.config, self._configs)
                 done = await st.items.by_key(inp.idempotency_key)
                 if done is not None:
                     return await self._result_of(st, inp, done, agent, config, session)
@@ -135,7 +144,7 @@ class ModelActivities:
             if closed is not None:
                 return ModelCallResult(item_id="", ordinal=0, closed=closed)
             try:
-                return await self._reply(inp, session_id, session, agent, config)
+                return await self._reply(inp, session_id, session, agent, (config_id, config))
             except BaseException:
                 # The call ends without a counted reply: its reservation ends with it (a
                 # retried attempt finds itself admitted and reserves again).
@@ -168,10 +177,17 @@ class ModelActivities:
         session_id: uuid.UUID,
         session: SessionRow,
         agent: AgentRuntime,
-        config: ContextConfig,
+        turn: tuple[uuid.UUID | None, ContextConfig],
     ) -> ModelCallResult:
-        """Assemble, call the provider, and commit the reply with its usage."""
+        """Assemble, call the provider (in a replay, the record first), and commit the reply
+        with its usage and the fingerprint of the request it answers."""
+        config_id, config = turn
         compaction: CompactionRow | None = None
+        sent = ""
+        mark, cassette = replay_mark(session), None
+        if mark is not None:
+            async with agent_state(self._sessions, inp.tenant_id, autocommit=True) as st:
+                cassette = await cassette_for(st, mark, inp.step)
         pending = {
             p.tool_call_id: pending_note(p.device_id, p.step) for p in inp.pending_device_calls
         }
@@ -195,20 +211,24 @@ class ModelActivities:
         ) -> ModelReply:
             # A smaller request is another request: vendors that dedupe by key may refuse
             # one key with a second body. Still stable across retries and replay.
+            nonlocal sent
             key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
             sink = self._delta_stream(inp, overflows)
+            request = ModelRequest(
+                model=config.model,
+                messages=context.messages,
+                tools=tools_of(config),
+                idempotency_key=key,
+                max_output_tokens=budget.reply_tokens,
+                on_text=sink,
+            )
+            sent = request_sha256(request)
+            played = cassette.play(sent) if cassette is not None else None
             try:
+                if played is not None:
+                    return played
                 # No transaction is held open across the provider call.
-                return await agent.provider.complete(
-                    ModelRequest(
-                        model=config.model,
-                        messages=context.messages,
-                        tools=tools_of(config),
-                        idempotency_key=key,
-                        max_output_tokens=budget.reply_tokens,
-                        on_text=sink,
-                    )
-                )
+                return await agent.provider.complete(request)
             finally:
                 if sink is not None:
                     # Before the reply commits: a listener hears every delta first.
@@ -229,14 +249,18 @@ class ModelActivities:
                 context.truncated,
                 len(reply.tool_calls),
             )
+            stats = context_stats(self._windows, fitted, config.model, compaction)
             async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
+                served = {REQUEST_SHA256_KEY: sent}
+                if cassette is not None:
+                    served |= await cassette.marks(st, config_id, self._configs)
                 row, call_rows = await ReplyItems(
                     inp,
                     session_id,
                     config,
                     max_argument_bytes=self._max_argument_bytes,
                     max_calls=self._max_calls,
-                ).commit(st, fitted, self._context_stats(fitted, config, compaction))
+                ).commit(st, fitted, stats, served)
                 # In the reply's transaction, under its key: counted once, or not at all;
                 # the reservation it replaces ends with it.
                 await self._count(st, inp, session.agent_definition, agent, config, reply)
@@ -313,29 +337,6 @@ class ModelActivities:
             idempotency_key=inp.idempotency_key,
         )
 
-    def _context_stats(
-        self, fitted: Fitted, config: ContextConfig, compaction: CompactionRow | None
-    ) -> dict[str, Any]:
-        """What the reply's context was made of and the window it was sent into. Zero
-        counters are left out: readers default them. So is the window when it is just the
-        configured budget (no server window learned, no overflow retry): the turn's context
-        config records that budget, and ~150 B a reply was the same block every step."""
-        context = fitted.context
-        counts = {
-            "input_tokens": context.input_tokens,
-            "preview_tokens": context.preview_tokens,
-            "expanded": context.expanded,
-            "truncated": context.truncated,
-            "not_expanded": context.not_expanded,
-            "dropped_messages": context.dropped_messages,
-            "compaction_version": compaction.version if compaction else None,
-        }
-        stats: dict[str, Any] = {k: v for k, v in counts.items() if v}
-        window = self._windows.stats(config.model, fitted.budget, fitted.retries)
-        if window["source"] != "setting" or window["overflow_retries"] or window["server_tokens"]:
-            stats["window"] = window
-        return stats
-
     async def _result_of(
         self,
         st: AgentState,
@@ -358,6 +359,9 @@ class ModelActivities:
             call_rows or {},
             self._workspace_of(inp.tenant_id, session),
         )
+        mark = replay_mark(session)
+        if mark is not None:
+            calls = replayed_refs(calls, mark)
         stats = row.data.get("context", {})
         # Judged against the window the server really has, once it is known.
         budget = self._windows.budget(config.model, budget_of(config))

@@ -61,10 +61,16 @@ class ReplyItems:
         self._max_calls = max_calls
 
     async def commit(
-        self, st: AgentState, fitted: Fitted, context: dict[str, Any]
+        self,
+        st: AgentState,
+        fitted: Fitted,
+        context: dict[str, Any],
+        request: dict[str, Any] | None = None,
     ) -> tuple[ItemRow, dict[str, ItemRow]]:
         """The assistant item and the tool_call items of the calls that run, by call id.
-        `context`: what the reply's context was made of (the item's data)."""
+        `context`: what the reply's context was made of; `request`: what the item's data
+        says of the request the reply answers (its fingerprint; in a replay, how the reply
+        was served)."""
         inp, reply = self._inp, fitted.reply
         encoding = budget_of(self._config).encoding
         # Our ids, never the model's: its ids may repeat or be empty (see call_ids).
@@ -87,6 +93,7 @@ class ReplyItems:
                 **({"cached_tokens": n} if (n := reply.usage.cached_tokens) else {}),
             },
             "context": context,
+            **(request or {}),
         }
         if len(calls) > self._max_calls:
             data[CALLS_RUN_KEY] = self._max_calls

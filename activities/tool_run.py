@@ -27,6 +27,7 @@ from durable_agents.activities.policies.text_limits import (
     TextLimits,
     oversized_arguments,
 )
+from durable_agents.activities.replays import replayed_by, serve_result
 from durable_agents.activities.tool_call_refs import unasked_new_args
 from durable_agents.activities.tools.args import check_allowed, check_args
 from durable_agents.activities.tools.artifact_access import SqlArtifactAccess
@@ -47,6 +48,7 @@ from durable_agents.storage.agent_state import AgentState, CallReads, agent_stat
 from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.replays import ReplayMark, replay_mark
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, commit_tool_result
 from durable_agents.storage.workspace_lifecycle import restore_if_packed
@@ -127,9 +129,11 @@ class ToolActivities:
                 session = await st.sessions.get(session_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
+                known = registry.get(asked_for) is not None
+                replayed = replayed_by(replay_mark(session), asked_for, known)
                 # A re-run is a person's decision; any other call may have gone unasked.
                 new_args = frozenset[str]()
-                if not inp.rerun:
+                if not inp.rerun and replayed is None:
                     new_args = await unasked_new_args(
                         st,
                         session,
@@ -138,6 +142,8 @@ class ToolActivities:
                         registry.get(inp.name),
                         self._configs,
                     )
+            if replayed is not None:
+                return await self._replayed(inp, session_id, replayed, asked_for, args)
             closed = await self._gate.admit_tool(inp)
             if closed is not None:
                 return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
@@ -165,6 +171,28 @@ class ToolActivities:
                     )
                 self._warm(inp.tenant_id, row, ref, result)
                 return outcome
+
+    async def _replayed(
+        self,
+        inp: ToolRunInput,
+        session_id: uuid.UUID,
+        mark: ReplayMark,
+        name: str,
+        args: dict[str, Any],
+    ) -> ToolOutcome:
+        """A replay's call not run live: its recorded result, or its refusal (replays.py)."""
+        async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
+            row = await serve_result(
+                st,
+                mark,
+                session_id=session_id,
+                tool_call_id=inp.tool_call_id,
+                name=name,
+                arguments=args,
+                step=inp.step,
+                idempotency_key=inp.idempotency_key,
+            )
+            return await _counted(st, row, outcome_of(row, inp.tenant_id, self._store.prefix))
 
     def _registry_of(self, session: SessionRow) -> ToolRegistry:
         """The tools of the session's agent."""

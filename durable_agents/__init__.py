@@ -35,8 +35,10 @@ if TYPE_CHECKING:
         ToolContext,
         ToolError,
         ToolOutput,
+        assert_replays,
         builtin_tools,
         connect,
+        export_cassette,
         serve,
         tool,
     )
@@ -81,8 +83,10 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolOutput",
+    "assert_replays",
     "builtin_tools",
     "connect",
+    "export_cassette",
     "serve",
     "tool",
 ]

@@ -54,6 +54,8 @@ def _encode(value: Any) -> Any:
 def decode(table: Table, row: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for col in table.columns:
+        if col.name not in row:
+            continue  # archived before the column was added: its default stands
         value = row[col.name]
         if value is not None and isinstance(col.type, Uuid):
             value = uuid.UUID(value)

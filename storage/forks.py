@@ -82,12 +82,13 @@ async def create_fork(
     instruction: StagedText | None = None,
     store: ArtifactStore | None = None,
     carried: Sequence[NewItem] = (),
+    replay: dict[str, object] | None = None,
 ) -> SessionRow:
     """Write the fork's session row and its first own turn: with `instruction`, a user
     message after the fork point (it opens the turn); without, an empty turn there, so the
     fork's first step records the context config it runs with rather than its parent's.
     `carried`: the fork's own items before its step (storage/fork_edits.py), committed
-    first, in its first turn."""
+    first, in its first turn. `replay`: the row's replay mark (storage/replays.py)."""
     parent = point.parent
     row = await st.sessions.create(
         fork_id,
@@ -101,6 +102,7 @@ async def create_fork(
         task_check=parent.task_check,
         forked_from=parent.id,
         forked_at=point.forked_at,
+        replay=replay,
     )
     if row.forked_from != parent.id or row.forked_at != point.forked_at:
         raise NotForkable(f"session {fork_id} exists already")

@@ -16,8 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from durable_agents.storage.errors import MemoryNotFound
-from durable_agents.storage.models import MEMORY_AUTHORS, MEMORY_SCOPES, MemoryRow
+from durable_agents.storage.models import MemoryRow
 
+MEMORY_SCOPES = ("user", "project", "agent")
+MEMORY_AUTHORS = ("agent", "user", "extractor")
 MAX_CONTENT_CHARS = 4000
 MAX_RECALL_LIMIT = 100
 # Bounds the OR-chain a long query would otherwise turn into.

@@ -86,6 +86,8 @@ class SessionRow(Base):
     # (storage/lineage.py); its own items continue after it. NULL for any other session.
     forked_from: Mapped[uuid.UUID | None] = mapped_column()
     forked_at: Mapped[int | None] = mapped_column(BigInteger)
+    # A replay of its fork parent (storage/replays.py): {"of": id, "live_tools": [...]}.
+    replay: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Next ordinal to hand out; the row lock taken to bump it serialises appends per session.
     next_ordinal: Mapped[int] = mapped_column(BigInteger, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -295,10 +297,6 @@ class CompactionRow(Base):
     model: Mapped[str] = mapped_column(Text)
     idempotency_key: Mapped[str] = mapped_column(String(512))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-
-
-MEMORY_SCOPES = ("user", "project", "agent")
-MEMORY_AUTHORS = ("agent", "user", "extractor")
 
 
 class MemoryRow(Base):

@@ -78,6 +78,7 @@ class SessionRepository:
         task_check: dict[str, Any] | None = None,
         forked_from: uuid.UUID | None = None,
         forked_at: int | None = None,
+        replay: dict[str, Any] | None = None,
     ) -> SessionRow:
         """Create the session, or return it unchanged if this id already exists for the tenant.
 
@@ -86,7 +87,8 @@ class SessionRepository:
         `workflow_run_id`: the run creating it, so a later run can tell its own retry from
         a session that existed before it. `task_check`: the check its start declared.
         A fork (storage/forks.py) names the session whose items it shares up to ordinal
-        `forked_at`; its own ordinals start after that.
+        `forked_at`; its own ordinals start after that; a replay (storage/replays.py) is
+        such a fork, marked with `replay`.
         """
         root_id = session_id
         if project is not None:
@@ -121,6 +123,7 @@ class SessionRepository:
                 next_ordinal=1 if forked_at is None else forked_at + 1,
                 forked_from=forked_from,
                 forked_at=forked_at,
+                replay=replay,
                 parent_id=parent_id,
                 root_id=root_id,
                 agent_name=agent_name,

@@ -29,7 +29,7 @@ from durable_agents.storage.archive import (
     ensure_hot,
     rehydrate_session,
 )
-from durable_agents.storage.archive_snapshot import HOT
+from durable_agents.storage.archive_snapshot import HOT, TABLES, decode
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfigRepository
@@ -300,3 +300,12 @@ async def test_archive_idle_sessions_picks_only_ended_sessions_idle_past_the_thr
         assert now == ("archived" if sid in archived else status)
     again = await archive_idle_sessions(res.sessions, res.store, tenant, idle_for=hour)
     assert (again.archived, again.failed) == ([], [])
+
+
+def test_a_session_row_archived_before_a_column_was_added_decodes_without_it() -> None:
+    sessions = TABLES["sessions"]
+    added_since = {"task_check", "checked", "forked_from", "forked_at", "replay"}
+    archived = {c.name: None for c in sessions.columns if c.name not in added_since}
+    archived["id"] = str(uuid.uuid4())
+    decoded = decode(sessions, archived)
+    assert set(decoded) == set(archived) and decoded["id"] == uuid.UUID(archived["id"])

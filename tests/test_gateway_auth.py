@@ -112,6 +112,9 @@ async def test_another_tenants_session_and_artifact_are_a_404_like_missing_ones(
             (f"/v1/sessions/{sid}/cancel", f"/v1/sessions/{missing_sid}/cancel", "POST", None),
             (f"/v1/sessions/{sid}/resume", f"/v1/sessions/{missing_sid}/resume", "POST", None),
             (f"/v1/sessions/{sid}/fork", f"/v1/sessions/{missing_sid}/fork", "POST", {"at": 0}),
+            (f"/v1/sessions/{sid}/replay", f"/v1/sessions/{missing_sid}/replay", "POST", {}),
+            (f"/v1/sessions/{sid}/replay-report", f"/v1/sessions/{missing_sid}/replay-report",
+             "GET", None),
         ]  # fmt: skip
         for theirs, missing, method, body in pairs:
             a = await http.request(method, theirs, json=body, headers=bearer(intruder))

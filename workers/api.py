@@ -38,8 +38,10 @@ from durable_agents.storage.agent_state import agent_state
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 from durable_agents.workers.client import tasks
+from durable_agents.workers.client.cassettes import assert_replays, export_cassette
 from durable_agents.workers.client.commands import Caller, StartRequest
 from durable_agents.workers.client.forks import ForkRequest
+from durable_agents.workers.client.replays import ReplayReport, ReplayRequest
 from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.process.run import run_cloud_worker
@@ -66,8 +68,10 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolOutput",
+    "assert_replays",
     "builtin_tools",
     "connect",
+    "export_cassette",
     "serve",
     "tool",
 ]
@@ -166,6 +170,20 @@ class Task:
         edited = {} if results is None else results
         request = ForkRequest(self.session_id, at, agent, instruction, options, edited)
         return Task(self._client, await self._client.service.fork(self._client.caller, request))
+
+    async def replay(
+        self, *, agent: str | None = None, live: Sequence[str] = (), **options: Any
+    ) -> Task:
+        """A replay of this (ended) task from its record: with another agent definition,
+        tools `live` run live, and start options as `fork` takes. Its `replay_report()`
+        says where it first parts from this task. This task is not changed."""
+        request = ReplayRequest(self.session_id, agent, list(live), options)
+        return Task(self._client, await self._client.service.replay(self._client.caller, request))
+
+    async def replay_report(self) -> ReplayReport:
+        """This replay's first divergence from its record (None: none, so far) and what it
+        served from the record."""
+        return await self._client.service.replay_report(self._client.caller, self.session_id)
 
     async def result(self) -> TaskResult:
         """Wait for the task to end; its status, steps and final answer."""

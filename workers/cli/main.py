@@ -48,7 +48,9 @@ from durable_agents.workers.cli.keys import keys_app
 from durable_agents.workers.cli.local_model import local_model_app
 from durable_agents.workers.cli.migrate import migrate_cmd
 from durable_agents.workers.cli.quota import quota_app
+from durable_agents.workers.cli.replay import replay, replay_report
 from durable_agents.workers.cli.resume import resume
+from durable_agents.workers.cli.start_options import check_options, policy_options
 from durable_agents.workers.cli.tenant import tenant_app
 from durable_agents.workers.cli.usage import usage
 from durable_agents.workers.cli.watch import watch_cmd
@@ -79,6 +81,8 @@ app.command()(demo)
 app.command("devices")(devices)
 app.command("resume")(resume)
 app.command("fork")(fork)
+app.command("replay")(replay)
+app.command("replay-report")(replay_report)
 app.command("worker")(worker)
 app.command("gateway")(gateway)
 app.command("device")(device)
@@ -150,8 +154,8 @@ def start(
         raise ValueError("--device-tool needs --device (the device that runs it)")
     given: dict[str, Any] = {
         "device_id": device,
-        "approval_policies": _policies(policy),
-        "loosened_approvals": _policies(loosen),
+        "approval_policies": policy_options(policy),
+        "loosened_approvals": policy_options(loosen),
     }
     if max_steps is not None:
         given["max_steps"] = max_steps
@@ -159,7 +163,7 @@ def start(
         given["device_tools"] = list(device_tool)
     given |= budget_options(budget)
     if check_file or check_contains:
-        given["check"] = _check(check_file or [], check_contains or [])
+        given["check"] = check_options(check_file or [], check_contains or [])
     caller, request = as_operator(tenant), StartRequest(task, agent, given)
 
     async def go(service: TaskService) -> str:
@@ -241,26 +245,6 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("--edit must be a JSON object of arguments")
     return value
-
-
-def _check(files: list[str], pairs: list[str]) -> dict[str, Any]:
-    contains: dict[str, list[str]] = {}
-    for pair in pairs:
-        path, sep, text = pair.partition("=")
-        if not sep or not path or not text:
-            raise ValueError(f"--check-contains wants PATH=TEXT, got {pair!r}")
-        contains.setdefault(path, []).append(text)
-    return {"files": files, "contains": contains}
-
-
-def _policies(pairs: list[str] | None) -> dict[str, str]:
-    policies = {}
-    for pair in pairs or []:
-        tool, sep, policy = pair.partition("=")
-        if not sep or not tool:
-            raise ValueError(f"--policy wants TOOL=POLICY, got {pair!r}")
-        policies[tool] = policy
-    return policies
 
 
 @app.command()

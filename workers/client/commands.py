@@ -71,6 +71,8 @@ VERB_SCOPES: Mapping[str, str] = {
     "resume": "start",
     # A fork starts a task of its own from another's committed items.
     "fork": "start",
+    # So does a replay (a fork at the first step, its replies served from the record).
+    "replay": "start",
     "approve": "approve",
     "reject": "approve",
     "raise_budget": "approve",

@@ -15,6 +15,7 @@ nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +30,7 @@ from durable_agents.storage.artifacts import ArtifactStore
 from durable_agents.storage.fork_edits import carried_items, result_edits
 from durable_agents.storage.forks import create_fork, fork_point
 from durable_agents.storage.items import NewItem
+from durable_agents.storage.models import SessionRow
 from durable_agents.storage.quotas import tenant_default
 from durable_agents.storage.user_messages import StagedText, stage_user_text
 from durable_agents.workers.client.commands import Caller, task_options
@@ -86,14 +88,7 @@ async def fork_task(
         parent = await st.sessions.get(parent_id)  # another tenant's: not found
         if request.results:  # before any upload: a refused call id leaves no object
             await result_edits(st, await fork_point(st, parent_id, request.step), request.results)
-    approvals = parent.approvals or {}
-    inherited: dict[str, Any] = {
-        "project": parent.project,
-        "approval_policies": dict(approvals.get("policies") or {}),
-        "check": parent.task_check,
-    }
-    agent = request.agent or parent.agent_definition
-    options = task_options(caller, agent, request.options, settings, inherited=_set(inherited))
+    options = fork_options(caller, parent, request.agent, request.options, settings)
     options = _step_limit(options, request)
     staged: StagedText | None = None
     if request.instruction is not None:
@@ -104,19 +99,70 @@ async def fork_task(
         call: await stage_user_text(store, caller.tenant_id, text, limits.inline_message_bytes)
         for call, text in request.results.items()
     }
+    return await commit_fork(
+        client,
+        sessions,
+        store,
+        settings,
+        caller,
+        options,
+        parent_id,
+        request.step,
+        staged,
+        results=texts,
+    )
+
+
+def fork_options(
+    caller: Caller,
+    parent: SessionRow,
+    agent: str | None,
+    requested: dict[str, Any],
+    settings: Settings,
+) -> TaskOptions:
+    """A fork's start options: the parent's project, the approval policies that add
+    approvals and its check, then what the caller `requested` (by the start's rules); the
+    parent's agent unless `agent` names another. A loosening is not inherited."""
+    approvals = parent.approvals or {}
+    inherited: dict[str, Any] = {
+        "project": parent.project,
+        "approval_policies": dict(approvals.get("policies") or {}),
+        "check": parent.task_check,
+    }
+    agent = agent or parent.agent_definition
+    return task_options(caller, agent, requested, settings, inherited=_set(inherited))
+
+
+async def commit_fork(
+    client: Client,
+    sessions: async_sessionmaker[AsyncSession],
+    store: ArtifactStore | None,
+    settings: Settings,
+    caller: Caller,
+    options: TaskOptions,
+    parent_id: uuid.UUID,
+    step: int,
+    instruction: StagedText | None = None,
+    *,
+    results: Mapping[str, StagedText] | None = None,
+    replay: dict[str, object] | None = None,
+) -> str:
+    """Commit a fork of `parent_id` at `step` (with edited `results` of the calls that step
+    reads, and its `replay` mark, for a replay) in one transaction with the start's checks,
+    then start its workflow at `step`; its id."""
     fork_id = uuid.uuid4()
     workflow_id = workflow_id_for(str(fork_id))
     quotas = tenant_default(settings.agent.tenant_quotas, caller.tenant_id)
     async with agent_state(sessions, caller.tenant_id, write=True) as st:
         # Inside the transaction: a refusal rolls back, so nothing is committed.
-        point = await fork_point(st, parent_id, request.step)
-        edits = await result_edits(st, point, texts) if texts else None
+        point = await fork_point(st, parent_id, step)
+        edits = await result_edits(st, point, results) if results else None
         await check_device(st, options)
         await st.controls.check_start(quotas)
         carried: list[NewItem] = []
         if edits is not None:
             carried = await carried_items(
-                st, edits, texts, fork_id=fork_id, workflow_id=workflow_id, store=store
+                st, edits, results or {}, fork_id=fork_id, workflow_id=workflow_id, store=store
             )
             point = edits.point
         await create_fork(
@@ -127,11 +173,12 @@ async def fork_task(
             agent_definition=options.agent,
             model_config=options.model_config,
             approvals=options.approvals_record(),
-            instruction=staged,
+            instruction=instruction,
             store=store,
             carried=carried,
+            replay=replay,
         )
-    first = replace(options.agent_input(str(fork_id)), step=request.step)
+    first = replace(options.agent_input(str(fork_id)), step=step)
     await client.start_workflow(
         AgentWorkflow.run, first, id=workflow_id, task_queue=options.task_queue
     )

@@ -4,6 +4,7 @@ names a tenant (or anything else we do not read) is refused, not silently ignore
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 from durable_agents.activities.agents import DEFAULT_AGENT
 from durable_agents.activities.policies.task_rules import MAX_REASON_CHARS, check_number
 from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.workers.client import replays
 from durable_agents.workers.task_options import MAX_STEPS
 
 
@@ -105,6 +107,66 @@ class ForkTask(Request):
     budget_seconds: Number = Field(None, description="Seconds the fork may run.")
 
 
+class ReplayTask(Request):
+    """A replay of the session (an ended task): its replies served from its record, its
+    tools' results replayed except those of `live_tools`. Checked by the command layer, as
+    `agentctl replay` is."""
+
+    agent: str | None = Field(None, description="Another agent definition (default: the task's).")
+    live_tools: list[str] = Field(
+        default_factory=list, description="Tools run live rather than replayed."
+    )
+    max_steps: WholeNumber = Field(
+        None, description=f"The replay's step limit from the task's start, up to {MAX_STEPS}."
+    )
+    budget_tokens: WholeNumber = Field(None, description="Tokens in and out the replay may use.")
+    budget_cost_usd: Number = Field(None, description="USD the replay may spend.")
+    budget_tool_calls: WholeNumber = Field(None, description="Tool calls the replay may make.")
+    budget_seconds: Number = Field(None, description="Seconds the replay may run.")
+
+
+class Divergence(BaseModel):
+    step: int
+    reason: str = Field(
+        description="another call | other arguments | another result | another answer | "
+        "ended earlier | ended later | another ending"
+    )
+    detail: str
+
+
+class ReplayReport(BaseModel):
+    """A replay against its record (workers/client/replays.py ReplayReport)."""
+
+    session_id: uuid.UUID
+    recorded_id: uuid.UUID
+    status: str
+    ended: bool
+    divergence: Divergence | None = Field(
+        description="The first step where the replay parts from its record; null: none (so "
+        "far, while it runs)."
+    )
+    steps: int
+    recorded_steps: int
+    replies_recorded: int
+    replies_live: int
+    results_recorded: int
+    results_live: int
+    results_refused: int
+    first_live: int | None
+    first_live_why: str | None = Field(
+        description="What differed in that step's request: model, system prompt, tools or messages."
+    )
+    seconds: float
+    recorded_seconds: float
+
+    @classmethod
+    def of(cls, report: replays.ReplayReport) -> ReplayReport:
+        found = report.divergence
+        fields = {k: v for k, v in asdict(report).items() if k != "divergence"}
+        divergence = None if found is None else Divergence(**asdict(found))
+        return cls(**fields, divergence=divergence)
+
+
 class Session(BaseModel):
     id: uuid.UUID
     status: str
@@ -120,6 +182,8 @@ class Session(BaseModel):
     # A fork: the session whose items it shares, up to ordinal forked_at.
     forked_from: uuid.UUID | None = None
     forked_at: int | None = None
+    # A replay: {"of": the recorded session, "live_tools": [...]}.
+    replay: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, row: SessionRow) -> Session:
@@ -136,6 +200,7 @@ class Session(BaseModel):
             checked=row.checked,
             forked_from=row.forked_from,
             forked_at=row.forked_at,
+            replay=row.replay,
         )
 
 

@@ -1,5 +1,6 @@
 """The one application service: a method per verb (start, send, approve, reject, cancel,
-resume, fork, raise a budget, freeze, thaw, set quotas), whichever door the caller came in by.
+resume, fork, replay, raise a budget, freeze, thaw, set quotas), whichever door the caller
+came in by.
 
 Each verb: the caller's scope for it (commands.VERB_SCOPES), its input by the command
 layer's rules (activities/policies/task_rules.py: types without coercion, sizes, ranges,
@@ -41,6 +42,12 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest, start_command
 from durable_agents.workers.client.decisions import send_decision
 from durable_agents.workers.client.forks import ForkRequest, fork_task
+from durable_agents.workers.client.replays import (
+    ReplayReport,
+    ReplayRequest,
+    replay_report,
+    replay_task,
+)
 from durable_agents.workers.client.resume_point import resume_run
 from durable_agents.workers.client.tenant_controls import TenantState, freeze, set_quotas, thaw
 from durable_agents.workers.settings import Settings
@@ -182,6 +189,21 @@ class TaskService:
         return await fork_task(
             self._client, self._sessions, self._store, self._settings, caller, request
         )
+
+    async def replay(self, caller: Caller, request: ReplayRequest) -> str:
+        """Start a replay of an ended task of the caller's tenant: a fork at its first step
+        whose replies are served from its record (workers/client/replays.py); the replay's
+        session id. The recorded session is not written."""
+        caller.require("replay")
+        return await replay_task(
+            self._client, self._sessions, self._store, self._settings, caller, request
+        )
+
+    async def replay_report(self, caller: Caller, session_id: str) -> ReplayReport:
+        """Where a replay stands against its record: its first divergence, and what was
+        served from the record and what ran live."""
+        caller.require("read")
+        return await replay_report(self._sessions, caller.tenant_id, session_id)
 
     async def raise_budget(
         self, caller: Caller, session_id: str, figures: Mapping[str, object]

@@ -1,4 +1,5 @@
-"""Routes that act on tasks: start, follow up, approve, reject, cancel, resume, fork. Each
+"""Routes that act on tasks: start, follow up, approve, reject, cancel, resume, fork, replay
+(and its report). Each
 translates HTTP to a verb of the one service (workers/client/service.py), as the key's
 caller: its tenant, its user (who decides) and its scopes. Another tenant's session is a
 404 whatever state it is in.
@@ -20,11 +21,14 @@ from durable_agents.workers.client.http_bodies import (
     ForkTask,
     MessageSent,
     Reject,
+    ReplayReport,
+    ReplayTask,
     Resume,
     Started,
     StartTask,
 )
-from durable_agents.workers.gateway.auth import Approver, Starter
+from durable_agents.workers.client.replays import ReplayRequest
+from durable_agents.workers.gateway.auth import Approver, Reader, Starter
 from durable_agents.workers.gateway.context import GatewayDep
 
 router = APIRouter(prefix="/v1/sessions", tags=["tasks"])
@@ -105,3 +109,26 @@ async def fork(session_id: str, body: ForkTask, principal: Starter, gateway: Gat
     )
     sid = await gateway.service.fork(Caller.of_key(principal), request)
     return Started(session_id=uuid.UUID(sid))
+
+
+@router.post("/{session_id}/replay", status_code=status.HTTP_201_CREATED, response_model=Started)
+async def replay(
+    session_id: str, body: ReplayTask, principal: Starter, gateway: GatewayDep
+) -> Started:
+    """Replay the ended task against its record, with its agent or `agent`, running
+    `live_tools` live (the task itself is not changed); 404 for another tenant's session,
+    409 when it cannot be replayed. Its report: GET .../{replay id}/replay-report."""
+    options = body.model_dump(
+        exclude_unset=True, exclude_none=True, exclude={"agent", "live_tools"}
+    )
+    request = ReplayRequest(session_id, body.agent, list(body.live_tools), options)
+    sid = await gateway.service.replay(Caller.of_key(principal), request)
+    return Started(session_id=uuid.UUID(sid))
+
+
+@router.get("/{session_id}/replay-report", response_model=ReplayReport)
+async def replay_report(session_id: str, principal: Reader, gateway: GatewayDep) -> ReplayReport:
+    """A replay's first divergence from its record (none: null) and what it served from the
+    record; while it runs, as far as it got. 409 for a session that is no replay."""
+    report = await gateway.service.replay_report(Caller.of_key(principal), session_id)
+    return ReplayReport.of(report)

@@ -1,0 +1,47 @@
+"""A model request's fingerprint: the sha256 of a canonical JSON of what was sent (the model,
+each message's role, content, tool calls and call id, the tool specs). A reply commits it
+(`request_sha256` in its item's data), so a replay can tell whether it is about to send
+the same request again (activities/replays.py) without storing the request itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest, ToolSpec
+
+# The key of the fingerprint in an assistant item's data.
+REQUEST_SHA256_KEY = "request_sha256"
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _message(message: ChatMessage) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ],
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+    }
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+
+
+def request_sha256(request: ModelRequest) -> str:
+    """The sha256 (hex) of the request's model, messages and tool specs. The idempotency
+    key, the reply's token limit and the purpose are not part of it: they do not change
+    what the model is asked."""
+    body = {
+        "model": request.model,
+        "messages": [_message(m) for m in request.messages],
+        "tools": [_tool(t) for t in request.tools],
+    }
+    return hashlib.sha256(_canonical(body).encode()).hexdigest()
