@@ -17,6 +17,7 @@ from durable_agents.workers.process.cloud import running
 from durable_agents.workers.process.device_worker import build_device_worker
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
+from tests.support.gateway import poll
 from tests.support.helpers import (
     artifact_count,
     items_of,
@@ -66,16 +67,19 @@ async def test_device_tool_runs_on_the_device_queue_and_cloud_steps_do_not(
             device_id=device_id,
             device_tools=["read_file"],
         )
+
         # Nothing serves the device yet: the call waits on its queue, the task stays open,
         # and every device can see that it waits for the device.
-        await asyncio.sleep(1.5)
+        async def statuses() -> tuple[str, str]:
+            row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
+            return (await tasks.live_status(client, session_id)).status, row.status
+
+        waiting = ("waiting_device", "waiting_device")
+        await poll(statuses, lambda found: found == waiting, within_seconds=60)
         # No result yet (the model took its next step meanwhile: it is told the call is pending).
         items = await items_of(resources, tenant, session_id)
         assert "tool_call" in [i.kind for i in items]
         assert "tool_result" not in [i.kind for i in items]
-        assert (await tasks.live_status(client, session_id)).status == "waiting_device"
-        row, _ = await tasks.read_session(resources.sessions, tenant, session_id)
-        assert row.status == "waiting_device"
         async with running(build_device_worker(client, tenant, device_id, tools)):
             result = await asyncio.wait_for(handle.result(), 30)
 
