@@ -36,8 +36,8 @@ from durable_agents.activities.policies.pricing import PriceTable
 from durable_agents.activities.policies.text_limits import TextLimits
 from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest, Usage
 from durable_agents.activities.providers.request_fingerprint import (
-    REQUEST_SHA256_KEY,
-    request_sha256,
+    REQUEST_KEY,
+    request_fingerprint,
 )
 from durable_agents.activities.replays import cassette_for, replayed_refs
 from durable_agents.activities.reply_items import ReplyItems
@@ -222,7 +222,7 @@ class ModelActivities:
                 max_output_tokens=budget.reply_tokens,
                 on_text=sink,
             )
-            sent = request_sha256(request)
+            sent = request_fingerprint(request)
             played = cassette.play(sent) if cassette is not None else None
             try:
                 if played is not None:
@@ -251,7 +251,7 @@ class ModelActivities:
             )
             stats = context_stats(self._windows, fitted, config.model, compaction)
             async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
-                served = {REQUEST_SHA256_KEY: sent}
+                served = {REQUEST_KEY: sent}
                 if cassette is not None:
                     served |= await cassette.marks(st, config_id, self._configs)
                 row, call_rows = await ReplyItems(

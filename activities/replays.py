@@ -22,7 +22,7 @@ from typing import Any
 from durable_agents.activities.context.call_ids import provider_id_of
 from durable_agents.activities.context.model_context import ConfigCache
 from durable_agents.activities.providers.base import ModelReply, ProviderCall, Usage
-from durable_agents.activities.providers.request_fingerprint import REQUEST_SHA256_KEY
+from durable_agents.activities.providers.request_fingerprint import REQUEST_KEY
 from durable_agents.activities.tools.builtin import WORKFLOW_TOOLS
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.models import ItemRow
@@ -53,12 +53,12 @@ class Cassette:
     recorded_config: uuid.UUID | None
     played: bool = False
 
-    def play(self, sha256: str) -> ModelReply | None:
-        """The recorded reply, when `sha256` is the fingerprint it was answered for."""
+    def play(self, fingerprint: str) -> ModelReply | None:
+        """The recorded reply, when `fingerprint` is that of the request it answered."""
         if self.recorded is None:
             return None
         reply = self.recorded.reply
-        if reply.data.get(REQUEST_SHA256_KEY) != sha256:
+        if reply.data.get(REQUEST_KEY) != fingerprint:
             return None
         self.played = True
         return ModelReply(
@@ -90,7 +90,7 @@ class Cassette:
         for both: the messages)."""
         if self.recorded is None:
             return "no recorded step"
-        if REQUEST_SHA256_KEY not in self.recorded.reply.data:
+        if REQUEST_KEY not in self.recorded.reply.data:
             return "no recorded request"
         theirs = self.recorded_config
         if theirs is None or config_id is None:

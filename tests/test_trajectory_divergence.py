@@ -13,7 +13,7 @@ from durable_agents.activities.providers.base import (
     ProviderCall,
     ToolSpec,
 )
-from durable_agents.activities.providers.request_fingerprint import request_sha256
+from durable_agents.activities.providers.request_fingerprint import request_fingerprint
 from durable_agents.storage.trajectories import Call, Result, Step, Trajectory
 from durable_agents.workers.client.trajectories import first_divergence
 
@@ -99,10 +99,10 @@ def test_a_request_fingerprint_follows_what_the_model_is_asked_only() -> None:
         tools=[ToolSpec("read_file", "Read a file.", {"type": "object"})],
         idempotency_key="agent-x:0:model",
     )
-    same = request_sha256(request)
-    assert len(same) == 64
+    same = request_fingerprint(request)
+    assert len(same) == 22  # 128 bits, base64url
     # Another key, reply limit or purpose asks the model the same.
-    assert request_sha256(replace(request, idempotency_key="k", max_output_tokens=9)) == same
+    assert request_fingerprint(replace(request, idempotency_key="k", max_output_tokens=9)) == same
     reordered = ProviderCall("c1", "read_file", dict(reversed({"path": "a.txt", "n": 1}.items())))
     ordered = ProviderCall("c1", "read_file", {"path": "a.txt", "n": 1})
 
@@ -111,7 +111,7 @@ def test_a_request_fingerprint_follows_what_the_model_is_asked_only() -> None:
         messages[2] = ChatMessage("assistant", "", (call,))
         return replace(request, messages=messages)
 
-    assert request_sha256(with_call(reordered)) == request_sha256(with_call(ordered))
+    assert request_fingerprint(with_call(reordered)) == request_fingerprint(with_call(ordered))
     changed = [
         replace(request, model="n"),
         replace(request, tools=[]),
@@ -119,4 +119,4 @@ def test_a_request_fingerprint_follows_what_the_model_is_asked_only() -> None:
         with_call(ProviderCall("c2", "read_file", {"path": "a.txt"})),
         with_call(ProviderCall("c1", "read_file", {"path": "b.txt"})),
     ]
-    assert len({request_sha256(r) for r in changed} | {same}) == len(changed) + 1
+    assert len({request_fingerprint(r) for r in changed} | {same}) == len(changed) + 1

@@ -1,10 +1,13 @@
-"""A model request's fingerprint: the sha256 of a canonical JSON of what was sent (the model,
-each message's role, content, tool calls and call id, the tool specs). A reply commits it
-(`request_sha256` in its item's data), so a replay can tell whether it is about to send
-the same request again (activities/replays.py) without storing the request itself."""
+"""A model request's fingerprint: 128 bits of the sha256 of a canonical JSON of what was sent
+(the model, each message's role, content, tool calls and call id, the tool specs), as 22
+base64url characters. A reply commits it (`request` in its item's data, ~35 B a step), so a
+replay can tell whether it is about to send the same request again (activities/replays.py)
+without storing the request itself. It is only ever compared with the fingerprint of the
+same step of one recorded session: 128 bits leave no room for a false match."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Any
@@ -12,7 +15,7 @@ from typing import Any
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest, ToolSpec
 
 # The key of the fingerprint in an assistant item's data.
-REQUEST_SHA256_KEY = "request_sha256"
+REQUEST_KEY = "request"
 
 
 def _canonical(value: Any) -> str:
@@ -35,8 +38,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
 
 
-def request_sha256(request: ModelRequest) -> str:
-    """The sha256 (hex) of the request's model, messages and tool specs. The idempotency
+def request_fingerprint(request: ModelRequest) -> str:
+    """The fingerprint of the request's model, messages and tool specs. The idempotency
     key, the reply's token limit and the purpose are not part of it: they do not change
     what the model is asked."""
     body = {
@@ -44,4 +47,5 @@ def request_sha256(request: ModelRequest) -> str:
         "messages": [_message(m) for m in request.messages],
         "tools": [_tool(t) for t in request.tools],
     }
-    return hashlib.sha256(_canonical(body).encode()).hexdigest()
+    digest = hashlib.sha256(_canonical(body).encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
