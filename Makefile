@@ -20,12 +20,14 @@ TEST_WORKERS ?= -n 4 --dist loadfile --no-loadscope-reorder --durations=15
 .PHONY: run test test-fast lint typecheck check clean local-model demo-local test-real-model \
 	chromium test-partitioned test-storage docs
 
-# uv installs the packages (seconds, where pip takes ~40 s); pip does it when uv cannot.
+# uv installs the packages (seconds, where pip takes ~40 s); pip does it when uv cannot. Both
+# leave them byte-compiled, as pip does by default: with PYTHONDONTWRITEBYTECODE set, nothing
+# else would, and every process of the suite would compile what it imports again.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,devstack,peers]' \
-		|| $(BIN)/pip install --quiet -e '.[dev,devstack,peers]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+		-e '.[dev,devstack,peers]' || $(BIN)/pip install --quiet -e '.[dev,devstack,peers]'
 	touch $(STAMP)
 
 ## Start the embedded stack, run the demo agent task to completion, show what happened, stop.
@@ -36,6 +38,7 @@ run: $(STAMP)
 ## mypy runs beside the suite (its report follows the suite's); either failing fails the target.
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
+	$(BIN)/python -m compileall -q -j 0 durable_agents tests bench
 	@echo "$(BIN)/mypy (beside the suite) && $(BIN)/pytest -q $(TEST_WORKERS)"
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
 	$(BIN)/pytest -q $(TEST_WORKERS); tests=$$?; \
