@@ -30,7 +30,12 @@ from durable_agents.workflows.contracts import ArtifactRef, CompactInput
 from tests.conftest import AgentRunner
 from tests.support import verbs
 from tests.support.helpers import files_to_read, items_of, session_root, start, wait_for_pending
-from tests.test_tool_call_index import _long_session, analyze_items
+from tests.support.plan_db import (  # noqa: F401 (the `plan_db` fixture)
+    PlanDb,
+    analyze_items,
+    plan_database,
+)
+from tests.test_tool_call_index import _long_session
 
 
 async def test_a_turn_resumed_after_a_config_change_uses_its_recorded_config(
@@ -295,9 +300,10 @@ async def test_turns_and_compactions_of_another_tenant_look_missing(
         assert await ItemRepository(db, other).page(sid) == []
 
 
-async def test_paging_a_long_session_is_an_index_scan(resources: Resources, tenant: str) -> None:
+async def test_paging_a_long_session_is_an_index_scan(plan_db: PlanDb, tenant: str) -> None:
     from sqlalchemy import text
 
+    resources = plan_db
     sid = await _long_session(resources, tenant)
     await analyze_items(resources)
     async with resources.engine.connect() as conn:

@@ -8,13 +8,17 @@ import uuid
 from sqlalchemy import text
 
 from durable_agents.storage.items import _FOR_TOOL_CALL, ItemRepository
-from durable_agents.workers.resources import Resources
+from tests.support.plan_db import (  # noqa: F401 (the `plan_db` fixture)
+    PlanDb,
+    analyze_items,
+    plan_database,
+)
 
 ITEMS = 3000
 EVERY = 10  # a call and its result in every EVERY items, ids as ours (`call_{step}_0`)
 
 
-async def _long_session(resources: Resources, tenant: str) -> uuid.UUID:
+async def _long_session(resources: PlanDb, tenant: str) -> uuid.UUID:
     """A session of ITEMS items, then one more call whose result was committed first."""
     sid = uuid.uuid4()
     async with resources.sessions() as db, db.begin():
@@ -48,24 +52,10 @@ async def _long_session(resources: Resources, tenant: str) -> uuid.UUID:
     return sid
 
 
-async def analyze_items(resources: Resources) -> None:
-    """Statistics that count the session just written, as autovacuum keeps them: the
-    planner's choice is the test's subject, and with statistics from before the session
-    (however many rows the tests before it wrote) it may take the tenant's first index and
-    filter. Sampled finer than the default (as a deployment with many small tenants beside
-    large ones samples its tenant column): with the default target, the many one-test
-    tenants of a suite's database can leave this tenant's thousands of rows estimated as
-    one row, and the tenant's first index then looks as cheap as any."""
-    async with resources.engine.connect() as conn:
-        await conn.execute(text("SET default_statistics_target = 1000"))
-        await conn.execute(text("ANALYZE items"))
-        await conn.execute(text("RESET default_statistics_target"))
-        await conn.commit()
-
-
 async def test_a_call_on_a_long_session_is_read_from_its_index_in_ordinal_order(
-    resources: Resources, tenant: str
+    plan_db: PlanDb, tenant: str
 ) -> None:
+    resources = plan_db
     sid = await _long_session(resources, tenant)
     await analyze_items(resources)
     call = f"call_{ITEMS // EVERY // 2}_0"
