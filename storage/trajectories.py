@@ -10,6 +10,7 @@ side the same way. Read from the committed items only: nothing here is written.
 from __future__ import annotations
 
 import uuid
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -51,7 +52,13 @@ class Step:
     """One model step: the reply's text, its calls in the order asked, the tokens the reply
     used (input and output; 0 for a reply served from a record), and in a replay whether the
     reply was served from the record or the live model and, when live, which part of the
-    request differed from the record's (`miss`)."""
+    request differed from the record's (`miss`).
+
+    `key`: the reply's idempotency key, which its usage row (storage/usage.py) is kept
+    under. `seconds`: from the commit of the item before the reply (the task's message, or
+    the previous step's last result) to the commit of the step's last item (its reply, or
+    its calls' last result): the model's call, its tools and any approval waited for. Items
+    are stamped when their transaction starts, a few milliseconds before it commits."""
 
     step: int
     text: str
@@ -59,6 +66,10 @@ class Step:
     tokens: int = 0
     served: str | None = None
     miss: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    key: str = field(default="", compare=False)
+    seconds: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -84,23 +95,46 @@ class Trajectory:
 async def load_trajectory(st: AgentState, session_id: uuid.UUID) -> Trajectory:
     """The session's trajectory (SessionNotFound for another tenant's session)."""
     session = await st.sessions.get(session_id)
+    visible = await st.items.visible(session_id)
     rows = await st.db.scalars(
-        select(ItemRow)
-        .where(await st.items.visible(session_id), ItemRow.kind.in_(_KINDS))
-        .order_by(ItemRow.ordinal)
+        select(ItemRow).where(visible, ItemRow.kind.in_(_KINDS)).order_by(ItemRow.ordinal)
+    )
+    stamps = await st.db.execute(
+        select(ItemRow.ordinal, ItemRow.created_at).where(visible).order_by(ItemRow.ordinal)
     )
     mark = replay_mark(session)
     return Trajectory(
         session_id,
         session.status,
-        _steps(list(rows), replayed=mark is not None),
+        _steps(list(rows), _Stamps([(o, t) for o, t in stamps]), replayed=mark is not None),
         mark.of if mark is not None else None,
         session.created_at,
         session.updated_at,
     )
 
 
-def _steps(rows: list[ItemRow], *, replayed: bool) -> tuple[Step, ...]:
+class _Stamps:
+    """When each visible item of a session was committed, by ordinal."""
+
+    def __init__(self, rows: list[tuple[int, datetime]]) -> None:
+        self._ordinals = [o for o, _ in rows]
+        self._times = [t for _, t in rows]
+
+    def before(self, ordinal: int) -> datetime | None:
+        """The time of the item just before `ordinal` (None: it is the first)."""
+        at = bisect_left(self._ordinals, ordinal)
+        return self._times[at - 1] if at > 0 else None
+
+
+def _seconds(stamps: _Stamps, reply: ItemRow, done: list[ItemRow]) -> float | None:
+    began = stamps.before(reply.ordinal)
+    if began is None:
+        return None
+    ended = max([reply.created_at, *(r.created_at for r in done)])
+    return max((ended - began).total_seconds(), 0.0)
+
+
+def _steps(rows: list[ItemRow], stamps: _Stamps, *, replayed: bool) -> tuple[Step, ...]:
     calls = {r.tool_call_id: r for r in rows if r.kind == ItemKind.TOOL_CALL}
     results: dict[str | None, ItemRow] = {}
     for row in rows:
@@ -109,10 +143,12 @@ def _steps(rows: list[ItemRow], *, replayed: bool) -> tuple[Step, ...]:
     steps = []
     for reply in (r for r in rows if r.kind == ItemKind.ASSISTANT_MESSAGE):
         usage = reply.data.get("usage", {})
-        asked = []
+        asked, settled = [], []
         for entry in reply.data.get("tool_calls", []):
             call = calls.get(entry["id"])
             done = results.get(entry["id"])
+            if done is not None:
+                settled.append(done)
             asked.append(
                 Call(
                     entry["id"],
@@ -121,14 +157,19 @@ def _steps(rows: list[ItemRow], *, replayed: bool) -> tuple[Step, ...]:
                     None if done is None else _result(done, replayed),
                 )
             )
+        taken, given = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
         steps.append(
             Step(
                 int(reply.data.get("step", 0)),
                 reply.text,
                 tuple(asked),
-                int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0)),
+                taken + given,
                 reply.data.get(SERVED_KEY) if replayed else None,
                 reply.data.get(MISS_KEY),
+                input_tokens=taken,
+                output_tokens=given,
+                key=reply.idempotency_key,
+                seconds=_seconds(stamps, reply, settled),
             )
         )
     return tuple(steps)

@@ -5,6 +5,7 @@ Never commits: a reply's usage commits in the unit of work that commits the repl
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -197,6 +198,18 @@ class UsageRepository:
             cost_usd=None if unpriced else Decimal(cost or 0),
             tool_calls=int(calls),
         )
+
+    async def reply_costs(self, keys: Collection[str]) -> dict[str, Decimal | None]:
+        """The cost of each counted reply among `keys` (replies' idempotency keys), by key:
+        None for a reply its model had no price for; a key never counted is left out."""
+        if not keys:
+            return {}
+        rows = await self._db.execute(
+            select(_USAGE.c.idempotency_key, _USAGE.c.cost_usd).where(
+                _USAGE.c.tenant_id == self._tenant, _USAGE.c.idempotency_key.in_(list(keys))
+            )
+        )
+        return {key: None if cost is None else Decimal(cost) for key, cost in rows}
 
     async def total(self, where: UsageFilter = UsageFilter()) -> UsageSum:
         """The tenant's usage matching `where`, summed."""

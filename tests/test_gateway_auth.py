@@ -62,8 +62,10 @@ async def test_a_key_without_the_scope_is_forbidden(
             f"/v1/sessions/{some}/calls/c1/approve", json={}, headers=bearer(starter)
         )
         read = await http.get("/v1/sessions", headers=bearer(starter))
+        compare = await http.get(f"/v1/compare?sessions={some},{some}", headers=bearer(starter))
         as_admin = await http.get("/v1/sessions", headers=bearer(admin))
-    for refused, scope in ((start, "start"), (decide, "approve"), (read, "read")):
+    refusals = ((start, "start"), (decide, "approve"), (read, "read"), (compare, "read"))
+    for refused, scope in refusals:
         assert refused.status_code == 403
         assert refused.json() == {
             "error": {"type": "forbidden", "message": f"this key lacks the {scope!r} scope"}
@@ -115,6 +117,8 @@ async def test_another_tenants_session_and_artifact_are_a_404_like_missing_ones(
             (f"/v1/sessions/{sid}/replay", f"/v1/sessions/{missing_sid}/replay", "POST", {}),
             (f"/v1/sessions/{sid}/replay-report", f"/v1/sessions/{missing_sid}/replay-report",
              "GET", None),
+            (f"/v1/compare?sessions={sid},{missing_sid}",
+             f"/v1/compare?sessions={missing_sid},{sid}", "GET", None),
         ]  # fmt: skip
         for theirs, missing, method, body in pairs:
             a = await http.request(method, theirs, json=body, headers=bearer(intruder))

@@ -40,6 +40,7 @@ from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionS
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.cassettes import assert_replays, export_cassette
 from durable_agents.workers.client.commands import Caller, StartRequest
+from durable_agents.workers.client.comparison import Comparison
 from durable_agents.workers.client.forks import ForkRequest
 from durable_agents.workers.client.replays import ReplayReport, ReplayRequest
 from durable_agents.workers.client.service import TaskService
@@ -184,6 +185,12 @@ class Task:
         """This replay's first divergence from its record (None: none, so far) and what it
         served from the record."""
         return await self._client.service.replay_report(self._client.caller, self.session_id)
+
+    async def compare(self, *others: Task | str) -> Comparison:
+        """This task and `others` (tasks, or session ids) side by side, step by step, and
+        where each of them first parts from this one."""
+        ids = [self.session_id, *(o.session_id if isinstance(o, Task) else o for o in others)]
+        return await self._client.service.compare(self._client.caller, ids)
 
     async def result(self) -> TaskResult:
         """Wait for the task to end; its status, steps and final answer."""

@@ -34,12 +34,14 @@ from durable_agents.workers.cli.common import (
     with_resources,
     with_service,
 )
+from durable_agents.workers.cli.compare import compare
 from durable_agents.workers.cli.demo import demo
 from durable_agents.workers.cli.deploy import deploy_app
 from durable_agents.workers.cli.dev import dev_app
 from durable_agents.workers.cli.devices import devices
 from durable_agents.workers.cli.env import env
 from durable_agents.workers.cli.errors import report
+from durable_agents.workers.cli.eval import eval_cmd
 from durable_agents.workers.cli.fork import fork
 from durable_agents.workers.cli.gateway import gateway
 from durable_agents.workers.cli.gc import gc_app
@@ -83,6 +85,8 @@ app.command("resume")(resume)
 app.command("fork")(fork)
 app.command("replay")(replay)
 app.command("replay-report")(replay_report)
+app.command("compare")(compare)
+app.command("eval")(eval_cmd)
 app.command("worker")(worker)
 app.command("gateway")(gateway)
 app.command("device")(device)

@@ -45,7 +45,8 @@ class ItemView(Protocol):
     def data(self) -> dict[str, Any]: ...
 
 
-def _one_line(text: str, width: int) -> str:
+def one_line(text: str, width: int) -> str:
+    """Untrusted text as one line of at most `width` characters, control characters out."""
     flat = " ".join(_CONTROLS.sub(" ", text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
@@ -55,9 +56,9 @@ def item_line(item: ItemView, width: int = 60) -> str:
     label = f"#{item.ordinal:<3} {kind:<8}"
     if item.kind == ItemKind.TOOL_CALL:
         args = item.data.get("arguments", {})
-        arg_text = ", ".join(f"{k}={_one_line(str(v), 40)!s}" for k, v in args.items())
+        arg_text = ", ".join(f"{k}={one_line(str(v), 40)!s}" for k, v in args.items())
         return f"{label} {item.tool_name}({arg_text})  [{item.tool_call_id}]"
-    text = _one_line(item.text, width)
+    text = one_line(item.text, width)
     artifact = item.data.get("artifact")
     if artifact:
         text += f"  [artifact {artifact['sha256'][:12]} {artifact['size_bytes']} B]"
@@ -100,7 +101,7 @@ def timeline_table(session: SessionRow, items: list[ItemRow]) -> Table:
             _ICONS.get(item.kind, item.kind),
             item.tool_name or "",
             item.tool_call_id or "",
-            _one_line(item.text, 48),
+            one_line(item.text, 48),
             f"{artifact['sha256'][:12]} {artifact['size_bytes']} B" if artifact else "",
         )
     return table

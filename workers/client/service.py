@@ -1,6 +1,6 @@
 """The one application service: a method per verb (start, send, approve, reject, cancel,
-resume, fork, replay, raise a budget, freeze, thaw, set quotas), whichever door the caller
-came in by.
+resume, fork, replay, compare, raise a budget, freeze, thaw, set quotas), whichever door the
+caller came in by.
 
 Each verb: the caller's scope for it (commands.VERB_SCOPES), its input by the command
 layer's rules (activities/policies/task_rules.py: types without coercion, sizes, ranges,
@@ -14,7 +14,7 @@ the decision; a budget raise is recorded by the loop once it accepted it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -40,6 +40,7 @@ from durable_agents.storage.quotas import PARKED_STATUSES, TenantControls, tenan
 from durable_agents.vocabulary.session_status import TERMINAL_STATUSES, SessionStatus
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.commands import Caller, StartRequest, start_command
+from durable_agents.workers.client.comparison import Comparison, compare_sessions
 from durable_agents.workers.client.decisions import send_decision
 from durable_agents.workers.client.forks import ForkRequest, fork_task
 from durable_agents.workers.client.replays import (
@@ -204,6 +205,12 @@ class TaskService:
         served from the record and what ran live."""
         caller.require("read")
         return await replay_report(self._sessions, caller.tenant_id, session_id)
+
+    async def compare(self, caller: Caller, session_ids: Sequence[str]) -> Comparison:
+        """Two or more of the tenant's sessions side by side, step by step, and where each
+        first parts from the first (workers/client/comparison.py). Nothing is written."""
+        caller.require("read")
+        return await compare_sessions(self._sessions, caller.tenant_id, session_ids)
 
     async def raise_budget(
         self, caller: Caller, session_id: str, figures: Mapping[str, object]

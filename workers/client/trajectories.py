@@ -77,7 +77,7 @@ def step_divergence(a: Step, b: Step) -> Divergence | None:
         words = f"called {_names(names_b)} where the first called {_names(names_a)}"
         return Divergence(a.step, ANOTHER_CALL, words)
     for x, y in zip(a.calls, b.calls, strict=True):
-        keys = _differing_keys(x.arguments, y.arguments)
+        keys = differing_keys(x.arguments, y.arguments)
         if keys:
             return Divergence(a.step, OTHER_ARGUMENTS, f"{_clip(x.name)}: {', '.join(keys)}")
     for x, y in zip(a.calls, b.calls, strict=True):
@@ -89,7 +89,9 @@ def step_divergence(a: Step, b: Step) -> Divergence | None:
     return None
 
 
-def _differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The argument keys whose values differ between `a` and `b` (one present in only
+    one of them too), sorted and clipped: never a value."""
     keys = sorted(k for k in a.keys() | b.keys() if a.get(k, _MISSING) != b.get(k, _MISSING))
     return [_clip(k) for k in keys]
 

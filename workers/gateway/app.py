@@ -27,6 +27,7 @@ from durable_agents.workers.device_dispatch.wakes import DeviceWakes
 from durable_agents.workers.gateway import (
     page,
     routes_budget,
+    routes_compare,
     routes_devices,
     routes_events,
     routes_sessions,
@@ -106,6 +107,7 @@ def create_app(resources: Resources, client: Client, settings: Settings) -> Fast
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_usage.router)
+    app.include_router(routes_compare.router)
     app.include_router(routes_budget.router)
     app.include_router(routes_tenant.router)
     app.include_router(routes_events.router)

@@ -1,11 +1,12 @@
-// The page: sign in with an API key, sessions with status, a session's live timeline (each
-// step can be forked into a new task), the approvals inbox (and tasks stopped at their
-// budget, raised by a key that may approve), usage (the tenant's today, the open session's),
-// start a task and send a follow-up. Everything goes through the gateway's
-// REST API and event stream with the key in the Authorization header.
+// The page: sign in with an API key, sessions with status (tick some to compare them), a
+// session's live timeline (each step can be forked into a new task), the approvals inbox
+// (and tasks stopped at their budget, raised by a key that may approve), usage (the
+// tenant's today, the open session's), start a task and send a follow-up. Everything goes
+// through the gateway's REST API and event stream with the key in the Authorization header.
 
 import { ApiError, api, enc, keyStore } from "./api.js";
 import { BudgetList, mayRaise, raiseForm } from "./budget.js";
+import { Compare } from "./compare.js";
 import { el, setText } from "./dom.js";
 import { forkOf, forkedFrom, forker } from "./fork.js";
 import { Inbox } from "./inbox.js";
@@ -34,6 +35,10 @@ let scopes = []; // the signed-in key's (GET /v1/me)
 let dayShownAt = 0;
 
 const timeline = new Timeline($("timeline"), { onArtifact: openArtifact });
+const compare = new Compare($("compare"), $("compare-open"), {
+  onOpen: (id) => openSession(id),
+  onShow: () => closeSession(),
+});
 const budgets = new BudgetList($("budgets"), $("budgets-title"), {
   onRaised: (id) => raised(id),
   onOpen: (id) => openSession(id),
@@ -85,6 +90,7 @@ function signOut() {
   $("sessions").replaceChildren();
   inbox.clear();
   budgets.clear();
+  compare.clear();
   scopes = [];
   $("usage-today").replaceChildren();
   dayShownAt = 0;
@@ -166,6 +172,7 @@ async function refreshSessions() {
         dataset: { testid: "session-row", session: s.id, status: s.status },
         onclick: () => openSession(s.id),
       },
+      compare.box(s.id),
       el(
         "div",
         { class: "row-main" },
@@ -179,6 +186,7 @@ async function refreshSessions() {
 }
 
 function closeSession() {
+  compare.close();
   if (current) current.stream.abort();
   current = null;
   timeline.forker = null;
