@@ -35,12 +35,13 @@ run: $(STAMP)
 	$(BIN)/agentctl demo
 
 ## Lint, typecheck and run the whole test suite against real Temporal, PostgreSQL and S3.
-## mypy runs beside the suite (its report follows the suite's); either failing fails the target.
+## mypy runs beside the suite at the lowest CPU priority, on the cycles the suite leaves idle (its
+## report follows the suite's); either failing fails the target.
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/python -m compileall -q -j 0 durable_agents tests bench
 	@echo "$(BIN)/mypy (beside the suite) && $(BIN)/pytest -q $(TEST_WORKERS)"
-	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
+	@nice -n 19 $(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
 	$(BIN)/pytest -q $(TEST_WORKERS); tests=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
