@@ -12,18 +12,16 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
 
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import builtin_tools
-from durable_agents.storage.models import SessionRow
 from durable_agents.workers.client.eval_tasks import EvalTaskError, eval_tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
-from tests.support.helpers import agentctl
+from tests.support.helpers import agentctl, session_count
 from tests.support.replay_models import ByInstructions
 
 
@@ -49,14 +47,6 @@ TASKS = """
     contains: {answer.txt: ["42"]}
     attempts: 1
 """
-
-
-async def _sessions(res: Resources, tenant: str) -> int:
-    async with res.sessions() as db:
-        found = await db.scalar(
-            select(func.count()).select_from(SessionRow).where(SessionRow.tenant_id == tenant)
-        )
-    return int(found or 0)
 
 
 @pytest.fixture
@@ -128,7 +118,7 @@ async def test_one_agent_passes_the_check_and_the_other_fails_it(
     ]
     assert all(a["tokens"] > 0 and a["cost_usd"] is None for a in scores.values())  # unpriced
     assert all(a["median_seconds"] > 0 for a in scores.values())
-    assert await _sessions(resources, tenant) == 8
+    assert await session_count(resources, tenant) == 8
 
 
 async def test_a_bad_file_task_or_agent_is_refused_naming_it_and_starts_nothing(
@@ -171,7 +161,7 @@ async def test_a_bad_file_task_or_agent_is_refused_naming_it_and_starts_nothing(
     for names, words in agents.items():
         code, _, err = await agentctl(capsys, "eval", str(tasks_file), "--agents", names)
         assert code == 1 and words in err, err
-    assert await _sessions(resources, tenant) == 0
+    assert await session_count(resources, tenant) == 0
 
 
 def test_a_tasks_file_names_each_problem_in_our_words() -> None:

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 from temporalio.client import Client
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
@@ -20,7 +20,7 @@ from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.forks import NotForkable
-from durable_agents.storage.models import SessionRow, ToolEffectRow
+from durable_agents.storage.models import ToolEffectRow
 from durable_agents.storage.quotas import TenantFrozen
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.client import tasks
@@ -32,20 +32,12 @@ from tests.conftest import AgentRunner
 from tests.support import verbs
 from tests.support.effect_tools import bump_tool, executions
 from tests.support.gateway import bearer, gateway_http, make_key
-from tests.support.helpers import agentctl, start
+from tests.support.helpers import agentctl, session_count, start
 from tests.test_fork_lineage import World, rows_of
 
 
 def _bump(label: str) -> dict[str, object]:
     return {"tool_calls": [{"name": "bump", "arguments": {"label": label}}]}
-
-
-async def _sessions(res: Resources, tenant: str) -> int:
-    async with res.sessions() as db:
-        found = await db.scalar(
-            select(func.count()).select_from(SessionRow).where(SessionRow.tenant_id == tenant)
-        )
-    return int(found or 0)
 
 
 async def test_a_fork_makes_its_step_live_with_fresh_keys_and_leaves_the_parent_as_it_was(
@@ -122,7 +114,7 @@ async def test_every_door_refuses_a_fork_it_cannot_make_and_writes_nothing(
     last = max(await world.steps_of(uuid.UUID(parent)))
     words = f"session {parent} has no step {last + 1} (steps 0 to {last})"
     before = await rows_of(resources, tenant, uuid.UUID(parent))
-    count = await _sessions(resources, tenant)
+    count = await session_count(resources, tenant)
     service = verbs.service(client, resources.sessions, resources.store)
 
     with pytest.raises(NotForkable) as refused:
@@ -155,6 +147,6 @@ async def test_every_door_refuses_a_fork_it_cannot_make_and_writes_nothing(
     with pytest.raises(TenantFrozen):
         await service.fork(verbs.operator(tenant), ForkRequest(parent, 0))
     assert await rows_of(resources, tenant, uuid.UUID(parent)) == before
-    assert await _sessions(resources, tenant) == count
+    assert await session_count(resources, tenant) == count
     async with agent_state(resources.sessions, tenant) as st:
         assert await st.sessions.forks(uuid.UUID(parent)) == []

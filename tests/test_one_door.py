@@ -9,20 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from durable_agents import connect
 from durable_agents.activities.providers.scripted import ScriptedProvider
-from durable_agents.storage.models import SessionRow
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.contracts import AgentInput, AgentResult
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key
-from tests.support.helpers import agentctl
+from tests.support.helpers import agentctl, session_count
 from tests.support.plain_inputs import plain_input
 
 TOO_MANY = {f"tool_{n}": "always" for n in range(65)}
@@ -49,14 +47,6 @@ BAD_STARTS: list[tuple[list[str], dict[str, Any], dict[str, Any], str]] = [
         "approval_policies has 65 entries; at most 64 are allowed",
     ),
 ]
-
-
-async def _sessions_of(resources: Resources, tenant: str) -> int:
-    async with resources.sessions() as db:
-        count = await db.scalar(
-            select(func.count()).select_from(SessionRow).where(SessionRow.tenant_id == tenant)
-        )
-    return int(count or 0)
 
 
 @pytest.mark.parametrize(("cli", "body", "fields", "words"), BAD_STARTS)
@@ -106,7 +96,7 @@ async def test_every_door_refuses_the_same_bad_start_with_the_same_words(
         assert isinstance(cause, ApplicationError) and cause.type == "InvalidTaskInput"
         assert words in cause.message
 
-    assert await _sessions_of(resources, tenant) == 0  # no door committed anything
+    assert await session_count(resources, tenant) == 0  # no door committed anything
 
 
 @pytest.mark.parametrize(
@@ -160,7 +150,7 @@ async def test_a_nul_in_the_task_text_is_refused_at_every_door_naming_the_field(
         history = await handle.fetch_history()
         mentions = [e for e in history.events if "secret-marker" in str(e)]
         assert len(mentions) <= 1, "the task text was repeated in history"
-    assert await _sessions_of(resources, tenant) == 0
+    assert await session_count(resources, tenant) == 0
 
 
 async def test_the_tenant_is_bound_by_the_credential_at_the_python_api(

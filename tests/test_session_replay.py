@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
 from temporalio.client import Client
 
 from durable_agents import AgentClient
@@ -25,7 +24,7 @@ from durable_agents.activities.tools.base import ToolRegistry
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.items import NewItem
-from durable_agents.storage.models import ItemRow, SessionRow
+from durable_agents.storage.models import ItemRow
 from durable_agents.storage.replays import NotReplayable
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.agent_loading import AgentLoadError
@@ -39,7 +38,7 @@ from tests.conftest import AgentRunner
 from tests.support import verbs
 from tests.support.effect_tools import bump_tool, executions
 from tests.support.gateway import bearer, gateway_http, make_key, poll
-from tests.support.helpers import agentctl, start
+from tests.support.helpers import agentctl, session_count, start
 from tests.support.replay_models import ByInstructions
 from tests.test_fork_lineage import World, rows_of
 
@@ -73,14 +72,6 @@ async def _recorded(
     recorded, handle = await start(client, resources, queue, "Bump twice.", tenant=tenant)
     assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
     return recorded, await rows_of(resources, tenant, uuid.UUID(recorded))
-
-
-async def _sessions(res: Resources, tenant: str) -> int:
-    async with res.sessions() as db:
-        found = await db.scalar(
-            select(func.count()).select_from(SessionRow).where(SessionRow.tenant_id == tenant)
-        )
-    return int(found or 0)
 
 
 async def test_an_unchanged_agent_is_served_its_record_and_runs_no_tool_again(
@@ -244,7 +235,7 @@ async def test_every_door_refuses_a_replay_it_cannot_make_and_writes_nothing(
     async with agent_state(resources.sessions, tenant, write=True) as st:
         await st.sessions.set_status(running, "running")
     before = await rows_of(resources, tenant, uuid.UUID(recorded))
-    count = await _sessions(resources, tenant)
+    count = await session_count(resources, tenant)
     service = verbs.service(client, resources.sessions, resources.store)
     operator = verbs.operator(tenant)
 
@@ -292,6 +283,6 @@ async def test_every_door_refuses_a_replay_it_cannot_make_and_writes_nothing(
     assert report.status_code == 409
 
     assert await rows_of(resources, tenant, uuid.UUID(recorded)) == before
-    assert await _sessions(resources, tenant) == count
+    assert await session_count(resources, tenant) == count
     async with agent_state(resources.sessions, tenant) as st:
         assert await st.sessions.forks(uuid.UUID(recorded)) == []

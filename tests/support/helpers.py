@@ -240,3 +240,8 @@ async def committed_rows(res: Resources, tenant: str) -> dict[str, int]:
             stmt = select(func.count()).select_from(model).where(model.tenant_id == tenant)
             counts[name] = int(await db.scalar(stmt) or 0)
     return counts
+
+
+async def session_count(res: Resources, tenant: str) -> int:
+    """How many sessions the tenant has."""
+    return (await committed_rows(res, tenant))["sessions"]
