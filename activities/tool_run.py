@@ -142,11 +142,13 @@ class ToolActivities:
                         registry.get(inp.name),
                         self._configs,
                     )
-            if replayed is not None:
-                return await self._replayed(inp, session_id, replayed, asked_for, args)
+            # Every call passes the gate, one served from a replay's record too: a frozen
+            # tenant's or an exhausted budget's replay stops where a live run would.
             closed = await self._gate.admit_tool(inp)
             if closed is not None:
                 return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
+            if replayed is not None:
+                return await self._replayed(inp, session_id, replayed, asked_for, args)
             await self._unpack(inp.tenant_id, session)
             await seed_if_new(self._workspace, inp.tenant_id, session, root)
             async with self._recorder.tool_call(_event(inp)) as trace:

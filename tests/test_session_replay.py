@@ -14,23 +14,26 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 from temporalio.client import Client
 
 from durable_agents import AgentClient
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.activities.tools.base import ToolRegistry
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.errors import SessionNotFound
 from durable_agents.storage.items import NewItem
-from durable_agents.storage.models import ItemRow
+from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.replays import NotReplayable
 from durable_agents.vocabulary.item_kinds import ItemKind
 from durable_agents.workers.agent_loading import AgentLoadError
 from durable_agents.workers.client import tasks
 from durable_agents.workers.client.replays import ReplayReport, ReplayRequest
 from durable_agents.workers.client.service import TaskService
+from durable_agents.workers.client.tenant_controls import freeze
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.stack import StackEndpoints
@@ -40,6 +43,7 @@ from tests.support.effect_tools import bump_tool, executions
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_count, start
 from tests.support.replay_models import ByInstructions
+from tests.support.tool_calls import new_call, run
 from tests.test_fork_lineage import World, rows_of
 
 # The recorded task: bump "zero", bump "one", answer.
@@ -286,3 +290,26 @@ async def test_every_door_refuses_a_replay_it_cannot_make_and_writes_nothing(
     assert await session_count(resources, tenant) == count
     async with agent_state(resources.sessions, tenant) as st:
         assert await st.sessions.forks(uuid.UUID(recorded)) == []
+
+
+async def test_a_replays_served_call_passes_the_gate_a_frozen_tenant_gets_none(
+    resources: Resources, tenant: str, tmp_path: Path
+) -> None:
+    """Each tool call passes the kill switch, one a replay would serve from its record too:
+    the call is closed by the gate, and no result (served or refused) is written."""
+    inp = await new_call(resources, tenant, "bump", {"label": "a"})
+    async with agent_state(resources.sessions, tenant, write=True) as st:
+        await st.db.execute(
+            update(SessionRow)
+            .where(SessionRow.id == uuid.UUID(inp.session_id))
+            .values(replay={"of": str(uuid.uuid4()), "live_tools": []})
+        )
+    await freeze(resources.sessions, tenant, "operator")
+    registry = ToolRegistry.of([bump_tool(tmp_path / "bumps")])
+    acts = ToolActivities(resources.sessions, resources.store, registry, workspace=tmp_path)
+    outcome = await run(acts, inp)
+    assert outcome.closed is not None and outcome.item_id == ""
+    assert not executions(tmp_path / "bumps")
+    async with agent_state(resources.sessions, tenant) as st:
+        rows = await st.items.for_tool_call(uuid.UUID(inp.session_id), inp.tool_call_id)
+    assert [r.kind for r in rows] == [ItemKind.TOOL_CALL]
