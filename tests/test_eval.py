@@ -73,8 +73,9 @@ async def test_one_agent_passes_the_check_and_the_other_fails_it(
         "Write 41": ScriptedProvider.from_data(_writes("41")),
     }
     model = ByInstructions(ScriptedProvider.from_data([]), scripts)
-    # Its runs go at once: each keeps its workflow cached (with none, as other tests run,
-    # one run's workflow task can wait out another's local activity, 10 s at a time).
+    # Its runs go at once: each keeps its workflow cached. With none, sdk-core can evict a
+    # run while its local activity's result is on the way; the run then waits out a 10 s
+    # workflow-task timeout (66 s for this test, where it takes 7 s cached).
     worker = agent_worker(model, workspace, agents=tuple(AGENTS), max_cached_workflows=8)
     async with worker as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
