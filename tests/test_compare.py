@@ -23,6 +23,7 @@ from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.errors import SessionNotFound
+from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.client.comparison import (
     DIFFERENT,
     MAX_SESSIONS,
@@ -148,11 +149,13 @@ async def test_a_refused_comparison_says_why_in_one_line(
     cli_env: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    mine, theirs = uuid.uuid4(), uuid.uuid4()
-    for sid, owner in ((mine, tenant), (theirs, f"{tenant}-x")):
+    mine, theirs, cold = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    for sid, owner in ((mine, tenant), (theirs, f"{tenant}-x"), (cold, tenant)):
         async with agent_state(resources.sessions, owner, write=True) as st:
             await st.sessions.create(sid, title="task", model_config={})
-    mine, theirs = str(mine), str(theirs)
+    async with agent_state(resources.sessions, tenant, write=True) as st:
+        await st.sessions.set_status(cold, SessionStatus.ARCHIVED)
+    mine, theirs, cold = str(mine), str(theirs), str(cold)
     service = verbs.service(client, resources.sessions, resources.store)
     many = [str(uuid.uuid4()) for _ in range(MAX_SESSIONS + 1)]
     cases = {
@@ -161,6 +164,8 @@ async def test_a_refused_comparison_says_why_in_one_line(
         ("compare", mine, mine.upper()): f"session {mine} is named twice",
         ("compare", mine, "nonsense"): "not a session id: 'nonsense' (expected a UUID)",
         ("compare", mine, theirs): f"session {theirs} not found",
+        ("compare", mine, cold): f"session {cold} is archived; restore it first "
+        f"(agentctl archive restore {cold})",
     }
     for args, words in cases.items():
         code, out, err = await agentctl(capsys, *args)

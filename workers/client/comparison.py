@@ -182,8 +182,15 @@ async def compare_sessions(
 
 
 async def load_compared(st: AgentState, session_id: uuid.UUID) -> Compared:
-    """What a comparison needs of one session of `st`'s tenant."""
+    """What a comparison needs of one session of `st`'s tenant (InvalidTaskInput for an
+    archived one: its items are in the cold tier, and it would compare as a task of none)."""
     session = await st.sessions.get(session_id)
+    if session.status == SessionStatus.ARCHIVED:
+        raise InvalidTaskInput(
+            "sessions",
+            f"session {session_id} is archived; restore it first "
+            f"(agentctl archive restore {session_id})",
+        )
     trajectory = await load_trajectory(st, session_id)
     costs = await st.usage.reply_costs([s.key for s in trajectory.steps if s.key])
     spend = await st.usage.session_spend(session_id)
