@@ -128,9 +128,12 @@ def reserve_ports(count: int) -> list[int]:
             _handed_out.add(port)
             picked.append(port)
         while len(picked) < count:
-            # The low range is crowded; fall back to what the kernel hands out.
+            # The low range is crowded (or every claim is held): fall back to what the
+            # kernel hands out, claimed where it can be. A claims file another process holds
+            # whole must not stall the pick.
             port = _kernel_port()
-            if port not in _handed_out and _claim(port):
+            if port not in _handed_out:
+                _claim(port)
                 _handed_out.add(port)
                 picked.append(port)
     return picked
