@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from durable_agents import AgentStateSession
-from durable_agents.storage.items import ItemRepository
+from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.models import ItemRow
 from durable_agents.workers.peers.claim_check import ClaimCheckStore
 from durable_agents.workers.resources import Resources
@@ -49,5 +49,5 @@ def session(res: Resources, key: str, tenant: str) -> AgentStateSession:
 
 
 async def rows(res: Resources, tenant: str, sid: uuid.UUID) -> list[ItemRow]:
-    async with res.sessions() as db:
-        return await ItemRepository(db, tenant).page(sid)
+    async with agent_state(res.sessions, tenant) as st:
+        return await st.items.page(sid)
