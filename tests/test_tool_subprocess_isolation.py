@@ -180,11 +180,13 @@ def test_the_prefork_supervisor_holds_no_credentials(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 30
         cmdline = b""
-        while b"prefork_supervisor" not in cmdline and time.monotonic() < deadline:
+        # The script's file name: the test's own tmp path (in the -c code before the exec)
+        # holds "prefork_supervisor" too.
+        while b"prefork_supervisor.py" not in cmdline and time.monotonic() < deadline:
             time.sleep(0.05)
             if pid_file.exists():
                 cmdline = Path(f"/proc/{pid_file.read_text()}/cmdline").read_bytes()
-        assert b"prefork_supervisor" in cmdline, "the supervisor did not start"
+        assert b"prefork_supervisor.py" in cmdline, "the supervisor did not start"
         environ = Path(f"/proc/{proc.pid}/environ").read_bytes().decode(errors="replace")
         assert "PATH=" in environ  # read: it is there, without the credentials
         assert [m for m in MARKERS if m in environ] == []
