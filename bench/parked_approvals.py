@@ -11,6 +11,11 @@ SeaweedFS) on free ports.
     .venv/bin/python bench/parked_approvals.py --sessions 20      # smoke run
     .venv/bin/python bench/parked_approvals.py                    # 1,000 sessions
     .venv/bin/python bench/parked_approvals.py --workers 2        # two worker processes
+    .venv/bin/python bench/parked_approvals.py --bare             # and Temporal's own floor
+
+With --bare, the same number of bare runs (bench/bare_worker.py: the same commands, trivial
+activities, nothing of ours) follow on the same stack, with the same worker processes and
+cache, and CPU per approval is reported for both and as ours / bare, process by process.
 
 With --workers N, N worker processes poll the one task queue; worker RSS and CPU are then
 summed over all of them. With --forked N, one worker process forks N after its imports, as
@@ -43,6 +48,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bare_phase import BareWorkerProcess, measure_bare, report_ratio
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
 from parked_report import Report, note_errors, print_report, secs
 from parked_worker import (
@@ -53,6 +59,7 @@ from parked_worker import (
 from proc_stats import (
     CpuSnapshot,
     cpu_between,
+    cpu_used,
     machine_facts,
     mib,
     proc_mem_kib,
@@ -74,6 +81,7 @@ from durable_agents.workers.client.tasks import (
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import Settings
+from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workers.temporal_client import connect_client
 
 T = TypeVar("T")
@@ -183,11 +191,64 @@ async def run(args: argparse.Namespace, report: Report) -> None:
                 data_converter=data_converter_with_offload(res.store),
             )
             async with asyncio.timeout(args.budget):
-                await measure(args, report, res, client, worker, workspace, tenant, queue)
+                ours = await measure(args, report, res, client, worker, workspace, tenant, queue)
+                worker.stop()
+                if args.bare:
+                    await bare(args, report, ep, state, ours)
         except TimeoutError:
             report.errors.append(f"run budget of {args.budget:g}s used up; numbers are partial")
         finally:
             worker.stop()
+
+
+async def bare(
+    args: argparse.Namespace,
+    report: Report,
+    ep: StackEndpoints,
+    state: Path,
+    ours: dict[str, float],
+) -> None:
+    """The same sessions as bare runs, on a worker group of the same shape; the ratio. The
+    client is plain too: no payload codec."""
+    client = await Client.connect(ep.temporal_address)
+    workspace, queue = state / "bare-workspace", f"bare-{uuid.uuid4().hex[:8]}"
+    workspace.mkdir()
+    max_cached = (
+        Settings().agent.max_cached_workflows if args.max_cached is None else args.max_cached
+    )
+    group = WorkerGroup(
+        [
+            BareWorkerProcess(
+                ep,
+                queue=queue,
+                workspace=workspace,
+                sessions=args.sessions,
+                max_cached=max_cached,
+                log=state / f"bare-worker-{i}.log",
+                processes=args.forked,
+            )
+            for i in range(args.workers)
+        ]
+    )
+    group.start()
+    try:
+        await group.wait_ready()
+        await asyncio.sleep(1.0)
+        floor = await measure_bare(
+            report,
+            client,
+            group,
+            state,
+            workspace,
+            queue,
+            args.sessions,
+            args.concurrency,
+            bounded,
+            args.timeout,
+        )
+        report_ratio(report, ours, floor, args.sessions)
+    finally:
+        group.stop()
 
 
 async def measure(
@@ -199,7 +260,9 @@ async def measure(
     workspace: Path,
     tenant: str,
     queue: str,
-) -> None:
+) -> dict[str, float]:
+    """Our sessions' phases; returns the CPU seconds per process group from the first
+    approval to the last completion."""
     n, conc = args.sessions, args.concurrency
     state = workspace.parent
     idle_rss, _ = worker.mem_kib()
@@ -322,6 +385,7 @@ async def measure(
     report.check("workflows completed", done == n, f"{done}/{n}")
     await verify_items(report, res, tenant, n)
     verify_files(report, workspace, tenant, n)
+    return cpu_used(cpu_approve, cpu_done)
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -350,6 +414,9 @@ def arguments() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="workers each worker process forks after its imports (1: none)",
+    )
+    parser.add_argument(
+        "--bare", action="store_true", help="then the same runs bare, and ours / bare"
     )
     parser.add_argument("--json", help="also write the numbers to this file")
     return parser

@@ -148,11 +148,28 @@ class CpuSnapshot:
         return cls(time.perf_counter(), system_busy_seconds(), by_group)
 
 
+def cpu_used(a: CpuSnapshot, b: CpuSnapshot) -> dict[str, float]:
+    """CPU seconds per process group from a to b, and the rest of the machine ("other")."""
+    used = {k: b.by_group.get(k, 0.0) - a.by_group.get(k, 0.0) for k in b.by_group}
+    used["other"] = max(0.0, (b.busy - a.busy) - sum(used.values()))
+    return used
+
+
+def per_session_ms(used: dict[str, float], n: int) -> str:
+    """`used` (cpu_used) in milliseconds per session: the total, then by group."""
+    total = sum(v for k, v in used.items() if k != "other")
+    parts = [
+        f"{k} {v * 1000 / n:.1f}"
+        for k, v in sorted(used.items(), key=lambda kv: -kv[1])
+        if k != "other" and v * 1000 / n >= 0.05
+    ]
+    return f"{total * 1000 / n:.1f} ms: " + ", ".join(parts)
+
+
 def cpu_between(a: CpuSnapshot, b: CpuSnapshot) -> str:
     """CPU seconds per process group from a to b, and the rest of the machine ("other")."""
     wall = b.at - a.at
-    used = {k: b.by_group.get(k, 0.0) - a.by_group.get(k, 0.0) for k in b.by_group}
-    used["other"] = max(0.0, (b.busy - a.busy) - sum(used.values()))
+    used = cpu_used(a, b)
     parts = [f"{k} {v:.1f}s" for k, v in sorted(used.items(), key=lambda kv: -kv[1])]
     busy = (b.busy - a.busy) / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
     return f"{wall:.0f}s wall, machine {busy:.0%} busy: " + ", ".join(parts)
