@@ -34,6 +34,7 @@ from durable_agents.storage.models import SessionRow
 from durable_agents.storage.quotas import tenant_default
 from durable_agents.storage.user_messages import StagedText, stage_user_text
 from durable_agents.workers.client.commands import Caller, task_options
+from durable_agents.workers.client.fairness import tenant_priority
 from durable_agents.workers.client.tasks import check_device, session_uuid
 from durable_agents.workers.settings import Settings
 from durable_agents.workers.task_options import MAX_STEPS, TaskOptions
@@ -180,7 +181,11 @@ async def commit_fork(
         )
     first = replace(options.agent_input(str(fork_id)), step=step)
     await client.start_workflow(
-        AgentWorkflow.run, first, id=workflow_id, task_queue=options.task_queue
+        AgentWorkflow.run,
+        first,
+        id=workflow_id,
+        task_queue=options.task_queue,
+        priority=tenant_priority(options.tenant_id),
     )
     return str(fork_id)
 

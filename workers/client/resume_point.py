@@ -25,6 +25,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.quotas import Quotas
 from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.fairness import tenant_priority
 from durable_agents.workflows.agent import AgentWorkflow
 from durable_agents.workflows.contracts import AgentInput
 from durable_agents.workflows.policies import workflow_id_for
@@ -79,7 +80,11 @@ async def resume_run(
         # Started without a workflow-level conflict policy: a resume racing another one (or
         # a start) fails with WorkflowAlreadyStartedError instead of running the task twice.
         return await client.start_workflow(
-            AgentWorkflow.run, resumed, id=desc.id, task_queue=desc.task_queue
+            AgentWorkflow.run,
+            resumed,
+            id=desc.id,
+            task_queue=desc.task_queue,
+            priority=tenant_priority(tenant_id),
         )
     except BaseException:
         async with agent_state(sessions, tenant_id, write=True) as st:

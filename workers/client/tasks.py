@@ -33,6 +33,7 @@ from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.user_messages import stage_user_text, user_message_item
 from durable_agents.storage.workspaces import validate_project
 from durable_agents.vocabulary.session_status import SessionStatus
+from durable_agents.workers.client.fairness import tenant_priority
 from durable_agents.workers.client.resume_point import TaskNotResumable as TaskNotResumable
 from durable_agents.workers.settings import get_settings
 from durable_agents.workers.task_options import (
@@ -114,6 +115,7 @@ async def start_task(
         options.agent_input(str(session_id)),
         id=workflow_id,
         task_queue=options.task_queue,
+        priority=tenant_priority(options.tenant_id),
     )
 
 

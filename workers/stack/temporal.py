@@ -142,6 +142,13 @@ class TemporalDevServer:
             str(self.metrics_port),
             "--log-level",
             self.log_level,
+            # Tenants' tasks dispatched round-robin from a backlog (workers/client/fairness.py),
+            # from one partition per task queue: with several, each partition is fair on its
+            # own and a poller takes from any one of them.
+            *("--dynamic-config-value", "matching.useNewMatcher=true"),
+            *("--dynamic-config-value", "matching.enableFairness=true"),
+            *("--dynamic-config-value", "matching.numTaskqueueReadPartitions=1"),
+            *("--dynamic-config-value", "matching.numTaskqueueWritePartitions=1"),
         ]
         if self.db_file:
             # A write-ahead log instead of SQLite's default rollback journal: a transaction
