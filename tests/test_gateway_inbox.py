@@ -122,3 +122,38 @@ async def test_refreshes_of_an_unchanged_inbox_query_no_workflow_and_a_new_wait_
             headers=bearer(key),
         )
         assert rejected.status_code == 200, rejected.text
+
+
+async def test_a_waiting_session_whose_workflow_does_not_answer_is_listed_as_unanswered(
+    migrated: StackEndpoints,
+    resources: Resources,
+    client: Client,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    """A page keeps the rows of an unanswered session (workers/gateway/web/js/inbox.js):
+    its calls are not known to be decided, and an edit being typed in one must survive a
+    refresh that found its worker busy."""
+    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    key = await make_key(resources, tenant, "read", "start", "approve", user="erin")
+    provider = ScriptedProvider.from_data(READ_THEN_WRITE)
+    policies = {"read_file": "always"}
+    async with (
+        agent_worker(provider, workspace, workspace_scope="tenant") as queue,
+        gateway_http(migrated, resources, client, queue=queue) as http,
+    ):
+        started = await http.post(
+            "/v1/sessions",
+            json={"text": "copy a", "max_steps": 5, "approval_policies": policies},
+            headers=bearer(key),
+        )
+        assert started.status_code == 201, started.text
+        sid = started.json()["session_id"]
+        await poll(lambda: _pending(http, key), lambda p: len(p) == 1)
+    # The worker is gone; a fresh gateway (nothing cached) asks the workflow, which cannot
+    # answer within the inbox's wait.
+    async with gateway_http(migrated, resources, client, queue=queue) as http:
+        inbox = (await http.get("/v1/approvals", headers=bearer(key))).json()
+    assert inbox["entries"] == [] and inbox["unanswered"] == [sid], inbox
+    await client.get_workflow_handle(f"agent-{sid}").terminate("test over")

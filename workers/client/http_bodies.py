@@ -301,6 +301,9 @@ class Inbox(BaseModel):
     entries: list[InboxEntry]
     # Sessions parked at their budget, for someone with the approve scope to raise.
     budgets: list[BudgetEntry] = []
+    # Sessions waiting for approval whose workflow did not answer in time (a busy or absent
+    # worker): their calls are not known to be decided, so a page keeps what it shows of them.
+    unanswered: list[str] = []
 
 
 class Me(BaseModel):

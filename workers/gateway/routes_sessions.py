@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import RedirectResponse, StreamingResponse
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.activities.agents import DEFAULT_AGENT
 from durable_agents.activities.policies.edited_arguments import call_schema
@@ -113,8 +113,9 @@ async def inbox(
         rows = await st.sessions.listing(limit=limit, status=SessionStatus.WAITING_APPROVAL)
     entries = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
     return Inbox(
-        entries=[e for e in entries if e is not None and e.pending],
+        entries=[e for e in entries if isinstance(e, InboxEntry) and e.pending],
         budgets=await _parked_at_budget(gateway, principal, limit),
+        unanswered=[e for e in entries if isinstance(e, str)],
     )
 
 
@@ -131,18 +132,22 @@ async def _parked_at_budget(
     return parked
 
 
-async def _entry(gateway: Gateway, principal: Principal, row: SessionRow) -> InboxEntry | None:
+async def _entry(
+    gateway: Gateway, principal: Principal, row: SessionRow
+) -> InboxEntry | str | None:
+    """The session's calls waiting for a decision; its id when its workflow did not answer
+    in time or could not be reached (nothing known of its calls); None when it is gone."""
     try:
         # A query needs a worker to answer: with none up it would wait; the inbox should not.
         async with asyncio.timeout(INBOX_QUERY_SECONDS):
             live = await gateway.live.get(row, lambda sid: tasks.live_status(gateway.client, sid))
     except RPCError as err:
-        # The workflow is gone or unreachable: the session's row is not a decision to offer.
         log.info("inbox: no live status for a waiting session (%s)", err.status)
-        return None
+        # A workflow that is gone is no decision to offer; one out of reach may still be.
+        return None if err.status == RPCStatusCode.NOT_FOUND else str(row.id)
     except TimeoutError:
         log.info("inbox: a waiting session's workflow did not answer in time")
-        return None
+        return str(row.id)
     pending = []
     async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
         for p in live.pending_approvals:

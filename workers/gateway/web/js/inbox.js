@@ -44,11 +44,20 @@ export class Inbox {
       }
     }
     const keep = new Set(wanted);
+    // A session whose workflow did not answer this time is not known to be decided: its rows
+    // stay where they are, with whatever is being typed in them.
+    const unanswered = new Set(inbox.unanswered || []);
+    const now = [...this.list.children];
+    now.forEach((node, i) => {
+      if (!keep.has(node) && unanswered.has(node.dataset.session)) {
+        wanted.splice(Math.min(i, wanted.length), 0, node);
+        keep.add(node);
+      }
+    });
     for (const [key, row] of this.rows) {
       if (!keep.has(row.node)) this.rows.delete(key);
     }
     // Only when the order or the set changed: moving a node would blur a field being typed in.
-    const now = [...this.list.children];
     if (now.length !== wanted.length || now.some((node, i) => node !== wanted[i])) {
       this.list.replaceChildren(...wanted);
     }
