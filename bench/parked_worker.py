@@ -24,10 +24,15 @@ from proc_stats import proc_pss_kib, process_tree, procs_mem_kib  # bench/ is on
 from worker_metrics import ENV as METRICS_ENV
 from worker_metrics import metrics_runtime, read_counters
 
-from durable_agents.activities.providers.base import ModelReply, ModelRequest
+from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from durable_agents.activities.providers.scripted import ScriptedProvider, ScriptedTurn
 from durable_agents.activities.tools.builtin import default_registry
-from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.process.cloud import (
+    build_cloud_worker,
+    cloud_activities,
+    running,
+    worker_slots,
+)
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.process.prefork import run_forked
 from durable_agents.workers.resources import open_resources
@@ -87,12 +92,11 @@ def worker_provider(sessions: int) -> ScriptedProvider:
     return BenchModel(sessions)
 
 
-async def serve_worker(sessions: int, max_cached: int | None, index: int = 0) -> None:
+async def serve_worker(provider: ModelProvider, max_cached: int | None, index: int = 0) -> None:
     """The cloud worker, configured from the environment (AGENT_*, DATABASE_URL, S3_*,
-    TEMPORAL_ADDRESS), with the per-session script; runs until SIGTERM/SIGINT. `index`:
+    TEMPORAL_ADDRESS), with `provider` as its model; runs until SIGTERM/SIGINT. `index`:
     which forked process this is (its metrics address is the index-th of METRICS_ENV's)."""
     settings = Settings()
-    provider = worker_provider(sessions)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -112,6 +116,7 @@ async def serve_worker(sessions: int, max_cached: int | None, index: int = 0) ->
                 settings.agent.max_cached_workflows if max_cached is None else max_cached
             ),
             sandbox=settings.agent.workflow_sandbox,
+            slots=worker_slots(settings.agent),
         )
         async with running(worker):
             print(f"{READY_MARKER} on {settings.agent.task_queue}", flush=True)
@@ -256,11 +261,11 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="workers to fork (1: none)")
     args = parser.parse_args()
     if args.processes == 1:
-        asyncio.run(serve_worker(args.sessions, args.max_cached))
+        asyncio.run(serve_worker(worker_provider(args.sessions), args.max_cached))
         return
     run_forked(
         args.processes,
-        lambda i: asyncio.run(serve_worker(args.sessions, args.max_cached, i)),
+        lambda i: asyncio.run(serve_worker(worker_provider(args.sessions), args.max_cached, i)),
         encoding=Settings().model.encoding,
     )
 

@@ -38,10 +38,14 @@ async def bench_resources() -> AsyncIterator[Resources]:
 
 
 @asynccontextmanager
-async def bench_stack() -> AsyncIterator[tuple[StackEndpoints, Resources, Path]]:
-    """Like bench_resources, plus the endpoints (Temporal too) and the state dir."""
+async def bench_stack(
+    *, fairness: bool = True
+) -> AsyncIterator[tuple[StackEndpoints, Resources, Path]]:
+    """Like bench_resources, plus the endpoints (Temporal too) and the state dir.
+    `fairness`: the Temporal server's fairness across tenants (on, as the dev stack's)."""
     state = await asyncio.to_thread(_state_dir)
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    stack.temporal.fairness = fairness
     try:
         ep = await asyncio.to_thread(stack.start)
         await migrate(ep.database_migration_url)

@@ -45,7 +45,11 @@ class TemporalDevServer:
         log_level: str = "warn",
         start_timeout: float = 60.0,
         fsync: bool = True,
+        fairness: bool = True,
     ) -> None:
+        """`fairness`: hand a task queue's backlog out round-robin across fairness keys
+        (tenants: workers/client/fairness.py); False dispatches in order of arrival."""
+        self.fairness = fairness
         self.db_file = db_file.absolute() if db_file else None
         self.port = resolve_port(port)
         self.ui_port = _pick_ui_port(ui_port, port)
@@ -146,7 +150,7 @@ class TemporalDevServer:
             # from one partition per task queue: with several, each partition is fair on its
             # own and a poller takes from any one of them.
             *("--dynamic-config-value", "matching.useNewMatcher=true"),
-            *("--dynamic-config-value", "matching.enableFairness=true"),
+            *("--dynamic-config-value", f"matching.enableFairness={str(self.fairness).lower()}"),
             *("--dynamic-config-value", "matching.numTaskqueueReadPartitions=1"),
             *("--dynamic-config-value", "matching.numTaskqueueWritePartitions=1"),
         ]
