@@ -60,7 +60,12 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.storage.workspaces import TENANT_DIR
 from durable_agents.workers.client.tasks import TaskOptions, start_task
-from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.process.cloud import (
+    build_cloud_worker,
+    cloud_activities,
+    running,
+    worker_slots,
+)
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workers.temporal_client import connect_client
@@ -159,7 +164,10 @@ async def run_ours(
     settings = ep.settings(workspace=workspace, task_queue=queue, provider="scripted")
     settings.agent = settings.agent.model_copy(update={"workspace_scope": "tenant"})
     worker = build_cloud_worker(
-        client, cloud_activities(settings, res, provider, default_registry()), task_queue=queue
+        client,
+        cloud_activities(settings, res, provider, default_registry()),
+        task_queue=queue,
+        slots=worker_slots(settings.agent),  # as a deployed worker takes its tasks
     )
     options = TaskOptions(tenant_id=tenant, max_steps=row.calls + 5, task_queue=queue)
     async with running(worker):

@@ -1,7 +1,8 @@
 """Tenants share the task queue fairly (workers/client/fairness.py): every task starts with
 its tenant as Temporal's fairness key, its sub-agents inherit it, and the stack's server
 hands a backlog out round-robin across keys, so one tenant's flood does not hold another
-tenant's work behind it."""
+tenant's work behind it; a worker configured with few slots keeps that backlog on the
+server."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.workers.client.fairness import MAX_FAIRNESS_KEY_BYTES, tenant_priority
+from durable_agents.workers.process.cloud import build_cloud_worker, worker_slots
 from durable_agents.workers.resources import Resources
+from durable_agents.workers.settings import AgentSettings
 from durable_agents.workflows.policies import workflow_id_for
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, start
@@ -116,3 +119,23 @@ async def test_a_backlog_is_dispatched_round_robin_across_fairness_keys(client: 
         await asyncio.wait_for(asyncio.gather(*(h.result() for h in [*flood, late])), 60)
     assert sorted(ORDER) == ["flood"] * 12 + ["late"]
     assert ORDER.index("late") <= 2, ORDER
+
+
+async def test_a_cloud_worker_takes_as_many_tasks_at_once_as_its_settings_say(
+    client: Client,
+) -> None:
+    """Fairness orders the server's backlog only: few slots keep a flood there."""
+    queue = f"slots-{uuid.uuid4().hex[:8]}"
+    defaults = build_cloud_worker(
+        client, [], task_queue=queue, slots=worker_slots(AgentSettings())
+    ).config()
+    assert defaults.get("max_concurrent_activities") == 100
+    assert defaults.get("max_concurrent_workflow_tasks") == 100
+    assert defaults.get("disable_eager_activity_execution") is False
+    isolated = AgentSettings(activity_slots=2, workflow_task_slots=4, eager_activities=False)
+    config = build_cloud_worker(
+        client, [], task_queue=f"{queue}-isolated", slots=worker_slots(isolated)
+    ).config()
+    assert config.get("max_concurrent_activities") == 2
+    assert config.get("max_concurrent_workflow_tasks") == 4
+    assert config.get("disable_eager_activity_execution") is True

@@ -201,10 +201,21 @@ class AgentSettings(BaseSettings):
     # however many sessions are parked; a run woken after eviction is replayed from its
     # history instead (~10-35 ms CPU), and a cache smaller than the runs in flight at once
     # thrashes (docs/BENCHMARKS.md, "The workflow cache and the workflow sandbox"). The runs in
-    # flight at once are up to the activity slots plus the workflow-task slots (100 + 100,
-    # the SDK's defaults): parking 1,000 sessions through a cache of 100 replayed 82% of
+    # flight at once are up to the activity slots plus the workflow-task slots (below): with
+    # the SDK's 100 + 100, parking 1,000 sessions through a cache of 100 replayed 82% of
     # them on their way (`bench/parked_approvals.py --sessions 1000 --max-cached 100`).
     max_cached_workflows: int = Field(default=500, ge=0)
+    # Activities and workflow tasks a cloud worker process runs at once (WorkerSlots in
+    # workers/process/cloud.py), and whether the server may hand a workflow task's new
+    # activities straight back to it. The defaults are the SDK's. Few slots and no eager
+    # activities keep a flood's backlog on the Temporal server, which hands it out
+    # round-robin across tenants: with 2 and 4, one tenant's 200 fanned-out tasks slow
+    # another tenant's steps 2.1x at p95, against 28.6x with the defaults; the price is a
+    # step floor of ~200 ms instead of ~100 ms and ~10% fewer approvals a second
+    # (docs/BENCHMARKS.md, "One tenant's flood against another's steps").
+    activity_slots: int = Field(default=100, ge=1)
+    workflow_task_slots: int = Field(default=100, ge=2)
+    eager_activities: bool = True
     # The sandbox workflow runs get (workers/process/sandbox.py says what each checks and
     # costs): off (the default), shared, or strict, which re-imports and checks our
     # workflow modules in every run as the tests do (~0.4-0.6 MiB more per cached run,

@@ -46,7 +46,12 @@ from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.survey import SURVEY_AGENT, survey_agent
 from durable_agents.workers.gateway.app import create_app
 from durable_agents.workers.gateway.serving import serving
-from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
+from durable_agents.workers.process.cloud import (
+    build_cloud_worker,
+    cloud_activities,
+    running,
+    worker_slots,
+)
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.resources import Resources, open_resources
 from durable_agents.workers.settings import DEV_HEARTBEAT_THROTTLE_SECONDS
@@ -274,6 +279,7 @@ async def run_demo(
                 task_queue=DEMO_QUEUE,
                 # A local Temporal bills no heartbeat: a cancel reaches the model promptly.
                 heartbeat_throttle_seconds=DEV_HEARTBEAT_THROTTLE_SECONDS,
+                slots=worker_slots(settings.agent),
             )
             async with (
                 running(worker),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -185,6 +186,23 @@ def deployment_config(agent: AgentSettings) -> WorkerDeploymentConfig | None:
     )
 
 
+@dataclass(frozen=True)
+class WorkerSlots:
+    """How much work a worker process takes from the task queue at once. Fewer slots than
+    the SDK's 100 leave a flood's backlog on the server, where it is handed out fairly
+    across tenants (workers/client/fairness.py) instead of queueing inside the worker
+    behind another tenant's tasks; eager activities (the server handing a workflow task's
+    new activities straight back to the worker that scheduled them) skip that queue."""
+
+    activities: int
+    workflow_tasks: int
+    eager_activities: bool
+
+
+def worker_slots(agent: AgentSettings) -> WorkerSlots:
+    return WorkerSlots(agent.activity_slots, agent.workflow_task_slots, agent.eager_activities)
+
+
 def build_cloud_worker(
     client: Client,
     activities: Sequence[Any],
@@ -196,6 +214,7 @@ def build_cloud_worker(
     plugins: Sequence[Plugin] = (),
     deployment: WorkerDeploymentConfig | None = None,
     heartbeat_throttle_seconds: float | None = None,
+    slots: WorkerSlots | None = None,
 ) -> Worker:
     """`interceptors` and `plugins`, e.g. TrajectoryRecorder.interceptors() and .plugins(),
     must not repeat ones the client already carries: a worker runs its client's too.
@@ -205,7 +224,9 @@ def build_cloud_worker(
     `deployment`: deployment_config(settings.agent), or None for an unversioned worker.
     `heartbeat_throttle_seconds` (AgentSettings.heartbeat_throttle_seconds): at most one
     heartbeat per activity reaches the server per interval, and a cancel reaches a running
-    activity only in a heartbeat's answer; None: the SDK's 0.8 x the heartbeat timeout."""
+    activity only in a heartbeat's answer; None: the SDK's 0.8 x the heartbeat timeout.
+    `slots`: how many activities and workflow tasks the worker takes at once
+    (worker_slots(settings.agent)); None: the SDK's defaults (100 each, eager activities)."""
     extra: dict[str, Any] = {}
     if heartbeat_throttle_seconds is not None:
         throttle = timedelta(seconds=heartbeat_throttle_seconds)
@@ -215,6 +236,10 @@ def build_cloud_worker(
         extra["max_cached_workflows"] = max_cached_workflows
     if deployment is not None:
         extra["deployment_config"] = deployment
+    if slots is not None:
+        extra["max_concurrent_activities"] = slots.activities
+        extra["max_concurrent_workflow_tasks"] = slots.workflow_tasks
+        extra["disable_eager_activity_execution"] = not slots.eager_activities
     ours = AgentPlugin(activities, sandbox=sandbox, interceptors=interceptors)
     return Worker(client, task_queue=task_queue, plugins=[ours, *plugins], **extra)
 

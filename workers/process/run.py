@@ -30,6 +30,7 @@ from durable_agents.workers.process.cloud import (
     cloud_activities,
     deployment_config,
     running,
+    worker_slots,
 )
 from durable_agents.workers.process.device_worker import build_device_worker
 from durable_agents.workers.process.health_file import heartbeat
@@ -118,6 +119,7 @@ async def run_cloud_worker(
                 plugins=recorder.plugins(),
                 deployment=deployment_config(settings.agent),
                 heartbeat_throttle_seconds=settings.agent.heartbeat_throttle_seconds,
+                slots=worker_slots(settings.agent),
             )
             try:
                 async with running(worker), heartbeat(settings.agent.health_file):
