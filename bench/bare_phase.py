@@ -4,6 +4,7 @@ CPU per approval, ours / bare, process by process."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import time
@@ -19,6 +20,7 @@ from proc_stats import CpuSnapshot, cpu_between, cpu_used, per_session_ms
 from temporalio.client import Client, WorkflowHandle
 from worker_metrics import cache_between
 
+from durable_agents.workers.settings import Settings
 from durable_agents.workers.stack import StackEndpoints
 
 Bounded = Callable[[int, Sequence[Any], Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
@@ -143,3 +145,54 @@ def report_ratio(report: Report, ours: dict[str, float], bare: dict[str, float],
         if bare.get(group, 0.0) > 0:
             parts.append(f"{group} {ours.get(group, 0.0) / bare[group]:.2f}x")
     report.add("CPU per approval, ours / bare", ", ".join(parts))
+
+
+async def run_bare(
+    args: argparse.Namespace,
+    report: Report,
+    ep: StackEndpoints,
+    state: Path,
+    ours: dict[str, float],
+    bounded: Bounded,
+) -> None:
+    """The same sessions as bare runs, on a worker group of the same shape; the ratio. The
+    client is plain too: no payload codec."""
+    client = await Client.connect(ep.temporal_address)
+    workspace, queue = state / "bare-workspace", f"bare-{uuid.uuid4().hex[:8]}"
+    workspace.mkdir()
+    max_cached = (
+        Settings().agent.max_cached_workflows if args.max_cached is None else args.max_cached
+    )
+    group = WorkerGroup(
+        [
+            BareWorkerProcess(
+                ep,
+                queue=queue,
+                workspace=workspace,
+                sessions=args.sessions,
+                max_cached=max_cached,
+                log=state / f"bare-worker-{i}.log",
+                processes=args.forked,
+            )
+            for i in range(args.workers)
+        ]
+    )
+    group.start()
+    try:
+        await group.wait_ready()
+        await asyncio.sleep(1.0)
+        floor = await measure_bare(
+            report,
+            client,
+            group,
+            state,
+            workspace,
+            queue,
+            args.sessions,
+            args.concurrency,
+            bounded,
+            args.timeout,
+        )
+        report_ratio(report, ours, floor, args.sessions)
+    finally:
+        group.stop()

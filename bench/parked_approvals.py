@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bare_phase import BareWorkerProcess, measure_bare, report_ratio
+from bare_phase import run_bare
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
 from parked_report import Report, note_errors, print_report, secs
 from parked_worker import (
@@ -81,7 +81,6 @@ from durable_agents.workers.client.tasks import (
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import Settings
-from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workers.temporal_client import connect_client
 
 T = TypeVar("T")
@@ -194,61 +193,11 @@ async def run(args: argparse.Namespace, report: Report) -> None:
                 ours = await measure(args, report, res, client, worker, workspace, tenant, queue)
                 worker.stop()
                 if args.bare:
-                    await bare(args, report, ep, state, ours)
+                    await run_bare(args, report, ep, state, ours, bounded)
         except TimeoutError:
             report.errors.append(f"run budget of {args.budget:g}s used up; numbers are partial")
         finally:
             worker.stop()
-
-
-async def bare(
-    args: argparse.Namespace,
-    report: Report,
-    ep: StackEndpoints,
-    state: Path,
-    ours: dict[str, float],
-) -> None:
-    """The same sessions as bare runs, on a worker group of the same shape; the ratio. The
-    client is plain too: no payload codec."""
-    client = await Client.connect(ep.temporal_address)
-    workspace, queue = state / "bare-workspace", f"bare-{uuid.uuid4().hex[:8]}"
-    workspace.mkdir()
-    max_cached = (
-        Settings().agent.max_cached_workflows if args.max_cached is None else args.max_cached
-    )
-    group = WorkerGroup(
-        [
-            BareWorkerProcess(
-                ep,
-                queue=queue,
-                workspace=workspace,
-                sessions=args.sessions,
-                max_cached=max_cached,
-                log=state / f"bare-worker-{i}.log",
-                processes=args.forked,
-            )
-            for i in range(args.workers)
-        ]
-    )
-    group.start()
-    try:
-        await group.wait_ready()
-        await asyncio.sleep(1.0)
-        floor = await measure_bare(
-            report,
-            client,
-            group,
-            state,
-            workspace,
-            queue,
-            args.sessions,
-            args.concurrency,
-            bounded,
-            args.timeout,
-        )
-        report_ratio(report, ours, floor, args.sessions)
-    finally:
-        group.stop()
 
 
 async def measure(
