@@ -209,10 +209,11 @@ class AgentSettings(BaseSettings):
     # workers/process/cloud.py), and whether the server may hand a workflow task's new
     # activities straight back to it. The defaults are the SDK's. Few slots and no eager
     # activities keep a flood's backlog on the Temporal server, which hands it out
-    # round-robin across tenants: with 2 and 4, one tenant's 200 fanned-out tasks slow
-    # another tenant's steps 2.1x at p95, against 28.6x with the defaults; the price is a
-    # step floor of ~200 ms instead of ~100 ms and ~10% fewer approvals a second
-    # (docs/BENCHMARKS.md, "One tenant's flood against another's steps").
+    # round-robin across tenants: with 2, 4 and no eager activities, one tenant's 200
+    # fanned-out tasks slow another tenant's steps 1.8-2.1x at p95, against 29-42x with
+    # the defaults; the price is a step floor of ~200 ms instead of ~100-150 ms and 13.0
+    # approvals a second instead of 17.1-17.9 at 2,000 parked (docs/BENCHMARKS.md, "One
+    # tenant's flood against another's steps").
     activity_slots: int = Field(default=100, ge=1)
     workflow_task_slots: int = Field(default=100, ge=2)
     eager_activities: bool = True
