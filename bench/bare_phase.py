@@ -9,11 +9,11 @@ import asyncio
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bare_worker import CALL_ID, BareApproval, BareSession
+from bounded_calls import bounded
 from parked_report import Report, note_errors, secs
 from parked_worker import WorkerGroup, WorkerProcess, marker_content, marker_path
 from proc_stats import CpuSnapshot, cpu_between, cpu_used, per_session_ms
@@ -22,8 +22,6 @@ from worker_metrics import cache_between
 
 from durable_agents.workers.settings import Settings
 from durable_agents.workers.stack import StackEndpoints
-
-Bounded = Callable[[int, Sequence[Any], Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
 
 
 class BareWorkerProcess(WorkerProcess):
@@ -45,7 +43,6 @@ async def measure_bare(
     queue: str,
     n: int,
     conc: int,
-    bounded: Bounded,
     limit_s: float,
 ) -> dict[str, float]:
     """Start n bare runs, wait until each is parked, approve them all and wait until every
@@ -153,7 +150,6 @@ async def run_bare(
     ep: StackEndpoints,
     state: Path,
     ours: dict[str, float],
-    bounded: Bounded,
 ) -> None:
     """The same sessions as bare runs, on a worker group of the same shape; the ratio. The
     client is plain too: no payload codec."""
@@ -190,7 +186,6 @@ async def run_bare(
             queue,
             args.sessions,
             args.concurrency,
-            bounded,
             args.timeout,
         )
         report_ratio(report, ours, floor, args.sessions)

@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bounded_calls import bounded
+from cold_tier import pct
 from noisy_worker import (
     FLOOD,
     QUIET,
@@ -51,21 +53,14 @@ from durable_agents.workers.temporal_client import connect_client
 MODEL_ACTIVITIES = {"call_model"}
 
 
-async def bounded(
+async def all_of(
     limit: int, items: Sequence[Any], fn: Callable[[Any], Awaitable[Any]]
 ) -> list[Any]:
-    gate = asyncio.Semaphore(limit)
-
-    async def one(item: Any) -> Any:
-        async with gate:
-            return await fn(item)
-
-    return list(await asyncio.gather(*(one(x) for x in items)))
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    """bounded() over items, raising the first error: every task of the bench must work."""
+    results, errors = await bounded(limit, items, fn)
+    if errors:
+        raise errors[0]
+    return list(results)
 
 
 def summary(steps: Sequence[float]) -> str:
@@ -73,7 +68,7 @@ def summary(steps: Sequence[float]) -> str:
         return "no steps"
     return (
         f"{len(steps)} steps: p50 {statistics.median(steps):.0f} ms, "
-        f"p95 {percentile(steps, 0.95):.0f} ms, max {max(steps):.0f} ms"
+        f"p95 {pct(list(steps), 0.95):.0f} ms, max {max(steps):.0f} ms"
     )
 
 
@@ -96,7 +91,7 @@ async def run_tenant(
             raise RuntimeError(f"{kind} task {i} ended {result.status}: {result.last_error}")
         return handle.id.removeprefix("agent-")
 
-    return await bounded(concurrency, range(first, first + count), one)
+    return await all_of(concurrency, range(first, first + count), one)
 
 
 async def start_flood(
@@ -106,7 +101,7 @@ async def start_flood(
         handle = await start_task(client, res.sessions, task_text(FLOOD, i), options)
         return handle.id.removeprefix("agent-")
 
-    return await bounded(50, range(count), one)
+    return await all_of(50, range(count), one)
 
 
 async def steps_of(client: Client, session_ids: Sequence[str]) -> list[dict[str, float]]:
@@ -204,7 +199,7 @@ async def measure(
     flood_ids = await flooding
     flood_done = sum(
         1
-        for status in await bounded(50, flood_ids, lambda sid: _status(client, sid))
+        for status in await all_of(50, flood_ids, lambda sid: _status(client, sid))
         if status == "COMPLETED"
     )
     flood_parts = await steps_of(client, during)
@@ -216,10 +211,10 @@ async def measure(
     )
     print(f"  CPU: {cpu_between(cpu1, cpu2)}")
     print("phase: drain", flush=True)
-    results = await bounded(50, flood_ids, lambda sid: task_handle(client, sid).result())
+    results = await all_of(50, flood_ids, lambda sid: task_handle(client, sid).result())
     ended = sum(1 for r in results if r.status == "completed")
     drained = time.perf_counter() - began
-    ratio = percentile(flood_steps, 0.95) / percentile(quiet_steps, 0.95)
+    ratio = pct(flood_steps, 0.95) / pct(quiet_steps, 0.95)
     print()
     print(
         f"noisy neighbour: fairness {args.fairness}, A {args.flood} tasks x {args.flood_steps} "

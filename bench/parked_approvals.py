@@ -44,11 +44,11 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from bare_phase import run_bare
+from bounded_calls import bounded
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
 from parked_report import Report, note_errors, print_report, secs
 from parked_worker import (
@@ -89,24 +89,6 @@ CALL_ID = "call_0_0"  # ScriptedProvider: turn 0, first call
 
 
 # -- the driver --------------------------------------------------------------------------------
-
-
-async def bounded(
-    limit: int, items: Sequence[T], fn: Callable[[T], Awaitable[Any]]
-) -> tuple[list[Any], list[BaseException]]:
-    """fn over items, at most `limit` at a time; results in order (None where it raised)."""
-    gate = asyncio.Semaphore(limit)
-    errors: list[BaseException] = []
-
-    async def one(item: T) -> Any:
-        async with gate:
-            try:
-                return await fn(item)
-            except Exception as err:
-                errors.append(err)
-                return None
-
-    return list(await asyncio.gather(*(one(x) for x in items))), errors
 
 
 async def status_counts(res: Resources, tenant: str) -> dict[str, int]:
@@ -193,7 +175,7 @@ async def run(args: argparse.Namespace, report: Report) -> None:
                 ours = await measure(args, report, res, client, worker, workspace, tenant, queue)
                 worker.stop()
                 if args.bare:
-                    await run_bare(args, report, ep, state, ours, bounded)
+                    await run_bare(args, report, ep, state, ours)
         except TimeoutError:
             report.errors.append(f"run budget of {args.budget:g}s used up; numbers are partial")
         finally:
