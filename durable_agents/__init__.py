@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         connect,
         export_cassette,
         serve,
+        tenant_priority,
         tool,
     )
     from durable_agents.workers.peers.claim_check_plugin import ClaimCheckPlugin
@@ -88,6 +89,7 @@ __all__ = [
     "connect",
     "export_cassette",
     "serve",
+    "tenant_priority",
     "tool",
 ]
 

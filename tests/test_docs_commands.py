@@ -234,10 +234,20 @@ def _watch_with_a_read_key(up: Up, served: str, session: str, tmp_path: Path) ->
     assert watched == agentctl(up, "watch", session)
 
 
+# The fairness key a started task's workflow carries (workers/client/fairness.py).
+FAIRNESS_KEY = """import os
+from temporalio.client import Client
+client = await Client.connect(os.environ["TEMPORAL_ADDRESS"])
+described = await client.get_workflow_handle("agent-" + os.environ["SID"]).describe()
+print(described.raw_description.workflow_execution_info.priority.fairness_key)
+"""
+
+
 def test_a_plain_temporal_client_starts_queries_and_approves_as_written(up: Up) -> None:
     block = doc_block("docs/temporal-clients.md", "import asyncio").text
     sid = python(up, at_stack(block, up) + "print(sid)\n").strip()
     wait_status(up, sid, "completed", tenant="acme")
+    assert python(up, FAIRNESS_KEY, SID=sid).strip() == "acme"
     shown = agentctl(up, "show", sid, "--tenant", "acme")
     assert "approved by ops" in shown
     assert (up.project / "workspace" / "acme" / sid / "out" / "report.md").is_file()
@@ -256,6 +266,7 @@ def test_the_temporal_cli_starts_queries_and_approves_as_written(up: Up) -> None
     approved = sh(up, lines(block, "temporal workflow update execute"), SID=sid, PATH=VENV_PATH)
     assert "approved:true" in approved
     wait_status(up, sid, "completed", tenant="acme")
+    assert python(up, FAIRNESS_KEY, SID=sid).strip() == "acme"
     assert "approved by ops" in agentctl(up, "show", sid, "--tenant", "acme")
 
 

@@ -41,6 +41,7 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.client.cassettes import assert_replays, export_cassette
 from durable_agents.workers.client.commands import Caller, StartRequest
 from durable_agents.workers.client.comparison import Comparison
+from durable_agents.workers.client.fairness import tenant_priority
 from durable_agents.workers.client.forks import ForkRequest
 from durable_agents.workers.client.replays import ReplayReport, ReplayRequest
 from durable_agents.workers.client.service import TaskService
@@ -74,6 +75,7 @@ __all__ = [
     "connect",
     "export_cassette",
     "serve",
+    "tenant_priority",
     "tool",
 ]
 
