@@ -150,9 +150,12 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
     root of `workspace_scope`.
 
     max_cached_workflows=0 makes every workflow task replay the history from the start,
-    so each test also checks the loop is deterministic; the strict sandbox re-imports our
-    workflow modules per run, so a clock read or random draw in them fails the test
-    (workers/process/sandbox.py: the production worker shares them and would not catch it).
+    so each test also checks the loop is deterministic. The sandbox is the shared one (our
+    workflow modules imported once, as the production worker's `off` does, with the
+    sandbox's builtins restrictions); `sandbox="strict"` re-imports them in every workflow
+    task (~150 ms each), so a clock read or random draw in them fails at run time: the
+    replay of every recorded history, an approval, a child, a continue-as-new and the
+    sandbox's own tests run it (workers/process/sandbox.py says what each checks).
     """
 
     @asynccontextmanager
@@ -166,7 +169,7 @@ def agent_worker(client: Client, resources: Resources, migrated: StackEndpoints)
         workspace_scope: WorkspaceScope = "session",
         agents: tuple[Agent, ...] = (),
         max_cached_workflows: int = 0,
-        sandbox: SandboxMode = "strict",
+        sandbox: SandboxMode = "shared",
         agent_settings: dict[str, Any] | None = None,
         **model: Any,
     ) -> AsyncIterator[str]:

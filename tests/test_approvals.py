@@ -56,7 +56,7 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
 ) -> None:
     caplog.set_level(logging.INFO, logger="durable_agents.workers.client.decisions")
     provider = _script()
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, sandbox="strict") as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         ours: dict[str, Any] = {"sessions": resources.sessions, "tenant_id": tenant}
         pending = await wait_for_pending(client, session_id)

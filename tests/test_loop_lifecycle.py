@@ -26,7 +26,7 @@ async def test_continue_as_new_keeps_cursors_and_never_duplicates_items(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
     provider = ScriptedProvider.from_data(_reads(5))
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, sandbox="strict") as queue:
         # Force a new run every 2 steps (the production trigger is the server's suggestion).
         session_id, handle = await start(
             client, resources, queue, tenant=tenant, continue_as_new_every=2

@@ -46,7 +46,7 @@ async def test_delegate_runs_a_child_session_and_returns_only_its_summary_and_re
             ]
         },
     )
-    async with agent_worker(provider, workspace) as queue:
+    async with agent_worker(provider, workspace, sandbox="strict") as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant, session_id=sid)
         result = await asyncio.wait_for(handle.result(), 60)
 

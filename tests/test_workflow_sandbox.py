@@ -1,6 +1,6 @@
 """The workflow sandbox the cloud worker runs in (workers/process/sandbox.py): shared, our
 workflow modules are the host's (no per-run copy to hold in the cache or to re-import on a
-replay); strict, as the tests run, a clock read in a module the workflow imports fails it."""
+replay); strict, a clock read in a module the workflow imports fails it."""
 
 from __future__ import annotations
 
@@ -81,10 +81,9 @@ async def test_no_sandbox_runs_the_hosts_modules_like_the_shared_one(
     client: Client,
 ) -> None:
     """The default (AGENT_WORKFLOW_SANDBOX=off) runs the host's modules as the shared sandbox
-    did, and a clock read gets through both; strict, the one the tests' workers run, refuses
-    it (the test above). What off gives up besides: the shared sandbox still refused
-    `open`, `input` and `breakpoint` while an activation ran; the source check below covers
-    those now."""
+    did, and a clock read gets through both; strict refuses it (the test above). What off
+    gives up besides: the shared sandbox still refused `open`, `input` and `breakpoint`
+    while an activation ran; the source check below covers those now."""
     host = id(sys.modules["durable_agents.workflows.contracts"])
     shared = (*SHARED_WORKFLOW_MODULES, "tests.support.sandbox_clock")
     off = runner_for("off")

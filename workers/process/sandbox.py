@@ -13,10 +13,11 @@ imported once, by the host, and every run uses them: ~13 KiB and ~1 ms per run.
 What sharing gives up: the sandbox checks module members (`datetime.now`, `random`, `uuid4`,
 `asyncio.as_completed`, ...) through proxies it puts in the modules it imports itself; a
 shared module keeps the host's real ones, so a clock read in `workflows/` is not caught at
-run time. Builtins (`open`, `input`, `breakpoint`) stay restricted in both sandboxes. The tests'
-agent worker (tests/conftest.py) and the replay test run strict, so every workflow path
-they exercise is still checked, and tests/test_workflow_sandbox.py checks the shared
-modules' source for clock, random and uuid reads (and shows both sandboxes at work).
+run time. Builtins (`open`, `input`, `breakpoint`) stay restricted in both sandboxes. The
+replay of every recorded history and the tests of an approval, a child, a continue-as-new
+and the sandbox itself run strict (tests/conftest.py's agent worker runs shared unless a
+test asks), and tests/test_workflow_sandbox.py checks the shared modules' source for
+clock, random and uuid reads (and shows both sandboxes at work).
 Sharing is safe only for modules without mutable module state that a run could change:
 `workflows/` holds constants and pure functions, the per-run state lives on the workflow
 instance.
@@ -29,8 +30,8 @@ hooks: ~12 ms of worker CPU per approval and ~8 ms per park at 2,000 parked sess
 (`bench/parked_approvals.py --sessions 2000`; docs/BENCHMARKS.md, "The workflow cache and
 the workflow sandbox"). Determinism is kept where it is actually checked: the source
 check of the shared modules (clock, randomness and those three builtins), replay of
-recorded histories (tests/test_replay.py, strict and as workers run) and the tests' own
-workers, which run strict.
+recorded histories (tests/test_replay.py, strict and as workers run) and the tests that
+run strict.
 """
 
 from __future__ import annotations
