@@ -68,7 +68,7 @@ from proc_stats import (
 from sqlalchemy import text
 from temporalio.client import Client
 from throwaway_stack import bench_stack
-from worker_metrics import cache_between
+from worker_metrics import cache_between, sql_between
 
 from durable_agents.workers.client.commands import Caller
 from durable_agents.workers.client.service import TaskService
@@ -250,6 +250,7 @@ async def measure(
     report.add("client (this process) RSS", mib(proc_mem_kib(os.getpid())[0]))
     report.add("CPU, first start to all parked", cpu_between(cpu0, cpu_parked))
     report.add("worker cache, first start to all parked", cache_between(cache0, cache_parked, n))
+    report.add("worker's PostgreSQL, start to parked", sql_between(cache0, cache_parked, n))
 
     # 2b. each one's status query shows exactly one pending approval
     print("phase: query", flush=True)
@@ -299,9 +300,14 @@ async def measure(
     )
     report.add("end to end (first start to last completion)", f"{time.perf_counter() - t0:.2f} s")
     report.add("CPU, first approval to all completed", cpu_between(cpu_approve, cpu_done))
+    cache_done = worker.cache_counters()
     report.add(
         "worker cache, first approval to all completed",
-        cache_between(cache_approve, worker.cache_counters(), n),
+        cache_between(cache_approve, cache_done, n),
+    )
+    report.add(
+        "worker's PostgreSQL, first approval to all completed",
+        sql_between(cache_approve, cache_done, n),
     )
     rss, hwm = worker.mem_kib()
     report.add("worker RSS at the end", mib(rss))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from proc_stats import proc_pss_kib, process_tree, procs_mem_kib  # bench/ is on sys.path
 from worker_metrics import ENV as METRICS_ENV
-from worker_metrics import metrics_runtime, read_counters
+from worker_metrics import count_sql, metrics_runtime, read_counters
 
 from durable_agents.activities.providers.base import ModelProvider, ModelReply, ModelRequest
 from durable_agents.activities.providers.scripted import ScriptedProvider, ScriptedTurn
@@ -103,9 +103,11 @@ async def serve_worker(provider: ModelProvider, max_cached: int | None, index: i
         loop.add_signal_handler(sig, stop.set)
     async with open_resources(settings.database, settings.s3) as res:
         metrics = os.environ.get(METRICS_ENV, "").split(",")[index]
+        runtime = metrics_runtime(metrics) if metrics else None
+        if runtime is not None:
+            count_sql(res.engine, runtime)
         client = await connect_client(
-            data_converter=data_converter_with_offload(res.store),
-            runtime=metrics_runtime(metrics) if metrics else None,
+            data_converter=data_converter_with_offload(res.store), runtime=runtime
         )
         acts = cloud_activities(settings, res, provider, default_registry())
         worker = build_cloud_worker(
