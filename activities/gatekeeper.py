@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from durable_agents.activities.policies.admission import Admission, Gate, GateLimits, admit
 from durable_agents.storage.admissions import TOOL
 from durable_agents.storage.agent_state import agent_state
+from durable_agents.storage.models import SessionRow
 from durable_agents.storage.quotas import Quotas, tenant_default
 from durable_agents.workflows.contracts import Closed, ToolRunInput
 
@@ -38,10 +39,15 @@ class Gatekeeper:
         async with agent_state(self._sessions, tenant_id, write=True) as st:
             return await admit(st, request, self.limits(tenant_id))
 
-    async def admit_tool(self, inp: ToolRunInput) -> Closed | None:
-        """Admit one run of a tool call (its key: a re-run in doubt is another run)."""
+    async def admit_tool(
+        self, inp: ToolRunInput, session: SessionRow | None = None
+    ) -> Closed | None:
+        """Admit one run of a tool call (its key: a re-run in doubt is another run).
+        `session`: its row as the caller read it (the admission reads only what never
+        changes on it: its id and when it was created), else read here."""
         async with agent_state(self._sessions, inp.tenant_id, write=True) as st:
-            session = await st.sessions.get(uuid.UUID(inp.session_id))
+            if session is None:
+                session = await st.sessions.get(uuid.UUID(inp.session_id))
             root = uuid.UUID(inp.budget_session_id) if inp.budget_session_id else None
             request = Admission(TOOL, inp.idempotency_key, session, inp.budget, root)
             return (await admit(st, request, self.limits(inp.tenant_id))).closed

@@ -125,8 +125,9 @@ class ToolActivities:
                     return await _counted(
                         st, latest, outcome_of(latest, inp.tenant_id, self._store.prefix)
                     )
-                args, asked_for = await call_arguments(st.calls, session_id, inp.tool_call_id)
+                # Read first: the call's lineage (storage/lineage.py) is then the row's.
                 session = await st.sessions.get(session_id)
+                args, asked_for = await call_arguments(st.calls, session_id, inp.tool_call_id)
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
                 known = registry.get(asked_for) is not None
@@ -144,7 +145,7 @@ class ToolActivities:
                     )
             # Every call passes the gate, one served from a replay's record too: a frozen
             # tenant's or an exhausted budget's replay stops where a live run would.
-            closed = await self._gate.admit_tool(inp)
+            closed = await self._gate.admit_tool(inp, session)
             if closed is not None:
                 return ToolOutcome(inp.tool_call_id, item_id="", ordinal=0, closed=closed)
             if replayed is not None:

@@ -74,9 +74,6 @@ class AdmissionRepository:
         key = zlib.crc32(f"admit:{self._tenant}:{budget_session_id}".encode()) - 2**31
         await self._db.execute(select(func.pg_advisory_xact_lock(literal(key))))
 
-    async def find(self, idempotency_key: str) -> AdmissionRow | None:
-        return await self._db.get(AdmissionRow, (self._tenant, idempotency_key))
-
     async def admit(
         self,
         idempotency_key: str,

@@ -123,10 +123,16 @@ class TenantControls:
         self._tenant = tenant_id
 
     async def step_figures(
-        self, session_id: uuid.UUID, *, budget_session: uuid.UUID | None = None, day: date
+        self,
+        session_id: uuid.UUID,
+        *,
+        budget_session: uuid.UUID | None = None,
+        day: date,
+        admission_key: str | None = None,
     ) -> StepFigures:
         """What an admission for `session_id` is checked against on `day`; its budget
-        counts the spend of `budget_session` (a sub-agent's: its root task's) if given."""
+        counts the spend of `budget_session` (a sub-agent's: its root task's) if given;
+        `admitted` says whether an admission under `admission_key` is recorded."""
         row = (
             await self._db.execute(
                 STEP_FIGURES,
@@ -136,6 +142,7 @@ class TenantControls:
                     "day": day,
                     "month": month_start(day),
                     "ttl": RESERVATION_TTL.total_seconds(),
+                    "key": admission_key,
                 },
             )
         ).one()
@@ -157,6 +164,7 @@ class TenantControls:
             session_sub_agents=int(s_agents or 0),
             reserved_tokens=int(r_tokens or 0),
             reserved_cost_usd=None if r_unpriced else Decimal(r_cost or 0),
+            admitted=bool(row[19]),
         )
 
     async def spent(self, since: date, until: date) -> Spent:

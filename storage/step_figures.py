@@ -1,6 +1,7 @@
 """What one admission through the gate reads, in one statement (activities/policies/admission.py):
 the budget's committed spend and its calls in flight, the tenant's spend quotas, frozen flag
-and spend by day and month. TenantControls.step_figures runs it."""
+and spend by day and month, and whether the admission asked for is recorded already.
+TenantControls.step_figures runs it."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class StepFigures:
     # of them are unpriced.
     reserved_tokens: int = 0
     reserved_cost_usd: Decimal | None = Decimal(0)
+    # An admission recorded under the key asked about already stands (a retry, a replay).
+    admitted: bool = False
 
 
 # Every figure an admission is checked against, by primary key, one month's day rows (at
@@ -50,7 +53,10 @@ STEP_FIGURES = text(
            COALESCE(c.frozen, false),
            d.tokens, d.cost_usd, d.unpriced_replies,
            m.tokens, m.cost_usd, m.unpriced_replies,
-           s.sub_agents, r.tokens, r.cost_usd, r.unpriced
+           s.sub_agents, r.tokens, r.cost_usd, r.unpriced,
+           EXISTS (
+             SELECT 1 FROM admissions AS a WHERE a.tenant_id = :tenant AND a.idempotency_key = :key
+           )
       FROM (SELECT 1) AS one
       LEFT JOIN session_spend AS s ON s.tenant_id = :tenant AND s.session_id = :session
       LEFT JOIN tenant_controls AS c ON c.tenant_id = :tenant

@@ -88,11 +88,13 @@ async def admit(
     if request.kind == SUB_AGENT:
         await st.controls.lock_starts()  # a sub-agent takes a place among running tasks
     await st.admissions.lock(root)
-    if await st.admissions.find(request.key) is not None:
+    figures = await st.controls.step_figures(
+        session.id, budget_session=root, day=now.date(), admission_key=request.key
+    )
+    if figures.admitted:
         if request.kind == MODEL:
             await st.admissions.renew(request.key)
         return OPEN
-    figures = await st.controls.step_figures(session.id, budget_session=root, day=now.date())
     gate = await _decide(st, request, limits, figures, now)
     if gate.admitted:
         await st.admissions.admit(
