@@ -40,6 +40,30 @@ def told(reason: str, failures: int, attempts: int) -> str:
     )
 
 
+def checks_of(
+    agent_checks: Mapping[str, Check], parent: uuid.UUID | None, agent: str, declared: object
+) -> list[Check]:
+    """The checks a session's answer must pass: none for a sub-agent (`parent` set), else
+    its agent's (by name, in `agent_checks`) and its start's (`declared`, the session's
+    task_check)."""
+    if parent is not None:
+        return []
+    found = [agent_checks[agent]] if agent in agent_checks else []
+    if declared:
+        found.append(Check.from_start(declared))  # kept as a door checked it
+    return found
+
+
+def declares_check(agent_checks: Mapping[str, Check] | None, session: SessionRow) -> bool:
+    """Whether the session's answer has a check to pass (True when `agent_checks`, the
+    worker's checks by agent, are not known)."""
+    if agent_checks is None:
+        return True
+    return bool(
+        checks_of(agent_checks, session.parent_id, session.agent_definition, session.task_check)
+    )
+
+
 class AnswerCheckActivities:
     def __init__(
         self,
@@ -107,12 +131,7 @@ class AnswerCheckActivities:
         return CheckVerdict(True, False, failures, attempts, reason)
 
     def _checks_of(self, parent: uuid.UUID | None, agent: str, declared: object) -> list[Check]:
-        if parent is not None:
-            return []
-        found = [self._checks[agent]] if agent in self._checks else []
-        if declared:
-            found.append(Check.from_start(declared))  # kept as a door checked it
-        return found
+        return checks_of(self._checks, parent, agent, declared)
 
     def _root(self, tenant_id: str, session: SessionRow) -> Path:
         if isinstance(self._workspace, WorkspaceLayout):

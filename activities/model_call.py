@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
+from durable_agents.activities.answer_checks import declares_check
+from durable_agents.activities.checks.spec import Check
 from durable_agents.activities.context.assembly import AssembledContext, ContextBudget, pending_note
 from durable_agents.activities.context.model_context import (
     ConfigCache,
@@ -80,6 +83,7 @@ class ModelActivities:
         gate: Gatekeeper | None = None,
         max_calls_per_reply: int = 16,
         workspace: WorkspaceLayout | None = None,
+        agent_checks: Mapping[str, Check] | None = None,
     ) -> None:
         """`provider`, `registry`, `model`, `system_prompt` and `budget` describe the default
         agent; `agents`: every agent this worker serves (default: that one alone).
@@ -91,8 +95,11 @@ class ModelActivities:
         `max_calls_per_reply`: the calls of one reply that run; the rest get a result
         saying so (a reply may ask for any number). `workspace`: where run_tool on this
         worker finds each session's files, which `exists:` approval policies look at
-        (None: they ask)."""
+        (None: they ask). `agent_checks`: the check of each agent that declares one, as
+        check_answer has them; with them, an answer of a task that declares no check says
+        so (`unchecked`) and the loop skips the check activity (None: never said)."""
         self._workspace = workspace
+        self._agent_checks = agent_checks
         self._sessions = sessions
         self._gate = gate or Gatekeeper(sessions)
         self._max_calls = max_calls_per_reply
@@ -373,6 +380,7 @@ class ModelActivities:
             compaction_due=compaction_due(budget, stats),
             # Judged when the reply was committed: a retry returns the same judgement.
             non_answer=None if calls else row.data.get(NON_ANSWER_KEY),
+            unchecked=not calls and not declares_check(self._agent_checks, session),
         )
 
     def _workspace_of(self, tenant_id: str, session: SessionRow) -> Path | None:

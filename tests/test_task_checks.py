@@ -93,6 +93,18 @@ async def test_a_task_without_a_check_completes_unchecked_and_says_so(
     assert (result.status, result.checked) == ("completed", False)
     row = await _session(resources, tenant, sid)
     assert shown_status(row.status, row.checked) == "completed (unchecked)"
+    # The model call said there is no check to pass: the loop asked no check activity.
+    history = await handle.fetch_history()
+    if os.environ.get("RECORD_HISTORIES"):  # replayed by tests/test_replay.py
+        (Path(__file__).parent / "histories" / "completed_unchecked.json").write_text(
+            history.to_json()
+        )
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "call_model" in scheduled and "check_answer" not in scheduled
 
 
 async def _mentions_each_file(ctx: CheckContext) -> str | None:

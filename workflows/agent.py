@@ -173,7 +173,9 @@ class AgentWorkflow:
                 nudged_at = step
                 await nudge(inp, step, self._key(step, "nudge"), result.non_answer)
                 continue
-            verdict = await check_answer(inp, step, result.item_id, self._key(step, "check"))
+            verdict = await check_answer(
+                inp, step, result.item_id, self._key(step, "check"), unchecked=result.unchecked
+            )
             if verdict.final():
                 words = check_failed_words(verdict)
                 return await self._end.ended(SessionStatus.CHECK_FAILED, words, final_item)

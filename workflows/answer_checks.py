@@ -20,9 +20,12 @@ CHECK_TIMEOUT = timedelta(minutes=11)
 CHECK_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5)
 
 
-async def check_answer(inp: AgentInput, step: int, answer_item_id: str, key: str) -> CheckVerdict:
-    """The verdict on the answer at `step`; a sub-agent's is never checked (its parent is)."""
-    if inp.depth > 0:
+async def check_answer(
+    inp: AgentInput, step: int, answer_item_id: str, key: str, *, unchecked: bool = False
+) -> CheckVerdict:
+    """The verdict on the answer at `step`; a sub-agent's is never checked (its parent is),
+    nor one the model call found `unchecked` (its task declares no check)."""
+    if inp.depth > 0 or unchecked:
         return CheckVerdict(checked=False, passed=True)
     verdict: CheckVerdict = await workflow.execute_activity_method(
         AnswerCheckActivities.check_answer,

@@ -274,6 +274,10 @@ class ModelCallResult:
     # Set: the gate did not admit this step; nothing was called or committed, and `item_id`
     # is empty. The loop parks and takes the same step once woken.
     closed: Closed | None = None
+    # An answer (no tool call) of a task that declares no check: the loop accepts it as
+    # completed unchecked without asking the check activity. False (and in histories from
+    # before the field): the check activity decides.
+    unchecked: bool = False
 
 
 @dataclass

@@ -75,6 +75,9 @@ def cloud_activities(
     budget = ContextBudget(
         m.context_tokens, m.reply_tokens, m.tool_result_tokens, m.encoding, m.compact_at_ratio
     )
+    # The agents that declare a check: check_answer runs them, call_model says when an
+    # answer has none to pass.
+    agent_checks = {a.name: a.check for a in agents if a.check is not None}
     catalog = build_catalog(
         default_runtime(
             provider,
@@ -112,6 +115,7 @@ def cloud_activities(
         gate=gate,
         max_calls_per_reply=settings.agent.max_calls_per_reply,
         workspace=workspace_layout(settings.agent),
+        agent_checks=agent_checks,
     )
     tools = ToolActivities(
         resources.sessions,
@@ -151,7 +155,7 @@ def cloud_activities(
     checks = AnswerCheckActivities(
         resources.sessions,
         workspace_layout(settings.agent),
-        {a.name: a.check for a in agents if a.check is not None},
+        agent_checks,
         tool_user=settings.agent.tool_user,
     )
     return [
