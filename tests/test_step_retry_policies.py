@@ -35,8 +35,8 @@ async def test_run_tool_fails_a_missing_session_or_call_non_retryably_by_itself(
     missing = ToolRunInput(str(uuid.uuid4()), tenant, 0, "call_0_0", "read_file", "k-missing")
     with pytest.raises(ApplicationError) as err:
         await ActivityEnvironment().run(acts.run_tool, missing)
-    # The call is looked up first: a session that does not exist has no such call either.
-    assert (err.value.type, err.value.non_retryable) == ("ToolCallNotFound", True)
+    # The session is read first (its row then answers the call's lineage).
+    assert (err.value.type, err.value.non_retryable) == ("SessionNotFound", True)
 
     call = await new_call(resources, tenant, "read_file", {"path": "a.txt"})
     other = ToolRunInput(call.session_id, tenant, 0, "call_9_9", "read_file", "k-other")
