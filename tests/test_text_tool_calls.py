@@ -199,9 +199,10 @@ def test_several_calls_side_by_side_in_doubled_braces() -> None:
         '{{"name": "write_file", "arguments": {"path": "out/r.md", "content": "# R"}}}}'
     )
     assert [c.name for c in calls_of(text)] == ["list_files", "write_file"]
-    # Prose after them: calls in prose, the prose kept without their braces.
+    # Prose after them: calls in prose, of which the first runs; the prose is kept without
+    # their braces.
     found = read_reply_text(text + " and then I am done", OFFERED)
-    assert [c.name for c in found.calls] == ["list_files", "write_file"]
+    assert [c.name for c in found.calls] == ["list_files"]
     assert found.text == "and then I am done"
 
 
@@ -247,8 +248,8 @@ def test_a_reply_cut_inside_its_calls_runs_each_distinct_complete_call_once(text
     assert found.calls[0] == read("a")
     assert len(found.calls) == len({json.dumps([c.name, c.arguments]) for c in found.calls})
     # Not cut (the server said it stopped), its complete calls are calls written in prose:
-    # the same ones, each once.
-    assert read_reply_text(text, OFFERED).calls == found.calls
+    # the first of them runs.
+    assert read_reply_text(text, OFFERED).calls == found.calls[:1]
 
 
 def test_a_cut_answer_stays_an_answer() -> None:
@@ -307,18 +308,16 @@ def test_the_same_call_written_twice_in_prose_runs_once_and_the_prose_stays() ->
     assert "Bob: on leave" in found.text and '"name"' not in found.text
 
 
-def test_several_calls_in_prose_each_run() -> None:
+def test_of_several_calls_in_prose_the_first_runs() -> None:
+    # Qwen2.5-Coder 1.5B after a failed check (native mode): a numbered plan of three calls,
+    # the last a write of lines made up before the read's result was seen.
     text = (
         "First " + json.dumps(READ_A) + ", then\n```json\n" + json.dumps(READ_B) + "\n```\n"
         "and " + json.dumps({"name": "write_file", "arguments": {}}) + "."
     )
     found = read_reply_text(text, OFFERED)
-    assert [(c.name, c.arguments) for c in found.calls] == [
-        ("read_file", {"path": "a"}),
-        ("read_file", {"path": "b"}),
-        # Its arguments are the tool layer's to refuse (InvalidArguments, told the model).
-        ("write_file", {}),
-    ]
+    assert found.calls == [read("a")]
+    assert found.text.startswith("First") and '"name"' not in found.text
 
 
 @pytest.mark.parametrize(

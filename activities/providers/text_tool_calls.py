@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from durable_agents.activities.providers.base import ProviderCall
 from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.function_tags import function_tag_calls
 from durable_agents.activities.providers.prose_calls import (
     call_of,
     guessed_call,
@@ -80,13 +81,15 @@ def read_reply_text(
     """The calls written in a reply's ``text`` and the answer left once they, echoes of
     ``results`` (the tool results the model was shown) and bare markup are removed.
 
-    A call in a ``<tool_call>`` tag always counts, and so does one that is all of a
+    A call in a ``<tool_call>`` tag or a function tag (function_tags.py) always counts, and
+    so does one that is all of a
     ``<tool_response>`` block that does not repeat one of ``results``. A bare or fenced JSON
     call that is the whole reply counts when it is of a tool in ``offered`` (``arguments``
     may be left out), or of any tool name when it carries arguments and some tools were
     offered, so that a guessed name is answered with the real ones (an UnknownTool result).
     A call written inside prose counts when it is of a tool in ``offered``: small models
-    explain what they do and write the call in the middle (the prose is kept as its text).
+    explain what they do and write the call in the middle (the prose is kept as its text);
+    of several, the first runs.
 
     Arguments that stand for values (``<path>``, ``...``, ``your_file.txt``) make a bare or
     prose call an example, not a call: none of the reply's calls run (non_answers.py says
@@ -96,6 +99,16 @@ def read_reply_text(
     same call over and over runs into the limit so. Its complete leading calls count; the
     unfinished tail is dropped, not taken as an answer.
     """
+    tagged = function_tag_calls(text, cut=cut)
+    if not tagged.calls:
+        return _read(text, offered, results, cut=cut)
+    rest = _read(tagged.text, offered, results, cut=cut)
+    return TextToolCalls(_distinct(tagged.calls + rest.calls)[:MAX_TEXT_CALLS], rest.text)
+
+
+def _read(
+    text: str, offered: Collection[str], results: Collection[str], *, cut: bool
+) -> TextToolCalls:
     left = text
     if "<tool_call>" in text or "<tool_response>" in text:
         found = _blocks(text, offered, results)
@@ -132,7 +145,10 @@ def _prose_calls(text: str, offered: Collection[str]) -> TextToolCalls | None:
         position = end
     kept.append(text[position:])
     prose = _EMPTY_FENCE.sub("", "".join(kept)).strip()
-    return TextToolCalls(_distinct([call for _, call in ours]), prose)
+    # Calls written among sentences are a plan's steps, each written before the result of
+    # the one before it was seen (Qwen2.5-Coder 1.5B: a read, an edit, then a write of made-up
+    # lines): the first runs, and the model writes the next with its result in view.
+    return TextToolCalls([ours[0][1]], prose)
 
 
 def _complete_values(text: str) -> str:
