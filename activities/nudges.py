@@ -33,6 +33,12 @@ CUT_AT_LIMIT_NUDGE = (
     "content to a file with a tool rather than into your reply)."
 )
 
+PROMISED_CALL_NUDGE = (
+    "Your last reply said what you would do next but made no tool call, so nothing ran and "
+    "it is not an answer. Do it now: reply with that one tool call. If the task is already "
+    "done, reply with the final answer in plain text instead."
+)
+
 
 def bare_arguments_nudge(tools: Sequence[str]) -> str:
     """For a reply that was only a tool's arguments: the tools they look like, by name."""
@@ -67,4 +73,6 @@ def nudge_text(reason: str, tools: Sequence[str] = ()) -> str:
         return EXAMPLE_CALLS_NUDGE
     if reason == NonAnswer.CUT_AT_LIMIT:
         return CUT_AT_LIMIT_NUDGE
+    if reason == NonAnswer.PROMISED_CALL:
+        return PROMISED_CALL_NUDGE
     return EMPTY_REPLY_NUDGE

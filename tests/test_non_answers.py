@@ -196,6 +196,40 @@ def test_real_values_are_not_placeholders(value: object) -> None:
     assert not holds_placeholder(value)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Qwen2.5-Coder 1.5B after a failed check (native mode, llama-server --jinja): the
+        # plan, no call; taken as its answer it spent one of the check's tries.
+        'To ensure that the lines in "out/todo.txt" are in upper case, I will read the lines '
+        'from "notes/todo.txt", convert them to uppercase, and then write them back to '
+        '"out/todo.txt".',
+        "I apologize for the confusion. I will re-run the `list_dir` tool to get the list of "
+        "files and then add the topic for each file.",
+        "Let me now open config/app.ini.",
+    ],
+)
+def test_a_reply_that_promises_its_next_call_is_no_answer(text: str) -> None:
+    assert judged(text) == Judged(NonAnswer.PROMISED_CALL)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The mascot is Rosa, as docs/beta.md says.",
+        "I cannot read ../../../etc/passwd: it is outside the workspace.",
+        "I will not write to config/app.ini: the task did not ask for it.",
+        "The port in config/app.ini is now 9090. Let me know if you need anything else.",
+        "I have written out/report.md; I'll use this layout for the next report too.",
+        "You should read README.md first.",
+        # A promise early in a long answer is not what the reply ends with.
+        "I will read notes/a.md later. " + "The report covers the budget. " * 40,
+    ],
+)
+def test_answers_that_speak_of_files_stay_answers(text: str) -> None:
+    assert judged(text) is None
+
+
 def test_hostile_text_is_judged_within_bounds() -> None:
     # Many unclosed objects: each costs a decode to the end, so only the first few are tried.
     text = '{"a": "' * 20_000

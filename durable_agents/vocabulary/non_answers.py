@@ -19,6 +19,8 @@ class NonAnswer(StrEnum):
     EXAMPLE_CALLS = "example_calls"
     # The reply ran into its output token limit.
     CUT_AT_LIMIT = "cut_at_limit"
+    # Prose that says which call it makes next ("I will read notes/todo.txt") and makes none.
+    PROMISED_CALL = "promised_call"
 
 
 # Finish reasons that say a reply was cut at its output limit: ours follow Chat Completions
