@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from durable_agents.workers.api import (
         DEFAULT_AGENT,
+        FILE_TOOLS,
         Agent,
         AgentClient,
         AgentStatus,
@@ -63,6 +64,7 @@ _ELSEWHERE = {
 
 __all__ = [
     "DEFAULT_AGENT",
+    "FILE_TOOLS",
     "Agent",
     "AgentClient",
     "AgentInput",

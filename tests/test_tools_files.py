@@ -358,6 +358,7 @@ def test_builtin_policy() -> None:
         "write_file",
         "edit_file",
         "list_dir",
+        "search_files",
         "fetch_url",
         "remember",
         "recall",
@@ -369,7 +370,7 @@ def test_builtin_policy() -> None:
     # Asks when the file exists; on a missing file it fails without asking anybody.
     assert tools["edit_file"].default_policy == "exists:path"
     assert tools["write_file"].effect == tools["edit_file"].effect == "effectful"
-    for name in ("read_file", "list_dir", "fetch_url", "recall", "read_artifact"):
+    for name in ("read_file", "list_dir", "search_files", "fetch_url", "recall", "read_artifact"):
         assert not tools[name].needs_approval
         assert tools[name].effect == "read_only"
     for name in ("remember", "forget"):

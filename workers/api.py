@@ -31,7 +31,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from durable_agents.activities.agents import DEFAULT_AGENT, Agent, Limits, ModelChoice
 from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.activities.tools.builtin import FILE_TOOLS, builtin_tools
 from durable_agents.activities.tools.mcp_servers import McpHttp, McpStdio
 from durable_agents.activities.tools.typed import tool
 from durable_agents.storage.agent_state import agent_state
@@ -55,6 +55,7 @@ from durable_agents.workflows.contracts import AgentStatus, PendingApproval, Rai
 
 __all__ = [
     "DEFAULT_AGENT",
+    "FILE_TOOLS",
     "Agent",
     "AgentClient",
     "AgentStatus",

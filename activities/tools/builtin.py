@@ -18,11 +18,15 @@ from durable_agents.activities.tools.files import (
 )
 from durable_agents.activities.tools.memory import memory_tools
 from durable_agents.activities.tools.read_artifact import read_artifact_tool
+from durable_agents.activities.tools.search import search_files_tool
 from durable_agents.activities.tools.typed import tool
 from durable_agents.activities.tools.web import fetch_url_tool
 
 # Tools the agent loop itself runs (not an activity): never served by a device.
 WORKFLOW_TOOLS = frozenset({"delegate"})
+# What a task on the workspace's files needs, and no more: `builtin_tools(*FILE_TOOLS)`. A
+# small model offered fewer tools reads fewer schemas and picks among fewer names.
+FILE_TOOLS = ("list_dir", "read_file", "search_files", "write_file", "edit_file")
 
 
 # Idempotent: the loop starts the child workflow under an id derived from the call's key,
@@ -56,6 +60,7 @@ def builtin_tools(*names: str, read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> 
         write_file_tool,
         edit_file_tool,
         list_dir_tool,
+        search_files_tool,
         fetch_url_tool,
         *memory_tools(),
         read_artifact_tool,

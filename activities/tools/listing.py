@@ -75,7 +75,7 @@ def _open_subdir(fd: int, name: str) -> int | None:
         raise
 
 
-def _walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[Any], bool, bool]:
+def walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[Any], bool, bool]:
     """Depth-first with one open fd per level; returns (entries, truncated, depth_capped)."""
     entries: list[dict[str, Any]] = []
     truncated = depth_capped = False
@@ -125,7 +125,7 @@ def _list_sync(workspace: Path, raw_path: str, recursive: bool) -> dict[str, Any
     with classified("list", path.shown), held_root(workspace) as root:
         top = open_dir(root, path)
         try:
-            entries, truncated, depth_capped = _walk(top, path.parts, recursive)
+            entries, truncated, depth_capped = walk(top, path.parts, recursive)
         finally:
             os.close(top)
     entries.sort(key=lambda e: str(e["path"]).split("/"))

@@ -1,5 +1,6 @@
-"""The demo's agent: the worker's own instructions and built-in tools, and the demo's goal as
-its check, so the task completes only with a report that covers every workspace file."""
+"""The demo's agent: the worker's own instructions, the built-in file tools, and the demo's
+goal as its check, so the task completes only with a report that covers every workspace
+file."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.checks.spec import Check, CheckContext
 from durable_agents.activities.providers.offline import REPORT_PATH
-from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.activities.tools.builtin import FILE_TOOLS, builtin_tools
 from durable_agents.workers.demo.outcome import survey_gaps
 
 SURVEY_AGENT = "survey"
@@ -28,8 +29,9 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     if gaps:
         shown = ", ".join(gaps[:5])
         return (
-            f"{REPORT_PATH} does not cover {shown}: read each file and say what it holds, "
-            "not only its name"
+            f"{REPORT_PATH} does not cover {shown}: read each of them, then write "
+            f"{REPORT_PATH} again with a line for every file saying what it holds (not only "
+            "its name)"
         )
     return None
 
@@ -46,6 +48,6 @@ def survey_agent(instructions: str) -> Agent:
     return Agent(
         SURVEY_AGENT,
         instructions,
-        tools=builtin_tools(),
+        tools=builtin_tools(*FILE_TOOLS),
         check=Check(files=[REPORT_PATH], call=covers_each_file),
     )
