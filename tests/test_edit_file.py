@@ -17,7 +17,7 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.activities.tools.base import ToolContext
 from durable_agents.activities.tools.builtin import default_registry
-from durable_agents.activities.tools.file_edits import edit_file
+from durable_agents.activities.tools.file_edits import EXCERPT_CHARS, edit_file, excerpt
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support import verbs
@@ -66,6 +66,8 @@ async def test_changing_one_port_in_a_five_line_config_changes_that_line_alone(
     assert len(results) == 1 and results[0].data.get("error_type") is None
     told = json.loads(results[0].text)
     assert told["line"] == 3 and told["already_applied"] is False
+    # The model is shown the change as the file now reads, two lines around it.
+    assert told["now_reads"] == "".join(after).rstrip("\n")
 
 
 async def test_a_missing_or_repeated_text_is_an_error_and_the_file_is_untouched(
@@ -227,3 +229,12 @@ async def test_an_edit_to_the_same_text_changes_nothing_and_says_it_is_so(tmp_pa
     after = os.stat(config)
     assert config.read_text() == CONFIG
     assert (after.st_ino, after.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+
+
+def test_the_result_shows_the_edited_lines_and_two_around_them_within_a_bound() -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 11))
+    assert excerpt(text, 1, 1) == "line 1\nline 2\nline 3"
+    assert excerpt(text, 5, 2) == "\n".join(f"line {n}" for n in range(3, 9))
+    assert excerpt(text, 10, 1) == "line 8\nline 9\nline 10"
+    long = excerpt("x" * 5_000 + "\n", 1, 1)
+    assert len(long) == EXCERPT_CHARS and long.endswith("…")

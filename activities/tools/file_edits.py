@@ -46,6 +46,9 @@ _MAX_LINES_SHOWN = 5
 _MAX_CANDIDATES = 64
 # How much of old_text's first line a hint searches for.
 _HINT_CHARS = 200
+# A result shows the edited lines with this many lines around them, in at most this much.
+_AROUND = 2
+EXCERPT_CHARS = 1_000
 
 
 def _occurrences(text: str, sub: str, limit: int) -> list[int]:
@@ -131,14 +134,28 @@ def _text_of(dir_fd: int, path: WorkspacePath) -> str:
         ) from None
 
 
-def _edited(path: WorkspacePath, data: bytes, line: int, already_applied: bool) -> dict[str, Any]:
+def _edited(
+    path: WorkspacePath, data: bytes, line: int, new: str, already_applied: bool
+) -> dict[str, Any]:
     return {
         "path": path.rel,
         "line": line,
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
         "already_applied": already_applied,
+        "now_reads": excerpt(data.decode("utf-8"), line, new.count("\n") + 1),
     }
+
+
+def excerpt(text: str, line: int, lines: int) -> str:
+    """Lines ``line`` to ``line + lines - 1`` of ``text`` (1-based) and two around them, at
+    most EXCERPT_CHARS: what the file says where an edit landed, so the model sees its change
+    instead of taking the result's figures on trust. Not numbered: a small model copies line
+    numbers into the file when it writes it next (the result's ``line`` says where)."""
+    every = text.splitlines()
+    first, last = max(1, line - _AROUND), min(len(every), line + lines - 1 + _AROUND)
+    shown = "\n".join(every[first - 1 : last])
+    return shown if len(shown) <= EXCERPT_CHARS else shown[: EXCERPT_CHARS - 1] + "…"
 
 
 def _refuse_unasked(dir_fd: int, path: WorkspacePath) -> None:
@@ -161,10 +178,12 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
         at = _only_occurrence(text, old, path)
         if old == new:
             # The file already says it: nothing to write, and nothing for the model to fix.
-            return _edited(path, text.encode("utf-8"), _line_of(text, at), already_applied=True)
+            return _edited(
+                path, text.encode("utf-8"), _line_of(text, at), new, already_applied=True
+            )
         data = (text[:at] + new + text[at + len(old) :]).encode("utf-8")
         write_at(dir_fd, path.name, data)
-    return _edited(path, data, _line_of(text, at), already_applied=False)
+    return _edited(path, data, _line_of(text, at), new, already_applied=False)
 
 
 def _current_text(ctx: ToolContext, path: WorkspacePath) -> str | None:
@@ -211,7 +230,7 @@ def _reconcile_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict
         raise EffectInDoubt(f"{path.shown} reads as it would both before and after this edit")
     if landed:
         data = current.encode("utf-8")
-        return _edited(path, data, _line_of(current, landed[0]), already_applied=True)
+        return _edited(path, data, _line_of(current, landed[0]), new, already_applied=True)
     # Not landed: running it applies it, or (old_text not there once) changes nothing.
     return None
 
@@ -246,7 +265,8 @@ async def edit_file_tool(
     """Change part of an existing UTF-8 text file in the workspace: replace the one
     place where old_text occurs with new_text and keep the rest of the file as it is.
     Prefer it to write_file for any change to an existing file. Returns JSON with path,
-    line, bytes, sha256 and already_applied.
+    line, bytes, sha256, already_applied and now_reads (the changed lines and two around
+    them, as the file now reads).
 
     Args:
         path: Path relative to the workspace root, e.g. 'config/app.ini'.

@@ -25,7 +25,8 @@ def shown(relative: str) -> str:
 def _outside(relative: str, why: str) -> ToolError:
     return ToolError(
         "PathOutsideWorkspace",
-        f"path {shown(relative)} is not allowed: {why}; use a path relative to the workspace root",
+        f"path {shown(relative)} is not allowed: {why}. Only files inside the workspace can be "
+        "used, by paths relative to its root; a file outside it cannot be read or written",
     )
 
 
