@@ -95,6 +95,21 @@ async def test_budget_field_setting(server: FakeOpenAI, choice: str, sent: set[s
     assert {k for k in body if k.startswith("max_")} == sent
 
 
+async def test_temperature_is_sent_only_when_set(server: FakeOpenAI) -> None:
+    assert "temperature" not in await body_sent(server, request())
+    assert (await body_sent(server, request(), temperature="0"))["temperature"] == 0
+    assert (await body_sent(server, request(), temperature="0.3"))["temperature"] == 0.3
+
+
+def test_a_temperature_out_of_range_or_for_another_provider_is_refused() -> None:
+    with pytest.raises(ValidationError, match="temperature"):
+        ModelSettings(provider="openai", temperature=2.5)
+    for provider in ("anthropic", "offline"):
+        settings = ModelSettings(provider=provider, api_key="k", temperature=0.2)
+        with pytest.raises(ValueError, match="MODEL_TEMPERATURE is for MODEL_PROVIDER=openai"):
+            build_provider(settings)
+
+
 def test_openai_itself_gets_only_max_completion_tokens() -> None:
     # Its reasoning models refuse max_tokens (no request to OpenAI from a test).
     for url in (None, DEFAULT_BASE_URL, DEFAULT_BASE_URL + "/"):

@@ -136,6 +136,9 @@ class ModelSettings(BaseSettings):
     # calls late or not at all); auto: grammar on llama.cpp's server (known by GET /props),
     # native elsewhere. An agent's ModelChoice may choose its own.
     tool_mode: ToolMode = "auto"
+    # Sampling temperature sent with every request (0-2); unset, the server's own default
+    # (llama.cpp's is 0.8). Small local models call tools far more reliably near 0.
+    temperature: float | None = Field(default=None, ge=0, le=2)
     # Stream replies, publishing their text as token deltas for live viewers (SSE); off for
     # servers that cannot stream (each reply then arrives whole, with no deltas).
     stream: bool = True

@@ -49,6 +49,8 @@ class ProviderSettings(Protocol):
     @property
     def tool_mode(self) -> ToolMode: ...
     @property
+    def temperature(self) -> float | None: ...
+    @property
     def offline_piece_seconds(self) -> float: ...
 
 
@@ -63,6 +65,11 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
         raise ValueError(
             "MODEL_TOOL_MODE=grammar is for MODEL_PROVIDER=openai (OpenAI-compatible servers); "
             f"{settings.provider or 'no provider'} calls tools natively: use auto or native."
+        )
+    if settings.temperature is not None and settings.provider != "openai":
+        raise ValueError(
+            "MODEL_TEMPERATURE is for MODEL_PROVIDER=openai (OpenAI-compatible servers); "
+            f"{settings.provider or 'no provider'} takes no temperature: leave it unset."
         )
     match settings.provider:
         case None:
@@ -87,6 +94,7 @@ def build_provider(settings: ProviderSettings) -> ModelProvider:
                 assistant_tool_content=settings.assistant_tool_content,
                 strict_tools=settings.strict_tools,
                 tool_mode=settings.tool_mode,
+                temperature=settings.temperature,
             )
         case "anthropic":
             if not api_key:

@@ -78,6 +78,7 @@ class OpenAICompatibleProvider:
         assistant_tool_content: AssistantToolContent = "empty",
         strict_tools: StrictTools = "auto",
         tool_mode: ToolMode = "native",
+        temperature: float | None = None,
     ) -> None:
         """Create the SDK client; no request is made until ``complete()``.
 
@@ -85,8 +86,10 @@ class OpenAICompatibleProvider:
         ``tool_mode`` (activities/providers/tool_grammar.py): "grammar" offers tools in the
         prompt and holds the reply to one call or an answer; "auto" does that when the
         server is llama.cpp's (asked at the first request with tools), native otherwise.
+        ``temperature`` is sent with every request when set (the server's default otherwise).
         """
         self._model = model
+        self._temperature: float | Omit = omit if temperature is None else temperature
         self._budget_fields = budget_fields(max_tokens_field, base_url)
         self._empty_content = assistant_tool_content == "empty"
         self._strict = strict_tools == "auto"
@@ -135,6 +138,7 @@ class OpenAICompatibleProvider:
                     response_format=schema,
                     max_completion_tokens=max_completion,
                     max_tokens=max_tokens,
+                    temperature=self._temperature,
                     extra_headers=headers,
                 )
                 return _from_completion(completion, self.name, asked)
@@ -146,6 +150,7 @@ class OpenAICompatibleProvider:
                 response_format=schema,
                 max_completion_tokens=max_completion,
                 max_tokens=max_tokens,
+                temperature=self._temperature,
                 extra_headers=headers,
                 stream=True,
                 # Without it a stream carries no token counts.
