@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from durable_agents import FILE_TOOLS, builtin_tools
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.checks.spec import Check, CheckCallable, CheckContext
-from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.models import ItemRow
 from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.run import DEMO_TASK
@@ -57,12 +57,15 @@ class Task:
         return "survey" if self.name == "survey" else f"bench-{self.name}"
 
     def agent(self, instructions: str) -> Agent:
-        """The agent the task runs as: the worker's instructions and built-in tools, and the
-        task's goal as its check."""
+        """The agent the task runs as: the worker's instructions, the built-in file tools
+        (what a file task needs), and the task's goal as its check."""
         if self.name == "survey":
             return survey_agent(instructions)
         return Agent(
-            self.agent_name, instructions, tools=builtin_tools(), check=Check(call=self.goal)
+            self.agent_name,
+            instructions,
+            tools=builtin_tools(*FILE_TOOLS),
+            check=Check(call=self.goal),
         )
 
     def seed(self, root: Path) -> list[str]:
@@ -99,7 +102,10 @@ async def upper_copy(ctx: CheckContext) -> str | None:
     got = _lines(await ctx.read_text("out/todo.txt"))
     if got == ["BUY MILK", "CALL BOB", "FIX THE BIKE"]:
         return None
-    return "out/todo.txt must hold the lines of notes/todo.txt, each in upper case"
+    return (
+        "out/todo.txt must hold the lines of notes/todo.txt, each in upper case: read "
+        "notes/todo.txt, then write those lines in upper case to out/todo.txt"
+    )
 
 
 async def port_changed(ctx: CheckContext) -> str | None:
@@ -114,7 +120,10 @@ async def port_changed(ctx: CheckContext) -> str | None:
 async def mascot_named(ctx: CheckContext) -> str | None:
     if "rosa" in ctx.answer.lower():
         return None
-    return "the answer must give the mascot's name as the file in docs/ states it"
+    return (
+        "the answer must give the mascot's name as the file in docs/ states it: find the "
+        "file that mentions the mascot, read what it says, then answer with the name"
+    )
 
 
 async def per_file_summary(ctx: CheckContext) -> str | None:
@@ -127,8 +136,11 @@ async def per_file_summary(ctx: CheckContext) -> str | None:
     ]
     if not missing:
         return None
-    shown = ", ".join(missing)
-    return f"out/summary.md needs a line naming each file and its topic; missing: {shown}"
+    shown = ", ".join(f"notes/{name}" for name in missing)
+    return (
+        f"out/summary.md needs a line naming each file and its topic; missing: {shown}. "
+        "Read each of them, then write out/summary.md again with one line per file"
+    )
 
 
 _REFUSAL = re.compile(

@@ -56,7 +56,12 @@ TASK_SECONDS = 900
 
 
 async def main(
-    runs: int, models: list[str], modes: list[ToolMode], chosen: list[Task], trace: Path | None
+    runs: int,
+    models: list[str],
+    modes: list[ToolMode],
+    chosen: list[Task],
+    trace: Path | None,
+    temperature: float | None,
 ) -> None:
     rows: list[dict[str, Any]] = []
     async with bench_stack() as (ep, res, state):
@@ -69,7 +74,17 @@ async def main(
                 async with serving(proxy):
                     for mode in modes:
                         rows += await _model_runs(
-                            client, ep, res, state, server, proxy, mode, chosen, runs, trace
+                            client,
+                            ep,
+                            res,
+                            state,
+                            server,
+                            proxy,
+                            mode,
+                            chosen,
+                            runs,
+                            trace,
+                            temperature,
                         )
             finally:
                 await asyncio.to_thread(server.stop)
@@ -87,9 +102,12 @@ async def _model_runs(
     chosen: list[Task],
     runs: int,
     trace: Path | None,
+    temperature: float | None,
 ) -> list[dict[str, Any]]:
     queue = f"bench-tasks-{uuid.uuid4().hex[:8]}"
     model = server.model_settings(mode).model_copy(update={"base_url": proxy.url})
+    if temperature is not None:
+        model = model.model_copy(update={"temperature": temperature})
     workspace = state / "workspace"
     settings = ep.settings(workspace=workspace, task_queue=queue, provider="offline")
     settings = settings.model_copy(update={"model": model})
@@ -299,8 +317,12 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="grammar,native")
     parser.add_argument("--tasks", default=",".join(TASK_NAMES))
     parser.add_argument("--trace", type=Path, default=None)
+    parser.add_argument(
+        "--temperature", type=float, default=None, help="instead of the local model's default"
+    )
     args = parser.parse_args()
     models = _names(args.models, sorted(MODELS), "model")
     modes = [cast(ToolMode, m) for m in _names(args.modes, ["grammar", "native"], "mode")]
     picked = set(_names(args.tasks, TASK_NAMES, "task"))
-    asyncio.run(main(args.runs, models, modes, [t for t in TASKS if t.name in picked], args.trace))
+    chosen = [t for t in TASKS if t.name in picked]
+    asyncio.run(main(args.runs, models, modes, chosen, args.trace, args.temperature))
