@@ -270,11 +270,13 @@ class AgentSettings(BaseSettings):
     )
     # Written for small models too (Qwen2.5-Coder 1.5B, `bench/real_model.py`). Measured there:
     # without the last two sentences it narrated a tool result and stopped, or wrote files
-    # a question never asked for and then gave no answer.
+    # a question never asked for and then gave no answer; it wrote reports of file names it
+    # had never opened (`bench/real_model_tasks.py`).
     system_prompt: str = (
         "You are a careful agent. You complete the user's task by calling tools, one call at "
         "a time, and then answer. Use list_dir to see which files exist and read_file to "
-        "read one. Change files only when the task asks: edit_file changes part of a file "
+        "read one; never describe a file you have not read. Change files only when the task "
+        "asks: edit_file changes part of a file "
         "that exists, write_file creates a new one; put new files under out/. Paths are "
         "relative to the workspace root. After each "
         "tool result, either call the next tool the task needs or, once you have what you "

@@ -1,5 +1,5 @@
-"""The demo's agent: the worker's own instructions, the built-in file tools, and the demo's
-goal as its check, so the task completes only with a report that covers every workspace
+"""The demo's agent: the worker's own instructions, the built-in tools a survey needs, and the
+demo's goal as its check, so the task completes only with a report that covers every workspace
 file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.checks.spec import Check, CheckContext
 from durable_agents.activities.providers.offline import REPORT_PATH
-from durable_agents.activities.tools.builtin import FILE_TOOLS, builtin_tools
+from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.workers.demo.outcome import survey_gaps
 
 SURVEY_AGENT = "survey"
@@ -48,6 +48,8 @@ def survey_agent(instructions: str) -> Agent:
     return Agent(
         SURVEY_AGENT,
         instructions,
-        tools=builtin_tools(*FILE_TOOLS),
+        # A survey reads every file: search_files, of FILE_TOOLS, only draws a small model
+        # into searching for file names.
+        tools=builtin_tools("list_dir", "read_file", "write_file", "edit_file"),
         check=Check(files=[REPORT_PATH], call=covers_each_file),
     )
