@@ -318,7 +318,7 @@ if __name__ == "__main__":
     parser.add_argument("--tasks", default=",".join(TASK_NAMES))
     parser.add_argument("--trace", type=Path, default=None)
     parser.add_argument(
-        "--temperature", type=float, default=None, help="instead of the local model's default"
+        "--temperature", type=float, default=None, help="instead of the server's --temp 0.2"
     )
     args = parser.parse_args()
     models = _names(args.models, sorted(MODELS), "model")

@@ -44,10 +44,19 @@ def _workspace_files(root: Path) -> list[str]:
     )
 
 
+# How a survey is done, after the worker's own instructions: a small model left to itself
+# writes the report from the listing, names and sizes, and never opens a file.
+SURVEY_STEPS = (
+    "A survey goes in three steps. First list every file (list_dir with recursive true). "
+    "Then read each file with read_file, one call per file. Only then write the report with "
+    "write_file: one line per file, its path and what it holds, in your own words."
+)
+
+
 def survey_agent(instructions: str) -> Agent:
     return Agent(
         SURVEY_AGENT,
-        instructions,
+        f"{instructions}\n\n{SURVEY_STEPS}",
         # A survey reads every file: search_files, of FILE_TOOLS, only draws a small model
         # into searching for file names.
         tools=builtin_tools("list_dir", "read_file", "write_file", "edit_file"),
