@@ -138,9 +138,9 @@ async def per_file_summary(ctx: CheckContext) -> str | None:
         return None
     shown = ", ".join(f"notes/{name}" for name in missing)
     return (
-        f"out/summary.md needs a line naming each file and its topic, such as 'a.md: the "
-        f"topic'; missing: {shown}. Read each of them, then write out/summary.md again with "
-        "one such line per file"
+        f"out/summary.md needs a line naming each file and its topic; missing: {shown}. Read "
+        "each of them, then write out/summary.md again with, on each line, one file's name "
+        "and its topic in words taken from that file"
     )
 
 
