@@ -76,9 +76,13 @@ async def test_the_request_carries_the_schema_and_no_tools_and_a_call_comes_back
     reply = await complete(build_provider(settings(server, tool_mode="grammar")), request())
     body = server.requests[0].body
     assert "tools" not in body and "tool_choice" not in body
+    # No tool result yet: the first reply must call a tool, so the answer is left out.
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "tool_call_or_answer", "schema": grammar_tools([READ]).schema},
+        "json_schema": {
+            "name": "tool_call_or_answer",
+            "schema": grammar_tools([READ]).call_schema,
+        },
     }
     system = body["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("Be careful.\n\n## Tools")
@@ -86,6 +90,30 @@ async def test_the_request_carries_the_schema_and_no_tools_and_a_call_comes_back
     assert reply.tool_calls == [ProviderCall(id="", name="read_file", arguments={"path": "a.txt"})]
     assert (reply.text, reply.finish_reason) == ("", "tool_calls")
     assert server.props_requests == 0  # grammar chosen outright: nothing to ask
+
+
+async def test_once_a_tool_result_is_in_the_conversation_the_reply_may_answer(
+    server: FakeOpenAI,
+) -> None:
+    called = ProviderCall(id="c1", name="read_file", arguments={"path": "a.txt"})
+    req = request()
+    req = ModelRequest(
+        model="m",
+        messages=[
+            *req.messages,
+            ChatMessage("assistant", "", tool_calls=(called,)),
+            ChatMessage("tool", "hello", tool_call_id="c1", name="read_file"),
+        ],
+        tools=[READ],
+        idempotency_key="s:2:model",
+    )
+    server.reply = constrained({"answer": "It says hello."})
+    reply = await complete(build_provider(settings(server, tool_mode="grammar")), req)
+    schema = server.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert schema == grammar_tools([READ]).schema
+    assert {"answer"} in [set(branch["properties"]) for branch in schema["anyOf"]]
+    assert grammar_tools([READ]).call_schema == {"anyOf": schema["anyOf"][:-1]}
+    assert reply.text == "It says hello."
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -79,13 +79,20 @@ class GrammarRequest:
 
 
 def grammar_request(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> GrammarRequest:
-    """The request's messages and reply schema in grammar mode."""
+    """The request's messages and reply schema in grammar mode.
+
+    Until the conversation holds a tool result the reply must call a tool: a small model
+    offered the answer first answers from the task's words alone (Qwen2.5-Coder 0.5B
+    answered "mascot" to "find the mascot's name in docs/", without a call, in most runs).
+    Only the schema differs, so the prompt's cached prefix stays the same."""
     offered = grammar_tools(tools)
     response_format: ResponseFormatJSONSchema | None = None
-    if offered.schema is not None:
+    called = any(m.role == "tool" for m in messages)
+    schema = offered.schema if called else offered.call_schema
+    if schema is not None:
         response_format = {
             "type": "json_schema",
-            "json_schema": {"name": SCHEMA_NAME, "schema": offered.schema},
+            "json_schema": {"name": SCHEMA_NAME, "schema": schema},
         }
     return GrammarRequest(grammar_messages(messages, offered.prompt), response_format, offered)
 

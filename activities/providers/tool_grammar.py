@@ -9,7 +9,9 @@ allows exactly one of
     {"tool": "<an offered tool>", "arguments": {<that tool's arguments>}}
     {"answer": "<the final answer>"}
 
-The reply is read back into a ProviderCall or text, so nothing after the provider changes.
+Until the conversation holds a tool result, the answer is left out of the schema: the first
+reply calls a tool (openai_grammar.py). The reply is read back into a ProviderCall or text,
+so nothing after the provider changes.
 
 Tool definitions are untrusted (MCP servers write them): the prompt and the schema are
 bounded (tools, characters, schema nodes: see grammar_schema), and a tool that does not fit
@@ -69,6 +71,8 @@ class GrammarTools:
     schema: dict[str, Any] | None  # the reply's schema; None when no tool is offered
     offered: tuple[str, ...]
     left_out: tuple[LeftOut, ...]
+    # The schema without the answer: a reply held to it calls one of the tools.
+    call_schema: dict[str, Any] | None = None
 
 
 def grammar_tools(tools: Sequence[ToolSpec]) -> GrammarTools:
@@ -114,6 +118,7 @@ def grammar_tools(tools: Sequence[ToolSpec]) -> GrammarTools:
         {"anyOf": [*alternatives, answer]},
         tuple(offered),
         tuple(left_out),
+        {"anyOf": alternatives},
     )
 
 
