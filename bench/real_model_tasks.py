@@ -280,6 +280,17 @@ def fmt(r: dict[str, Any]) -> str:
     )
 
 
+def per_run(group: Sequence[dict[str, Any]]) -> str:
+    """The issue's reading of a model and mode: the survey's successes, and per run how many
+    of the other tasks it did ("5, 5, 4" over three runs)."""
+    runs = sorted({r["n"] for r in group})
+    survey = [r["ok"] for r in group if r["task"] == "survey"]
+    others = [sum(r["ok"] for r in group if r["n"] == n and r["task"] != "survey") for n in runs]
+    of = len({r["task"] for r in group if r["task"] != "survey"})
+    said = f"other tasks done per run (of {of}): {', '.join(map(str, others))}"
+    return f"{said}; survey {sum(survey)} of {len(survey)}" if survey else said
+
+
 def summarize(rows: Sequence[dict[str, Any]]) -> None:
     print(
         "\n| model | mode | checked success | false completions | steps (mean) "
@@ -299,6 +310,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> None:
             f"{statistics.mean(r['tokens_out'] for r in group):.0f} "
             f"| {statistics.median(r['wall'] for r in group):.0f} |"
         )
+    for (model, mode), group in groups.items():
+        print(f"{model}, {mode}: {per_run(group)}")
 
 
 def _names(value: str, known: Sequence[str], what: str) -> list[str]:
