@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +38,14 @@ async def bench_resources() -> AsyncIterator[Resources]:
         shutil.rmtree(state, ignore_errors=True)
 
 
+def _cancel_on_sigterm() -> None:
+    """A kill (SIGTERM, what `pkill` sends) cancels the bench's main task, so the stack's
+    `finally` stops its servers; by default the process would die and leave them running."""
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+
+
 @asynccontextmanager
 async def bench_stack(
     *, fairness: bool = True
@@ -46,6 +55,7 @@ async def bench_stack(
     state = await asyncio.to_thread(_state_dir)
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     stack.temporal.fairness = fairness
+    _cancel_on_sigterm()
     try:
         ep = await asyncio.to_thread(stack.start)
         await migrate(ep.database_migration_url)
@@ -63,6 +73,7 @@ async def bench_devstack() -> AsyncIterator[tuple[DevStack, StackEndpoints, Reso
     """Like bench_stack, plus the DevStack itself (e.g. for the Temporal server's metrics)."""
     state = await asyncio.to_thread(_state_dir)
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
+    _cancel_on_sigterm()
     try:
         ep = await asyncio.to_thread(stack.start)
         await migrate(ep.database_migration_url)
