@@ -30,6 +30,9 @@ _OPEN = re.compile(
     r"""<function(?:\s+name\s*=\s*(["'])([^"'<>\n]{1,200})\1|=([A-Za-z_][\w.-]{0,127}))"""
 )
 _ARGUMENTS = re.compile(r"""\s+(?:arguments|parameters)\s*=\s*(["'])""")
+# Where an attribute's value ends, by its quote: at the first such quote that closes the tag
+# (JSON inside may hold the other quote, or this one not followed by `>`).
+_VALUE_END = {quote: re.compile(quote + r"\s*(/?>)") for quote in ("'", '"')}
 _SELF_CLOSED = re.compile(r"\s*/>")
 _OPENED = re.compile(r"\s*>")
 _CLOSE = "</function>"
@@ -77,9 +80,7 @@ def _read_tag(text: str, opened: re.Match[str]) -> tuple[ProviderCall, int] | No
     raw: str | None = None
     if attribute is not None:
         quote = attribute.group(1)
-        # The value ends at the first quote that closes the tag: JSON inside it may hold the
-        # other quote, or this one not followed by `>`.
-        closing = re.compile(re.escape(quote) + r"\s*(/?>)").search(text, attribute.end())
+        closing = _VALUE_END[quote].search(text, attribute.end())
         if closing is None:
             return None
         raw = text[attribute.end() : closing.start()]

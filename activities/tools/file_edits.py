@@ -135,15 +135,17 @@ def _text_of(dir_fd: int, path: WorkspacePath) -> str:
 
 
 def _edited(
-    path: WorkspacePath, data: bytes, line: int, new: str, already_applied: bool
+    path: WorkspacePath, text: str, data: bytes, line: int, new: str, already_applied: bool
 ) -> dict[str, Any]:
+    """The result of an edit whose file now reads ``text`` (``data`` encoded), ``new`` put
+    in at ``line``."""
     return {
         "path": path.rel,
         "line": line,
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
         "already_applied": already_applied,
-        "now_reads": excerpt(data.decode("utf-8"), line, new.count("\n") + 1),
+        "now_reads": excerpt(text, line, new.count("\n") + 1),
     }
 
 
@@ -178,12 +180,12 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
         at = _only_occurrence(text, old, path)
         if old == new:
             # The file already says it: nothing to write, and nothing for the model to fix.
-            return _edited(
-                path, text.encode("utf-8"), _line_of(text, at), new, already_applied=True
-            )
-        data = (text[:at] + new + text[at + len(old) :]).encode("utf-8")
+            line = _line_of(text, at)
+            return _edited(path, text, text.encode("utf-8"), line, new, already_applied=True)
+        after = text[:at] + new + text[at + len(old) :]
+        data = after.encode("utf-8")
         write_at(dir_fd, path.name, data)
-    return _edited(path, data, _line_of(text, at), new, already_applied=False)
+    return _edited(path, after, data, _line_of(text, at), new, already_applied=False)
 
 
 def _current_text(ctx: ToolContext, path: WorkspacePath) -> str | None:
@@ -229,8 +231,8 @@ def _reconcile_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict
         # reads the same before the edit as after it.
         raise EffectInDoubt(f"{path.shown} reads as it would both before and after this edit")
     if landed:
-        data = current.encode("utf-8")
-        return _edited(path, data, _line_of(current, landed[0]), new, already_applied=True)
+        line = _line_of(current, landed[0])
+        return _edited(path, current, current.encode("utf-8"), line, new, already_applied=True)
     # Not landed: running it applies it, or (old_text not there once) changes nothing.
     return None
 

@@ -33,17 +33,19 @@ LINE_CHARS = 200
 _SNIFF = 8192
 
 
-def _lines_with(data: bytes, needle: str) -> list[tuple[int, str]]:
+def _lines_with(data: bytes, needle: str, most: int) -> list[tuple[int, str]]:
+    """At most ``most`` (line number, line) pairs of ``data`` holding ``needle``."""
     if b"\0" in data[:_SNIFF]:
         return []
     text = data.decode("utf-8", errors="replace")
-    found = []
+    found: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
+        if len(found) == most:
+            break
         at = line.casefold().find(needle)
         if at >= 0:
             start = max(0, min(at - LINE_CHARS // 4, len(line) - LINE_CHARS))
-            shown = line[start : start + LINE_CHARS].strip()
-            found.append((number, shown))
+            found.append((number, line[start : start + LINE_CHARS].strip()))
     return found
 
 
@@ -61,7 +63,7 @@ def _search_sync(workspace: Path, text: str, raw_path: str) -> dict[str, Any]:
             os.close(top)
         for entry in entries:
             if len(matches) > MAX_MATCHES:
-                break
+                break  # enough to say there are more
             if entry["type"] != "file":
                 continue
             if entry["size"] > min(MAX_FILE_BYTES, budget):
@@ -80,8 +82,11 @@ def _search_sync(workspace: Path, text: str, raw_path: str) -> dict[str, Any]:
                 continue
             budget -= len(data)
             searched += 1
+            # One more than the limit is kept, so the result can say there were more.
+            most = MAX_MATCHES + 1 - len(matches)
             matches += [
-                {"path": path.rel, "line": n, "text": line} for n, line in _lines_with(data, needle)
+                {"path": path.rel, "line": n, "text": line}
+                for n, line in _lines_with(data, needle, most)
             ]
     if len(matches) > MAX_MATCHES:
         truncated, matches = True, matches[:MAX_MATCHES]
