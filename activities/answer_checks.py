@@ -23,11 +23,9 @@ from durable_agents.storage.models import SessionRow
 from durable_agents.storage.workspace_seed import seed_if_new
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.check_contracts import CheckAnswerInput, CheckVerdict
-
-# The data key of a failed check's item (its value: "failed"), counted for attempts.
-CHECK_KEY = "check"
 
 
 def told(reason: str, failures: int, attempts: int) -> str:
@@ -95,7 +93,7 @@ class AnswerCheckActivities:
                 return CheckVerdict(checked=False, passed=True)
             attempts = checks[-1].attempts
             done = await st.items.by_key(inp.idempotency_key)
-            failures = await st.items.count_marked(session_id, CHECK_KEY, "failed")
+            failures = await st.items.count_marked(session_id, CHECK_KEY, CHECK_FAILED)
             if done is not None:  # checked and told before this attempt ended
                 told_reason = str(done.data.get("reason", ""))
                 return CheckVerdict(True, False, failures, attempts, told_reason)
@@ -125,7 +123,7 @@ class AnswerCheckActivities:
                     idempotency_key=inp.idempotency_key,
                     text=text,
                     tokens=count_tokens(text),
-                    data={CHECK_KEY: "failed", "reason": reason, "step": inp.step},
+                    data={CHECK_KEY: CHECK_FAILED, "reason": reason, "step": inp.step},
                 )
             )
         return CheckVerdict(True, False, failures, attempts, reason)

@@ -227,6 +227,7 @@ class ModelActivities:
                 tools=tools_of(config),
                 idempotency_key=key,
                 max_output_tokens=budget.reply_tokens,
+                call_required=context.call_expected,
                 on_text=sink,
             )
             sent = request_fingerprint(request)

@@ -16,6 +16,7 @@ from durable_agents.storage.items import NewItem
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, commit_tool_result
 from durable_agents.vocabulary.item_kinds import ItemKind
+from durable_agents.vocabulary.item_marks import NUDGE_KEY
 from durable_agents.vocabulary.non_answers import LOOKS_LIKE_KEY, NonAnswer
 from durable_agents.vocabulary.previews import PREVIEW_CHARS
 from durable_agents.vocabulary.tokens import count_tokens
@@ -202,7 +203,7 @@ class SessionStateActivities:
                     idempotency_key=inp.idempotency_key,
                     text=words,
                     tokens=count_tokens(words),
-                    data={"nudge": str(reason), "step": inp.step},
+                    data={NUDGE_KEY: str(reason), "step": inp.step},
                 )
             )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)

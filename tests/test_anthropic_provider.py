@@ -7,6 +7,7 @@ stack make the requests, so these tests see exactly what would go over the wire.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -152,6 +153,26 @@ async def test_stop_reason_mapping(
     body = server.requests[0].body
     assert "tools" not in body
     assert "system" not in body
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_request_that_requires_a_call_asks_for_any_tool(
+    server: FakeAnthropic, provider: AnthropicProvider, streamed: bool
+) -> None:
+    server.reply = tool_use_reply({"path": "a.txt"})
+    sink: list[str] = []
+
+    async def on_text(piece: str) -> None:
+        sink.append(piece)
+
+    base = request()
+    await provider.complete(
+        replace(base, call_required=True, on_text=on_text if streamed else None)
+    )
+    await provider.complete(base)
+    first, second = (r.body for r in server.requests)
+    assert first["tool_choice"] == {"type": "any"}
+    assert "tool_choice" not in second
 
 
 async def test_idempotency_key_and_auth_headers_sent(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,26 @@ async def test_once_a_tool_result_is_in_the_conversation_the_reply_may_answer(
     assert {"answer"} in [set(branch["properties"]) for branch in schema["anyOf"]]
     assert grammar_tools([READ]).call_schema == {"anyOf": schema["anyOf"][:-1]}
     assert reply.text == "It says hello."
+
+
+async def test_a_request_that_requires_a_call_leaves_the_answer_out_after_tool_results(
+    server: FakeOpenAI,
+) -> None:
+    called = ProviderCall(id="c1", name="read_file", arguments={"path": "a.txt"})
+    req = replace(
+        request(),
+        messages=[
+            *request().messages,
+            ChatMessage("assistant", "", tool_calls=(called,)),
+            ChatMessage("tool", "hello", tool_call_id="c1", name="read_file"),
+            ChatMessage("user", "Your answer was not accepted: the task's check failed."),
+        ],
+        call_required=True,
+    )
+    server.reply = constrained({"tool": "read_file", "arguments": {"path": "b.txt"}})
+    await complete(build_provider(settings(server, tool_mode="grammar")), req)
+    schema = server.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert schema == grammar_tools([READ]).call_schema
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -66,6 +66,17 @@ async def test_tool_choice_auto_only_when_tools_are_offered(server: FakeOpenAI) 
     assert "tool_choice" not in await body_sent(server, request(tools=[]))
 
 
+async def test_a_request_that_requires_a_call_says_so_and_only_when_tools_are_offered(
+    server: FakeOpenAI,
+) -> None:
+    assert (await body_sent(server, replace(request(), call_required=True)))["tool_choice"] == (
+        "required"
+    )
+    assert "tool_choice" not in await body_sent(
+        server, replace(request(tools=[]), call_required=True)
+    )
+
+
 async def test_assistant_tool_call_turn_has_empty_content_by_default(server: FakeOpenAI) -> None:
     body = await body_sent(server, request(CALLED))
     turn = body["messages"][1]

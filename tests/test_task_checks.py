@@ -16,12 +16,13 @@ import pytest
 from temporalio.client import Client
 
 from durable_agents.activities.agents import Agent
-from durable_agents.activities.answer_checks import CHECK_KEY
 from durable_agents.activities.checks.spec import Check, CheckContext, CheckSpecError
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.agent_state import agent_state
+from durable_agents.vocabulary.item_marks import CHECK_KEY
 from durable_agents.vocabulary.session_status import shown_status
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.task_options import TaskOptions
@@ -61,6 +62,26 @@ async def test_a_claim_without_the_work_is_told_to_the_model_and_the_task_comple
     told = [i for i in await items_of(resources, tenant, sid) if i.data.get(CHECK_KEY)]
     assert len(told) == 1 and told[0].role == "user"
     assert "out/desc.md does not exist" in told[0].text
+    # The reply to the failed check must call a tool; the ones before and after may answer.
+    assert [r.call_required for r in model.requests] == [False, True, False]
+
+
+async def test_the_reply_after_a_call_whose_arguments_were_not_json_must_call_again(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    model = ScriptedProvider.from_data(
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {RAW_ARGUMENTS_KEY: '{"path'}}]},
+            {"tool_calls": [WRITE]},
+            {"text": "Done: out/desc.md holds it."},
+        ]
+    )
+    check = {"files": ["out/desc.md"]}
+    async with agent_worker(model, workspace) as queue:
+        _, handle = await start(client, resources, queue, tenant=tenant, check=check, **NO_APPROVAL)
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.checked) == ("completed", True)
+    assert [r.call_required for r in model.requests] == [False, True, False]
 
 
 async def test_a_check_that_never_passes_ends_the_task_check_failed_with_the_reason(

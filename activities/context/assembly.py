@@ -67,6 +67,8 @@ class AssembledContext:
     # what the session needs at least. Expansion is elastic (it fills whatever room is
     # left), so this, not input_tokens, says when a compaction is due.
     preview_tokens: int = 0
+    # The turn answered asks for a tool call (activities/context/call_expected.py).
+    call_expected: bool = False
 
 
 @dataclass

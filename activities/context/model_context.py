@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TypeVar
 
 from sqlalchemy import event
@@ -17,6 +17,7 @@ from durable_agents.activities.context.assembly import (
     ContextBudget,
     assemble_context,
 )
+from durable_agents.activities.context.call_expected import call_expected
 from durable_agents.activities.providers.base import ToolSpec
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.artifact_cache import ArtifactReadCache
@@ -219,4 +220,4 @@ async def assemble_for_step(
         fetch=fetch,
         pending=pending,
     )
-    return context, compaction
+    return replace(context, call_expected=call_expected(rows)), compaction

@@ -11,11 +11,12 @@ from typing import Literal
 
 import anthropic
 import httpx2
-from anthropic import AsyncAnthropic, OpenTelemetryOptions, omit
+from anthropic import AsyncAnthropic, Omit, OpenTelemetryOptions, omit
 from anthropic.types import (
     ContentBlockParam,
     Message,
     MessageParam,
+    ToolChoiceAnyParam,
     ToolParam,
     ToolResultBlockParam,
     ToolUseBlock,
@@ -91,6 +92,7 @@ class AnthropicProvider:
                     system=system if system else omit,
                     messages=messages,
                     tools=tools if tools else omit,
+                    tool_choice=_choice(request, tools),
                     extra_headers={"Idempotency-Key": request.idempotency_key},
                 )
             else:
@@ -142,6 +144,7 @@ class AnthropicProvider:
             system=system if system else omit,
             messages=messages,
             tools=tools if tools else omit,
+            tool_choice=_choice(request, tools),
             extra_headers={"Idempotency-Key": request.idempotency_key},
         ) as stream:
             async for event in stream:
@@ -255,3 +258,8 @@ def _from_message(message: Message) -> ModelReply:
         ),
         model=message.model or "",
     )
+
+
+def _choice(request: ModelRequest, tools: list[ToolParam]) -> ToolChoiceAnyParam | Omit:
+    """ "any" (call one of the tools) when the request requires a call; else the default."""
+    return {"type": "any"} if request.call_required and tools else omit

@@ -46,6 +46,9 @@ class ModelRequest:
     max_output_tokens: int = 2048
     # "chat" for a step of the loop, "compaction" when asked to summarise the conversation.
     purpose: str = "chat"
+    # The reply must call one of `tools` (the turn it answers asks for a call): sent as the
+    # provider's "call a tool" choice, or as grammar mode's call-only schema.
+    call_required: bool = False
     # Given: the provider streams the reply and awaits this with each piece of its text, in
     # order, still returning the whole reply. The pieces are a preview only: the reply
     # returned (text-tool-call parsing, echo stripping applied) is the record.

@@ -124,7 +124,9 @@ class OpenAICompatibleProvider:
         asked = _Asked.of(request, constrained=schema is not omit)
         # Some compatible servers reject an empty tools list, so it is left out; "auto" is
         # the API's default, but some compatible servers only use tools when told.
-        chosen: Literal["auto"] | Omit = "auto" if tools else omit
+        chosen: Literal["auto", "required"] | Omit = omit
+        if tools:
+            chosen = "required" if request.call_required else "auto"
         max_completion = budget if "max_completion_tokens" in self._budget_fields else omit
         max_tokens = budget if "max_tokens" in self._budget_fields else omit
         headers = {"Idempotency-Key": request.idempotency_key}

@@ -52,7 +52,7 @@ class GrammarMode:
         """``request`` in grammar mode; None to send it as is (native, or no tools)."""
         if not request.tools or not await self._uses_grammar():
             return None
-        shaped = grammar_request(request.messages, request.tools)
+        shaped = grammar_request(request.messages, request.tools, request.call_required)
         for tool in set(shaped.tools.left_out) - self._noted:
             # The operator's note (the model is not told of a tool it cannot call).
             logger.warning(
@@ -78,17 +78,19 @@ class GrammarRequest:
     tools: GrammarTools
 
 
-def grammar_request(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> GrammarRequest:
+def grammar_request(
+    messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], call_required: bool = False
+) -> GrammarRequest:
     """The request's messages and reply schema in grammar mode.
 
-    Until the conversation holds a tool result the reply must call a tool: a small model
-    offered the answer first answers from the task's words alone (Qwen2.5-Coder 0.5B
-    answered "mascot" to "find the mascot's name in docs/", without a call, in most runs).
-    Only the schema differs, so the prompt's cached prefix stays the same."""
+    The reply must call a tool when ``call_required`` and until the conversation holds a
+    tool result: a small model offered the answer first answers from the task's words alone
+    (Qwen2.5-Coder 0.5B answered "mascot" to "find the mascot's name in docs/", without a
+    call, in most runs). Only the schema differs, so the prompt's cached prefix stays."""
     offered = grammar_tools(tools)
     response_format: ResponseFormatJSONSchema | None = None
-    called = any(m.role == "tool" for m in messages)
-    schema = offered.schema if called else offered.call_schema
+    may_answer = not call_required and any(m.role == "tool" for m in messages)
+    schema = offered.schema if may_answer else offered.call_schema
     if schema is not None:
         response_format = {
             "type": "json_schema",

@@ -39,13 +39,16 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 
 def request_fingerprint(request: ModelRequest) -> str:
-    """The fingerprint of the request's model, messages and tool specs. The idempotency
+    """The fingerprint of the request's model, messages, tool specs and whether it asks for
+    a call. The idempotency
     key, the reply's token limit and the purpose are not part of it: they do not change
     what the model is asked."""
-    body = {
+    body: dict[str, object] = {
         "model": request.model,
         "messages": [_message(m) for m in request.messages],
         "tools": [_tool(t) for t in request.tools],
     }
+    if request.call_required and request.tools:
+        body["call_required"] = True  # absent otherwise: earlier fingerprints stay as made
     digest = hashlib.sha256(_canonical(body).encode()).digest()[:16]
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()

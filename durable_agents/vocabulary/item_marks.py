@@ -1,0 +1,11 @@
+"""The data keys that mark an item for what the loop wrote it as, spelled once: a failed
+check's user turn and a nudge's. No I/O here."""
+
+from __future__ import annotations
+
+# A failed check's item: data {CHECK_KEY: CHECK_FAILED, "reason": ..., "step": ...},
+# counted for the check's attempts.
+CHECK_KEY = "check"
+CHECK_FAILED = "failed"
+# A nudge's item: data {NUDGE_KEY: the NonAnswer code, "step": ...}.
+NUDGE_KEY = "nudge"
