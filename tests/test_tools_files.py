@@ -294,6 +294,29 @@ async def test_read_missing_and_directory(ws: Path) -> None:
         assert err.value.error_type == expected
 
 
+async def test_a_missing_path_offers_the_close_names_beside_it(ws: Path) -> None:
+    (ws / "notes").mkdir()
+    (ws / "notes" / "2026-11-24-standup.md").write_text("x")
+    (ws / "notes" / "todo.txt").write_text("x")
+    (ws / ".agent").mkdir()
+    (ws / "readme.md").write_text("x")
+
+    async def missing(path: str) -> str:
+        with pytest.raises(ToolError) as err:
+            await read_file(ctx(ws), {"path": path})
+        assert err.value.error_type == "FileNotFound"
+        return str(err.value)
+
+    assert await missing("notes/2026-10-24-standup.md") == (
+        "no such file: 'notes/2026-10-24-standup.md' (did you mean 'notes/2026-11-24-standup.md'?)"
+    )
+    assert await missing("note/todo.txt") == ("no such directory: 'note' (did you mean 'notes'?)")
+    assert await missing("notes/unrelated.csv") == "no such file: 'notes/unrelated.csv'"
+    # The reserved directory is never offered.
+    assert await missing(".agen") == "no such file: '.agen'"
+    assert await missing("README.md") == "no such file: 'README.md' (did you mean 'readme.md'?)"
+
+
 async def test_read_fifo_is_refused_without_hanging(ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     with pytest.raises(ToolError) as err:

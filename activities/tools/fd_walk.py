@@ -19,6 +19,7 @@ from pathlib import Path
 
 from durable_agents.activities.tools.base import ToolError
 from durable_agents.activities.tools.fs_errors import classified
+from durable_agents.activities.tools.near_names import did_you_mean
 from durable_agents.activities.tools.workspace import WorkspacePath
 from durable_agents.storage.workspaces import make_private_dirs
 
@@ -63,7 +64,8 @@ def _step(fd: int, path: WorkspacePath, index: int, *, create: bool) -> int:
         return os.open(name, DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
         if not create:
-            raise ToolError("FileNotFound", f"no such directory: {shown}") from None
+            near = did_you_mean(fd, WorkspacePath(path.parts[:index]), name)
+            raise ToolError("FileNotFound", f"no such directory: {shown}{near}") from None
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise

@@ -37,6 +37,7 @@ from durable_agents.activities.tools.listing import (
     list_dir,
     list_dir_tool,
 )
+from durable_agents.activities.tools.near_names import did_you_mean
 from durable_agents.activities.tools.typed import output_of, tool
 from durable_agents.activities.tools.workspace import WorkspacePath, parse_relative
 from durable_agents.activities.tools.workspace_probe import appeared
@@ -111,7 +112,8 @@ def open_regular(dir_fd: int, path: WorkspacePath) -> int:
     try:
         fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
-        raise ToolError("FileNotFound", f"no such file: {path.shown}") from None
+        near = did_you_mean(dir_fd, path.parent, path.name)
+        raise ToolError("FileNotFound", f"no such file: {path.shown}{near}") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ToolError(
