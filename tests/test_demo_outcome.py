@@ -8,8 +8,10 @@ import shutil
 import uuid
 from pathlib import Path
 
+from durable_agents.activities.checks.spec import CheckContext
 from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.run import _prepare_dirs
+from durable_agents.workers.demo.survey import covers_each_file
 
 REPORT = "out/report.md"
 CONTENTS = {
@@ -73,3 +75,29 @@ def test_the_demo_workspace_is_what_the_report_must_name() -> None:
     finally:
         shutil.rmtree(state)
     assert REPORT not in files and len(files) == 4
+
+
+async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_answer(
+    tmp_path: Path,
+) -> None:
+    root, _ = _seeded(tmp_path)
+    (root / "out").mkdir()
+    (root / REPORT).write_text("README.md: the weather station project.\n")
+
+    async def read_text(path: str) -> str | None:
+        return (root / path).read_text() if (root / path).is_file() else None
+
+    ctx = CheckContext(answer="The report is written.", read_text=read_text, workspace=root)
+    reason = await covers_each_file(ctx)
+    assert reason == (
+        "out/report.md does not say what data/readings.csv, notes/standup.md hold. Next, call "
+        "read_file on data/readings.csv, then on each of the others; then write out/report.md "
+        "again with write_file, a line for every file saying what it holds in words from the file"
+    )
+    # It judges the workspace alone: its failure stands until a tool changes the files.
+    assert not ctx.answer_read
+    (root / REPORT).write_text(
+        "README.md: the weather station project. data/readings.csv: temperature by station. "
+        "notes/standup.md: a modem problem.\n"
+    )
+    assert await covers_each_file(ctx) is None

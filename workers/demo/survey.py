@@ -28,10 +28,14 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     gaps = survey_gaps(report, files)
     if gaps:
         shown = ", ".join(gaps[:5])
+        # The next call named outright: told to "read each of them", a small model wrote
+        # "This is the content of README.md" for each without reading one.
         return (
-            f"{REPORT_PATH} does not cover {shown}: read each of them, then write "
-            f"{REPORT_PATH} again with a line for every file saying what it holds (not only "
-            "its name)"
+            f"{REPORT_PATH} does not say what {shown} hold{'s' if len(gaps) == 1 else ''}. "
+            f"Next, call read_file on {gaps[0]}"
+            + (", then on each of the others" if len(gaps) > 1 else "")
+            + f"; then write {REPORT_PATH} again with write_file, a line for every file "
+            "saying what it holds in words from the file"
         )
     return None
 
