@@ -23,18 +23,22 @@ from durable_agents.storage.models import SessionRow
 from durable_agents.storage.workspace_seed import seed_if_new
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.vocabulary.item_kinds import ItemKind
-from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY
+from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY, CHECK_STANDS_KEY
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workflows.check_contracts import CheckAnswerInput, CheckVerdict
 
 
-def told(reason: str, failures: int, attempts: int) -> str:
+def told(reason: str, failures: int, attempts: int, workspace_only: bool = False) -> str:
     """What the model hears when its answer fails the task's check."""
     left = attempts - failures
+    change = (
+        "The check reads the files, not your answer: change them with your tools first"
+        if workspace_only
+        else "Do what the task asks with your tools"
+    )
     return (
-        f"Your answer was not accepted: the task's check failed: {reason}. "
-        "Do what the task asks with your tools, then answer again"
-        + (f" ({left} more {'try' if left == 1 else 'tries'})." if left > 0 else ".")
+        f"Your answer was not accepted: the task's check failed: {reason}. {change}, then "
+        "answer again" + (f" ({left} more {'try' if left == 1 else 'tries'})." if left > 0 else ".")
     )
 
 
@@ -108,9 +112,9 @@ class AnswerCheckActivities:
         found = await first_failure(checks, root, answer.text if answer else "", run_as)
         if found is None:
             return CheckVerdict(True, True, failures, attempts)
-        reason = found
+        reason = found.reason
         failures += 1
-        text = told(reason, failures, attempts)
+        text = told(reason, failures, attempts, found.workspace_only)
         async with (
             storage_errors_are_final(),
             agent_state(self._sessions, inp.tenant_id, write=True) as st,
@@ -123,7 +127,12 @@ class AnswerCheckActivities:
                     idempotency_key=inp.idempotency_key,
                     text=text,
                     tokens=count_tokens(text),
-                    data={CHECK_KEY: CHECK_FAILED, "reason": reason, "step": inp.step},
+                    data={
+                        CHECK_KEY: CHECK_FAILED,
+                        "reason": reason,
+                        "step": inp.step,
+                        **({CHECK_STANDS_KEY: True} if found.workspace_only else {}),
+                    },
                 )
             )
         return CheckVerdict(True, False, failures, attempts, reason)

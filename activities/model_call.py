@@ -16,6 +16,7 @@ from durable_agents.activities.agent_catalog import AgentCatalog, AgentRuntime, 
 from durable_agents.activities.answer_checks import declares_check
 from durable_agents.activities.checks.spec import Check
 from durable_agents.activities.context.assembly import AssembledContext, ContextBudget, pending_note
+from durable_agents.activities.context.call_expected import call_required
 from durable_agents.activities.context.model_context import (
     ConfigCache,
     assemble_for_step,
@@ -216,8 +217,7 @@ class ModelActivities:
         async def send(
             context: AssembledContext, budget: ContextBudget, overflows: int
         ) -> ModelReply:
-            # A smaller request is another request: vendors that dedupe by key may refuse
-            # one key with a second body. Still stable across retries and replay.
+            # A smaller request, its own key (stable): a vendor may refuse two bodies a key.
             nonlocal sent
             key = f"{inp.idempotency_key}:fit{overflows}" if overflows else inp.idempotency_key
             sink = self._delta_stream(inp, overflows)
@@ -227,7 +227,7 @@ class ModelActivities:
                 tools=tools_of(config),
                 idempotency_key=key,
                 max_output_tokens=budget.reply_tokens,
-                call_required=context.call_expected,
+                call_required=call_required(context.call_asked, agent.registry, tools_of(config)),
                 on_text=sink,
             )
             sent = request_fingerprint(request)

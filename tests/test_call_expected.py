@@ -1,5 +1,6 @@
-"""Which turns ask the next reply for a tool call: a failed check, and a call whose
-arguments were not JSON; never a nudge, a user's message or a tool's own error."""
+"""Which turns ask the next reply for a tool call: a failed check (one that judged the
+workspace alone, until a tool has changed it), and a call whose arguments were not JSON;
+never a nudge, a user's message or a tool's own error."""
 
 from __future__ import annotations
 
@@ -8,12 +9,19 @@ from typing import Any
 
 import pytest
 
-from durable_agents.activities.context.call_expected import call_expected
+from durable_agents.activities.context.call_expected import CallAsked, call_asked, call_required
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest, ToolSpec
 from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.request_fingerprint import request_fingerprint
+from durable_agents.activities.tools.base import ToolRegistry
+from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.models import ItemRow
-from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY, NUDGE_KEY
+from durable_agents.vocabulary.item_marks import (
+    CHECK_FAILED,
+    CHECK_KEY,
+    CHECK_STANDS_KEY,
+    NUDGE_KEY,
+)
 
 
 def row(kind: str, **data: Any) -> ItemRow:
@@ -21,36 +29,67 @@ def row(kind: str, **data: Any) -> ItemRow:
 
 
 TASK = row("user_message")
-REPLY = row("assistant_message")
+REPLY = row("assistant_message", finish_reason="tool_calls")
+CUT_REPLY = row("assistant_message", finish_reason="length")
 READ = row("tool_call", arguments={"path": "a.txt"})
 CUT = row("tool_call", arguments={RAW_ARGUMENTS_KEY: '{"path": "a.t'})
 RESULT = row("tool_result")
 FAILED = row("tool_result", error_type="PathOutsideWorkspace")
-CHECK = row("user_message", **{CHECK_KEY: CHECK_FAILED, "reason": "out/r.md was not written"})
+WROTE = row("tool_result", effect="completed")
+WROTE_BEFORE = row("tool_result", effect="reconciled")
+WRITE_FAILED = row("tool_result", effect="failed", error_type="InvalidArguments")
+CHECK = row("user_message", **{CHECK_KEY: CHECK_FAILED, "reason": "the answer lacks a word"})
+STANDS = row(
+    "user_message", **{CHECK_KEY: CHECK_FAILED, "reason": "no out/r.md", CHECK_STANDS_KEY: True}
+)
 NUDGE = row("user_message", **{NUDGE_KEY: "empty"})
 APPROVAL = row("approval")
+NOTHING, CALL, CHANGE = CallAsked.NOTHING, CallAsked.CALL, CallAsked.CHANGE
 
 
 @pytest.mark.parametrize(
     ("rows", "expected"),
     [
-        ([], False),
-        ([TASK], False),
-        ([TASK, REPLY, READ, RESULT], False),
-        ([TASK, REPLY, READ, FAILED], False),  # a refusal may be the answer
-        ([TASK, REPLY, CUT, RESULT], True),
-        ([TASK, REPLY, READ, CUT, RESULT, RESULT], True),
-        ([TASK, REPLY, CUT, APPROVAL, RESULT], True),
-        ([TASK, REPLY, CUT, RESULT, REPLY, READ, RESULT], False),  # it called again
-        ([TASK, REPLY, CHECK], True),
-        ([TASK, REPLY, CHECK, REPLY, READ, RESULT], False),  # it called
-        ([TASK, REPLY, CHECK, REPLY, NUDGE], False),
-        ([TASK, REPLY, CHECK, REPLY], False),  # answered: the loop checks that answer
-        ([TASK, REPLY, CHECK, row("user_message")], False),  # the user's own message
+        ([], NOTHING),
+        ([TASK], NOTHING),
+        ([TASK, REPLY, READ, RESULT], NOTHING),
+        ([TASK, REPLY, READ, FAILED], NOTHING),  # a refusal may be the answer
+        ([TASK, REPLY, CUT, RESULT], CALL),
+        ([TASK, REPLY, READ, CUT, RESULT, RESULT], CALL),
+        ([TASK, REPLY, CUT, APPROVAL, RESULT], CALL),
+        ([TASK, REPLY, CUT, RESULT, REPLY, READ, RESULT], NOTHING),  # it called again
+        ([TASK, CUT_REPLY, CUT, RESULT], NOTHING),  # cut at its limit: not forced again
+        ([TASK, REPLY, STANDS, CUT_REPLY, CUT, RESULT], CHANGE),
+        ([TASK, REPLY, CHECK], CALL),
+        ([TASK, REPLY, CHECK, REPLY, READ, RESULT], NOTHING),  # it called
+        ([TASK, REPLY, CHECK, REPLY, NUDGE], NOTHING),
+        ([TASK, REPLY, CHECK, REPLY], NOTHING),  # answered: the loop checks that answer
+        ([TASK, REPLY, CHECK, row("user_message")], NOTHING),  # the user's own message
+        # A check on the workspace alone stands until a tool changed the workspace.
+        ([TASK, REPLY, STANDS], CALL),
+        ([TASK, REPLY, STANDS, REPLY, READ, RESULT, REPLY, READ, RESULT], CHANGE),
+        ([TASK, REPLY, STANDS, REPLY, READ, WRITE_FAILED], CHANGE),
+        ([TASK, REPLY, STANDS, REPLY, READ, WROTE], NOTHING),
+        ([TASK, REPLY, STANDS, REPLY, READ, WROTE_BEFORE, REPLY, READ, RESULT], NOTHING),
+        ([TASK, REPLY, STANDS, REPLY, CUT, RESULT], CALL),
+        ([TASK, REPLY, STANDS, REPLY, NUDGE], NOTHING),
+        # A change before the check failed does not count.
+        ([TASK, REPLY, READ, WROTE, REPLY, STANDS, REPLY, READ, RESULT], CHANGE),
     ],
 )
-def test_which_turns_ask_for_a_call(rows: list[ItemRow], expected: bool) -> None:
-    assert call_expected(rows) is expected
+def test_which_turns_ask_for_a_call(rows: list[ItemRow], expected: CallAsked) -> None:
+    assert call_asked(rows) is expected
+
+
+def test_a_change_is_required_only_of_an_agent_that_can_make_one() -> None:
+    builtin = ToolRegistry.of(builtin_tools())
+    offered = [builtin.tools[name].spec for name in ("list_dir", "read_file")]
+    writes = [*offered, builtin.tools["write_file"].spec]
+    assert call_required(CHANGE, builtin, writes)
+    assert not call_required(CHANGE, builtin, offered)  # read-only tools: it may answer
+    assert call_required(CALL, builtin, offered)
+    assert not call_required(CALL, builtin, [])
+    assert not call_required(NOTHING, builtin, writes)
 
 
 def test_a_request_that_requires_a_call_has_its_own_fingerprint_and_no_other_changes() -> None:

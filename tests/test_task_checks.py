@@ -22,7 +22,7 @@ from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.storage.agent_state import agent_state
-from durable_agents.vocabulary.item_marks import CHECK_KEY
+from durable_agents.vocabulary.item_marks import CHECK_KEY, CHECK_STANDS_KEY
 from durable_agents.vocabulary.session_status import shown_status
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.task_options import TaskOptions
@@ -179,6 +179,68 @@ async def test_an_agents_command_and_callable_check_read_the_workspace(
     if outcome == "check_failed":
         assert result.last_error is not None
         assert "says nothing of what alpha.txt holds" in result.last_error
+
+
+async def _says_done(ctx: CheckContext) -> str | None:
+    return None if "done" in ctx.answer.casefold() else "the answer does not say it is done"
+
+
+ANSWER_CHECKER = Agent(
+    "answer-checker",
+    "Say done.",
+    tools=builtin_tools(),
+    approvals={"write_file": "never"},
+    check=Check(call=_says_done),
+)
+
+
+async def test_a_check_on_the_workspace_alone_holds_the_model_to_calls_until_a_tool_changed_it(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    def write(report: str) -> dict[str, Any]:
+        return {"name": "write_file", "arguments": {"path": "out/report.md", "content": report}}
+
+    read = {"name": "read_file", "arguments": {"path": "alpha.txt"}}
+    model = ScriptedProvider.from_data(
+        [
+            {"tool_calls": [write("Files: alpha.txt, beta.txt.")]},
+            {"text": "Report written."},
+            {"tool_calls": [read]},
+            {"tool_calls": [write("alpha.txt: pelicans. beta.txt: lighthouses.")]},
+            {"text": "Report written."},
+        ]
+    )
+    sid = uuid.uuid4()
+    root = session_root(workspace, tenant, sid)
+    (root / "alpha.txt").write_text("Notes about pelicans")
+    (root / "beta.txt").write_text("Notes about lighthouses")
+    async with agent_worker(model, workspace, agents=(SURVEYOR,)) as queue:
+        _, handle = await start(
+            client, resources, queue, tenant=tenant, session_id=sid, agent="surveyor"
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.checked) == ("completed", True)
+    # After the failed check: a call, then calls until the write; then it may answer.
+    assert [r.call_required for r in model.requests] == [False, False, True, True, False]
+    (failed,) = [i for i in await items_of(resources, tenant, str(sid)) if i.data.get(CHECK_KEY)]
+    assert failed.data[CHECK_STANDS_KEY] is True
+    assert "The check reads the files, not your answer" in failed.text
+
+
+async def test_a_check_that_reads_the_answer_lets_the_model_answer_again_after_one_call(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    read = {"name": "list_dir", "arguments": {"path": "."}}
+    model = ScriptedProvider.from_data(
+        [{"text": "Hello."}, {"tool_calls": [read]}, {"text": "Done."}]
+    )
+    async with agent_worker(model, workspace, agents=(ANSWER_CHECKER,)) as queue:
+        sid, handle = await start(client, resources, queue, tenant=tenant, agent="answer-checker")
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert (result.status, result.checked) == ("completed", True)
+    assert [r.call_required for r in model.requests] == [False, True, False]
+    (failed,) = [i for i in await items_of(resources, tenant, sid) if i.data.get(CHECK_KEY)]
+    assert CHECK_STANDS_KEY not in failed.data
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
-"""Running a task's checks in its workspace: the reason the first failing one gives, or
-None when every one passed. The reasons are our words with the check's own paths and
-texts (a declared check, not content), or a callable's words, bounded."""
+"""Running a task's checks in its workspace: the reason the first failing one gives (and
+whether it judged the workspace alone), or None when every one passed. The reasons are our
+words with the check's own paths and texts (a declared check, not content), or a
+callable's words, bounded."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from durable_agents.activities.checks.spec import Check, CheckContext
@@ -23,13 +25,21 @@ MAX_REASON_CHARS = 300
 _ENTERS = "test -r . && test -x ."
 
 
+@dataclass(frozen=True)
+class CheckFailure:
+    reason: str
+    # The failing check judged the workspace alone (files, texts, a command, or a callable
+    # that never read the answer): another answer cannot pass it, only a changed workspace.
+    workspace_only: bool
+
+
 async def first_failure(
     checks: Sequence[Check], workspace: Path, answer: str, run_as: RunAs | None
-) -> str | None:
+) -> CheckFailure | None:
     for check in checks:
-        reason = await _failure(check, workspace, answer, run_as)
-        if reason is not None:
-            return bounded(reason)
+        found = await _failure(check, workspace, answer, run_as)
+        if found is not None:
+            return CheckFailure(bounded(found.reason), found.workspace_only)
     return None
 
 
@@ -40,10 +50,30 @@ def bounded(reason: str) -> str:
     return words if len(words) <= MAX_REASON_CHARS else words[: MAX_REASON_CHARS - 3] + "..."
 
 
-async def _failure(check: Check, workspace: Path, answer: str, run_as: RunAs | None) -> str | None:
+async def _failure(
+    check: Check, workspace: Path, answer: str, run_as: RunAs | None
+) -> CheckFailure | None:
     async def read(path: str) -> str | None:
         return await read_workspace_text(workspace, path, CHECK_READ_BYTES)
 
+    reason = await _workspace_failure(check, workspace, run_as, read)
+    if reason is not None:
+        return CheckFailure(reason, workspace_only=True)
+    if check.call is not None:
+        ctx = CheckContext(answer=answer, read_text=read, workspace=workspace)
+        said = await check.call(ctx)
+        if said is not None:
+            return CheckFailure(said, workspace_only=not ctx.answer_read)
+    return None
+
+
+async def _workspace_failure(
+    check: Check,
+    workspace: Path,
+    run_as: RunAs | None,
+    read: Callable[[str], Awaitable[str | None]],
+) -> str | None:
+    """What the check's files, texts and command find missing (the callable aside)."""
     for path in check.files:
         if await read(path) is None:
             return f"{path} does not exist (or is not a file in the workspace)"
@@ -56,11 +86,7 @@ async def _failure(check: Check, workspace: Path, answer: str, run_as: RunAs | N
         if missing:
             return f"{path} does not contain {missing[0]!r}"
     if check.command:
-        reason = await _command(check, workspace, run_as)
-        if reason is not None:
-            return reason
-    if check.call is not None:
-        return await check.call(CheckContext(answer=answer, read_text=read, workspace=workspace))
+        return await _command(check, workspace, run_as)
     return None
 
 

@@ -35,14 +35,25 @@ class CheckSpecError(ValueError):
         self.field = field
 
 
-@dataclass(frozen=True)
 class CheckContext:
     """What a callable check sees: the task's workspace (read it with `read_text`, which
-    stays inside it) and the final answer the model gave."""
+    stays inside it) and the final answer the model gave (`answer`). A check that never
+    reads the answer judged the workspace alone (`answer_read` stays False): its failure
+    stands until a tool changes the workspace, so the model is held to tool calls until
+    one has (activities/context/call_expected.py)."""
 
-    answer: str
-    read_text: Callable[[str], Awaitable[str | None]]
-    workspace: Path
+    def __init__(
+        self, answer: str, read_text: Callable[[str], Awaitable[str | None]], workspace: Path
+    ) -> None:
+        self._answer = answer
+        self.read_text = read_text
+        self.workspace = workspace
+        self.answer_read = False
+
+    @property
+    def answer(self) -> str:
+        self.answer_read = True
+        return self._answer
 
 
 # A callable check: None when the task is done, else the reason it is not, in words the

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from durable_agents.activities.context.call_expected import CallAsked
 from durable_agents.activities.context.call_ids import EchoIds, provider_id_of
 from durable_agents.activities.providers.base import ChatMessage, ProviderCall, ToolSpec
 from durable_agents.activities.tools.effects import RERUN_NOTE
@@ -67,8 +68,8 @@ class AssembledContext:
     # what the session needs at least. Expansion is elastic (it fills whatever room is
     # left), so this, not input_tokens, says when a compaction is due.
     preview_tokens: int = 0
-    # The turn answered asks for a tool call (activities/context/call_expected.py).
-    call_expected: bool = False
+    # What the turn answered asks of the reply (activities/context/call_expected.py).
+    call_asked: CallAsked = CallAsked.NOTHING
 
 
 @dataclass

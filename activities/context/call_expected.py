@@ -1,30 +1,84 @@
-"""Whether the turn a model step answers asks for a tool call: the reply after a failed
-check (whose words say to do the task with the tools) or after a call whose arguments were
-not JSON (whose error says to call again). A provider that can constrain the reply to a
-call is asked to (ModelRequest.call_required): a small model told its answer failed the
-check answers again from the same words, and one told its call was malformed answers from
-nothing (Qwen2.5-Coder 1.5B made up the code word it was asked to read). A nudge and a
-user's own message ask for nothing: the model may answer them."""
+"""Whether the turn a model step answers asks for a tool call.
+
+- A call whose arguments were not JSON: its error says to call again, so the next reply
+  must call (Qwen2.5-Coder 1.5B, told of a malformed call, answered from nothing and made
+  up the code word it was asked to read). Not when the reply was cut at its limit.
+- A failed check: its words say to do the task with the tools, so the next reply must
+  call. A check that judged the workspace alone (files, texts, a command, a callable that
+  never read the answer) stands until a tool has changed the workspace: no answer can
+  pass it before, so until then every reply must call (the 1.5B, told its report missed
+  three files, read them and then answered with the report's text instead of writing it).
+  That holds only while the agent offers a tool that can change the workspace.
+- A nudge, a user's own message, a tool's own error: nothing; the model may answer them.
+
+A provider that can hold the reply to a call is asked to (ModelRequest.call_required)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import Enum
 
+from durable_agents.activities.providers.base import ToolSpec
 from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.tools.base import Tool, ToolRegistry
 from durable_agents.storage.models import ItemRow
+from durable_agents.storage.tool_effects import EffectState
 from durable_agents.vocabulary.item_kinds import ItemKind
-from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY
+from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY, CHECK_STANDS_KEY
+from durable_agents.vocabulary.non_answers import CUT_FINISH_REASONS
+
+# An effectful call settled as one of these changed the workspace (or whatever it acts on).
+_CHANGED = frozenset({EffectState.COMPLETED, EffectState.RECONCILED})
 
 
-def call_expected(rows: Sequence[ItemRow]) -> bool:
-    """Whether the next reply to the conversation ``rows`` (in order) must call a tool."""
+class CallAsked(Enum):
+    NOTHING = "nothing"
+    # The next reply must call a tool.
+    CALL = "call"
+    # Every reply must call a tool until one changes the workspace, where a tool can.
+    CHANGE = "change"
+
+
+def call_asked(rows: Sequence[ItemRow]) -> CallAsked:
+    """What the conversation ``rows`` (in order) asks of its next reply."""
+    replied = False  # a reply came after the turn found so far
+    changed = False  # an effectful call completed after it
+    malformed = False  # the latest reply holds a call whose arguments were not JSON
     for row in reversed(rows):
-        if row.kind == ItemKind.USER_MESSAGE:
-            return (row.data or {}).get(CHECK_KEY) == CHECK_FAILED
-        if row.kind == ItemKind.TOOL_CALL:
-            arguments = (row.data or {}).get("arguments")
-            if isinstance(arguments, dict) and RAW_ARGUMENTS_KEY in arguments:
-                return True
+        data = row.data or {}
+        if row.kind == ItemKind.TOOL_RESULT:
+            changed = changed or data.get("effect") in _CHANGED
+        elif row.kind == ItemKind.TOOL_CALL and not replied:  # the latest reply's calls
+            arguments = data.get("arguments")
+            malformed = malformed or (
+                isinstance(arguments, dict) and RAW_ARGUMENTS_KEY in arguments
+            )
         elif row.kind == ItemKind.ASSISTANT_MESSAGE:
-            return False
-    return False
+            # A call cut at the reply's limit is not asked again: forced to call at once, a
+            # small model writes the same runaway content to the limit again.
+            if not replied and malformed and data.get("finish_reason") not in CUT_FINISH_REASONS:
+                return CallAsked.CALL
+            replied = True
+        elif row.kind == ItemKind.USER_MESSAGE:
+            if data.get(CHECK_KEY) != CHECK_FAILED:
+                return CallAsked.NOTHING
+            if not replied:
+                return CallAsked.CALL
+            return (
+                CallAsked.CHANGE
+                if data.get(CHECK_STANDS_KEY) and not changed
+                else (CallAsked.NOTHING)
+            )
+    return CallAsked.NOTHING
+
+
+def call_required(asked: CallAsked, registry: ToolRegistry, offered: Sequence[ToolSpec]) -> bool:
+    """Whether the next reply must call one of ``offered`` (the turn's tools, as the agent's
+    ``registry`` runs them)."""
+    if asked is CallAsked.CHANGE:
+        return any(_changes(registry.get(t.name)) for t in offered)
+    return asked is CallAsked.CALL and bool(offered)
+
+
+def _changes(tool: Tool | None) -> bool:
+    return tool is not None and tool.effect == "effectful"

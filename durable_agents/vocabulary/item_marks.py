@@ -7,5 +7,8 @@ from __future__ import annotations
 # counted for the check's attempts.
 CHECK_KEY = "check"
 CHECK_FAILED = "failed"
+# Set (True) on a failed check's item when the check judged the workspace alone: it stands
+# until a tool has changed the workspace, whatever the model answers meanwhile.
+CHECK_STANDS_KEY = "stands"
 # A nudge's item: data {NUDGE_KEY: the NonAnswer code, "step": ...}.
 NUDGE_KEY = "nudge"
