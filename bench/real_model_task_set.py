@@ -137,10 +137,13 @@ async def per_file_summary(ctx: CheckContext) -> str | None:
     if not missing:
         return None
     shown = ", ".join(f"notes/{name}" for name in missing)
+    every = ", ".join(f"notes/{name}" for name in topics)
     return (
-        f"out/summary.md needs a line naming each file and its topic; missing: {shown}. Read "
-        "each of them, then write out/summary.md again with, on each line, one file's name "
-        "and its topic in words taken from that file"
+        f"out/summary.md needs a line naming each file and its topic; missing: {shown}. "
+        f"Next, call read_file on notes/{missing[0]}"
+        + (", then on each of the others" if len(missing) > 1 else "")
+        + f"; then write out/summary.md again with write_file: a line for each of the "
+        f"{len(topics)} files ({every}), its name and its topic in words taken from it"
     )
 
 

@@ -92,7 +92,8 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     assert reason == (
         "out/report.md does not say what data/readings.csv, notes/standup.md hold. Next, call "
         "read_file on data/readings.csv, then on each of the others; then write out/report.md "
-        "again with write_file, a line for every file saying what it holds in words from the file"
+        "again with write_file: a line for each of the 3 files (README.md, data/readings.csv, "
+        "notes/standup.md), saying what it holds in words from the file"
     )
     # It judges the workspace alone: its failure stands until a tool changes the files.
     assert not ctx.answer_read

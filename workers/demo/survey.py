@@ -15,6 +15,8 @@ from durable_agents.workers.demo.outcome import survey_gaps
 SURVEY_AGENT = "survey"
 # The files a survey covers: at most this many, each read up to the check's own limit.
 _MAX_FILES = 50
+# A failure names every file again up to this many.
+_NAMED_FILES = 10
 
 
 async def covers_each_file(ctx: CheckContext) -> str | None:
@@ -29,12 +31,18 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     if gaps:
         shown = ", ".join(gaps[:5])
         # The next call named outright: told to "read each of them", a small model wrote
-        # "This is the content of README.md" for each without reading one.
+        # "This is the content of README.md" for each without reading one. And every file
+        # named again: told only what was missing, it wrote a report of those alone.
+        every = (
+            f"each of the {len(files)} files ({', '.join(files)})"
+            if len(files) <= _NAMED_FILES
+            else f"every one of the {len(files)} files"
+        )
         return (
             f"{REPORT_PATH} does not say what {shown} hold{'s' if len(gaps) == 1 else ''}. "
             f"Next, call read_file on {gaps[0]}"
             + (", then on each of the others" if len(gaps) > 1 else "")
-            + f"; then write {REPORT_PATH} again with write_file, a line for every file "
+            + f"; then write {REPORT_PATH} again with write_file: a line for {every}, "
             "saying what it holds in words from the file"
         )
     return None
