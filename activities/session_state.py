@@ -52,8 +52,9 @@ class SessionStateActivities:
 
     @activity.defn(name="record_approval")
     async def record_approval(self, inp: ApprovalRecordInput) -> CommittedItem:
-        """Record who decided what. A rejection also becomes the call's tool result, so the
-        model is told why the call did not run."""
+        """Record who decided what, and the status it leaves the session in when given. A
+        rejection also becomes the call's tool result, so the model is told why the call
+        did not run."""
         session_id = uuid.UUID(inp.session_id)
         async with (
             storage_errors_are_final(),
@@ -112,6 +113,10 @@ class SessionStateActivities:
                             else {}
                         ),
                     ),
+                )
+            if inp.status is not None:  # after the item: its append takes the row lock first
+                await st.sessions.set_status(
+                    session_id, inp.status, workflow_run_id=inp.workflow_run_id
                 )
             return CommittedItem(item_id=str(row.id), ordinal=row.ordinal)
 

@@ -94,15 +94,16 @@ async def test_a_park_is_one_scheduled_activity_and_two_workflow_tasks(
     history = await handle.fetch_history()
     scheduled, _, markers = _count(history)
     assert not set(WRITES) & set(scheduled), scheduled
-    # running, waiting_approval, the decision, running again, completed.
-    assert markers["core_local_activity"] == 5
+    # running, waiting_approval, the decision with running again, completed.
+    assert markers["core_local_activity"] == 4
+    assert markers["core_patch"] == 1
     assert await _status(resources, tenant, session_id) == "completed"
     kinds = Counter(i.kind for i in await items_of(resources, tenant, session_id))
     # The loop's record of the decision, written once it accepted it.
     assert kinds["approval"] == 1 and kinds["tool_result"] == 1
     assert (session_root(workspace, tenant, session_id) / "out/a.txt").read_text() == "A"
-    if os.environ.get("RECORD_HISTORIES"):
-        (HISTORIES / "local_state_writes.json").write_text(history.to_json())
+    if os.environ.get("RECORD_HISTORIES"):  # local_state_writes.json: before the patch
+        (HISTORIES / "approval_record_writes_status.json").write_text(history.to_json())
 
 
 @asynccontextmanager
@@ -185,3 +186,22 @@ async def test_a_write_run_again_after_it_committed_commits_nothing_new(
     kinds = Counter(i.kind for i in await items_of(resources, tenant, s))
     assert kinds == {"tool_call": 1, "approval": 1, "tool_result": 1, "error": 1}
     assert await _status(resources, tenant, s) == "failed"
+
+
+async def test_a_decision_that_resumes_the_loop_writes_the_status_in_its_own_transaction(
+    resources: Resources, tenant: str
+) -> None:
+    call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
+    s, c, env = call.session_id, call.tool_call_id, ActivityEnvironment()
+    state = SessionStateActivities(resources.sessions)
+    await env.run(state.set_session_status, SessionStatusInput(s, tenant, "waiting_approval"))
+    approve = ApprovalRecordInput(
+        s, tenant, 0, c, True, "alice", "", f"agent-{s}:0:{c}", status="running"
+    )
+    await env.run(state.record_approval, approve)
+    assert await _status(resources, tenant, s) == "running"
+    # Without a status the record leaves it as it was (the loop writes its own).
+    await env.run(state.set_session_status, SessionStatusInput(s, tenant, "waiting_approval"))
+    quiet = ApprovalRecordInput(s, tenant, 1, c, True, "alice", "", f"agent-{s}:1:{c}")
+    await env.run(state.record_approval, quiet)
+    assert await _status(resources, tenant, s) == "waiting_approval"

@@ -26,6 +26,11 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.vocabulary.session_status import SessionStatus
 
 
+# The decision's record writes the status it leaves the session in (one local activity
+# where there were two); runs recorded before it replay as they ran.
+RECORD_WRITES_STATUS = "approval-record-writes-status"
+
+
 class CallRunner:
     def __init__(
         self,
@@ -124,6 +129,12 @@ class CallRunner:
             del board.waiting[call.tool_call_id]
             board.decided.add(call.tool_call_id)
         record = waiting.record(inp, call.tool_call_id, key)
+        resumes = not board.waiting and board.status == SessionStatus.RUNNING
+        if workflow.patched(RECORD_WRITES_STATUS):
+            if resumes:  # one local activity, one transaction
+                record.status, record.workflow_run_id = board.status, workflow.info().run_id
+            await write_state_in_task(SessionStateActivities.record_approval, record)
+            return bool(waiting.approved)
         await write_state_in_task(SessionStateActivities.record_approval, record)
         if not board.waiting and board.status == SessionStatus.RUNNING:
             await board.write(SessionStatus.RUNNING)

@@ -30,6 +30,10 @@ class ApprovalRecordInput:
     # n > 0: the decision on re-run n of a call reported in doubt; a refusal's result then
     # says the call may or may not have taken effect.
     rerun: int = 0
+    # Given: the session's status from this decision on (the loop running again), written
+    # in the record's transaction with the run that writes it.
+    status: str | None = None
+    workflow_run_id: str | None = None
 
 
 @dataclass
