@@ -38,10 +38,22 @@ async def relay(
 
 
 @asynccontextmanager
-async def serving(handler: Handler) -> AsyncIterator[str]:
-    """Serve ``handler`` as Chat Completions on a free loopback port; yields its base URL."""
+async def serving(handler: Handler, props_of: str | None = None) -> AsyncIterator[str]:
+    """Serve ``handler`` as Chat Completions on a free loopback port; yields its base URL.
+    ``props_of``: the server whose ``GET /props`` is answered too, so the provider's tool
+    mode (auto) finds llama.cpp's server behind it as it would without the fault."""
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handler)
+    if props_of is not None:
+        root = props_of.rstrip("/").removesuffix("/v1")
+
+        async def props(_: web.Request) -> web.Response:
+            async with ClientSession() as http, http.get(f"{root}/props") as reply:
+                return web.Response(
+                    status=reply.status, body=await reply.read(), content_type="application/json"
+                )
+
+        app.router.add_get("/props", props)
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()

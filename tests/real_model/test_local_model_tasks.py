@@ -61,6 +61,15 @@ async def start_answer_task(
     )
 
 
+def _transcript(items: list[ItemRow]) -> str:
+    """The session as it went, an item a line (what a failure shows of the model's turns)."""
+    lines = []
+    for i in items:
+        called = (i.data or {}).get("arguments", "")
+        lines.append(f"{i.kind} {i.tool_name or ''} {(i.text or '')[:160]!r} {called}")
+    return "\n".join(lines)
+
+
 def _budget(llama: LlamaServer) -> dict[str, object]:
     settings = llama.model_settings()
     return settings.model_dump(include={"name", "context_tokens", "reply_tokens"}) | {
@@ -120,6 +129,8 @@ class FirstReplyMalformed:
         self.upstream = upstream.rstrip("/")
         self.served = 0
         self.url = ""
+        # What the server sent for each relayed request (shown when the test fails).
+        self.relayed: list[bytes] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -134,14 +145,15 @@ class FirstReplyMalformed:
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             broken = completion(message, "tool_calls") | {"model": request_body.get("model", "")}
             return await answer(request, request_body, broken)  # streamed if asked to
-        response, _ = await relay(request, self.upstream, body)
+        response, seen = await relay(request, self.upstream, body)
+        self.relayed.append(seen)
         return response
 
 
 @pytest.fixture
 async def malformed_first(llama: LlamaServer) -> AsyncIterator[FirstReplyMalformed]:
     fake = FirstReplyMalformed(llama.base_url)
-    async with serving(fake.handle) as url:
+    async with serving(fake.handle, props_of=llama.base_url) as url:
         fake.url = url
         yield fake
 
@@ -170,4 +182,5 @@ async def test_a_task_recovers_from_a_malformed_first_tool_call(
     first_result = next(i for i in items if i.kind == "tool_result")
     assert first_result.data.get("error_type"), "the malformed call was not reported as an error"
     assert malformed_first.served >= 2
-    assert FACT in _final_answer(items)
+    raw = "\n".join(r.decode(errors="replace")[:3000] for r in malformed_first.relayed[:2])
+    assert FACT in _final_answer(items), f"{_transcript(items)}\nfirst replies relayed:\n{raw}"
