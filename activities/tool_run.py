@@ -309,6 +309,8 @@ class ToolActivities:
             # (a no-op when another attempt settled it first; its result then stands).
             await st.effects.settle(inp.idempotency_key, result.effect)
             extra["effect"] = result.effect
+        if result.output is not None and not result.output.changed:
+            extra["unchanged"] = True  # nothing to change: not the change a check waits for
         if inp.rerun:
             extra["rerun"] = inp.rerun  # context.py tells the model why it ran again
         if result.failed_call is not None:

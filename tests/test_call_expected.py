@@ -38,6 +38,7 @@ FAILED = row("tool_result", error_type="PathOutsideWorkspace")
 WROTE = row("tool_result", effect="completed")
 WROTE_BEFORE = row("tool_result", effect="reconciled")
 WRITE_FAILED = row("tool_result", effect="failed", error_type="InvalidArguments")
+WROTE_THE_SAME = row("tool_result", effect="completed", unchanged=True)
 CHECK = row("user_message", **{CHECK_KEY: CHECK_FAILED, "reason": "the answer lacks a word"})
 STANDS = row(
     "user_message", **{CHECK_KEY: CHECK_FAILED, "reason": "no out/r.md", CHECK_STANDS_KEY: True}
@@ -70,6 +71,7 @@ NOTHING, CALL, CHANGE = CallAsked.NOTHING, CallAsked.CALL, CallAsked.CHANGE
         ([TASK, REPLY, STANDS, REPLY, READ, RESULT, REPLY, READ, RESULT], CHANGE),
         ([TASK, REPLY, STANDS, REPLY, READ, WRITE_FAILED], CHANGE),
         ([TASK, REPLY, STANDS, REPLY, READ, WROTE], NOTHING),
+        ([TASK, REPLY, STANDS, REPLY, READ, WROTE_THE_SAME], CHANGE),  # nothing changed
         ([TASK, REPLY, STANDS, REPLY, READ, WROTE_BEFORE, REPLY, READ, RESULT], NOTHING),
         ([TASK, REPLY, STANDS, REPLY, CUT, RESULT], CALL),
         ([TASK, REPLY, STANDS, REPLY, NUDGE], NOTHING),

@@ -223,9 +223,11 @@ async def test_an_edit_to_the_same_text_changes_nothing_and_says_it_is_so(tmp_pa
     ctx = ToolContext(idempotency_key="same", workspace=tmp_path, tenant_id="t", session_id="s")
     same = {"path": "app.ini", "old_text": "port = 80", "new_text": "port = 80"}
 
-    told = json.loads((await edit_file(ctx, same)).content)
+    done = await edit_file(ctx, same)
+    told = json.loads(done.content)
 
     assert told["already_applied"] is True and told["line"] == 3
+    assert told["unchanged"] is True and not done.changed
     after = os.stat(config)
     assert config.read_text() == CONFIG
     assert (after.st_ino, after.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)

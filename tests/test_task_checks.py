@@ -206,6 +206,7 @@ async def test_a_check_on_the_workspace_alone_holds_the_model_to_calls_until_a_t
             {"tool_calls": [write("Files: alpha.txt, beta.txt.")]},
             {"text": "Report written."},
             {"tool_calls": [read]},
+            {"tool_calls": [write("Files: alpha.txt, beta.txt.")]},  # the same again
             {"tool_calls": [write("alpha.txt: pelicans. beta.txt: lighthouses.")]},
             {"text": "Report written."},
         ]
@@ -220,9 +221,13 @@ async def test_a_check_on_the_workspace_alone_holds_the_model_to_calls_until_a_t
         )
         result = await asyncio.wait_for(handle.result(), 60)
     assert (result.status, result.checked) == ("completed", True)
-    # After the failed check: a call, then calls until the write; then it may answer.
-    assert [r.call_required for r in model.requests] == [False, False, True, True, False]
-    (failed,) = [i for i in await items_of(resources, tenant, str(sid)) if i.data.get(CHECK_KEY)]
+    # After the failed check: a call, then calls until a write changed the report (one
+    # that wrote what it held changed nothing); then it may answer.
+    assert [r.call_required for r in model.requests] == [False, False, True, True, True, False]
+    items = await items_of(resources, tenant, str(sid))
+    wrote = [i for i in items if i.kind == "tool_result" and i.tool_name == "write_file"]
+    assert [w.data.get("unchanged") for w in wrote] == [None, True, None]
+    (failed,) = [i for i in items if i.data.get(CHECK_KEY)]
     assert failed.data[CHECK_STANDS_KEY] is True
     assert "The check reads the files, not your answer" in failed.text
 

@@ -294,6 +294,22 @@ async def test_read_missing_and_directory(ws: Path) -> None:
         assert err.value.error_type == expected
 
 
+async def test_writing_what_a_file_already_holds_writes_nothing_and_says_so(ws: Path) -> None:
+    first = await write_file(ctx(ws), {"path": "out/r.md", "content": "same"})
+    before = (ws / "out" / "r.md").stat()
+    again = await write_file(ctx(ws, "call-2"), {"path": "out/r.md", "content": "same"})
+    told = json.loads(again.content)
+    assert (first.changed, again.changed) == (True, False)
+    assert told["unchanged"] is True and told["already_applied"] is False
+    assert told["note"] == "the file already held exactly this, so nothing was written"
+    after = (ws / "out" / "r.md").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # A longer or shorter content is a change.
+    assert (await write_file(ctx(ws, "call-3"), {"path": "out/r.md", "content": "same!"})).changed
+    assert (await write_file(ctx(ws, "call-4"), {"path": "out/r.md", "content": "sam"})).changed
+    assert (ws / "out" / "r.md").read_text() == "sam"
+
+
 async def test_a_missing_path_offers_the_close_names_beside_it(ws: Path) -> None:
     (ws / "notes").mkdir()
     (ws / "notes" / "2026-11-24-standup.md").write_text("x")

@@ -47,7 +47,7 @@ def call_asked(rows: Sequence[ItemRow]) -> CallAsked:
     for row in reversed(rows):
         data = row.data or {}
         if row.kind == ItemKind.TOOL_RESULT:
-            changed = changed or data.get("effect") in _CHANGED
+            changed = changed or (data.get("effect") in _CHANGED and not data.get("unchanged"))
         elif row.kind == ItemKind.TOOL_CALL and not replied:  # the latest reply's calls
             arguments = data.get("arguments")
             malformed = malformed or (

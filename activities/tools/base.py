@@ -123,6 +123,9 @@ class ToolContext:
 class ToolOutput:
     content: bytes
     content_type: str = "text/plain; charset=utf-8"
+    # False: an effectful tool found nothing to change (the file already held it). Its
+    # result is marked so (`unchanged`), and a check waiting for a change keeps waiting.
+    changed: bool = True
 
 
 ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]

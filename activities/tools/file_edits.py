@@ -27,6 +27,7 @@ from durable_agents.activities.tools.files import (
     file_path,
     open_regular,
     read_limited,
+    unchanged_output,
     utf8,
 )
 from durable_agents.activities.tools.fs_errors import classified
@@ -181,7 +182,8 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
         if old == new:
             # The file already says it: nothing to write, and nothing for the model to fix.
             line = _line_of(text, at)
-            return _edited(path, text, text.encode("utf-8"), line, new, already_applied=True)
+            done = _edited(path, text, text.encode("utf-8"), line, new, already_applied=True)
+            return {**done, "unchanged": True}
         after = text[:at] + new + text[at + len(old) :]
         data = after.encode("utf-8")
         write_at(dir_fd, path.name, data)
@@ -263,7 +265,7 @@ async def reconcile_edit_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOut
 @tool(effect="effectful", approval="exists:path", reconcile=reconcile_edit_file, name="edit_file")
 async def edit_file_tool(
     ctx: ToolContext, path: str, old_text: str, new_text: str
-) -> dict[str, Any]:
+) -> dict[str, Any] | ToolOutput:
     """Change part of an existing UTF-8 text file in the workspace: replace the one
     place where old_text occurs with new_text and keep the rest of the file as it is.
     Prefer it to write_file for any change to an existing file. Returns JSON with path,
@@ -283,7 +285,8 @@ async def edit_file_tool(
         )
     utf8(old_text, "old_text")
     utf8(new_text, "new_text")
-    return await asyncio.to_thread(_edit_sync, ctx, path, old_text, new_text)
+    done = await asyncio.to_thread(_edit_sync, ctx, path, old_text, new_text)
+    return unchanged_output("edit_file", done) if done.pop("unchanged", False) else done
 
 
 edit_file: ToolFn = edit_file_tool.fn

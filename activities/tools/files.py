@@ -15,6 +15,7 @@ import hashlib
 import mimetypes
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -225,6 +226,16 @@ def _written(path: WorkspacePath, data: bytes, already_applied: bool) -> dict[st
     return {**entry, "already_applied": already_applied}
 
 
+# Said of a write or edit that found the file already as it would leave it.
+UNCHANGED_NOTE = "the file already held exactly this, so nothing was written"
+
+
+def unchanged_output(tool_name: str, result: dict[str, Any]) -> ToolOutput:
+    """``result`` with ``unchanged`` and the note, as a change that did not happen."""
+    done = output_of(tool_name, {**result, "unchanged": True, "note": UNCHANGED_NOTE})
+    return replace(done, changed=False)
+
+
 def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any]:
     path = file_path(raw_path)
     # Let through unasked because nothing was there: whatever appeared since is kept.
@@ -235,6 +246,8 @@ def _write_sync(ctx: ToolContext, raw_path: str, data: bytes) -> dict[str, Any]:
         held_dir(root, path.parent, create=True) as dir_fd,
     ):
         _refuse_non_file(dir_fd, path)
+        if not new_only and _current_bytes(root, path, len(data)) == data:
+            return {**_written(path, data, already_applied=False), "unchanged": True}
         try:
             write_at(dir_fd, path.name, data, replace=not new_only)
         except FileExistsError:
@@ -301,7 +314,7 @@ async def reconcile_write_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOu
 # before it replaces a file, `exists:path`). run_tool ledgers each call; an interrupted one
 # is settled by reconcile_write_file from the workspace, never rewritten.
 @tool(effect="effectful", needs_approval=True, reconcile=reconcile_write_file, name="write_file")
-async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str, Any]:
+async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str, Any] | ToolOutput:
     """Create a UTF-8 text file in the workspace (parent directories are created), or
     replace a whole one. To change part of a file that exists, use edit_file instead.
     Returns JSON with path, bytes, sha256 and already_applied.
@@ -313,7 +326,8 @@ async def write_file_tool(ctx: ToolContext, path: str, content: str) -> dict[str
         path: Path relative to the workspace root, e.g. 'src/app.py'.
         content: The complete new file content.
     """
-    return await asyncio.to_thread(_write_sync, ctx, path, utf8(content))
+    done = await asyncio.to_thread(_write_sync, ctx, path, utf8(content))
+    return unchanged_output("write_file", done) if done.pop("unchanged", False) else done
 
 
 write_file: ToolFn = write_file_tool.fn
