@@ -169,14 +169,21 @@ async def test_worker_killed_mid_approval_record_retries_the_task_and_records_on
     assert not set(WRITES) & set(_count(history)[0])
 
 
+async def _a_call(
+    resources: Resources, tenant: str
+) -> tuple[str, str, ActivityEnvironment, SessionStateActivities]:
+    """A session with one write_file call: its id, the call's id, and what runs the writes."""
+    call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
+    state = SessionStateActivities(resources.sessions)
+    return call.session_id, call.tool_call_id, ActivityEnvironment(), state
+
+
 async def test_a_write_run_again_after_it_committed_commits_nothing_new(
     resources: Resources, tenant: str
 ) -> None:
     # The case a kill cannot be timed into: the local activity committed, the worker died
     # before its workflow task completed, and the retried task runs the same write again.
-    call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
-    s, c, env = call.session_id, call.tool_call_id, ActivityEnvironment()
-    state = SessionStateActivities(resources.sessions)
+    s, c, env, state = await _a_call(resources, tenant)
     reject = ApprovalRecordInput(s, tenant, 0, c, False, "timeout", "late", f"agent-{s}:0:{c}")
     fail = SessionStatusInput(s, tenant, "failed", "step limit", f"agent-{s}:1:status:x")
     for _ in range(2):
@@ -191,9 +198,7 @@ async def test_a_write_run_again_after_it_committed_commits_nothing_new(
 async def test_a_decision_that_resumes_the_loop_writes_the_status_in_its_own_transaction(
     resources: Resources, tenant: str
 ) -> None:
-    call = await new_call(resources, tenant, "write_file", {"path": "a", "content": "x"})
-    s, c, env = call.session_id, call.tool_call_id, ActivityEnvironment()
-    state = SessionStateActivities(resources.sessions)
+    s, c, env, state = await _a_call(resources, tenant)
     await env.run(state.set_session_status, SessionStatusInput(s, tenant, "waiting_approval"))
     approve = ApprovalRecordInput(
         s, tenant, 0, c, True, "alice", "", f"agent-{s}:0:{c}", status="running"

@@ -146,6 +146,26 @@ SURVEYOR = Agent(
 )
 
 
+async def _survey(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+    model: ScriptedProvider,
+) -> tuple[uuid.UUID, Any]:
+    """SURVEYOR's task on alpha.txt and beta.txt, driven by `model`: (its id, its result)."""
+    sid = uuid.uuid4()
+    root = session_root(workspace, tenant, sid)
+    (root / "alpha.txt").write_text("Notes about pelicans")
+    (root / "beta.txt").write_text("Notes about lighthouses")
+    async with agent_worker(model, workspace, agents=(SURVEYOR,)) as queue:
+        _, handle = await start(
+            client, resources, queue, tenant=tenant, session_id=sid, agent="surveyor"
+        )
+        return sid, await asyncio.wait_for(handle.result(), 60)
+
+
 @pytest.mark.parametrize(
     ("report", "outcome"),
     [
@@ -166,15 +186,7 @@ async def test_an_agents_command_and_callable_check_read_the_workspace(
     model = ScriptedProvider.from_data(
         [{"tool_calls": [write]}] + [{"text": "Report written."}] * 3
     )
-    sid = uuid.uuid4()
-    root = session_root(workspace, tenant, sid)
-    (root / "alpha.txt").write_text("Notes about pelicans")
-    (root / "beta.txt").write_text("Notes about lighthouses")
-    async with agent_worker(model, workspace, agents=(SURVEYOR,)) as queue:
-        _, handle = await start(
-            client, resources, queue, tenant=tenant, session_id=sid, agent="surveyor"
-        )
-        result = await asyncio.wait_for(handle.result(), 60)
+    _, result = await _survey(client, resources, agent_worker, workspace, tenant, model)
     assert result.status == outcome
     if outcome == "check_failed":
         assert result.last_error is not None
@@ -211,15 +223,7 @@ async def test_a_check_on_the_workspace_alone_holds_the_model_to_calls_until_a_t
             {"text": "Report written."},
         ]
     )
-    sid = uuid.uuid4()
-    root = session_root(workspace, tenant, sid)
-    (root / "alpha.txt").write_text("Notes about pelicans")
-    (root / "beta.txt").write_text("Notes about lighthouses")
-    async with agent_worker(model, workspace, agents=(SURVEYOR,)) as queue:
-        _, handle = await start(
-            client, resources, queue, tenant=tenant, session_id=sid, agent="surveyor"
-        )
-        result = await asyncio.wait_for(handle.result(), 60)
+    sid, result = await _survey(client, resources, agent_worker, workspace, tenant, model)
     assert (result.status, result.checked) == ("completed", True)
     # After the failed check: a call, then calls until a write changed the report (one
     # that wrote what it held changed nothing); then it may answer.
