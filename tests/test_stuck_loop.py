@@ -60,6 +60,29 @@ async def test_replies_that_only_fail_end_the_task_stuck_and_a_success_resets_th
     assert result.last_error == "stuck: 3 replies in a row made no progress"
 
 
+async def test_writing_what_the_file_already_holds_again_and_again_ends_the_task_stuck(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    write = {"name": "write_file", "arguments": {"path": "out/r.md", "content": "same"}}
+    model = ScriptedProvider.from_data([{"tool_calls": [write]}] * 10 + [{"text": "done"}])
+    never = {"loosened_approvals": {"write_file": "never"}, "loosened_by": "test"}
+    async with agent_worker(model, workspace) as queue:
+        sid, handle = await start(
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            stuck_after=3,
+            **never,  # type: ignore[arg-type]
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    # The first write changed the file; the next three changed nothing.
+    assert (result.status, result.steps) == ("stuck", 4)
+    assert result.last_error == "stuck: 3 replies in a row made no progress"
+    wrote = [i for i in await items_of(resources, tenant, sid) if i.kind == "tool_result"]
+    assert [bool(w.data.get("unchanged")) for w in wrote] == [False, True, True, True]
+
+
 def test_progress_counts_replies_and_repeats() -> None:
     p = Progress()
     p.reply()
@@ -74,3 +97,17 @@ def test_progress_counts_replies_and_repeats() -> None:
     assert p.stuck(2) == "stuck: 2 replies in a row made no progress"
     assert p.stuck(3) is None
     assert Progress(repeats=2).stuck(2) == "stuck: the same failing call was made 2 times"
+
+
+def test_a_reply_whose_calls_changed_nothing_is_no_progress() -> None:
+    p = Progress()
+    for _ in range(2):
+        p.reply()
+        p.call_ended(failed=False, repeats=0, unchanged=True)  # wrote what the file held
+        p.calls_done()
+    assert p.stuck(2) == "stuck: 2 replies in a row made no progress"
+    p.reply()
+    p.call_ended(failed=False, repeats=0, unchanged=True)
+    p.call_ended(failed=False, repeats=0)  # a read beside it succeeded
+    p.calls_done()
+    assert (p.idle_replies, p.stuck(2)) == (0, None)

@@ -86,7 +86,7 @@ class CallRunner:
             if not await self._approved(step, call, again, rerun=rerun):
                 break
             end = await self._admitted(step, call, again, rerun)
-        self._progress.call_ended(end.failed, end.repeats)
+        self._progress.call_ended(end.failed, end.repeats, end.unchanged)
         if end.error is not None:
             self._board.last_error = end.error
 

@@ -332,6 +332,9 @@ class ToolOutcome:
     # A failed result: how many failed results of the same call (tool and arguments) the
     # session holds, this one included (the loop stops a task stuck on one).
     repeats: int = 0
+    # An effectful call that found nothing to change (a write of what the file held): no
+    # progress, as a failure is not.
+    unchanged: bool = False
 
 
 @dataclass

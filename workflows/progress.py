@@ -3,8 +3,9 @@ keeps replying with no progress, ends `stuck` with the reason instead of spendin
 Deterministic code only.
 
 A reply makes progress when it is an answer or one of its calls succeeded. A non-answer (an
-empty reply, a tool's bare arguments, example calls) and a reply whose every call failed do
-not. The limit is the task's `stuck_after` (its agent's Limits, else DEFAULT_STUCK_AFTER).
+empty reply, a tool's bare arguments, example calls) and a reply whose every call failed, or
+found nothing to change (a write of what the file already held), do not. The limit is the
+task's `stuck_after` (its agent's Limits, else DEFAULT_STUCK_AFTER).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ class Progress:
         """A new reply's calls are about to run."""
         self._succeeded = False
 
-    def call_ended(self, failed: bool, repeats: int) -> None:
+    def call_ended(self, failed: bool, repeats: int, unchanged: bool = False) -> None:
         if failed:
             self.repeats = max(self.repeats, repeats)
-        else:
+        elif not unchanged:
             self._succeeded = True
 
     def calls_done(self) -> None:

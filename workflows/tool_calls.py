@@ -58,6 +58,8 @@ class CallEnd:
     # A result that is an error, and how often the session holds this call failing.
     failed: bool = False
     repeats: int = 0
+    # A result that changed nothing it was asked to change (no progress).
+    unchanged: bool = False
 
 
 async def run_tool_call(
@@ -126,6 +128,7 @@ async def run_tool_call(
             closed=outcome.closed,
             failed=outcome.error_type is not None,
             repeats=outcome.repeats,
+            unchanged=outcome.unchanged,
         )
     except ActivityError as err:
         offline = device is not None and isinstance(err.cause, TemporalTimeout)

@@ -41,4 +41,5 @@ def outcome_of(row: ItemRow, tenant_id: str, store_prefix: str) -> ToolOutcome:
         error_type=row.data.get("error_type"),
         in_doubt=awaits_decision(row),
         rerun=int(row.data.get("rerun", 0)),
+        unchanged=bool(row.data.get("unchanged")),
     )
