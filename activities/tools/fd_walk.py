@@ -55,16 +55,18 @@ def _is_symlink(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _step(fd: int, path: WorkspacePath, index: int, *, create: bool) -> int:
+def _step(fd: int, path: WorkspacePath, index: int, *, create: bool, suggest: bool = True) -> int:
     """Open component ``index`` below ``fd``. Other OSErrors are left to the caller's
-    ``classified`` block, which knows what was being done."""
+    ``classified`` block, which knows what was being done. ``suggest``: a missing
+    directory's error offers the close names (a probe that only asks whether it exists
+    need not pay for a scan)."""
     name = path.parts[index]
     shown = WorkspacePath(path.parts[: index + 1]).shown
     try:
         return os.open(name, DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
         if not create:
-            near = did_you_mean(fd, WorkspacePath(path.parts[:index]), name)
+            near = did_you_mean(fd, WorkspacePath(path.parts[:index]), name) if suggest else ""
             raise ToolError("FileNotFound", f"no such directory: {shown}{near}") from None
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
@@ -78,16 +80,19 @@ def _step(fd: int, path: WorkspacePath, index: int, *, create: bool) -> int:
     return _step(fd, path, index, create=False)
 
 
-def open_dir(root_fd: int, path: WorkspacePath, *, create: bool = False) -> int:
+def open_dir(
+    root_fd: int, path: WorkspacePath, *, create: bool = False, suggest: bool = True
+) -> int:
     """Return a new fd for the directory ``path`` below ``root_fd``; the caller closes it.
 
     ``create`` makes missing directories on the way. A symlink anywhere on the way raises
-    ToolError("SymlinkRefused"); a file on the way ToolError("NotADirectory").
+    ToolError("SymlinkRefused"); a file on the way ToolError("NotADirectory"); a missing
+    one ToolError("FileNotFound"), offering close names unless ``suggest`` is False.
     """
     fd = os.dup(root_fd)
     try:
         for index in range(len(path.parts)):
-            nxt = _step(fd, path, index, create=create)
+            nxt = _step(fd, path, index, create=create, suggest=suggest)
             os.close(fd)
             fd = nxt
     except BaseException:
@@ -97,9 +102,11 @@ def open_dir(root_fd: int, path: WorkspacePath, *, create: bool = False) -> int:
 
 
 @contextmanager
-def held_dir(root_fd: int, path: WorkspacePath, *, create: bool = False) -> Iterator[int]:
+def held_dir(
+    root_fd: int, path: WorkspacePath, *, create: bool = False, suggest: bool = True
+) -> Iterator[int]:
     """open_dir as a context manager."""
-    fd = open_dir(root_fd, path, create=create)
+    fd = open_dir(root_fd, path, create=create, suggest=suggest)
     try:
         yield fd
     finally:

@@ -114,8 +114,8 @@ def _only_occurrence(text: str, old: str, path: WorkspacePath) -> int:
     )
 
 
-def _text_of(dir_fd: int, path: WorkspacePath) -> str:
-    fd = open_regular(dir_fd, path)
+def _text_of(dir_fd: int, path: WorkspacePath, *, suggest: bool = True) -> str:
+    fd = open_regular(dir_fd, path, suggest=suggest)
     try:
         if os.fstat(fd).st_size > MAX_EDIT_BYTES:
             raise ToolError(
@@ -193,8 +193,8 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
 def _current_text(ctx: ToolContext, path: WorkspacePath) -> str | None:
     with classified("read", path.shown), held_root(ctx.workspace) as root:
         try:
-            with held_dir(root, path.parent) as dir_fd:
-                return _text_of(dir_fd, path)
+            with held_dir(root, path.parent, suggest=False) as dir_fd:
+                return _text_of(dir_fd, path, suggest=False)
         except ToolError as err:
             if err.error_type in ("FileNotFound", "NotADirectory"):
                 return None

@@ -108,12 +108,14 @@ def _content_type(name: str, data: bytes) -> str:
     return guessed or _BINARY
 
 
-def open_regular(dir_fd: int, path: WorkspacePath) -> int:
-    """An fd of the regular file `path` names in `dir_fd`, never through a symlink."""
+def open_regular(dir_fd: int, path: WorkspacePath, *, suggest: bool = True) -> int:
+    """An fd of the regular file `path` names in `dir_fd`, never through a symlink.
+    ``suggest``: a missing file's error offers the close names (a probe that only asks
+    whether it exists need not pay for a scan of the directory)."""
     try:
         fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
-        near = did_you_mean(dir_fd, path.parent, path.name)
+        near = did_you_mean(dir_fd, path.parent, path.name) if suggest else ""
         raise ToolError("FileNotFound", f"no such file: {path.shown}{near}") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -259,8 +261,8 @@ def _current_bytes(root: int, path: WorkspacePath, limit: int) -> bytes | None:
     """The file's bytes, up to `limit` + 1 (enough to tell a longer file), or None if it
     (or a directory on its way) does not exist."""
     try:
-        with held_dir(root, path.parent) as dir_fd:
-            fd = open_regular(dir_fd, path)
+        with held_dir(root, path.parent, suggest=False) as dir_fd:
+            fd = open_regular(dir_fd, path, suggest=False)
     except ToolError as err:
         if err.error_type in ("FileNotFound", "NotADirectory"):
             return None

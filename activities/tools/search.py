@@ -71,8 +71,8 @@ def _search_sync(workspace: Path, text: str, raw_path: str) -> dict[str, Any]:
                 continue
             path = file_path(entry["path"])
             try:
-                with held_dir(root, path.parent) as dir_fd:
-                    fd = open_regular(dir_fd, path)
+                with held_dir(root, path.parent, suggest=False) as dir_fd:
+                    fd = open_regular(dir_fd, path, suggest=False)
                 try:
                     data = read_limited(fd, MAX_FILE_BYTES)
                 finally:

@@ -53,7 +53,7 @@ def names_entry(workspace: Path, raw: object) -> bool:
     except OSError:
         return True
     try:
-        with held_dir(root, path.parent) as dir_fd:
+        with held_dir(root, path.parent, suggest=False) as dir_fd:
             os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
     except ToolError:
         # A directory on the way is missing, is a file, or is a symlink the tools refuse.
