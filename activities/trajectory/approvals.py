@@ -1,9 +1,10 @@
 """The approvals-waiting gauge, kept from the activity side.
 
-Workflow code cannot emit metrics safely (it replays), so the gauge follows the
-`set_session_status` activity: a session entering `waiting_approval` counts +1, leaving it
--1. The previous status is read before the activity runs, so a retry of a write that
-already committed sees no change and counts nothing. Writes for one session are serialised
+Workflow code cannot emit metrics safely (it replays), so the gauge follows the activities
+that write a session's status (`set_session_status`, and `record_approval` when the decision
+resumes the loop): a session entering `waiting_approval` counts +1, leaving it -1. The
+previous status is read before the activity runs, so a retry of a write that already
+committed sees no change and counts nothing. Writes for one session are serialised
 within this process; two worker processes writing the same session at the same instant
 could still both count a transition, which a gauge tolerates (it is not an audit record).
 """
@@ -26,7 +27,8 @@ from durable_agents.vocabulary.session_status import SessionStatus
 
 logger = logging.getLogger(__name__)
 
-SET_SESSION_STATUS = "set_session_status"
+# The activities whose input may carry a status to write (session_id, tenant_id, status).
+STATUS_WRITERS = frozenset({"set_session_status", "record_approval"})
 WAITING = SessionStatus.WAITING_APPROVAL
 
 
@@ -76,7 +78,7 @@ class _ApprovalsInbound(temporalio.worker.ActivityInboundInterceptor):
 
     async def execute_activity(self, input: temporalio.worker.ExecuteActivityInput) -> Any:
         arg: Any = input.args[0] if input.args else None
-        if temporalio.activity.info().activity_type != SET_SESSION_STATUS or not all(
+        if temporalio.activity.info().activity_type not in STATUS_WRITERS or not all(
             isinstance(getattr(arg, a, None), str) for a in ("session_id", "tenant_id", "status")
         ):
             return await super().execute_activity(input)
