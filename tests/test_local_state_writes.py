@@ -78,7 +78,13 @@ async def test_a_park_is_one_scheduled_activity_and_two_workflow_tasks(
     async with agent_worker(ScriptedProvider.from_data(SCRIPT), workspace) as queue:
         session_id, handle = await start(client, resources, queue, tenant=tenant)
         await _wait_status(resources, tenant, session_id, "waiting_approval")
-        scheduled, tasks_done, markers = _count(await handle.fetch_history())
+        # The status commits inside the second workflow task, before that task completes.
+        async with asyncio.timeout(10):
+            while True:
+                scheduled, tasks_done, markers = _count(await handle.fetch_history())
+                if tasks_done >= 2:
+                    break
+                await asyncio.sleep(0.05)
         # running and waiting_approval were written inside the two workflow tasks that
         # start the model call and take its result: markers, not scheduled activities.
         assert scheduled == ["call_model"]
