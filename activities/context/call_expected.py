@@ -64,11 +64,8 @@ def call_asked(rows: Sequence[ItemRow]) -> CallAsked:
                 return CallAsked.NOTHING
             if not replied:
                 return CallAsked.CALL
-            return (
-                CallAsked.CHANGE
-                if data.get(CHECK_STANDS_KEY) and not changed
-                else (CallAsked.NOTHING)
-            )
+            stands = data.get(CHECK_STANDS_KEY) and not changed
+            return CallAsked.CHANGE if stands else CallAsked.NOTHING
     return CallAsked.NOTHING
 
 
