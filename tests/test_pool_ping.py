@@ -40,10 +40,13 @@ async def _terminate(killer: AsyncEngine, pid: int) -> None:
         await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         # Wait until the process is gone, so the pooled connection is really dead; a
         # backend that outlives 30 s fails the test here rather than stalling the suite.
+        # pg_stat_activity is read once per transaction: the loop clears that snapshot.
         await conn.execute(
             text(
-                "DO $$ BEGIN FOR i IN 1..3000 LOOP EXIT WHEN NOT EXISTS (SELECT 1 FROM "
+                "DO $$ BEGIN FOR i IN 1..3000 LOOP PERFORM pg_stat_clear_snapshot(); "
+                "EXIT WHEN NOT EXISTS (SELECT 1 FROM "
                 f"pg_stat_activity WHERE pid = {int(pid)}); PERFORM pg_sleep(0.01); END LOOP; "
+                "PERFORM pg_stat_clear_snapshot(); "
                 f"IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = {int(pid)}) THEN "
                 "RAISE EXCEPTION 'backend % still there 30 s after pg_terminate_backend', "
                 f"{int(pid)}; END IF; END $$"
