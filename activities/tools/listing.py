@@ -12,7 +12,7 @@ from durable_agents.activities.tools.base import ToolContext, ToolFn
 from durable_agents.activities.tools.fd_walk import DIR_FLAGS, held_root, open_dir
 from durable_agents.activities.tools.fs_errors import classified
 from durable_agents.activities.tools.typed import tool
-from durable_agents.activities.tools.workspace import RESERVED_DIR, parse_relative
+from durable_agents.activities.tools.workspace import RESERVED_DIR, parse_directory
 from durable_agents.storage.workspaces import MAX_PATH_DEPTH
 
 MAX_LIST_ENTRIES = 2000
@@ -121,7 +121,7 @@ def walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[An
 
 
 def _list_sync(workspace: Path, raw_path: str, recursive: bool) -> dict[str, Any]:
-    path = parse_relative(raw_path)
+    path = parse_directory(raw_path)
     with classified("list", path.shown), held_root(workspace) as root:
         top = open_dir(root, path)
         try:
@@ -155,7 +155,7 @@ async def list_dir_tool(
     Symlinks whose target stays inside the workspace are listed as ``type: symlink``.
 
     Args:
-        path: Directory relative to the workspace root.
+        path: Directory relative to the workspace root ('.' for the root).
         recursive: Also list everything below subdirectories.
     """
     return await asyncio.to_thread(_list_sync, ctx.workspace, path, recursive)

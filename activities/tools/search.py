@@ -19,7 +19,7 @@ from durable_agents.activities.tools.files import file_path, open_regular, read_
 from durable_agents.activities.tools.fs_errors import classified
 from durable_agents.activities.tools.listing import walk
 from durable_agents.activities.tools.typed import tool
-from durable_agents.activities.tools.workspace import parse_relative
+from durable_agents.activities.tools.workspace import parse_directory
 
 MAX_MATCHES = 50
 # A file larger than this is not searched (data, not text to quote a line of).
@@ -51,7 +51,7 @@ def _lines_with(data: bytes, needle: str, most: int) -> list[tuple[int, str]]:
 
 def _search_sync(workspace: Path, text: str, raw_path: str) -> dict[str, Any]:
     needle = text.casefold()
-    top_path = parse_relative(raw_path)
+    top_path = parse_directory(raw_path)
     matches: list[dict[str, Any]] = []
     searched = skipped = 0
     budget = MAX_SEARCH_BYTES

@@ -26,7 +26,8 @@ def _outside(relative: str, why: str) -> ToolError:
     return ToolError(
         "PathOutsideWorkspace",
         f"path {shown(relative)} is not allowed: {why}. Only files inside the workspace can be "
-        "used, by paths relative to its root; a file outside it cannot be read or written",
+        "used, by paths relative to its root ('.' for the root itself, 'src/app.py' for a "
+        "file in src); a file outside it cannot be read or written",
     )
 
 
@@ -51,6 +52,12 @@ class WorkspacePath:
     @property
     def name(self) -> str:
         return self.parts[-1] if self.parts else "."
+
+
+def parse_directory(relative: str) -> WorkspacePath:
+    """A directory argument, checked as parse_relative does, where an empty one names the
+    root: a model asked for "the workspace" sends ``""`` as often as ``"."``."""
+    return parse_relative(relative if relative.strip() else ".")
 
 
 def parse_relative(relative: str, *, allow_reserved: bool = False) -> WorkspacePath:
