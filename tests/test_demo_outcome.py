@@ -89,11 +89,19 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
 
     ctx = CheckContext(answer="The report is written.", read_text=read_text, workspace=root)
     reason = await covers_each_file(ctx)
+    # The line that passed named, to be kept, and the next call named outright.
     assert reason == (
-        "out/report.md does not say what data/readings.csv, notes/standup.md hold. Next, call "
-        "read_file on data/readings.csv, then on each of the others; then write out/report.md "
-        "again with write_file: a line for each of the 3 files (README.md, data/readings.csv, "
-        "notes/standup.md), saying what it holds in words from the file"
+        "out/report.md says what README.md holds, not data/readings.csv, notes/standup.md. "
+        "Call read_file on data/readings.csv, then the others; then write_file out/report.md "
+        "again: keep those lines and add one on each file you read, quoting words from it (a "
+        "title, column names, function names)"
+    )
+    (root / REPORT).write_text("Three files: README.md, data/readings.csv, notes/standup.md.\n")
+    assert await covers_each_file(ctx) == (
+        "out/report.md does not say what README.md, data/readings.csv, notes/standup.md hold. "
+        "Call read_file on README.md, then the others; then write_file out/report.md with a "
+        "line for each of the 3 files, quoting words from it (a title, column names, function "
+        "names)"
     )
     # It judges the workspace alone: its failure stands until a tool changes the files.
     assert not ctx.answer_read

@@ -16,6 +16,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_agents.activities.agents import Agent
+from durable_agents.activities.checks.runner import MAX_REASON_CHARS, first_failure
 from durable_agents.activities.checks.spec import Check, CheckContext, CheckSpecError
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
@@ -313,3 +314,15 @@ def test_a_start_cannot_hand_in_a_check_with_code() -> None:
         Check.from_start(Check(call=anything))
     kept = TaskOptions(check={"files": ["out/a.md"]}).check
     assert kept == {"files": ["out/a.md"], "contains": {}, "attempts": 3}
+
+
+async def test_a_callables_reason_is_one_printable_line_bounded_for_the_history(
+    tmp_path: Path,
+) -> None:
+    async def wordy(_: CheckContext) -> str:
+        return "first line\nsecond\x1b[31m " + "word " * 200
+
+    found = await first_failure([Check(call=wordy)], tmp_path, "", None)
+    assert found is not None and found.workspace_only
+    assert len(found.reason) == MAX_REASON_CHARS and found.reason.endswith("...")
+    assert found.reason.startswith("first line second [31m word word")

@@ -1,6 +1,6 @@
 """What the loop and the check activity agree on: ids and counts in, a verdict out. The
 reason is our words naming what the declared check missed (a path, a text it asked for),
-bounded to 300 characters; never file content."""
+bounded to 400 characters; never file content."""
 
 # No `from __future__ import annotations` in payload modules (see workflows/contracts.py).
 

@@ -20,7 +20,7 @@ from durable_agents.activities.tools.tool_identity import RunAs
 
 # A file a check reads is read up to this much (a report, a config: not a dataset).
 CHECK_READ_BYTES = 1024 * 1024
-MAX_REASON_CHARS = 300
+MAX_REASON_CHARS = 400
 # Whether the tools' user may read and enter the workspace it is put in.
 _ENTERS = "test -r . && test -x ."
 

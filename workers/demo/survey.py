@@ -4,6 +4,7 @@ file."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from durable_agents.activities.agents import Agent
@@ -17,6 +18,9 @@ SURVEY_AGENT = "survey"
 _MAX_FILES = 50
 # A failure names every file again up to this many.
 _NAMED_FILES = 10
+# What a line on a file quotes from it: a report that could be written from names alone
+# does not pass (survey_gaps).
+_QUOTED = "a title, column names, function names"
 
 
 async def covers_each_file(ctx: CheckContext) -> str | None:
@@ -28,24 +32,31 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     for name in _workspace_files(ctx.workspace)[:_MAX_FILES]:
         files[name] = await ctx.read_text(name) or ""
     gaps = survey_gaps(report, files)
-    if gaps:
-        shown = ", ".join(gaps[:5])
-        # The next call named outright: told to "read each of them", a small model wrote
-        # "This is the content of README.md" for each without reading one. And every file
-        # named again: told only what was missing, it wrote a report of those alone.
-        every = (
-            f"each of the {len(files)} files ({', '.join(files)})"
-            if len(files) <= _NAMED_FILES
-            else f"every one of the {len(files)} files"
-        )
+    if not gaps:
+        return None
+    # The next call named outright: told to "read each of them", a small model wrote
+    # "This is the content of README.md" for each without reading one.
+    read = f"Call read_file on {gaps[0]}" + (", then the others" if len(gaps) > 1 else "")
+    # "What it holds" alone drew "a CSV file containing data": the words it needs are named.
+    quoting = f"quoting words from it ({_QUOTED})"
+    kept = [name for name in files if name not in gaps]
+    if not kept or len(files) > _NAMED_FILES:
         return (
-            f"{REPORT_PATH} does not say what {shown} hold{'s' if len(gaps) == 1 else ''}. "
-            f"Next, call read_file on {gaps[0]}"
-            + (", then on each of the others" if len(gaps) > 1 else "")
-            + f"; then write {REPORT_PATH} again with write_file: a line for {every}, "
-            "saying what it holds in words from the file"
+            f"{REPORT_PATH} does not say what {_names(gaps)} "
+            f"hold{'s' if len(gaps) == 1 else ''}. {read}; then write_file {REPORT_PATH} "
+            f"with a line for each of the {len(files)} files, {quoting}"
         )
-    return None
+    # The lines that passed named, to be kept: told only what was missing, a small model
+    # wrote a report of those alone, each write replacing the last.
+    return (
+        f"{REPORT_PATH} says what {_names(kept)} hold{'s' if len(kept) == 1 else ''}, not "
+        f"{_names(gaps)}. {read}; then write_file {REPORT_PATH} again: keep those lines and "
+        f"add one on each file you read, {quoting}"
+    )
+
+
+def _names(paths: Sequence[str]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
 def _workspace_files(root: Path) -> list[str]:
@@ -61,7 +72,8 @@ def _workspace_files(root: Path) -> list[str]:
 SURVEY_STEPS = (
     "A survey goes in three steps. First list every file (list_dir with recursive true). "
     "Then read each file with read_file, one call per file. Only then write the report with "
-    "write_file: one line per file, its path and what it holds, in your own words."
+    "write_file: one line per file, its path and what it holds, quoting words from it "
+    f"({_QUOTED})."
 )
 
 
