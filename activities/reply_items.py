@@ -19,6 +19,7 @@ from durable_agents.activities.context.call_ids import (
 from durable_agents.activities.context.model_context import budget_of, tools_of
 from durable_agents.activities.context_windows import Fitted
 from durable_agents.activities.policies.text_limits import bounded_arguments
+from durable_agents.activities.providers.errors import cut_marked
 from durable_agents.activities.providers.non_answers import non_answer_of
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.context_configs import ContextConfig
@@ -78,7 +79,10 @@ class ReplyItems:
         # Oversized arguments are not stored (nor re-sent to the model every step): a marker
         # stands in, and running the call reports the error to the model.
         arguments = {
-            cid: bounded_arguments(c.arguments, self._max_argument_bytes) for cid, c in calls
+            cid: bounded_arguments(
+                cut_marked(c.arguments, reply.finish_reason), self._max_argument_bytes
+            )
+            for cid, c in calls
         }
         data: dict[str, Any] = {
             "step": inp.step,

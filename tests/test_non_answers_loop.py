@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from durable_agents.activities.context.assembly import SHOWN_RAW_CHARS
 from durable_agents.activities.nudges import (
     CUT_AT_LIMIT_NUDGE,
     EXAMPLE_CALLS_NUDGE,
     bare_arguments_nudge,
 )
+from durable_agents.activities.providers.errors import CUT_ARGUMENTS_KEY, RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.openai_compat import OpenAICompatibleProvider
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import AgentResult
@@ -171,3 +173,44 @@ async def test_a_call_written_twice_in_prose_runs_once_at_the_first_step(
     assert [i.text for i in items if i.kind == "tool_result"] == ["contents of A"]
     final = next(i for i in items if str(i.id) == result.final_item_id)
     assert final.text == ANSWER
+
+
+async def test_a_call_cut_at_the_limit_is_told_as_cut_and_shown_again_short(
+    run: Any, server: FakeOpenAI, resources: Resources, tenant: str
+) -> None:
+    # What the 1.5B wrote to its token limit: one line over and over, in the call's JSON.
+    runaway = '{"path": "out/desc.md", "content": "# A\\n' + "- a.txt: a file.\\n" * 200
+    cut = completion(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "write_file", "arguments": runaway},
+                }
+            ],
+        },
+        "length",
+    )
+    # write_file asks before its arguments are read: the cut call is approved too, and fails.
+    result, session_id, root = await run(
+        cut, calls({"name": "write_file", "arguments": WRITE}), approvals=2
+    )
+
+    assert result.status == "completed"
+    assert (root / "out" / "desc.md").read_text() == DESCRIPTION
+    items = await items_of(resources, tenant, session_id)
+    first = next(i for i in items if i.kind == "tool_call")
+    assert first.data["arguments"] == {RAW_ARGUMENTS_KEY: runaway, CUT_ARGUMENTS_KEY: True}
+    # The next request: the cut call shown again up to SHOWN_RAW_CHARS, its result saying
+    # it was cut and that the lines repeated, without a word of what it wrote.
+    after = server.requests[1].body["messages"]
+    shown = next(m for m in after if m.get("tool_calls"))["tool_calls"][0]["function"]
+    assert len(shown["arguments"]) < SHOWN_RAW_CHARS + 100
+    assert f"[{len(runaway) - SHOWN_RAW_CHARS} more characters]" in shown["arguments"]
+    told = next(m for m in after if m["role"] == "tool")["content"]
+    assert "reached its output limit before the call's arguments ended" in told
+    assert "it wrote the same lines again and again" in told
+    assert "a.txt: a file" not in told

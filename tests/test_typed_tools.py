@@ -13,7 +13,11 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.errors import (
+    CUT_ARGUMENTS_KEY,
+    RAW_ARGUMENTS_KEY,
+    cut_marked,
+)
 from durable_agents.activities.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from durable_agents.activities.tools.tool_schema import MAX_SCHEMA_BYTES
 from durable_agents.activities.tools.typed import ToolDefinitionError, tool
@@ -168,6 +172,20 @@ async def test_unknown_names_and_raw_arguments_are_refused_as_before() -> None:
         "unknown argument 'town'; this tool takes: 'city', 'days', 'near', 'tags', 'unit', 'when'"
     )
     assert "not valid JSON" in await refused(forecast, {RAW_ARGUMENTS_KEY: "city=x"})
+
+
+async def test_arguments_cut_at_the_reply_limit_are_told_as_cut_never_shown_back() -> None:
+    sent = '{"city": "Lisbon", "tags": ["one line", "another line'
+    cut = {RAW_ARGUMENTS_KEY: sent, CUT_ARGUMENTS_KEY: True}
+    told = await refused(forecast, cut)
+    assert told.startswith(
+        "forecast did not run: the reply reached its output limit before the call's arguments "
+        f"ended, {len(sent)} characters in. Call forecast again now with shorter arguments"
+    )
+    assert "Lisbon" not in told and "same lines" not in told
+    assert cut_marked({RAW_ARGUMENTS_KEY: sent}, "length") == cut
+    assert cut_marked({RAW_ARGUMENTS_KEY: sent}, "stop") == {RAW_ARGUMENTS_KEY: sent}
+    assert cut_marked({"city": "x"}, "length") == {"city": "x"}
 
 
 # --- results -------------------------------------------------------------------------

@@ -17,10 +17,12 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from durable_agents.activities.context.call_expected import CallAsked
 from durable_agents.activities.context.call_ids import EchoIds, provider_id_of
 from durable_agents.activities.providers.base import ChatMessage, ProviderCall, ToolSpec
+from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
 from durable_agents.activities.tools.effects import RERUN_NOTE
 from durable_agents.storage.models import ItemRow
 from durable_agents.storage.tool_effects import EffectState
@@ -45,6 +47,8 @@ _SAMPLE_MARGIN = 64
 _MESSAGE_OVERHEAD = 4
 # Expanding a result is worth an S3 read only if it adds at least this much over the preview.
 _MIN_GAIN_TOKENS = 128
+# A call's raw (not JSON) arguments are shown again up to this many characters.
+SHOWN_RAW_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,17 @@ def pending_note(device_id: str, step: int) -> str:
     )
 
 
+def shown_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the model is shown them again: raw ones (not JSON) only up to
+    SHOWN_RAW_CHARS. Shown whole, a runaway reply's text came back every step, and a small
+    model wrote it again, escaped once more each time."""
+    raw = arguments.get(RAW_ARGUMENTS_KEY)
+    if isinstance(raw, str) and len(raw) > SHOWN_RAW_CHARS:
+        cut = f"{raw[:SHOWN_RAW_CHARS]}... [{len(raw) - SHOWN_RAW_CHARS} more characters]"
+        return {**arguments, RAW_ARGUMENTS_KEY: cut}
+    return dict(arguments)
+
+
 def _blocks(items: Sequence[ItemRow], pending: Mapping[str, str]) -> list[_Block]:
     calls = {i.tool_call_id: i for i in items if i.kind == ItemKind.TOOL_CALL and i.tool_call_id}
     # One result per call, as every provider requires: the newest, when a call reported in
@@ -141,7 +156,7 @@ def _blocks(items: Sequence[ItemRow], pending: Mapping[str, str]) -> list[_Block
                 ProviderCall(
                     id=echo.assign(cid, provider_id_of(cid, calls[cid].data)),
                     name=calls[cid].tool_name or "",
-                    arguments=dict(calls[cid].data.get("arguments", {})),
+                    arguments=shown_arguments(calls[cid].data.get("arguments", {})),
                 )
                 for cid in ids
             )

@@ -21,6 +21,7 @@ from typing import Any
 
 from durable_agents.activities.providers.failure import ProviderError
 from durable_agents.activities.providers.overflow import overflow_error, recognise_overflow
+from durable_agents.vocabulary.non_answers import CUT_FINISH_REASONS
 
 MODEL_UNAVAILABLE = "ModelUnavailable"
 MODEL_AUTH_ERROR = "ModelAuthError"
@@ -29,6 +30,9 @@ MODEL_REQUEST_REJECTED = "ModelRequestRejected"
 # Tool-call arguments that are not a JSON object are kept under this key, for the tool layer
 # to reject: one bad tool call from the model must not fail the whole model call.
 RAW_ARGUMENTS_KEY = "_raw"
+# Beside it, when the reply ran out of tokens before the arguments ended: a call to make
+# again shorter, not one to correct.
+CUT_ARGUMENTS_KEY = "_cut"
 
 # Statuses where the same request can succeed later.
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -151,6 +155,14 @@ def summarize_error_body(body: object, secrets: Iterable[str] = ()) -> str:
     else:
         summary = str(inner)
     return _truncate(_redact(" ".join(summary.split()), secrets))
+
+
+def cut_marked(arguments: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
+    """`arguments`, marked cut (CUT_ARGUMENTS_KEY) when they are raw and the reply that
+    holds them ended at its token limit."""
+    if RAW_ARGUMENTS_KEY in arguments and finish_reason in CUT_FINISH_REASONS:
+        return {**arguments, CUT_ARGUMENTS_KEY: True}
+    return arguments
 
 
 def parse_tool_arguments(raw: object) -> dict[str, Any]:
