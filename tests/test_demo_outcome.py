@@ -66,6 +66,14 @@ def test_a_report_of_names_alone_is_not_a_survey(tmp_path: Path) -> None:
     (root / REPORT).write_text("Files: README.md, data/readings.csv, notes/standup.md.")
     goal = check_report("completed", root, REPORT, files)
     assert not goal.done and len(goal.missing) == 3
+    # A word of the contents found only inside a name says nothing of them: a 1.5B's table of
+    # names and sizes passed for the stand-up note ("Stand-up" in "standup.md").
+    (root / "notes/standup.md").write_text("# Stand-up\n\nStation B dropped readings.\n")
+    (root / REPORT).write_text("| notes/standup.md | 265 | file |\n| standup.md | note |\n")
+    goal = check_report("completed", root, REPORT, files)
+    assert "notes/standup.md" in goal.missing
+    (root / REPORT).write_text("| notes/standup.md | the stand-up: station B dropped data |\n")
+    assert "notes/standup.md" not in check_report("completed", root, REPORT, files).missing
 
 
 def test_the_demo_workspace_is_what_the_report_must_name() -> None:

@@ -56,13 +56,22 @@ def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     folded = report.casefold()
     # A word of any file's path shows nothing of what a file holds: a list of names has it.
     names = {w.casefold() for path in files for w in _WORD.findall(path)}
+    # Nor does a word found only inside a name: "Stand-up" is not said by "standup.md".
+    prose = folded
+    for mention in sorted(_mentions(files), key=len, reverse=True):
+        prose = prose.replace(mention, " ")
     gaps = []
     for path, text in files.items():
         named = path.casefold() in folded or PurePosixPath(path).name.casefold() in folded
         own = {w.casefold() for w in _WORD.findall(text)} - names
-        if not named or not any(w in folded for w in own):
+        if not named or not any(w in prose for w in own):
             gaps.append(path)
     return tuple(gaps)
+
+
+def _mentions(files: Mapping[str, str]) -> set[str]:
+    """How a report can name each file: its path and its file name, casefolded."""
+    return {m.casefold() for path in files for m in (path, PurePosixPath(path).name)}
 
 
 def check_report(status: str, root: Path, report: str, expected: list[str]) -> DemoOutcome:
