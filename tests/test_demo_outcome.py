@@ -99,17 +99,21 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     reason = await covers_each_file(ctx)
     # The line that passed named, to be kept, and the next call named outright.
     assert reason == (
-        "out/report.md says what README.md holds, not data/readings.csv, notes/standup.md. "
-        "Call read_file on data/readings.csv, then the others; then write_file out/report.md "
-        "again: keep those lines and add one on each file you read, quoting words from it (a "
-        "title, column names, function names)"
+        "out/report.md does not name data/readings.csv, notes/standup.md (keep its lines on "
+        "README.md). Call read_file on data/readings.csv, then the others; then write_file "
+        "out/report.md with a line for each of the 3 files: its path, then words quoted from "
+        "it (a title, column names, function names)"
     )
+    # Named without a word of their contents, or their contents pasted without their names.
     (root / REPORT).write_text("Three files: README.md, data/readings.csv, notes/standup.md.\n")
-    assert await covers_each_file(ctx) == (
-        "out/report.md does not say what README.md, data/readings.csv, notes/standup.md hold. "
+    assert (await covers_each_file(ctx) or "").startswith(
+        "out/report.md quotes nothing from README.md, data/readings.csv, notes/standup.md. "
         "Call read_file on README.md, then the others; then write_file out/report.md with a "
-        "line for each of the 3 files, quoting words from it (a title, column names, function "
-        "names)"
+        "line for each of the 3 files"
+    )
+    (root / REPORT).write_text("# Weather station project\nStation B dropped readings.\n")
+    assert (await covers_each_file(ctx) or "").startswith(
+        "out/report.md does not name README.md, data/readings.csv, notes/standup.md. "
     )
     # It judges the workspace alone: its failure stands until a tool changes the files.
     assert not ctx.answer_read

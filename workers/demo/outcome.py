@@ -60,13 +60,23 @@ def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     prose = folded
     for mention in sorted(_mentions(files), key=len, reverse=True):
         prose = prose.replace(mention, " ")
+    unnamed = set(unnamed_in(report, files))
     gaps = []
     for path, text in files.items():
-        named = path.casefold() in folded or PurePosixPath(path).name.casefold() in folded
         own = {w.casefold() for w in _WORD.findall(text)} - names
-        if not named or not any(w in prose for w in own):
+        if path in unnamed or not any(w in prose for w in own):
             gaps.append(path)
     return tuple(gaps)
+
+
+def unnamed_in(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
+    """The files of `files` that `report` names neither by path nor by file name."""
+    folded = report.casefold()
+    return tuple(
+        path
+        for path in files
+        if path.casefold() not in folded and PurePosixPath(path).name.casefold() not in folded
+    )
 
 
 def _mentions(files: Mapping[str, str]) -> set[str]:

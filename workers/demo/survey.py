@@ -11,12 +11,12 @@ from durable_agents.activities.agents import Agent
 from durable_agents.activities.checks.spec import Check, CheckContext
 from durable_agents.activities.providers.offline import REPORT_PATH
 from durable_agents.activities.tools.builtin import builtin_tools
-from durable_agents.workers.demo.outcome import survey_gaps
+from durable_agents.workers.demo.outcome import survey_gaps, unnamed_in
 
 SURVEY_AGENT = "survey"
 # The files a survey covers: at most this many, each read up to the check's own limit.
 _MAX_FILES = 50
-# A failure names every file again up to this many.
+# A failure names the lines to keep while the workspace has at most this many files.
 _NAMED_FILES = 10
 # What a line on a file quotes from it: a report that could be written from names alone
 # does not pass (survey_gaps).
@@ -37,21 +37,21 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     # The next call named outright: told to "read each of them", a small model wrote
     # "This is the content of README.md" for each without reading one.
     read = f"Call read_file on {gaps[0]}" + (", then the others" if len(gaps) > 1 else "")
-    # "What it holds" alone drew "a CSV file containing data": the words it needs are named.
-    quoting = f"quoting words from it ({_QUOTED})"
-    kept = [name for name in files if name not in gaps]
-    if not kept or len(files) > _NAMED_FILES:
-        return (
-            f"{REPORT_PATH} does not say what {_names(gaps)} "
-            f"hold{'s' if len(gaps) == 1 else ''}. {read}; then write_file {REPORT_PATH} "
-            f"with a line for each of the {len(files)} files, {quoting}"
-        )
+    # What is wrong, said as it is: a 1.5B that pasted the files' contents was
+    # told they "did not say what the files hold" and pasted them again, still unnamed.
+    unnamed = unnamed_in(report, files)
+    quiet = [name for name in gaps if name not in unnamed]
+    wrong = " and ".join(
+        ([f"does not name {_names(unnamed)}"] if unnamed else [])
+        + ([f"quotes nothing from {_names(quiet)}"] if quiet else [])
+    )
     # The lines that passed named, to be kept: told only what was missing, a small model
     # wrote a report of those alone, each write replacing the last.
+    kept = [name for name in files if name not in gaps]
+    keep = f" (keep its lines on {_names(kept)})" if kept and len(files) <= _NAMED_FILES else ""
     return (
-        f"{REPORT_PATH} says what {_names(kept)} hold{'s' if len(kept) == 1 else ''}, not "
-        f"{_names(gaps)}. {read}; then write_file {REPORT_PATH} again: keep those lines and "
-        f"add one on each file you read, {quoting}"
+        f"{REPORT_PATH} {wrong}{keep}. {read}; then write_file {REPORT_PATH} with a line for "
+        f"each of the {len(files)} files: its path, then words quoted from it ({_QUOTED})"
     )
 
 
