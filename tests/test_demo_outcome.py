@@ -101,14 +101,14 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     assert reason == (
         "out/report.md does not name data/readings.csv, notes/standup.md (keep its lines on "
         "README.md). Call read_file on data/readings.csv, then the others; then write_file "
-        "out/report.md with a line for each of the 3 files: its path, then words quoted from "
-        "it (a title, column names, function names)"
+        "out/report.md with one line for each of the 3 files, its path first: what the file "
+        "holds, naming things in it (a title, column names, function names)"
     )
     # Named without a word of their contents, or their contents pasted without their names.
     (root / REPORT).write_text("Three files: README.md, data/readings.csv, notes/standup.md.\n")
     assert (await covers_each_file(ctx) or "").startswith(
-        "out/report.md quotes nothing from README.md, data/readings.csv, notes/standup.md. "
-        "Call read_file on README.md, then the others; then write_file out/report.md with a "
+        "out/report.md names nothing in README.md, data/readings.csv, notes/standup.md. "
+        "Call read_file on README.md, then the others; then write_file out/report.md with one "
         "line for each of the 3 files"
     )
     (root / REPORT).write_text("# Weather station project\nStation B dropped readings.\n")

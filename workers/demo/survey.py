@@ -18,7 +18,7 @@ SURVEY_AGENT = "survey"
 _MAX_FILES = 50
 # A failure names the lines to keep while the workspace has at most this many files.
 _NAMED_FILES = 10
-# What a line on a file quotes from it: a report that could be written from names alone
+# What a line on a file names from it: a report that could be written from names alone
 # does not pass (survey_gaps).
 _QUOTED = "a title, column names, function names"
 
@@ -43,15 +43,16 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     quiet = [name for name in gaps if name not in unnamed]
     wrong = " and ".join(
         ([f"does not name {_names(unnamed)}"] if unnamed else [])
-        + ([f"quotes nothing from {_names(quiet)}"] if quiet else [])
+        + ([f"names nothing in {_names(quiet)}"] if quiet else [])
     )
     # The lines that passed named, to be kept: told only what was missing, a small model
     # wrote a report of those alone, each write replacing the last.
     kept = [name for name in files if name not in gaps]
     keep = f" (keep its lines on {_names(kept)})" if kept and len(files) <= _NAMED_FILES else ""
     return (
-        f"{REPORT_PATH} {wrong}{keep}. {read}; then write_file {REPORT_PATH} with a line for "
-        f"each of the {len(files)} files: its path, then words quoted from it ({_QUOTED})"
+        f"{REPORT_PATH} {wrong}{keep}. {read}; then write_file {REPORT_PATH} with one line "
+        f"for each of the {len(files)} files, its path first: what the file holds, naming "
+        f"things in it ({_QUOTED})"
     )
 
 
@@ -72,8 +73,7 @@ def _workspace_files(root: Path) -> list[str]:
 SURVEY_STEPS = (
     "A survey goes in three steps. First list every file (list_dir with recursive true). "
     "Then read each file with read_file, one call per file. Only then write the report with "
-    "write_file: one line per file, its path and what it holds, quoting words from it "
-    f"({_QUOTED})."
+    "write_file: one line per file, its path and what it holds, in your own words."
 )
 
 
