@@ -1,6 +1,6 @@
 """A directory argument of list_dir and search_files: "" names the workspace root, as "."
-does (a small model sends "" for "everything"); an empty file path is still refused, and a
-path refused as outside the workspace says what names the root."""
+does (a small model sends "" for "everything"); an empty file path is still refused, and an
+absolute directory is refused saying what names the root."""
 
 from __future__ import annotations
 
@@ -50,4 +50,11 @@ async def test_an_empty_file_path_is_refused_and_a_placeholder_is_told_the_root(
     with pytest.raises(ToolError) as err:
         await list_dir(ctx(root), {"path": "/path/to/workspace"})
     assert err.value.error_type == "PathOutsideWorkspace"
-    assert "('.' for the root itself, 'src/app.py' for a file in src)" in err.value.message
+    assert "absolute paths are not accepted, and '.' is the root" in err.value.message
+    # A climb out is refused with no way in offered: offered one, the 1.5B model asked to read
+    # ../../../etc/passwd tried again until stuck instead of saying it cannot.
+    for tool, args in ((list_dir, {}), (read_file, {})):
+        with pytest.raises(ToolError) as err:
+            await tool(ctx(root), {**args, "path": "../../../etc/passwd"})
+        assert err.value.message.endswith("a file outside it cannot be read or written")
+        assert "'.'" not in err.value.message

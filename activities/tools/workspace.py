@@ -26,8 +26,7 @@ def _outside(relative: str, why: str) -> ToolError:
     return ToolError(
         "PathOutsideWorkspace",
         f"path {shown(relative)} is not allowed: {why}. Only files inside the workspace can be "
-        "used, by paths relative to its root ('.' for the root itself, 'src/app.py' for a "
-        "file in src); a file outside it cannot be read or written",
+        "used, by paths relative to its root; a file outside it cannot be read or written",
     )
 
 
@@ -56,8 +55,22 @@ class WorkspacePath:
 
 def parse_directory(relative: str) -> WorkspacePath:
     """A directory argument, checked as parse_relative does, where an empty one names the
-    root: a model asked for "the workspace" sends ``""`` as often as ``"."``."""
+    root: a model asked for "the workspace" sends ``""`` as often as ``"."``. An absolute
+    one is refused naming ``.`` (a small model sent "/path/to/workspace" five times); a
+    climb out is refused as for a file, with no way in offered."""
+    if _absolute(relative):
+        raise _outside(relative, "absolute paths are not accepted, and '.' is the root")
     return parse_relative(relative if relative.strip() else ".")
+
+
+def _absolute(relative: str) -> bool:
+    # Checked in both flavours so "C:\\x" or "\\\\server\\share" cannot sneak through on
+    # a POSIX worker and mean something else on a Windows device worker.
+    return bool(
+        PurePosixPath(relative).is_absolute()
+        or PureWindowsPath(relative).is_absolute()
+        or PureWindowsPath(relative).drive
+    )
 
 
 def parse_relative(relative: str, *, allow_reserved: bool = False) -> WorkspacePath:
@@ -83,13 +96,7 @@ def parse_relative(relative: str, *, allow_reserved: bool = False) -> WorkspaceP
         raise ToolError(
             "InvalidPath", f"path {shown(relative)} is not valid Unicode (lone surrogate)"
         ) from None
-    # Checked in both flavours so "C:\\x" or "\\\\server\\share" cannot sneak through on
-    # a POSIX worker and mean something else on a Windows device worker.
-    if (
-        PurePosixPath(relative).is_absolute()
-        or PureWindowsPath(relative).is_absolute()
-        or PureWindowsPath(relative).drive
-    ):
+    if _absolute(relative):
         raise _outside(relative, "absolute paths are not accepted")
     parts: list[str] = []
     for part in relative.split("/"):
