@@ -155,7 +155,7 @@ async def list_dir_tool(
     Symlinks whose target stays inside the workspace are listed as ``type: symlink``.
 
     Args:
-        path: Directory relative to the workspace root ('.' for the root).
+        path: Directory relative to the workspace root.
         recursive: Also list everything below subdirectories.
     """
     return await asyncio.to_thread(_list_sync, ctx.workspace, path, recursive)
