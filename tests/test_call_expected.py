@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from durable_agents.activities.context.assembly import SHOWN_RAW_CHARS, shown_arguments
 from durable_agents.activities.context.call_expected import CallAsked, call_asked, call_required
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest, ToolSpec
-from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
+from durable_agents.activities.providers.errors import CUT_ARGUMENTS_KEY, RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.request_fingerprint import request_fingerprint
 from durable_agents.activities.tools.base import ToolRegistry
 from durable_agents.activities.tools.builtin import builtin_tools
@@ -108,3 +109,11 @@ def test_a_request_that_requires_a_call_has_its_own_fingerprint_and_no_other_cha
     assert request_fingerprint(replace(no_tools, call_required=True)) == request_fingerprint(
         no_tools
     )
+
+
+def test_raw_arguments_are_shown_again_whole_when_short_else_empty() -> None:
+    short = {RAW_ARGUMENTS_KEY: '{"path": "a.t'}
+    assert shown_arguments(short) == short
+    runaway = {RAW_ARGUMENTS_KEY: "- a line\\n" * SHOWN_RAW_CHARS, CUT_ARGUMENTS_KEY: True}
+    assert shown_arguments(runaway) == {RAW_ARGUMENTS_KEY: "", CUT_ARGUMENTS_KEY: True}
+    assert shown_arguments({"path": "x" * 1000}) == {"path": "x" * 1000}

@@ -47,7 +47,7 @@ _SAMPLE_MARGIN = 64
 _MESSAGE_OVERHEAD = 4
 # Expanding a result is worth an S3 read only if it adds at least this much over the preview.
 _MIN_GAIN_TOKENS = 128
-# A call's raw (not JSON) arguments are shown again up to this many characters.
+# A call's raw (not JSON) arguments are shown again only up to this many characters.
 SHOWN_RAW_CHARS = 200
 
 
@@ -121,13 +121,13 @@ def pending_note(device_id: str, step: int) -> str:
 
 
 def shown_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A call's arguments as the model is shown them again: raw ones (not JSON) only up to
-    SHOWN_RAW_CHARS. Shown whole, a runaway reply's text came back every step, and a small
-    model wrote it again, escaped once more each time."""
+    """A call's arguments as the model is shown them again: raw ones (not JSON) only when
+    under SHOWN_RAW_CHARS, else empty (the call's result says what went wrong). Shown whole,
+    a runaway reply's text came back every step and a small model wrote it again; shown cut
+    with a marker, it wrote the marker into the file."""
     raw = arguments.get(RAW_ARGUMENTS_KEY)
     if isinstance(raw, str) and len(raw) > SHOWN_RAW_CHARS:
-        cut = f"{raw[:SHOWN_RAW_CHARS]}... [{len(raw) - SHOWN_RAW_CHARS} more characters]"
-        return {**arguments, RAW_ARGUMENTS_KEY: cut}
+        return {**arguments, RAW_ARGUMENTS_KEY: ""}
     return dict(arguments)
 
 
