@@ -148,12 +148,7 @@ def _tool_line(tool: ToolSpec, seen: Sequence[str]) -> tuple[str, dict[str, Any]
 
 
 def call_json(call: ProviderCall) -> str:
-    """An earlier call, as the model would have written it in grammar mode; arguments that
-    were not JSON as it wrote them (encoded once more, they came back with every backslash
-    doubled, and a small model copied them so)."""
-    raw = call.arguments.get(RAW_ARGUMENTS_KEY)
-    if isinstance(raw, str):
-        return '{"tool": ' + json.dumps(call.name, ensure_ascii=False) + ', "arguments": ' + raw
+    """An earlier call, as the model would have written it in grammar mode."""
     return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
 
 
