@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from durable_agents.activities.providers.base import ModelProvider
 from durable_agents.activities.providers.factory import build_provider
@@ -172,9 +172,14 @@ async def test_a_task_recovers_from_a_malformed_first_tool_call(
     try:
         async with agent_worker(provider, workspace, **_budget(llama)) as queue:
             sid, handle = await start_answer_task(client, resources, queue, workspace, tenant)
-            result, _ = await run_approving(
-                client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
-            )
+            try:
+                result, _ = await run_approving(
+                    client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
+                )
+            except WorkflowFailureError as failed:
+                # Ended without a result (the step limit): what the model did, to read.
+                shown = _transcript(await items_of(resources, tenant, sid))
+                raise AssertionError(f"{failed.cause}\n{shown}") from failed
     finally:
         await provider.aclose()
     assert result.status == "completed"
