@@ -122,9 +122,8 @@ def pending_note(device_id: str, step: int) -> str:
 
 def shown_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A call's arguments as the model is shown them again: raw ones (not JSON) only when
-    under SHOWN_RAW_CHARS, else empty (the call's result says what went wrong). Shown whole,
-    a runaway reply's text came back every step and a small model wrote it again; shown cut
-    with a marker, it wrote the marker into the file."""
+    under SHOWN_RAW_CHARS, else empty (the call's result says what went wrong). A small
+    model copies what it is shown: a runaway reply's text, or a marker cut into it."""
     raw = arguments.get(RAW_ARGUMENTS_KEY)
     if isinstance(raw, str) and len(raw) > SHOWN_RAW_CHARS:
         return {**arguments, RAW_ARGUMENTS_KEY: ""}
