@@ -37,8 +37,8 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     # The next call named outright: told to "read each of them", a small model wrote
     # "This is the content of README.md" for each without reading one.
     read = f"Call read_file on {gaps[0]}" + (", then the others" if len(gaps) > 1 else "")
-    # What is wrong, said as it is: a 1.5B that pasted the files' contents was
-    # told they "did not say what the files hold" and pasted them again, still unnamed.
+    # What is wrong, said as it is: an unnamed file and a named one without a word of its
+    # contents need different fixes.
     unnamed = unnamed_in(report, files)
     quiet = [name for name in gaps if name not in unnamed]
     wrong = " and ".join(
