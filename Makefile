@@ -98,7 +98,7 @@ demo-local: $(LOCAL_MODEL_STAMP)
 
 ## The real-model tier: tasks end to end on the local model, and a 3-minute model outage.
 test-real-model: $(LOCAL_MODEL_STAMP)
-	$(BIN)/pytest -q -m real_model tests/real_model
+	$(BIN)/pytest -q -m real_model -o timeout=1800 tests/real_model
 
 ## Debian's chromium, which the web page's browser test drives (tests/test_web_page.py).
 ## When it cannot be installed the rest of the suite still runs and that test fails, saying so.

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +172,37 @@ def test_xdist_hands_out_the_heaviest_files_first_each_file_whole() -> None:
     # files that start processes and the in-process Temporal ones take turns.
     b, c, d, e, f, g, h = (items[1:4], items[4], items[5], items[6], items[7], items[8], items[9])
     assert order == [d, *b, c, e, g, h, f, items[0]]
+
+
+_HANGS = """
+import asyncio
+
+async def test_before():
+    pass
+
+async def test_hangs_forever():
+    await asyncio.Event().wait()
+
+async def test_after():
+    pass
+"""
+
+
+def test_a_hanging_test_fails_by_name_and_the_run_goes_on(tmp_path: Path) -> None:
+    options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
+    ini = options["ini_options"]
+    assert 0 < ini["timeout"] <= 600, "every test of `make test` has a bound"
+    (tmp_path / "test_hang.py").write_text(_HANGS)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\n")
+    # The suite's way of running (xdist workers, the configured method), a 2 s bound.
+    bound = ["-o", f"timeout_method={ini['timeout_method']}", "-o", "timeout=2", "test_hang.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", *bound],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "FAILED test_hang.py::test_hangs_forever" in done.stdout
+    assert "1 failed, 2 passed" in done.stdout

@@ -42,7 +42,6 @@ SCREENSHOTS = (
     )
     / "downloads"
 )
-WAIT_MS = 30_000
 # Reads sessionStorage from whatever document the tab shows (an opaque origin cannot).
 READ_STORAGE = "() => { try { return sessionStorage.length } catch (e) { return 'denied' } }"
 

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser, async_playwright, expect
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -25,6 +25,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# How long an `expect` waits for the page unless it says otherwise. The page's requests are
+# served by the stack and a gateway that share the machine with the suite's other workers:
+# a page that is right can take longer than Playwright's 5 s default to show it.
+EXPECT_MS = 30_000
 
 
 @asynccontextmanager
@@ -36,6 +40,7 @@ async def chromium() -> AsyncIterator[Browser]:
             "(`make test` installs it: apt-get install -y --no-install-recommends chromium)",
             pytrace=False,
         )
+    expect.set_options(timeout=EXPECT_MS)
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
