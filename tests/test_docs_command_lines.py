@@ -165,7 +165,9 @@ def test_the_real_model_targets_run_the_demo_and_the_tier() -> None:
     (demo,) = recipe("demo-local")
     assert demo.startswith("$(BIN)/agentctl demo --model local")
     assert agentctl_error(agentctl(demo.removeprefix("$(BIN)/").split())) is None
-    assert recipe("test-real-model") == ["$(BIN)/pytest -q -m real_model tests/real_model"]
+    assert recipe("test-real-model") == [
+        "$(BIN)/pytest -q -m real_model -o timeout=1800 tests/real_model"
+    ]
     # "4 tasks end to end (one checks usage) + a 3-minute outage", each marked for the tier.
     tests = []
     for module in (ROOT / "tests" / "real_model").glob("test_*.py"):
