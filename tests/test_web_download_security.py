@@ -167,10 +167,19 @@ async def test_open_full_result_never_runs_a_results_script(
         sid, ids = await _seed(resources, tenant, payloads, compress=False)
         context = await browser.new_context(viewport={"width": 1100, "height": 700})
         page = await context.new_page()
+        seen: list[str] = []
+        page.on("console", lambda m: seen.append(f"console {m.type}: {m.text}"))
+        page.on("response", lambda r: seen.append(f"{r.status} {r.request.method} {r.url}"))
+        page.on("requestfailed", lambda r: seen.append(f"failed {r.url} {r.failure}"))
         await _signed_in(page, base, key)
         await page.locator(f'[data-testid="session-row"][data-session="{sid}"]').click()
         buttons = page.get_by_test_id("open-artifact")
-        await expect(buttons).to_have_count(len(payloads))
+        try:
+            await expect(buttons).to_have_count(len(payloads))
+        except AssertionError:  # what the page showed and asked, for a run that fails here
+            state = await page.locator("#stream-state").inner_text()
+            view = await page.locator("#session").inner_text()
+            raise AssertionError(f"stream: {state}; session: {view[:1000]}; {seen[-30:]}") from None
         await page.screenshot(path=SCREENSHOTS / "session-with-results.png", full_page=True)
         shown: dict[str, tuple[str, int]] = {}
         tabs = []

@@ -8,13 +8,14 @@ import { ApiError, api, enc, keyStore } from "./api.js";
 import { BudgetList, mayRaise, raiseForm } from "./budget.js";
 import { Compare } from "./compare.js";
 import { el, setText } from "./dom.js";
-import { forkOf, forkedFrom, forker } from "./fork.js";
+import { forkedFrom, forker } from "./fork.js";
 import { Inbox } from "./inbox.js";
 import { loadAgents, loadTools } from "./start_choices.js";
+import { SessionList } from "./session_list.js";
 import { follow } from "./sse.js";
 import { Timeline } from "./timeline.js";
 import { showSession, showTenantDay } from "./usage.js";
-import { ago, clock, setBadge, shortId, statusBadge } from "./words.js";
+import { ago, clock, setBadge, statusBadge } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
@@ -40,6 +41,7 @@ const compare = new Compare($("compare"), $("compare-open"), {
   onOpen: (id) => openSession(id),
   onShow: () => closeSession(),
 });
+const sessions = new SessionList($("sessions"), { compare, onOpen: (id) => openSession(id) });
 const budgets = new BudgetList($("budgets"), $("budgets-title"), {
   onRaised: (id) => raised(id),
   onOpen: (id) => openSession(id),
@@ -88,7 +90,7 @@ function signOut() {
   $("signout").hidden = true;
   $("signin").hidden = false;
   setText($("whoami"), "");
-  $("sessions").replaceChildren();
+  sessions.clear();
   inbox.clear();
   budgets.clear();
   compare.clear();
@@ -119,25 +121,7 @@ function refreshDay() {
 
 async function refreshSessions() {
   const page = await api("/v1/sessions?limit=50");
-  const rows = page.sessions.map((s) =>
-    el(
-      "li",
-      {
-        class: current && current.id === s.id ? "current" : "",
-        dataset: { testid: "session-row", session: s.id, status: s.status },
-        onclick: () => openSession(s.id),
-      },
-      compare.box(s.id),
-      el(
-        "div",
-        { class: "row-main" },
-        el("span", { class: "title" }, s.parent_id ? `↳ ${s.title}` : s.title),
-        el("span", { class: "meta" }, `${s.agent} agent · ${shortId(s.id)}${forkOf(s)} · ${ago(s.updated_at)}`),
-      ),
-      statusBadge(s.status, s.checked),
-    ),
-  );
-  $("sessions").replaceChildren(...rows);
+  sessions.show(page.sessions, current && current.id);
 }
 
 function closeSession() {
