@@ -76,6 +76,25 @@ def test_a_report_of_names_alone_is_not_a_survey(tmp_path: Path) -> None:
     assert "notes/standup.md" not in check_report("completed", root, REPORT, files).missing
 
 
+def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
+    root, files = _seeded(tmp_path)
+    (root / "out").mkdir()
+    # "station" is in all three files; here it is said of the data file alone. A 1.5B's
+    # report of sizes with one file's columns passed for every file that shares a word.
+    (root / REPORT).write_text(
+        "- README.md: 26 bytes\n- data/readings.csv: columns station, temperature_c\n"
+        "- notes/standup.md: 48 bytes\n"
+    )
+    goal = check_report("completed", root, REPORT, files)
+    assert goal.missing == ("README.md", "notes/standup.md")
+    # Said before the name on its line, or on the lines after it, it counts for that file.
+    (root / REPORT).write_text(
+        "Weather station project (README.md).\ndata/readings.csv: columns station,\n"
+        "temperature_c.\nnotes/standup.md, about station B and the modem\n"
+    )
+    assert check_report("completed", root, REPORT, files).done
+
+
 def test_the_demo_workspace_is_what_the_report_must_name() -> None:
     state, _, root = _prepare_dirs(uuid.uuid4())
     try:

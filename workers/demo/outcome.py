@@ -1,7 +1,8 @@
 """What the demo's task must do, as its own check and as `agentctl demo` reports it: a
-report at out/report.md that covers every workspace file, naming it and saying something
-its contents hold (a word of five letters or more from it), so a listing of names is not a
-survey. "The task completed" is not taken for "the task did what it was asked"."""
+report at out/report.md that covers every workspace file, naming it and saying there
+something its contents hold (a word of five letters or more from it), so a listing of names
+is not a survey, nor one file's words standing in for another's. "The task completed" is
+not taken for "the task did what it was asked"."""
 
 from __future__ import annotations
 
@@ -52,36 +53,55 @@ def workspace_files(root: Path) -> list[str]:
 
 def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     """The files of `files` (path -> contents) that `report` does not name (by path or file
-    name) or names without a word their contents hold that no file's path does."""
-    folded = report.casefold()
+    name), or names without saying, where it names the file, a word the file holds that no
+    file's path does."""
     # A word of any file's path shows nothing of what a file holds: a list of names has it.
     names = {w.casefold() for path in files for w in _WORD.findall(path)}
-    # Nor does a word found only inside a name: "Stand-up" is not said by "standup.md".
-    prose = folded
-    for mention in sorted(_mentions(files), key=len, reverse=True):
-        prose = prose.replace(mention, " ")
-    unnamed = set(unnamed_in(report, files))
+    said = _said_of(report, files)
     gaps = []
     for path, text in files.items():
         own = {w.casefold() for w in _WORD.findall(text)} - names
-        if path in unnamed or not any(w in prose for w in own):
+        where = said[path]
+        if where is None or not any(w in where for w in own):
             gaps.append(path)
     return tuple(gaps)
 
 
 def unnamed_in(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     """The files of `files` that `report` names neither by path nor by file name."""
-    folded = report.casefold()
-    return tuple(
-        path
-        for path in files
-        if path.casefold() not in folded and PurePosixPath(path).name.casefold() not in folded
-    )
+    said = _said_of(report, files)
+    return tuple(path for path in files if said[path] is None)
 
 
-def _mentions(files: Mapping[str, str]) -> set[str]:
-    """How a report can name each file: its path and its file name, casefolded."""
-    return {m.casefold() for path in files for m in (path, PurePosixPath(path).name)}
+def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
+    """What `report` says where it names each file (None: it names it nowhere): from the
+    start of the line that names it, or the end of the name before it on that line, to the
+    next name. The names themselves are blanked: "Stand-up" is not said by "standup.md". A
+    word said of another file is not said of this one: the data file's column names in a
+    report do not describe the script that reads them."""
+    text = report.casefold()
+    mentions: list[tuple[int, int, tuple[str, ...]]] = []
+    blank = text
+    # Paths first, longest first, each blanked as found: "notes/readme.md" is not "readme.md".
+    spellings: dict[str, set[str]] = {}
+    for path in files:
+        spellings.setdefault(path.casefold(), set()).add(path)
+    for path in files:
+        spellings.setdefault(PurePosixPath(path).name.casefold(), set()).add(path)
+    for spelled in sorted(spellings, key=len, reverse=True):
+        for found in re.finditer(re.escape(spelled), blank):
+            mentions.append((found.start(), found.end(), tuple(sorted(spellings[spelled]))))
+        blank = blank.replace(spelled, " " * len(spelled))
+    mentions.sort()
+    said: dict[str, str | None] = dict.fromkeys(files)
+    for i, (start, _end, paths) in enumerate(mentions):
+        line_start = blank.rfind("\n", 0, start) + 1
+        before = mentions[i - 1][1] if i else 0
+        stop = mentions[i + 1][0] if i + 1 < len(mentions) else len(blank)
+        piece = blank[max(line_start, before) : stop]
+        for path in paths:
+            said[path] = (said[path] or "") + " " + piece
+    return said
 
 
 def check_report(status: str, root: Path, report: str, expected: list[str]) -> DemoOutcome:
