@@ -87,6 +87,12 @@ def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
     )
     goal = check_report("completed", root, REPORT, files)
     assert goal.missing == ("README.md", "notes/standup.md")
+    # Nor do a file's words pasted below the list, under a heading of their own.
+    (root / REPORT).write_text(
+        "- README.md: a weather station project\n- data/readings.csv: temperature_c\n"
+        "- notes/standup.md: 48 bytes\n\n## Summary\nStation B dropped readings; the modem.\n"
+    )
+    assert check_report("completed", root, REPORT, files).missing == ("notes/standup.md",)
     # Said before the name on its line, or on the lines after it, it counts for that file.
     (root / REPORT).write_text(
         "Weather station project (README.md).\ndata/readings.csv: columns station,\n"

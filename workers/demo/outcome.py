@@ -75,12 +75,13 @@ def unnamed_in(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
 
 def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
     """What `report` says where it names each file (None: it names it nowhere): from the
-    start of the line that names it, or the end of the name before it on that line, to the
-    next name. The names themselves are blanked: "Stand-up" is not said by "standup.md". A
-    word said of another file is not said of this one: the data file's column names in a
-    report do not describe the script that reads them."""
+    start of the line that names it (or the end of a name before it on that line) to the
+    next name or the end of its paragraph (a blank line or a heading). The names themselves
+    are blanked: "Stand-up" is not said by "standup.md". A word said of another file, or
+    under a heading of its own, is not said of this one: the data file's column names do not
+    describe the script that reads them, nor a note pasted below the list the last file."""
     text = report.casefold()
-    mentions: list[tuple[int, int, tuple[str, ...]]] = []
+    mentions: list[tuple[int, tuple[str, ...]]] = []
     blank = text
     # Paths first, longest first, each blanked as found: "notes/readme.md" is not "readme.md".
     spellings: dict[str, set[str]] = {}
@@ -88,20 +89,34 @@ def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
         spellings.setdefault(path.casefold(), set()).add(path)
     for path in files:
         spellings.setdefault(PurePosixPath(path).name.casefold(), set()).add(path)
+    ends: list[int] = []
     for spelled in sorted(spellings, key=len, reverse=True):
         for found in re.finditer(re.escape(spelled), blank):
-            mentions.append((found.start(), found.end(), tuple(sorted(spellings[spelled]))))
+            mentions.append((found.start(), tuple(sorted(spellings[spelled]))))
+            ends.append(found.end())
         blank = blank.replace(spelled, " " * len(spelled))
-    mentions.sort()
+    order = sorted(range(len(mentions)), key=lambda k: mentions[k][0])
     said: dict[str, str | None] = dict.fromkeys(files)
-    for i, (start, _end, paths) in enumerate(mentions):
-        line_start = blank.rfind("\n", 0, start) + 1
-        before = mentions[i - 1][1] if i else 0
-        stop = mentions[i + 1][0] if i + 1 < len(mentions) else len(blank)
-        piece = blank[max(line_start, before) : stop]
+    for n, k in enumerate(order):
+        start, paths = mentions[k]
+        line_start = text.rfind("\n", 0, start) + 1
+        before = ends[order[n - 1]] if n else 0
+        stop = mentions[order[n + 1]][0] if n + 1 < len(order) else len(text)
+        piece = blank[max(line_start, before) : min(stop, _paragraph_end(text, start))]
         for path in paths:
             said[path] = (said[path] or "") + " " + piece
     return said
+
+
+def _paragraph_end(text: str, start: int) -> int:
+    """Where the paragraph holding `start` ends: before the first blank or heading line."""
+    lines = text[start:].split("\n")
+    at = start + len(lines[0])
+    for line in lines[1:]:
+        if not line.strip() or line.lstrip().startswith("#"):
+            break
+        at += 1 + len(line)
+    return at
 
 
 def check_report(status: str, root: Path, report: str, expected: list[str]) -> DemoOutcome:
