@@ -104,7 +104,7 @@ def grammar_messages(
 ) -> list[ChatCompletionMessageParam]:
     """``messages`` as the model sees them in grammar mode, ``tools_prompt`` ending the
     first system message (or a system message of its own when there is none)."""
-    calls = {call.id: call for m in messages for call in m.tool_calls}
+    names = {call.id: call.name for m in messages for call in m.tool_calls}
     out: list[ChatCompletionMessageParam] = []
     results: list[str] = []
     prompted = False
@@ -118,7 +118,7 @@ def grammar_messages(
 
     for message in messages:
         if message.role == "tool":
-            results.append(result_text(calls.get(message.tool_call_id or ""), message.content))
+            results.append(result_text(names.get(message.tool_call_id or ""), message.content))
             continue
         flush()
         if message.role == "system":

@@ -146,10 +146,6 @@ def _tool_line(tool: ToolSpec, seen: Sequence[str]) -> tuple[str, dict[str, Any]
 
 # The conversation as the model sees it in grammar mode ----------------------------------
 
-# A result's heading shows its call's arguments up to this long (a path, a query), else its
-# tool's name alone (a write's whole content is not repeated above its result).
-MAX_HEADER_ARGUMENTS_CHARS = 120
-
 
 def call_json(call: ProviderCall) -> str:
     """An earlier call, as the model would have written it in grammar mode."""
@@ -161,16 +157,10 @@ def answer_json(text: str) -> str:
     return json.dumps({"answer": text}, ensure_ascii=False)
 
 
-def result_text(call: ProviderCall | None, content: str) -> str:
+def result_text(tool: str | None, content: str) -> str:
     """A tool result, shown to the model as a user message (no ``tools`` in the request,
-    so no server need accept a ``tool`` message), headed by its call: nothing else ties a
-    result to its call here, and of two reads in one reply each result names its file."""
-    if call is None:
-        return f"Result of the tool call:\n{content}"
-    shown = json.dumps(call.arguments, ensure_ascii=False)
-    if len(shown) > MAX_HEADER_ARGUMENTS_CHARS or any(k.startswith("_") for k in call.arguments):
-        return f"Result of {call.name}:\n{content}"  # long, raw or cut: the name alone
-    return f"Result of {call.name} {shown}:\n{content}"
+    so no server need accept a ``tool`` message)."""
+    return f"Result of {tool or 'the tool call'}:\n{content}"
 
 
 # Reading the reply -----------------------------------------------------------------------
