@@ -33,7 +33,7 @@ from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
-from tests.support.browser import chromium
+from tests.support.browser import chromium, sign_in
 from tests.support.gateway import gateway_server, make_key
 
 SCREENSHOTS = (
@@ -131,9 +131,7 @@ async def _seed(
 
 
 async def _signed_in(page: Page, base: str, key: str) -> None:
-    await page.goto(base)
-    await page.fill("#key", key)
-    await page.click("#signin-form button[type=submit]")
+    await sign_in(page, base, key)
     await expect(page.locator("#app")).to_be_visible()
     assert await page.evaluate(READ_STORAGE) == 1  # the key, in the app's own tab
 

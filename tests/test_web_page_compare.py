@@ -19,7 +19,7 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
-from tests.support.browser import chromium
+from tests.support.browser import chromium, sign_in
 from tests.support.gateway import gateway_server, make_key
 from tests.support.helpers import start, tenant_root
 
@@ -69,9 +69,7 @@ async def test_two_sessions_ticked_in_the_list_compare_with_their_divergence_mar
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda err: errors.append(str(err)))
-        await page.goto(base)
-        await page.fill("#key", key)
-        await page.click("#signin-form button[type=submit]")
+        await sign_in(page, base, key)
         button = page.get_by_test_id("compare-open")
         await expect(button).to_be_disabled(timeout=WAIT_MS)
         for sid in (first, second):

@@ -21,7 +21,7 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
-from tests.support.browser import chromium
+from tests.support.browser import chromium, sign_in
 from tests.support.gateway import gateway_server, make_key
 from tests.support.helpers import start, tenant_root
 from tests.test_fork_lineage import rows_of
@@ -38,9 +38,7 @@ SCRIPT = [
 
 
 async def _sign_in_and_open(page: Page, base: str, key: str, session: str) -> None:
-    await page.goto(base)
-    await page.fill("#key", key)
-    await page.click("#signin-form button[type=submit]")
+    await sign_in(page, base, key)
     await page.locator(f'[data-testid="session-row"][data-session="{session}"]').click()
     await expect(page.get_by_test_id("status")).to_have_attribute(
         "data-status", "completed", timeout=WAIT_MS

@@ -18,7 +18,7 @@ from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
-from tests.support.browser import chromium
+from tests.support.browser import chromium, sign_in
 from tests.support.gateway import bearer, gateway_http, gateway_server, make_key, poll
 from tests.support.helpers import tenant_root
 
@@ -81,9 +81,7 @@ async def test_the_inbox_timeline_and_forms_read_in_words_and_show_every_edit_pr
         page = await browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda err: errors.append(str(err)))
-        await page.goto(base)
-        await page.fill("#key", key)
-        await page.click("#signin-form button[type=submit]")
+        await sign_in(page, base, key)
 
         # The start form offers the agent's tools; the one that always asks is ticked, fixed.
         tools = page.get_by_test_id("approve-tool")

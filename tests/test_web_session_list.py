@@ -16,7 +16,7 @@ from durable_agents.storage.sessions import SessionRepository
 from durable_agents.vocabulary.session_status import SessionStatus
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
-from tests.support.browser import chromium
+from tests.support.browser import chromium, sign_in
 from tests.support.gateway import gateway_server, make_key
 
 
@@ -41,9 +41,7 @@ async def test_a_click_held_across_a_refresh_of_the_list_opens_the_session(
         chromium() as browser,
     ):
         page = await browser.new_page()
-        await page.goto(base)
-        await page.fill("#key", key)
-        await page.click("#signin-form button[type=submit]")
+        await sign_in(page, base, key)
         row = page.locator(f'[data-testid="session-row"][data-session="{sid}"]')
         await expect(row).to_have_attribute("data-status", SessionStatus.CREATED)
         shown = await row.element_handle()

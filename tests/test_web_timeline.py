@@ -20,7 +20,7 @@ from durable_agents.storage.api_keys import ApiKeyRepository
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
-from tests.support.browser import chromium
+from tests.support.browser import chromium, sign_in
 from tests.support.gateway import gateway_server, make_key
 
 
@@ -92,9 +92,7 @@ async def test_page_shows_the_partial_reply_of_the_latest_attempt_until_the_item
     ):
         page = await browser.new_page()
         await page.route(f"**/v1/sessions/{sid}/events", stream)
-        await page.goto(base)
-        await page.fill("#key", key)
-        await page.click("#signin-form button[type=submit]")
+        await sign_in(page, base, key)
         await page.locator(f'[data-testid="session-row"][data-session="{sid}"]').click()
 
         partial = page.get_by_test_id("partial")
@@ -131,9 +129,7 @@ async def test_page_shows_the_sub_agent_tree_and_opens_a_child_from_it(
         chromium() as browser,
     ):
         page = await browser.new_page()
-        await page.goto(base)
-        await page.fill("#key", key)
-        await page.click("#signin-form button[type=submit]")
+        await sign_in(page, base, key)
         await page.locator(f'[data-testid="session-row"][data-session="{grandchild}"]').click()
         tree = page.get_by_test_id("tree")
         nodes = tree.locator('[data-testid="tree-node"]')
@@ -159,9 +155,7 @@ async def test_a_key_revoked_while_signed_in_returns_the_page_to_sign_in_saying_
         chromium() as browser,
     ):
         page = await browser.new_page()
-        await page.goto(base)
-        await page.fill("#key", key)
-        await page.click("#signin-form button[type=submit]")
+        await sign_in(page, base, key)
         await expect(page.get_by_test_id("whoami")).to_have_text(f"ann @ {tenant}")
         async with resources.sessions() as db, db.begin():
             assert await ApiKeyRepository(db).revoke(key.split("_")[1])

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -47,3 +47,10 @@ async def chromium() -> AsyncIterator[Browser]:
             yield browser
         finally:
             await browser.close()
+
+
+async def sign_in(page: Page, base: str, key: str) -> None:
+    """Open the gateway's page at `base` and sign in with `key` (not waiting for the app)."""
+    await page.goto(base)
+    await page.fill("#key", key)
+    await page.click("#signin-form button[type=submit]")
