@@ -93,6 +93,12 @@ def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
         "- notes/standup.md: 48 bytes\n\n## Summary\nStation B dropped readings; the modem.\n"
     )
     assert check_report("completed", root, REPORT, files).missing == ("notes/standup.md",)
+    # Under its list item, even a pasted heading is the item's.
+    (root / REPORT).write_text(
+        "- README.md:\n  # Weather station project\n- data/readings.csv: temperature_c\n"
+        "- notes/standup.md: 48 bytes\n  # Stand-up\n  the modem failed\n"
+    )
+    assert check_report("completed", root, REPORT, files).done
     # Said before the name on its line, or on the lines after it, it counts for that file.
     (root / REPORT).write_text(
         "Weather station project (README.md).\ndata/readings.csv: columns station,\n"

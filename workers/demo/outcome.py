@@ -109,11 +109,12 @@ def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
 
 
 def _paragraph_end(text: str, start: int) -> int:
-    """Where the paragraph holding `start` ends: before the first blank or heading line."""
+    """Where the paragraph holding `start` ends: before the first blank line or heading (a
+    line starting with "#"; one indented below a list item is the item's, as pasted text)."""
     lines = text[start:].split("\n")
     at = start + len(lines[0])
     for line in lines[1:]:
-        if not line.strip() or line.lstrip().startswith("#"):
+        if not line.strip() or line.startswith("#"):
             break
         at += 1 + len(line)
     return at
