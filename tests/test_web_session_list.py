@@ -61,3 +61,10 @@ async def test_a_click_held_across_a_refresh_of_the_list_opens_the_session(
         # The same row, its words changed in place.
         assert await shown.evaluate("node => node.isConnected")
         await expect(row.locator(".badge")).to_have_attribute("data-status", SessionStatus.RUNNING)
+        # A completion says whether its check passed, in the same row.
+        async with resources.sessions() as db, db.begin():
+            await SessionRepository(db, tenant).set_status(
+                sid, SessionStatus.COMPLETED, checked=True
+            )
+        await expect(row.locator(".badge")).to_contain_text("(checked)")
+        assert await shown.evaluate("node => node.isConnected")

@@ -81,7 +81,7 @@ def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
     under a heading of its own, is not said of this one: the data file's column names do not
     describe the script that reads them, nor a note pasted below the list the last file."""
     text = report.casefold()
-    mentions: list[tuple[int, tuple[str, ...]]] = []
+    mentions: list[tuple[int, int, tuple[str, ...]]] = []  # start, end, the files it names
     blank = text
     # Paths first, longest first, each blanked as found: "notes/readme.md" is not "readme.md".
     spellings: dict[str, set[str]] = {}
@@ -89,19 +89,16 @@ def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
         spellings.setdefault(path.casefold(), set()).add(path)
     for path in files:
         spellings.setdefault(PurePosixPath(path).name.casefold(), set()).add(path)
-    ends: list[int] = []
     for spelled in sorted(spellings, key=len, reverse=True):
         for found in re.finditer(re.escape(spelled), blank):
-            mentions.append((found.start(), tuple(sorted(spellings[spelled]))))
-            ends.append(found.end())
+            mentions.append((found.start(), found.end(), tuple(sorted(spellings[spelled]))))
         blank = blank.replace(spelled, " " * len(spelled))
-    order = sorted(range(len(mentions)), key=lambda k: mentions[k][0])
+    mentions.sort()
     said: dict[str, str | None] = dict.fromkeys(files)
-    for n, k in enumerate(order):
-        start, paths = mentions[k]
+    for n, (start, _, paths) in enumerate(mentions):
         line_start = text.rfind("\n", 0, start) + 1
-        before = ends[order[n - 1]] if n else 0
-        stop = mentions[order[n + 1]][0] if n + 1 < len(order) else len(text)
+        before = mentions[n - 1][1] if n else 0
+        stop = mentions[n + 1][0] if n + 1 < len(mentions) else len(text)
         piece = blank[max(line_start, before) : min(stop, _paragraph_end(text, start))]
         for path in paths:
             said[path] = (said[path] or "") + " " + piece

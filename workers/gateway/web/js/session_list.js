@@ -4,7 +4,7 @@
 
 import { el, setText } from "./dom.js";
 import { forkOf } from "./fork.js";
-import { ago, checkedWords, shortId, statusWords } from "./words.js";
+import { ago, setBadge, shortId } from "./words.js";
 
 class SessionRow {
   constructor(id, { compare, onOpen }) {
@@ -25,9 +25,7 @@ class SessionRow {
     this.node.dataset.status = s.status;
     setText(this.title, s.parent_id ? `↳ ${s.title}` : s.title);
     setText(this.meta, `${s.agent} agent · ${shortId(s.id)}${forkOf(s)} · ${ago(s.updated_at)}`);
-    this.badge.className = `badge ${s.status}`;
-    this.badge.dataset.status = s.status;
-    setText(this.badge, statusWords(s.status) + checkedWords(s.status, s.checked));
+    setBadge(this.badge, s.status, s.checked);
   }
 }
 

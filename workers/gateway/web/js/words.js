@@ -39,8 +39,8 @@ export function checkedWords(status, checked) {
 }
 
 /** Set an existing badge node to `status`. */
-export function setBadge(node, status) {
-  node.textContent = statusWords(status);
+export function setBadge(node, status, checked = null) {
+  node.textContent = statusWords(status) + checkedWords(status, checked);
   node.className = `badge ${status}`;
   node.dataset.status = status;
 }
