@@ -8,8 +8,11 @@ import shutil
 import uuid
 from pathlib import Path
 
+import pytest
+
+from durable_agents.activities.checks.runner import CHECK_READ_BYTES
 from durable_agents.activities.checks.spec import CheckContext
-from durable_agents.workers.demo.outcome import check_report, workspace_files
+from durable_agents.workers.demo.outcome import check_report, survey_gaps, workspace_files
 from durable_agents.workers.demo.run import _prepare_dirs
 from durable_agents.workers.demo.survey import covers_each_file
 
@@ -105,6 +108,18 @@ def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
         "temperature_c.\nnotes/standup.md, about station B and the modem\n"
     )
     assert check_report("completed", root, REPORT, files).done
+
+
+# A bound orders of magnitude above the linear read (~0.2 s): the read that looked back to
+# each name's line start took minutes on such a report.
+@pytest.mark.timeout(30)
+def test_a_megabyte_report_naming_files_a_hundred_thousand_times_is_read_once() -> None:
+    # The model writes the report: the check reads up to CHECK_READ_BYTES of it.
+    report = ("README.md data/readings.csv " * 40_000)[:CHECK_READ_BYTES]
+    assert len(report) == CHECK_READ_BYTES
+    assert survey_gaps(report, CONTENTS) == ("README.md", "data/readings.csv", "notes/standup.md")
+    report = ("- README.md: a weather station\n" * 40_000)[:CHECK_READ_BYTES]
+    assert survey_gaps(report, CONTENTS) == ("data/readings.csv", "notes/standup.md")
 
 
 def test_the_demo_workspace_is_what_the_report_must_name() -> None:

@@ -6,6 +6,7 @@ not taken for "the task did what it was asked"."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,27 +95,26 @@ def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
             mentions.append((found.start(), found.end(), tuple(sorted(spellings[spelled]))))
         blank = blank.replace(spelled, " " * len(spelled))
     mentions.sort()
-    said: dict[str, str | None] = dict.fromkeys(files)
+    # Each a bisect away, so a report of a megabyte naming files a hundred thousand times is
+    # still read once: the "\n" of every line, and of every line ending a paragraph.
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    ends = [
+        at
+        for k, at in enumerate(newlines)
+        if text.startswith("#", at + 1)
+        or not text[at + 1 : newlines[k + 1] if k + 1 < len(newlines) else len(text)].strip()
+    ]
+    pieces: dict[str, list[str]] = {}
     for n, (start, _, paths) in enumerate(mentions):
-        line_start = text.rfind("\n", 0, start) + 1
+        line = bisect.bisect_left(newlines, start)
+        line_start = newlines[line - 1] + 1 if line else 0
         before = mentions[n - 1][1] if n else 0
         stop = mentions[n + 1][0] if n + 1 < len(mentions) else len(text)
-        piece = blank[max(line_start, before) : min(stop, _paragraph_end(text, start))]
+        paragraph = bisect.bisect_left(ends, start)
+        stop = min(stop, ends[paragraph] if paragraph < len(ends) else len(text))
         for path in paths:
-            said[path] = (said[path] or "") + " " + piece
-    return said
-
-
-def _paragraph_end(text: str, start: int) -> int:
-    """Where the paragraph holding `start` ends: before the first blank line or heading (a
-    line starting with "#"; one indented below a list item is the item's, as pasted text)."""
-    lines = text[start:].split("\n")
-    at = start + len(lines[0])
-    for line in lines[1:]:
-        if not line.strip() or line.startswith("#"):
-            break
-        at += 1 + len(line)
-    return at
+            pieces.setdefault(path, []).append(blank[max(line_start, before) : stop])
+    return {path: " ".join(pieces[path]) if path in pieces else None for path in files}
 
 
 def check_report(status: str, root: Path, report: str, expected: list[str]) -> DemoOutcome:
