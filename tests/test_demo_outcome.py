@@ -82,8 +82,8 @@ def test_a_report_of_names_alone_is_not_a_survey(tmp_path: Path) -> None:
 def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
     root, files = _seeded(tmp_path)
     (root / "out").mkdir()
-    # "station" is in all three files; here it is said of the data file alone. A 1.5B's
-    # report of sizes with one file's columns passed for every file that shares a word.
+    # "station" is in all three files; here it is said of the data file alone, so it says
+    # nothing of the other two, which the report lists by size only.
     (root / REPORT).write_text(
         "- README.md: 26 bytes\n- data/readings.csv: columns station, temperature_c\n"
         "- notes/standup.md: 48 bytes\n"
@@ -110,8 +110,8 @@ def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
     assert check_report("completed", root, REPORT, files).done
 
 
-# A bound orders of magnitude above the linear read (~0.2 s): the read that looked back to
-# each name's line start took minutes on such a report.
+# A bound orders of magnitude above a read in one pass (~0.2 s) and far below one that goes
+# back over the report for each name it finds (minutes for this report).
 @pytest.mark.timeout(30)
 def test_a_megabyte_report_naming_files_a_hundred_thousand_times_is_read_once() -> None:
     # The model writes the report: the check reads up to CHECK_READ_BYTES of it.
