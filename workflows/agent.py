@@ -12,7 +12,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from durable_agents.workflows.answer_checks import check_answer, check_failed_words
-from durable_agents.workflows.approval_waits import check_waiting, pending_approvals
+from durable_agents.workflows.approval_waits import (
+    check_waiting,
+    decide_when_waiting,
+    pending_approvals,
+)
 from durable_agents.workflows.budgets import raised, record_raise
 from durable_agents.workflows.call_runner import CallRunner
 from durable_agents.workflows.cancels import cancelled_activity
@@ -206,8 +210,8 @@ class AgentWorkflow:
     # -- handlers ---------------------------------------------------------------------------
 
     @workflow.update(name="approve")
-    def approve(self, inp: ApproveInput) -> DecisionResult:
-        self._board.waiting[inp.tool_call_id].decide(True, inp)
+    async def approve(self, inp: ApproveInput) -> DecisionResult:
+        await decide_when_waiting(self._board.waiting, True, inp)
         return DecisionResult(inp.tool_call_id, True)
 
     @approve.validator
@@ -215,8 +219,8 @@ class AgentWorkflow:
         self._validate_decision(inp)
 
     @workflow.update(name="reject")
-    def reject(self, inp: RejectInput) -> DecisionResult:
-        self._board.waiting[inp.tool_call_id].decide(False, inp)
+    async def reject(self, inp: RejectInput) -> DecisionResult:
+        await decide_when_waiting(self._board.waiting, False, inp)
         return DecisionResult(inp.tool_call_id, False)
 
     @reject.validator

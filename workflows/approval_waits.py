@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from durable_agents.workflows.contracts import (
@@ -51,6 +52,26 @@ class Waiting:
             request_id=self.request_id,
             rerun=self.rerun,
         )
+
+
+async def decide_when_waiting(
+    waiting: dict[str, Waiting], approved: bool, inp: ApproveInput | RejectInput
+) -> None:
+    """Apply a decision its validator accepted while the call waited undecided.
+
+    A replay can run the handler before the code that puts the call in `waiting` has run
+    again: the SDK applies an update before the activity results that arrived in the same
+    workflow task, and a decision taken while the task was still writing the waiting
+    status is recorded beside the reply that asked for it. The replayed history holds the
+    moment it was accepted, so the call comes to wait undecided; wait for that."""
+    call_id = inp.tool_call_id
+
+    def undecided() -> bool:
+        call = waiting.get(call_id)
+        return call is not None and call.approved is None
+
+    await workflow.wait_condition(undecided)
+    waiting[call_id].decide(approved, inp)
 
 
 def check_waiting(waiting: dict[str, Waiting], decided: set[str], tool_call_id: str) -> None:
