@@ -17,6 +17,7 @@ import signal
 import struct
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from durable_agents.activities.providers.base import ModelReply, ModelRequest
 from durable_agents.activities.providers.offline import OfflineProvider
 from durable_agents.workers.client.gateway_client import Gateway, GatewayError, follow_session
 from durable_agents.workers.gateway.app import create_app
@@ -153,8 +155,11 @@ async def test_on_a_pipe_only_committed_items_print_each_once() -> None:
     assert server.requests[1]["last-event-id"] == "1"
 
 
-def _watch_on_a_terminal_until(env: dict[str, str], marker: str, within: float) -> str:
-    """`agentctl watch` on a terminal until `marker` is on screen (then it is stopped)."""
+def _watch_on_a_terminal_until(
+    env: dict[str, str], marker: str, within: float, following: threading.Event
+) -> str:
+    """`agentctl watch` on a terminal until `marker` is on screen (then it is stopped);
+    `following` is set once the session's first item is on screen."""
     main, tty = pty.openpty()
     fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     argv = [str(AGENTCTL), "watch", env.pop("SESSION")]
@@ -173,11 +178,26 @@ def _watch_on_a_terminal_until(env: dict[str, str], marker: str, within: float) 
                     seen += os.read(main, 65536)
                 except OSError:
                     break
+            if b"#1 " in seen:
+                following.set()
     finally:
         os.kill(pid, signal.SIGTERM)  # the watch this test started
         os.waitpid(pid, 0)
         os.close(main)
     return seen.decode(errors="replace")
+
+
+class _AnsweringOnceFollowed(OfflineProvider):
+    """The offline model, which answers once the watch (a new process, slow to start on a
+    loaded machine) shows the session's first item: its reply streams while it follows."""
+
+    def __init__(self, piece_seconds: float) -> None:
+        super().__init__(piece_seconds)
+        self.following = threading.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        await asyncio.to_thread(self.following.wait, 90)
+        return await super().complete(request)
 
 
 async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_watch(
@@ -189,9 +209,8 @@ async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_wat
     tenant: str,
 ) -> None:
     key = await make_key(resources, tenant, "read", "start")
-    # The offline model streams its reply in 4 pieces 2.5 s apart, slow enough that the
-    # watch (a new process, slow to start on a loaded machine) follows before the last.
-    async with agent_worker(OfflineProvider(piece_seconds=2.5), workspace) as queue:
+    model = _AnsweringOnceFollowed(piece_seconds=0.5)
+    async with agent_worker(model, workspace) as queue:
         settings = migrated.settings(workspace=workspace, task_queue=queue, provider="offline")
         async with (
             serving(create_app(resources, client, settings)) as url,
@@ -204,13 +223,13 @@ async def test_a_real_models_reply_streams_through_the_gateway_to_a_terminal_wat
                 "TERM": "xterm",
                 "SESSION": started.json()["session_id"],
             }
-            screen = await asyncio.to_thread(_watch_on_a_terminal_until, env, "#2   model", 60)
+            screen = await asyncio.to_thread(
+                _watch_on_a_terminal_until, env, "#2   model", 90, model.following
+            )
     committed = "#2   model    Let me look at the workspace first."
     assert committed in screen, screen
     before = screen[: screen.index(committed)]
-    # The reply as it streamed, before its item committed. Pieces sent before the watch was
-    # following are not replayed (deltas are ephemeral): the partial text grows from where
-    # the watch came in, to the reply's end.
+    # The reply as it streamed, before its item committed, growing to the reply's end.
     reply = "Let me look at the workspace first."
     partials = re.findall(r"…    model    ([^\x1b\r\n]+)", before)
     assert partials and all(p in reply for p in partials), screen
