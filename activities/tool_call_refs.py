@@ -27,7 +27,8 @@ from durable_agents.activities.policies.approval_policy import (
     needs_any,
 )
 from durable_agents.activities.reply_items import calls_run
-from durable_agents.activities.tools.base import Tool
+from durable_agents.activities.tools.args import check_allowed, check_args
+from durable_agents.activities.tools.base import Tool, ToolError
 from durable_agents.activities.tools.workspace_probe import names_entry
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.items import ItemRepository
@@ -66,9 +67,9 @@ async def tool_call_refs(
         on_device = call["name"] in agent.on_device
         # A device's files are on the device: the cloud cannot look, so `exists:` asks.
         where = None if on_device else workspace
-        needs = await _needs(
-            policies, call_row.data.get("arguments", {}), _existence(where, decision, ran)
-        )
+        arguments = call_row.data.get("arguments", {})
+        needs = not (tool is not None and not on_device and refused_unrun(tool, arguments))
+        needs = needs and await _needs(policies, arguments, _existence(where, decision, ran))
         calls.append(
             ToolCallRef(
                 tool_call_id=call["id"],
@@ -83,6 +84,19 @@ async def tool_call_refs(
             )
         )
     return calls
+
+
+def refused_unrun(tool: Tool, arguments: dict[str, Any]) -> bool:
+    """Whether run_tool refuses the call before anything runs, whatever a person decides:
+    its arguments were not JSON, or name what the tool does not take. Nobody is asked to
+    approve it; the model gets the refusal as the call's result. The same checks run_tool
+    makes first (and the arguments it checks are these: only an approval can edit them)."""
+    try:
+        check_args(arguments, tool.spec.name, tool.spec.parameters)
+        check_allowed(arguments, tool.spec.parameters)
+    except ToolError:
+        return True
+    return False
 
 
 def policies_of(

@@ -52,3 +52,33 @@ async def test_raw_arguments_never_reach_a_plain_tool(
     assert "lookup did not run" in told and "You sent: query=x" in told
     assert "Call lookup again now, with its arguments as one complete JSON object" in told
     assert '{"query": string (required), "limit": integer}' in told
+
+
+async def test_a_call_the_tool_would_refuse_unrun_asks_nobody_to_approve_it(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    """Arguments that are not JSON, or that name what the tool does not take, are refused
+    before the tool runs whatever a person decides: the call is not put to anyone."""
+    provider = ScriptedProvider.from_data(
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {RAW_ARGUMENTS_KEY: "path=out/a"}},
+                    {"name": "write_file", "arguments": {"path": "out/a", "text": "x"}},
+                ]
+            },
+            {"text": "done"},
+        ]
+    )
+    policies = {"write_file": "always"}
+    async with agent_worker(provider, workspace) as queue:
+        session_id, handle = await start(
+            client, resources, queue, tenant=tenant, approval_policies=policies
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "completed"
+    items = await items_of(resources, tenant, session_id)
+    assert not [i for i in items if i.kind == "approval"]
+    errors = [i.data.get("error_type") for i in items if i.kind == "tool_result"]
+    assert errors == ["InvalidArguments", "InvalidArguments"]
+    assert not (workspace / tenant / session_id / "out").exists()
