@@ -12,6 +12,7 @@ SeaweedFS) on free ports.
     .venv/bin/python bench/parked_approvals.py                    # 1,000 sessions
     .venv/bin/python bench/parked_approvals.py --workers 2        # two worker processes
     .venv/bin/python bench/parked_approvals.py --bare             # and Temporal's own floor
+    .venv/bin/python bench/parked_approvals.py --park-only        # stop once all are parked
 
 With --bare, the same number of bare runs (bench/bare_worker.py: the same commands, trivial
 activities, nothing of ours) follow on the same stack, with the same worker processes and
@@ -66,6 +67,7 @@ from proc_stats import (
     pss_by_group,
 )
 from sqlalchemy import text
+from stack_disk import per_session, stack_disk
 from temporalio.client import Client
 from throwaway_stack import bench_stack
 from worker_metrics import cache_between, sql_between
@@ -174,7 +176,7 @@ async def run(args: argparse.Namespace, report: Report) -> None:
             async with asyncio.timeout(args.budget):
                 ours = await measure(args, report, res, client, worker, workspace, tenant, queue)
                 worker.stop()
-                if args.bare:
+                if args.bare and not args.park_only:
                     await run_bare(args, report, ep, state, ours)
         except TimeoutError:
             report.errors.append(f"run budget of {args.budget:g}s used up; numbers are partial")
@@ -211,6 +213,7 @@ async def measure(
     t0 = time.perf_counter()
     cpu0 = CpuSnapshot.take(worker.pids, state)
     cache0 = worker.cache_counters()
+    disk0 = stack_disk(state)
 
     async def start_one(i: int) -> str:
         handle = await start_task(client, res.sessions, task_text(i), options)
@@ -251,6 +254,9 @@ async def measure(
     report.add("CPU, first start to all parked", cpu_between(cpu0, cpu_parked))
     report.add("worker cache, first start to all parked", cache_between(cache0, cache_parked, n))
     report.add("worker's PostgreSQL, start to parked", sql_between(cache0, cache_parked, n))
+    report.add("disk per parked session (allocated)", per_session(disk0, stack_disk(state), n))
+    if args.park_only:
+        return {}
 
     # 2b. each one's status query shows exactly one pending approval
     print("phase: query", flush=True)
@@ -354,6 +360,11 @@ def arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--bare", action="store_true", help="then the same runs bare, and ours / bare"
+    )
+    parser.add_argument(
+        "--park-only",
+        action="store_true",
+        help="stop once every session is parked (its memory, CPU and disk read)",
     )
     parser.add_argument("--json", help="also write the numbers to this file")
     return parser
