@@ -59,18 +59,22 @@ async def decide_when_waiting(
 ) -> None:
     """Apply a decision its validator accepted while the call waited undecided.
 
-    A replay can run the handler before the code that puts the call in `waiting` has run
-    again: the SDK applies an update before the activity results that arrived in the same
-    workflow task, and a decision taken while the task was still writing the waiting
-    status is recorded beside the reply that asked for it. The replayed history holds the
-    moment it was accepted, so the call comes to wait undecided; wait for that."""
+    Run as the update arrives, the validator has just seen the call waiting undecided, so
+    the decision applies at once, in the same step (before, say, the call's approval timeout
+    firing in the same activation could end its wait). A replay skips the validator and can
+    run the handler before the code that puts the call in `waiting` has run again: the SDK
+    applies an update before the activity results of the same workflow task, and a decision
+    taken while the task was still writing the waiting status is recorded beside the reply
+    that asked for it. The history holds the moment it was accepted, so the call comes to
+    wait undecided; only then does the handler wait for it."""
     call_id = inp.tool_call_id
 
     def undecided() -> bool:
         call = waiting.get(call_id)
         return call is not None and call.approved is None
 
-    await workflow.wait_condition(undecided)
+    if not undecided():
+        await workflow.wait_condition(undecided)
     waiting[call_id].decide(approved, inp)
 
 
