@@ -254,7 +254,7 @@ async def measure(
     report.add("CPU, first start to all parked", cpu_between(cpu0, cpu_parked))
     report.add("worker cache, first start to all parked", cache_between(cache0, cache_parked, n))
     report.add("worker's PostgreSQL, start to parked", sql_between(cache0, cache_parked, n))
-    report.add("disk per parked session (allocated)", per_session(disk0, stack_disk(state), n))
+    report.add("disk per session started (allocated)", per_session(disk0, stack_disk(state), n))
     if args.park_only:
         return {}
 
