@@ -68,8 +68,8 @@ async def tool_call_refs(
         # A device's files are on the device: the cloud cannot look, so `exists:` asks.
         where = None if on_device else workspace
         arguments = call_row.data.get("arguments", {})
-        needs = not (tool is not None and not on_device and refused_unrun(tool, arguments))
-        needs = needs and await _needs(policies, arguments, _existence(where, decision, ran))
+        refused = tool is not None and not on_device and refused_unrun(tool, arguments)
+        needs = not refused and await _needs(policies, arguments, _existence(where, decision, ran))
         calls.append(
             ToolCallRef(
                 tool_call_id=call["id"],

@@ -176,7 +176,7 @@ async def run(args: argparse.Namespace, report: Report) -> None:
             async with asyncio.timeout(args.budget):
                 ours = await measure(args, report, res, client, worker, workspace, tenant, queue)
                 worker.stop()
-                if args.bare and not args.park_only:
+                if args.bare:
                     await run_bare(args, report, ep, state, ours)
         except TimeoutError:
             report.errors.append(f"run budget of {args.budget:g}s used up; numbers are partial")
@@ -376,6 +376,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.workers < 1 or args.forked < 1:
         parser.error("--workers and --forked must be at least 1")
+    if args.bare and args.park_only:
+        parser.error("--bare compares approvals, which --park-only does not run")
     report = Report(args.sessions, args.concurrency)
     try:
         asyncio.run(run(args, report))
