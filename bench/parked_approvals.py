@@ -13,6 +13,12 @@ SeaweedFS) on free ports.
     .venv/bin/python bench/parked_approvals.py --workers 2        # two worker processes
     .venv/bin/python bench/parked_approvals.py --bare             # and Temporal's own floor
     .venv/bin/python bench/parked_approvals.py --park-only        # stop once all are parked
+    .venv/bin/python bench/parked_approvals.py --park-only --keep DIR   # ... and keep the stack
+    .venv/bin/python bench/parked_approvals.py --resume DIR       # later: restart it, approve
+
+With --keep DIR the stack's state stays in DIR; --resume DIR starts that stack again (new
+ports, empty worker caches) and carries on with the sessions the first half started
+(bench/parked_resume.py): every parked run is then woken from Temporal's store.
 
 With --bare, the same number of bare runs (bench/bare_worker.py: the same commands, trivial
 activities, nothing of ours) follow on the same stack, with the same worker processes and
@@ -46,16 +52,16 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import TypeVar
 
 from bare_phase import run_bare
 from bounded_calls import bounded
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
+from parked_phases import start_all, wait_for_status
 from parked_report import Report, note_errors, print_report, secs
+from parked_resume import KeptRun, check_keep_dir, kept_session_ids, load_run, save_run
 from parked_worker import (
     WorkerGroup,
     WorkerProcess,
-    task_text,
 )
 from proc_stats import (
     CpuSnapshot,
@@ -66,7 +72,6 @@ from proc_stats import (
     proc_mem_kib,
     pss_by_group,
 )
-from sqlalchemy import text
 from stack_disk import per_session, stack_disk
 from temporalio.client import Client
 from throwaway_stack import bench_stack
@@ -77,7 +82,6 @@ from durable_agents.workers.client.service import TaskService
 from durable_agents.workers.client.tasks import (
     TaskOptions,
     live_status,
-    start_task,
     task_handle,
 )
 from durable_agents.workers.process.payload_offload import data_converter_with_offload
@@ -85,52 +89,7 @@ from durable_agents.workers.resources import Resources
 from durable_agents.workers.settings import Settings
 from durable_agents.workers.temporal_client import connect_client
 
-T = TypeVar("T")
-
 CALL_ID = "call_0_0"  # ScriptedProvider: turn 0, first call
-
-
-# -- the driver --------------------------------------------------------------------------------
-
-
-async def status_counts(res: Resources, tenant: str) -> dict[str, int]:
-    async with res.sessions() as db:
-        rows = await db.execute(
-            text("SELECT status, count(*) FROM sessions WHERE tenant_id = :t GROUP BY status"),
-            {"t": tenant},
-        )
-        return {str(status): int(n) for status, n in rows.all()}
-
-
-async def wait_for_status(
-    res: Resources,
-    tenant: str,
-    status: str,
-    want: int,
-    limit_s: float,
-    worker: WorkerGroup,
-    poll: float,
-) -> tuple[bool, dict[str, int]]:
-    """Poll AgentState until `want` sessions of the tenant have `status`."""
-    deadline = time.monotonic() + limit_s
-    last_print = time.monotonic()
-    counts: dict[str, int] = {}
-    while time.monotonic() < deadline:
-        counts = await status_counts(res, tenant)
-        if counts.get(status, 0) >= want:
-            return True, counts
-        if not worker.alive():
-            raise RuntimeError(f"worker died:\n{worker.tail()}")
-        if time.monotonic() - last_print > 5:
-            rss, _ = worker.mem_kib()
-            pss = worker.pss_kib()
-            print(
-                f"    ... {counts} (worker RSS {rss / 1024:.0f} MiB, PSS {pss / 1024:.0f} MiB)",
-                flush=True,
-            )
-            last_print = time.monotonic()
-        await asyncio.sleep(poll)
-    return False, counts
 
 
 async def run(args: argparse.Namespace, report: Report) -> None:
@@ -143,13 +102,15 @@ async def run(args: argparse.Namespace, report: Report) -> None:
     for name, value in facts:
         print(f"{name}: {value}")
     report.rows.extend(facts)
-    tenant = f"parked-{uuid.uuid4().hex[:8]}"
-    queue = f"parked-{uuid.uuid4().hex[:8]}"
+    tenant, queue = args.tenant, args.queue
     began_stack = time.perf_counter()
-    async with bench_stack() as (ep, res, state):
+    async with bench_stack(keep=args.keep or args.resume) as (ep, res, state):
         report.add("stack up", f"{time.perf_counter() - began_stack:.1f} s")
         workspace = state / "workspace"
-        workspace.mkdir()
+        workspace.mkdir(exist_ok=args.resume is not None)
+        if args.keep:
+            save_run(state, KeptRun(tenant, queue, args.sessions))
+        logs = f"-resumed-{int(time.time())}" if args.resume else ""
         worker = WorkerGroup(
             [
                 WorkerProcess(
@@ -158,7 +119,7 @@ async def run(args: argparse.Namespace, report: Report) -> None:
                     workspace=workspace,
                     sessions=args.sessions,
                     max_cached=args.max_cached,
-                    log=state / f"worker-{i}.log",
+                    log=state / f"worker-{i}{logs}.log",
                     processes=args.forked,
                 )
                 for i in range(args.workers)
@@ -208,22 +169,20 @@ async def measure(
         approval_policies={"write_file": "always"},
     )
 
-    # 1. start N tasks
+    # 1. start N tasks (resumed: the ones the first half started)
     print("phase: start", flush=True)  # markers for whoever attaches a profiler mid-run
     t0 = time.perf_counter()
     cpu0 = CpuSnapshot.take(worker.pids, state)
     cache0 = worker.cache_counters()
     disk0 = stack_disk(state)
-
-    async def start_one(i: int) -> str:
-        handle = await start_task(client, res.sessions, task_text(i), options)
-        return handle.id.removeprefix("agent-")
-
-    started, errors = await bounded(conc, range(n), start_one)
-    t_started = time.perf_counter() - t0
-    note_errors(report, "start", errors)
-    ids: list[str] = [sid for sid in started if sid is not None]
-    report.add(f"start {len(ids)}/{n} tasks (concurrency {conc})", secs(t_started, len(ids)))
+    if args.resume:
+        ids = await kept_session_ids(res, tenant)
+        report.add("sessions the first half started (AgentState)", f"{len(ids)}/{n}")
+        report.add(
+            "disk per session, at the restart", per_session(dict.fromkeys(disk0, 0), disk0, n)
+        )
+    else:
+        ids = await start_all(report, res, client, options, n, conc)
 
     # 2. until all parked on approval (AgentState status)
     ok, counts = await wait_for_status(
@@ -328,6 +287,10 @@ async def measure(
     report.check("workflows completed", done == n, f"{done}/{n}")
     await verify_items(report, res, tenant, n)
     verify_files(report, workspace, tenant, n)
+    report.add(
+        "disk growth per session, first reading to the end",
+        per_session(disk0, stack_disk(state), n),
+    )
     return cpu_used(cpu_approve, cpu_done)
 
 
@@ -366,6 +329,15 @@ def arguments() -> argparse.ArgumentParser:
         action="store_true",
         help="stop once every session is parked (its memory, CPU and disk read)",
     )
+    parser.add_argument(
+        "--keep", type=Path, metavar="DIR", help="keep the stack's state in DIR (a new one)"
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="restart the stack kept in DIR and carry on with its sessions",
+    )
     parser.add_argument("--json", help="also write the numbers to this file")
     return parser
 
@@ -378,6 +350,15 @@ def main() -> int:
         parser.error("--workers and --forked must be at least 1")
     if args.bare and args.park_only:
         parser.error("--bare compares approvals, which --park-only does not run")
+    if args.keep and args.resume:
+        parser.error("--keep starts a new stack and --resume an old one: give one")
+    args.tenant = f"parked-{uuid.uuid4().hex[:8]}"
+    args.queue = f"parked-{uuid.uuid4().hex[:8]}"
+    if args.keep:
+        check_keep_dir(args.keep)
+    if args.resume:
+        kept = load_run(args.resume)
+        args.tenant, args.queue, args.sessions = kept.tenant, kept.queue, kept.sessions
     report = Report(args.sessions, args.concurrency)
     try:
         asyncio.run(run(args, report))

@@ -15,8 +15,12 @@ from durable_agents.workers.resources import Resources, open_resources
 from durable_agents.workers.stack import DevStack, StackEndpoints
 
 
-def _state_dir() -> Path:
-    state = Path(tempfile.mkdtemp(prefix="durable-agents-bench-"))
+def _state_dir(keep: Path | None = None) -> Path:
+    if keep is None:
+        state = Path(tempfile.mkdtemp(prefix="durable-agents-bench-"))
+    else:
+        state = keep.absolute()
+        state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o755)  # as root, PostgreSQL runs as an unprivileged user who must enter it
     return state
 
@@ -48,11 +52,13 @@ def _cancel_on_sigterm() -> None:
 
 @asynccontextmanager
 async def bench_stack(
-    *, fairness: bool = True
+    *, fairness: bool = True, keep: Path | None = None
 ) -> AsyncIterator[tuple[StackEndpoints, Resources, Path]]:
     """Like bench_resources, plus the endpoints (Temporal too) and the state dir.
-    `fairness`: the Temporal server's fairness across tenants (on, as the dev stack's)."""
-    state = await asyncio.to_thread(_state_dir)
+    `fairness`: the Temporal server's fairness across tenants (on, as the dev stack's).
+    `keep`: the state dir to use and leave in place (a stack started there before starts
+    again from its state); by default a new one, removed at the end."""
+    state = await asyncio.to_thread(_state_dir, keep)
     stack = DevStack(state, temporal_port=0, postgres_port=0, s3_port=0, fsync=False)
     stack.temporal.fairness = fairness
     _cancel_on_sigterm()
@@ -65,7 +71,8 @@ async def bench_stack(
             yield ep, res, state
     finally:
         await asyncio.to_thread(stack.stop)
-        shutil.rmtree(state, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(state, ignore_errors=True)
 
 
 @asynccontextmanager
