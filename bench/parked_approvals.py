@@ -58,7 +58,7 @@ from bounded_calls import bounded
 from parked_checks import verify_files, verify_items  # bench/ is on sys.path as a script
 from parked_phases import start_all, wait_for_status
 from parked_report import Report, note_errors, print_report, secs
-from parked_resume import KeptRun, check_keep_dir, kept_session_ids, load_run, save_run
+from parked_resume import KeptRun, check_keep_dir, kept_sessions, load_run, save_run
 from parked_worker import (
     WorkerGroup,
     WorkerProcess,
@@ -175,9 +175,15 @@ async def measure(
     cpu0 = CpuSnapshot.take(worker.pids, state)
     cache0 = worker.cache_counters()
     disk0 = stack_disk(state)
-    if args.resume:
-        ids = await kept_session_ids(res, tenant)
-        report.add("sessions the first half started (AgentState)", f"{len(ids)}/{n}")
+    done_before = 0
+    if args.resume:  # a resumed run may find some already approved: those are not again
+        kept = await kept_sessions(res, tenant)
+        ids = list(kept)
+        done_before = sum(1 for st in kept.values() if st == "completed")
+        report.add(
+            "sessions the first half started (AgentState)",
+            f"{len(ids)}/{n}, {done_before} of them completed",
+        )
         report.add(
             "disk per session, at the restart", per_session(dict.fromkeys(disk0, 0), disk0, n)
         )
@@ -186,7 +192,7 @@ async def measure(
 
     # 2. until all parked on approval (AgentState status)
     ok, counts = await wait_for_status(
-        res, tenant, "waiting_approval", len(ids), args.timeout, worker, args.poll
+        res, tenant, "waiting_approval", len(ids) - done_before, args.timeout, worker, args.poll
     )
     t_parked = time.perf_counter() - t0
     cpu_parked = CpuSnapshot.take(worker.pids, state)
@@ -217,11 +223,18 @@ async def measure(
     if args.park_only:
         return {}
 
+    waiting = ids
+    if done_before:
+        waiting = [
+            sid
+            for sid, st in (await kept_sessions(res, tenant)).items()
+            if st == "waiting_approval"
+        ]
     # 2b. each one's status query shows exactly one pending approval
     print("phase: query", flush=True)
     tq = time.perf_counter()
     cpu_query = CpuSnapshot.take(worker.pids, state)
-    statuses, errors = await bounded(conc, ids, lambda sid: live_status(client, sid))
+    statuses, errors = await bounded(conc, waiting, lambda sid: live_status(client, sid))
     t_query = time.perf_counter() - tq
     # A query to a run that is no longer cached replays it first: this is what waking an
     # evicted parked session costs, before any new event is applied.
@@ -235,8 +248,10 @@ async def measure(
         and st.status == "waiting_approval"
         and [p.tool_call_id for p in st.pending_approvals] == [CALL_ID]
     )
-    report.add("status query x N", secs(t_query, len(ids)))
-    report.check("parked per status query", pending_ok == len(ids), f"{pending_ok}/{len(ids)}")
+    report.add("status query x N", secs(t_query, len(waiting)))
+    report.check(
+        "parked per status query", pending_ok == len(waiting), f"{pending_ok}/{len(waiting)}"
+    )
 
     # 3. approve all, then until all complete
     service = TaskService(client, res.sessions, res.store, Settings())
@@ -247,13 +262,13 @@ async def measure(
     cache_approve = worker.cache_counters()
     decisions, errors = await bounded(
         conc,
-        ids,
+        waiting,
         lambda sid: service.approve(bench_caller, sid, CALL_ID),
     )
     t_approve = time.perf_counter() - ta
     note_errors(report, "approve", errors)
     approved = sum(1 for d in decisions if d is not None and d.approved)
-    report.add(f"approve {approved}/{len(ids)} (updates returned)", secs(t_approve, approved))
+    report.add(f"approve {approved}/{len(waiting)} (updates returned)", secs(t_approve, approved))
     ok, counts = await wait_for_status(
         res, tenant, "completed", len(ids), args.timeout, worker, args.poll
     )

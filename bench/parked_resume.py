@@ -47,11 +47,12 @@ def check_keep_dir(state: Path) -> None:
         raise SystemExit(f"--keep {state}: not empty (resume it with --resume, or pick another)")
 
 
-async def kept_session_ids(res: Resources, tenant: str) -> list[str]:
-    """The tenant's sessions, as start_task named them (the workflow id without `agent-`)."""
+async def kept_sessions(res: Resources, tenant: str) -> dict[str, str]:
+    """The tenant's sessions and their statuses, each named as start_task named it (the
+    workflow id without `agent-`)."""
     async with res.sessions() as db:
         rows = await db.execute(
-            text("SELECT id FROM sessions WHERE tenant_id = :t ORDER BY created_at, id"),
+            text("SELECT id, status FROM sessions WHERE tenant_id = :t ORDER BY created_at, id"),
             {"t": tenant},
         )
-        return [str(sid) for (sid,) in rows.all()]
+        return {str(sid): str(status) for sid, status in rows.all()}

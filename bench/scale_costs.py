@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 from naive_temporal import seeded_text  # bench/ is on sys.path when run as a script
 from parked_worker import task_text, worker_provider
+from proc_stats import CpuSnapshot
 from scale_meters import (
     S3Meter,
     bucket_totals,
@@ -49,6 +50,7 @@ from scale_meters import (
 from scale_phase import Phase, Reading, flat_reading, phase_text, summary, tables_text
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from stack_disk import stack_disk
 from temporalio.client import Client
 from throwaway_stack import bench_devstack
 
@@ -91,10 +93,14 @@ class Bench:
     queries: int = 0
 
     async def reading(self) -> Reading:
+        # First, so the reading's own queries fall inside the phase after it: a per-step
+        # figure is two phases subtracted, and the readings' cost cancels there.
+        cpu = CpuSnapshot.take([], self.state)
         pg = await pg_state(self.owner, self.res.engine)
         bucket = await bucket_totals(self.res.store, self.meter)
         actions = await settled_actions(self.stack.temporal.metrics_port)
-        values = flat_reading(pg, self.meter.snapshot(), bucket, dict(actions))
+        disk = stack_disk(self.state)
+        values = flat_reading(pg, self.meter.snapshot(), bucket, dict(actions), cpu.by_group, disk)
         values["temporal.queries"] = self.queries
         return Reading(values)
 

@@ -14,9 +14,16 @@ from scale_meters import S3_FREE, S3_PUT_CLASS, HistoryCost, PgState, S3Counts
 
 
 def flat_reading(
-    pg: PgState, s3: S3Counts, bucket: tuple[int, int], actions: dict[str, int]
+    pg: PgState,
+    s3: S3Counts,
+    bucket: tuple[int, int],
+    actions: dict[str, int],
+    cpu: dict[str, float],
+    disk: dict[str, int],
 ) -> dict[str, float]:
-    v: dict[str, float] = {}
+    """`cpu`: CPU seconds per process group (bench/proc_stats.py); `disk`: allocated bytes
+    per store (bench/stack_disk.py)."""
+    v: dict[str, float] = {**_cpu_ms(cpu), **_disk_bytes(disk)}
     for name, t in pg.tables.items():
         for attr in ("rows", "row_bytes", "disk_bytes", "inserted", "updated", "deleted"):
             v[f"pg.{name}.{attr}"] = getattr(t, attr)
@@ -30,6 +37,21 @@ def flat_reading(
     for kind, n in actions.items():
         v[f"temporal.server.{kind}"] = n
     return v
+
+
+def _cpu_ms(by_group: dict[str, float]) -> dict[str, float]:
+    """CPU milliseconds per process group. The cloud worker runs in the bench's own process
+    ("client" there), so its CPU is the worker's and the bench's."""
+    names = {"client": "worker", "weed": "s3"}
+    return {
+        f"cpu.{names.get(group, group)}_ms": secs * 1000
+        for group, secs in by_group.items()
+        if group != "worker"  # no worker process of its own here
+    }
+
+
+def _disk_bytes(disk: dict[str, int]) -> dict[str, float]:
+    return {f"disk.{store.replace(' ', '_')}": float(n) for store, n in disk.items()}
 
 
 def flat_history(h: HistoryCost) -> dict[str, float]:
@@ -156,6 +178,9 @@ SUMMARY_COLUMNS: list[tuple[str, Any]] = [
     ("S3 GET-class", lambda p: p.s3_class_per(False)),
     ("S3 B sent/recv", lambda p: f"{_n(p.per('s3.bytes_sent'))}/{_n(p.per('s3.bytes_received'))}"),
     ("bucket B", lambda p: p.per("s3.bucket_bytes")),
+    ("Temporal disk B", lambda p: p.per("disk.temporal")),
+    ("CPU ms worker/Temporal/PG/S3", lambda p: "/".join(
+        f"{p.per(f'cpu.{g}_ms'):.1f}" for g in ("worker", "temporal", "postgres", "s3"))),
 ]  # fmt: skip
 
 
