@@ -175,11 +175,12 @@ async def measure(
     cpu0 = CpuSnapshot.take(worker.pids, state)
     cache0 = worker.cache_counters()
     disk0 = stack_disk(state)
-    done_before = 0
+    parked: tuple[str, ...] = ("waiting_approval",)
     if args.resume:  # a resumed run may find some already approved: those are not again
         kept = await kept_sessions(res, tenant)
         ids = list(kept)
         done_before = sum(1 for st in kept.values() if st == "completed")
+        parked = ("waiting_approval", "completed")  # one approved may still be finishing
         report.add(
             "sessions the first half started (AgentState)",
             f"{len(ids)}/{n}, {done_before} of them completed",
@@ -192,7 +193,7 @@ async def measure(
 
     # 2. until all parked on approval (AgentState status)
     ok, counts = await wait_for_status(
-        res, tenant, "waiting_approval", len(ids) - done_before, args.timeout, worker, args.poll
+        res, tenant, parked, len(ids), args.timeout, worker, args.poll
     )
     t_parked = time.perf_counter() - t0
     cpu_parked = CpuSnapshot.take(worker.pids, state)
@@ -224,7 +225,7 @@ async def measure(
         return {}
 
     waiting = ids
-    if done_before:
+    if args.resume:
         waiting = [
             sid
             for sid, st in (await kept_sessions(res, tenant)).items()
@@ -270,7 +271,7 @@ async def measure(
     approved = sum(1 for d in decisions if d is not None and d.approved)
     report.add(f"approve {approved}/{len(waiting)} (updates returned)", secs(t_approve, approved))
     ok, counts = await wait_for_status(
-        res, tenant, "completed", len(ids), args.timeout, worker, args.poll
+        res, tenant, ("completed",), len(ids), args.timeout, worker, args.poll
     )
     t_complete = time.perf_counter() - ta
     cpu_done = CpuSnapshot.take(worker.pids, state)

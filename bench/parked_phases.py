@@ -28,19 +28,19 @@ async def status_counts(res: Resources, tenant: str) -> dict[str, int]:
 async def wait_for_status(
     res: Resources,
     tenant: str,
-    status: str,
+    statuses: tuple[str, ...],
     want: int,
     limit_s: float,
     worker: WorkerGroup,
     poll: float,
 ) -> tuple[bool, dict[str, int]]:
-    """Poll AgentState until `want` sessions of the tenant have `status`."""
+    """Poll AgentState until `want` sessions of the tenant have one of `statuses`."""
     deadline = time.monotonic() + limit_s
     last_print = time.monotonic()
     counts: dict[str, int] = {}
     while time.monotonic() < deadline:
         counts = await status_counts(res, tenant)
-        if counts.get(status, 0) >= want:
+        if sum(counts.get(status, 0) for status in statuses) >= want:
             return True, counts
         if not worker.alive():
             raise RuntimeError(f"worker died:\n{worker.tail()}")
