@@ -199,7 +199,7 @@ async def measure(
     cpu_parked = CpuSnapshot.take(worker.pids, state)
     cache_parked = worker.cache_counters()
     report.add(
-        "all parked (waiting_approval) since first start",
+        f"all parked ({' or '.join(parked)}) since first start",
         f"{t_parked:.2f} s" if ok else f"NOT REACHED in {args.timeout:g}s: {counts}",
     )
     rss, hwm = worker.mem_kib()

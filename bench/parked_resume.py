@@ -35,10 +35,11 @@ def load_run(state: Path) -> KeptRun:
     path = state / RUN_FILE
     if not path.is_file():
         raise SystemExit(f"--resume {state}: no {RUN_FILE} there (start it with --keep)")
-    raw = json.loads(path.read_text())
-    return KeptRun(
-        tenant=str(raw["tenant"]), queue=str(raw["queue"]), sessions=int(raw["sessions"])
-    )
+    try:
+        raw = json.loads(path.read_text())
+        return KeptRun(str(raw["tenant"]), str(raw["queue"]), int(raw["sessions"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--resume {state}: {RUN_FILE} is not a kept run ({exc!r})") from None
 
 
 def check_keep_dir(state: Path) -> None:

@@ -26,6 +26,11 @@ class TableBytes:
     indexes: int  # its indexes' pages
 
 
+def _quoted(name: str) -> str:
+    """An SQLite identifier, quoted: the names come from the file read."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def store_bytes(db: sqlite3.Connection) -> tuple[list[TableBytes], int, int]:
     """Each table's rows and pages (bytes), the free pages' bytes, and the page size."""
     owner = dict(db.execute("SELECT name, tbl_name FROM sqlite_schema WHERE name IS NOT NULL"))
@@ -41,7 +46,7 @@ def store_bytes(db: sqlite3.Connection) -> tuple[list[TableBytes], int, int]:
     out = [
         TableBytes(
             t,
-            int(db.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]),
+            int(db.execute(f"SELECT count(*) FROM {_quoted(t)}").fetchone()[0]),
             data.get(t, 0),
             indexes.get(t, 0),
         )
