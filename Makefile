@@ -66,7 +66,8 @@ PARTITIONED_TESTS := tests/test_repositories.py tests/test_tenant_keys.py tests/
 	tests/test_tool_results.py tests/test_tool_result_keys.py tests/test_context_assembly.py \
 	tests/test_autocommit_units.py tests/test_turn_config_cache.py tests/test_tool_call_index.py \
 	tests/test_workspace_archive.py tests/test_archive_residue.py tests/test_usage.py tests/test_quotas.py \
-	tests/test_device_leases.py tests/test_device_models.py tests/test_admission_keys.py
+	tests/test_device_leases.py tests/test_device_models.py tests/test_admission_keys.py \
+	tests/test_lost_decisions.py
 test-partitioned: $(STAMP)
 	AGENTSTATE_PARTITIONED=1 $(BIN)/pytest -q $(PARTITIONED_TESTS)
 

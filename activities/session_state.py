@@ -13,6 +13,7 @@ from durable_agents.activities.nudges import non_answer_code, nudge_text
 from durable_agents.activities.tools.effects import EFFECT_IN_DOUBT, not_rerun_text
 from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.items import NewItem
+from durable_agents.storage.models import ItemRow
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.storage.tool_results import ToolResult, commit_tool_result
 from durable_agents.vocabulary.item_kinds import ItemKind
@@ -46,6 +47,25 @@ async def _request(st: AgentState, inp: ApprovalRecordInput) -> dict[str, Any]:
     return staged
 
 
+def _same_decision(recorded: dict[str, Any], inp: ApprovalRecordInput) -> bool:
+    """Whether the record under the decision's key is this decision's (a retried write)."""
+    request = recorded.get("request_id", inp.request_id)  # not kept by older records
+    return recorded.get("approved") is inp.approved and request == inp.request_id
+
+
+async def _set_aside_lost(st: AgentState, recorded: ItemRow, inp: ApprovalRecordInput) -> None:
+    """Another decision is recorded under this one's key: the workflow task that recorded
+    it was lost with the server before it became history (the loop is asking again, and
+    the person who sent it was told it failed). It never took effect: set aside, with the
+    rejection's result it wrote, so the decision the loop acts on is the one on record."""
+    why = "the workflow task that recorded it was lost; the call was decided again"
+    if not recorded.data.get("approved"):
+        result = await st.items.by_key(inp.idempotency_key)
+        if result is not None and result.kind == ItemKind.TOOL_RESULT:
+            await st.items.set_aside(result, why)
+    await st.items.set_aside(recorded, why)
+
+
 class SessionStateActivities:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
@@ -63,8 +83,11 @@ class SessionStateActivities:
             items = st.items
             key = f"{inp.idempotency_key}:decision"
             done = await items.by_key(key)
-            if done is not None:  # a retry after the record committed: the request is taken
+            if done is not None and _same_decision(done.data, inp):
+                # A retry after the record committed: the request is taken.
                 return CommittedItem(item_id=str(done.id), ordinal=done.ordinal)
+            if done is not None:
+                await _set_aside_lost(st, done, inp)
             decision = "approved" if inp.approved else "rejected"
             staged = await _request(st, inp)
             reason = str(staged.get("reason") or inp.reason)
@@ -86,6 +109,7 @@ class SessionStateActivities:
                         "device_id": inp.device_id,
                         **({"arguments": edited} if edited is not None else {}),
                         **({"rerun": inp.rerun} if inp.rerun else {}),
+                        **({"request_id": inp.request_id} if inp.request_id else {}),
                     },
                 )
             )

@@ -34,6 +34,11 @@ _BY_KEY = select(ItemRow).where(
     ItemRow.idempotency_key == _KEY,
 )
 
+# An item set aside (ItemRepository.set_aside) stays, under a key of this prefix, for the
+# record; no read of a session's items sees it.
+SET_ASIDE_PREFIX = "set-aside:"
+_NOT_SET_ASIDE = ItemRow.idempotency_key.not_like(f"{SET_ASIDE_PREFIX}%")
+
 # Every item of one tool call (each approval and each tool run reads them). No ORDER BY:
 # with one, the planner may walk the session's (session, ordinal) index and filter on the
 # call, reading every item of a long session; for_tool_call sorts the call's few rows.
@@ -41,6 +46,7 @@ _FOR_TOOL_CALL = select(ItemRow).where(
     ItemRow.session_id == bindparam("in_session"),
     ItemRow.tenant_id == _TENANT,
     ItemRow.tool_call_id == bindparam("in_call"),
+    _NOT_SET_ASIDE,
 )
 
 
@@ -88,10 +94,12 @@ class ItemRepository:
 
     async def visible(self, session_id: uuid.UUID) -> ColumnElement[bool]:
         """The session's items: this tenant's, of the session or the part of its lineage it
-        shares."""
+        shares, none set aside."""
         lineage = await self.lineage(session_id)
         return and_(
-            ItemRow.tenant_id == self._tenant, lineage.visible(ItemRow.session_id, ItemRow.ordinal)
+            ItemRow.tenant_id == self._tenant,
+            lineage.visible(ItemRow.session_id, ItemRow.ordinal),
+            _NOT_SET_ASIDE,
         )
 
     def _keyed(self, keys: Collection[str]) -> ColumnElement[bool]:
@@ -115,6 +123,14 @@ class ItemRepository:
             row = await self.by_key(next(iter(keys)))
             return [] if row is None else [row]
         return list(await self._db.scalars(select(ItemRow).where(self._keyed(keys))))
+
+    async def set_aside(self, row: ItemRow, why: str) -> None:
+        """Take `row` out of its session, kept for the record (data "set_aside": `why`, our
+        own words; "key": the key it had): a write its writer never came to know of, which
+        the one it did know replaces under the same key in this unit of work."""
+        row.data = {**row.data, "set_aside": why, "key": row.idempotency_key}
+        row.idempotency_key = f"{SET_ASIDE_PREFIX}{row.id}"
+        await self._db.flush()
 
     async def append(self, item: NewItem) -> tuple[ItemRow, bool]:
         """Append once per idempotency key. Returns (row, created).

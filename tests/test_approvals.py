@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,8 @@ async def test_validators_refuse_unknown_and_second_decisions_and_rejection_reac
     }
     assert decisions["call_0_0"]["approved"] is True
     assert decisions["call_0_0"]["decided_by"] == "alice"
+    # The request bob's words were staged in: what tells his decision from another.
+    assert uuid.UUID(decisions["call_0_1"].pop("request_id"))
     assert decisions["call_0_1"] == {
         "approved": False,
         "decided_by": "bob",

@@ -1,16 +1,18 @@
 """Drive run_tool directly on the real database: a committed tool call, a dead attempt's
-ledger claim, and what the call settled as."""
+ledger claim, what the call settled as, and the call's items as readers see them."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from sqlalchemy import select
 from temporalio.testing import ActivityEnvironment
 
 from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.storage.agent_state import agent_state
-from durable_agents.storage.items import NewItem
+from durable_agents.storage.items import SET_ASIDE_PREFIX, NewItem
+from durable_agents.storage.models import ItemRow
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 
@@ -83,3 +85,27 @@ async def result_of(res: Resources, inp: ToolRunInput) -> dict[str, Any]:
 async def run(acts: ToolActivities, inp: ToolRunInput) -> ToolOutcome:
     outcome: ToolOutcome = await ActivityEnvironment().run(acts.run_tool, inp)
     return outcome
+
+
+async def call_items(res: Resources, tenant: str, session_id: str, call_id: str) -> list[ItemRow]:
+    """The call's items as every reader sees them (none set aside), in order."""
+    async with agent_state(res.sessions, tenant) as st:
+        return await st.items.for_tool_call(uuid.UUID(session_id), call_id)
+
+
+async def set_aside_rows(res: Resources, tenant: str, session_id: str) -> list[ItemRow]:
+    """The session's rows no reader sees (storage/items.py's set_aside), from the table."""
+    async with res.sessions() as db:
+        rows = await db.scalars(
+            select(ItemRow).where(
+                ItemRow.tenant_id == tenant,
+                ItemRow.session_id == uuid.UUID(session_id),
+                ItemRow.idempotency_key.like(f"{SET_ASIDE_PREFIX}%"),
+            )
+        )
+        return sorted(rows, key=lambda row: row.ordinal)
+
+
+async def status_of(res: Resources, tenant: str, session_id: str) -> str:
+    async with agent_state(res.sessions, tenant) as st:
+        return (await st.sessions.get(uuid.UUID(session_id))).status
