@@ -33,15 +33,21 @@ async def wait_for_status(
     limit_s: float,
     worker: WorkerGroup,
     poll: float,
+    settle: float | None = None,
 ) -> tuple[bool, dict[str, int]]:
-    """Poll AgentState until `want` sessions of the tenant have one of `statuses`."""
+    """Poll AgentState until `want` sessions of the tenant have one of `statuses`; with
+    `settle`, give up early (False) once the counts have not changed for that long."""
     deadline = time.monotonic() + limit_s
-    last_print = time.monotonic()
+    last_print = last_change = time.monotonic()
     counts: dict[str, int] = {}
     while time.monotonic() < deadline:
-        counts = await status_counts(res, tenant)
+        before, counts = counts, await status_counts(res, tenant)
         if sum(counts.get(status, 0) for status in statuses) >= want:
             return True, counts
+        if counts != before:
+            last_change = time.monotonic()
+        elif settle is not None and time.monotonic() - last_change > settle:
+            return False, counts
         if not worker.alive():
             raise RuntimeError(f"worker died:\n{worker.tail()}")
         if time.monotonic() - last_print > 5:
