@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Table, and_, bindparam, func, literal, select, tuple_, update
@@ -157,13 +158,21 @@ class SessionRepository:
         return list(rows)
 
     async def listing(
-        self, *, limit: int, before: uuid.UUID | None = None, status: str | None = None
+        self,
+        *,
+        limit: int,
+        before: uuid.UUID | None = None,
+        status: str | None = None,
+        unchanged_for: timedelta | None = None,
     ) -> list[SessionRow]:
         """A page of the tenant's sessions, newest first, starting after session `before`
-        (keyset paging: stable while new sessions arrive); optionally of one status."""
+        (keyset paging: stable while new sessions arrive); optionally of one status, and
+        only those whose row (status, items) has not changed for `unchanged_for`."""
         stmt = select(SessionRow).where(SessionRow.tenant_id == self._tenant)
         if status is not None:
             stmt = stmt.where(SessionRow.status == status)
+        if unchanged_for is not None:
+            stmt = stmt.where(SessionRow.updated_at < func.now() - unchanged_for)
         if before is not None:
             anchor = await self.get(before)
             stmt = stmt.where(

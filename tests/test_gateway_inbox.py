@@ -10,17 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import func, update
 from temporalio.client import Client
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.storage.models import SessionRow
 from durable_agents.workers.gateway.context import Gateway
 from durable_agents.workers.gateway.live_status import LiveStatusCache
+from durable_agents.workers.gateway.routes_sessions import QUIET_RUNNING
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.client_contracts import AgentStatus
 from tests.conftest import AgentRunner
-from tests.support.gateway import bearer, gateway_http, make_key, poll
+from tests.support.gateway import bearer, gateway_http, make_key, poll, session_status
 from tests.support.helpers import tenant_root
 
 READ_THEN_WRITE = [
@@ -157,3 +159,54 @@ async def test_a_waiting_session_whose_workflow_does_not_answer_is_listed_as_una
         inbox = (await http.get("/v1/approvals", headers=bearer(key))).json()
     assert inbox["entries"] == [] and inbox["unanswered"] == [sid], inbox
     await client.get_workflow_handle(f"agent-{sid}").terminate("test over")
+
+
+async def test_a_quiet_running_session_whose_run_waits_for_a_call_is_listed(
+    migrated: StackEndpoints,
+    resources: Resources,
+    client: Client,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    """What a decision lost with the Temporal server leaves (tests/test_lost_decision_restart.py):
+    AgentState says running, the run waits for the call. Quiet past QUIET_RUNNING, the
+    session is asked, its call listed and decided from the inbox; a running one changed
+    within it is not asked."""
+    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    key = await make_key(resources, tenant, "read", "start", "approve", user="erin")
+    provider = ScriptedProvider.from_data([READ_THEN_WRITE[0], {"content": "a read"}])
+    async with (
+        agent_worker(provider, workspace, workspace_scope="tenant") as queue,
+        gateway_http(migrated, resources, client, queue=queue) as http,
+    ):
+        started = await http.post(
+            "/v1/sessions",
+            json={"text": "read a", "max_steps": 5, "approval_policies": {"read_file": "always"}},
+            headers=bearer(key),
+        )
+        assert started.status_code == 201, started.text
+        sid = started.json()["session_id"]
+        [call] = await poll(lambda: _pending(http, key), lambda p: len(p) == 1)
+        live = _gateway(http).live
+        await _shows_running(resources, sid, quiet=timedelta(seconds=0))
+        asked = live.queries
+        assert await _pending(http, key) == []  # changed just now: not asked
+        assert live.queries == asked
+        await _shows_running(resources, sid, quiet=QUIET_RUNNING + timedelta(seconds=5))
+        assert await _pending(http, key) == [call]
+
+        approved = await http.post(
+            f"/v1/sessions/{sid}/calls/{call['tool_call_id']}/approve", json={}, headers=bearer(key)
+        )
+        assert approved.status_code == 200, approved.text
+        await poll(lambda: session_status(http, key, sid), lambda s: s == "completed")
+
+
+async def _shows_running(res: Resources, sid: str, quiet: timedelta) -> None:
+    async with res.sessions() as db, db.begin():
+        await db.execute(
+            update(SessionRow)
+            .where(SessionRow.id == uuid.UUID(sid))
+            .values(status="running", updated_at=func.now() - quiet)
+        )

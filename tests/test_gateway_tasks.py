@@ -16,19 +16,13 @@ from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
-from tests.support.gateway import bearer, gateway_http, make_key, poll
+from tests.support.gateway import bearer, gateway_http, make_key, poll, session_status
 from tests.support.helpers import tenant_root
 
 READ_THEN_WRITE = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "model"}}]},
 ]
-
-
-async def _status(http: httpx.AsyncClient, key: str, sid: str) -> str:
-    answer = await http.get(f"/v1/sessions/{sid}", headers=bearer(key))
-    status: str = answer.json()["session"]["status"]
-    return status
 
 
 async def _inbox_entry(http: httpx.AsyncClient, key: str, sid: str) -> dict[str, Any]:
@@ -84,7 +78,7 @@ async def test_start_approve_with_edited_arguments_and_download_the_artifact_ove
             "approved": True,
             "decided_by": "carol",
         }
-        await poll(lambda: _status(http, key, sid), lambda s: s == "completed")
+        await poll(lambda: session_status(http, key, sid), lambda s: s == "completed")
 
         page = (await http.get(f"/v1/sessions/{sid}", headers=bearer(key))).json()
         first = (await http.get(f"/v1/sessions/{sid}?after=0&limit=2", headers=bearer(key))).json()
@@ -144,7 +138,7 @@ async def test_reject_with_a_reason_and_send_a_follow_up_over_http(
         )
         assert rejected.status_code == 200, rejected.text
         assert rejected.json()["approved"] is False
-        await poll(lambda: _status(http, key, sid), lambda s: s == "completed")
+        await poll(lambda: session_status(http, key, sid), lambda s: s == "completed")
         items = (await http.get(f"/v1/sessions/{sid}", headers=bearer(key))).json()["items"]
     assert not (tenant_root(workspace, tenant) / "b.txt").exists()
     decision = next(i for i in items if i["kind"] == "approval" and "approved" in i["data"])
@@ -176,12 +170,12 @@ async def test_cancel_and_resume_over_http(
         await _inbox_entry(http, key, sid)
         running = await http.post(f"/v1/sessions/{sid}/resume", headers=bearer(key))
         cancelled = await http.post(f"/v1/sessions/{sid}/cancel", headers=bearer(key))
-        await poll(lambda: _status(http, key, sid), lambda s: s == "cancelled")
+        await poll(lambda: session_status(http, key, sid), lambda s: s == "cancelled")
         # The session row says cancelled a moment before the workflow run closes.
         await poll(tasks.task_handle(client, sid).describe, lambda d: d.close_time is not None)
         again = await http.post(f"/v1/sessions/{sid}/cancel", headers=bearer(key))
         resumed = await http.post(f"/v1/sessions/{sid}/resume", json={}, headers=bearer(key))
-        await poll(lambda: _status(http, key, sid), lambda s: s == "waiting_approval")
+        await poll(lambda: session_status(http, key, sid), lambda s: s == "waiting_approval")
         await http.post(f"/v1/sessions/{sid}/cancel", headers=bearer(key))
     assert running.status_code == 409 and "running" in running.json()["error"]["message"]
     assert cancelled.json() == {"session_id": sid, "cancelled": True}

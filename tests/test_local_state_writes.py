@@ -20,7 +20,6 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.session_state import SessionStateActivities
-from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.stack import StackEndpoints
 from durable_agents.workflows.agent import AgentWorkflow
@@ -28,7 +27,7 @@ from durable_agents.workflows.contracts import ApprovalRecordInput, ApproveInput
 from tests.conftest import AgentRunner
 from tests.support import verbs
 from tests.support.blocking import wait_until_lock_waited
-from tests.support.helpers import items_of, session_root, start
+from tests.support.helpers import items_of, session_root, start, status_of
 from tests.support.processes import WorkerProcess
 from tests.support.tool_calls import new_call
 
@@ -39,17 +38,12 @@ SCRIPT: list[dict[str, Any]] = [
 WRITES = ("set_session_status", "record_approval")
 
 
-async def _status(res: Resources, tenant: str, session_id: str) -> str:
-    session, _ = await tasks.read_session(res.sessions, tenant, session_id)
-    return str(session.status)
-
-
 async def _wait_status(
     res: Resources, tenant: str, session_id: str, status: str, within: float = 30
 ) -> None:
     async with asyncio.timeout(within):
         while True:
-            if await _status(res, tenant, session_id) == status:
+            if await status_of(res, tenant, session_id) == status:
                 return
             await asyncio.sleep(0.05)
 
@@ -103,7 +97,7 @@ async def test_a_park_is_one_scheduled_activity_and_two_workflow_tasks(
     # running, waiting_approval, the decision with running again, completed.
     assert markers["core_local_activity"] == 4
     assert markers["core_patch"] == 1
-    assert await _status(resources, tenant, session_id) == "completed"
+    assert await status_of(resources, tenant, session_id) == "completed"
     kinds = Counter(i.kind for i in await items_of(resources, tenant, session_id))
     # The loop's record of the decision, written once it accepted it.
     assert kinds["approval"] == 1 and kinds["tool_result"] == 1
@@ -198,7 +192,7 @@ async def test_a_write_run_again_after_it_committed_commits_nothing_new(
 
     kinds = Counter(i.kind for i in await items_of(resources, tenant, s))
     assert kinds == {"tool_call": 1, "approval": 1, "tool_result": 1, "error": 1}
-    assert await _status(resources, tenant, s) == "failed"
+    assert await status_of(resources, tenant, s) == "failed"
 
 
 async def test_a_decision_that_resumes_the_loop_writes_the_status_in_its_own_transaction(
@@ -210,9 +204,9 @@ async def test_a_decision_that_resumes_the_loop_writes_the_status_in_its_own_tra
         s, tenant, 0, c, True, "alice", "", f"agent-{s}:0:{c}", status="running"
     )
     await env.run(state.record_approval, approve)
-    assert await _status(resources, tenant, s) == "running"
+    assert await status_of(resources, tenant, s) == "running"
     # Without a status the record leaves it as it was (the loop writes its own).
     await env.run(state.set_session_status, SessionStatusInput(s, tenant, "waiting_approval"))
     quiet = ApprovalRecordInput(s, tenant, 1, c, True, "alice", "", f"agent-{s}:1:{c}")
     await env.run(state.record_approval, quiet)
-    assert await _status(resources, tenant, s) == "waiting_approval"
+    assert await status_of(resources, tenant, s) == "waiting_approval"

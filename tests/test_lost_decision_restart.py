@@ -34,8 +34,8 @@ from durable_agents.workers.stack.temporal import TemporalDevServer
 from durable_agents.workers.temporal_client import connect_client
 from durable_agents.workflows.contracts import ApprovalRecordInput, CommittedItem
 from tests.support import verbs
-from tests.support.helpers import start, wait_for_pending
-from tests.support.tool_calls import call_items, set_aside_rows, status_of
+from tests.support.helpers import start, status_of, wait_for_pending
+from tests.support.tool_calls import call_items, set_aside_rows
 
 SCRIPT: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "out/a.txt", "content": "A"}}]},

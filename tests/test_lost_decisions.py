@@ -18,13 +18,13 @@ from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.workers.resources import Resources
 from durable_agents.workflows.contracts import ApprovalRecordInput, CommittedItem, ToolRunInput
+from tests.support.helpers import status_of
 from tests.support.tool_calls import (
     call_items,
     new_call,
     result_of,
     run,
     set_aside_rows,
-    status_of,
 )
 
 ARGS = {"path": "out/decided.md", "content": "written after the decision\n"}

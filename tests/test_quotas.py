@@ -32,26 +32,15 @@ from durable_agents.workers.settings import Settings
 from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
-from tests.support.helpers import agentctl, session_root, start
+from tests.support.helpers import agentctl, session_root, start, status_of
 from tests.support.runaway import REPLY_TOKENS, SlowRunaway
 
 QUOTA = 1_000
 
 
-async def _status(res: Resources, tenant: str, sid: str) -> str:
-    async with res.sessions() as db:
-        return str(
-            await db.scalar(
-                select(SessionRow.status).where(
-                    SessionRow.id == uuid.UUID(sid), SessionRow.tenant_id == tenant
-                )
-            )
-        )
-
-
 async def _until(res: Resources, tenant: str, sid: str, status: str, within: float = 60) -> None:
     async def fetch() -> str:
-        return await _status(res, tenant, sid)
+        return await status_of(res, tenant, sid)
 
     await poll(fetch, lambda s: s == status, within_seconds=within)
 

@@ -33,6 +33,13 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+async def session_status(http: httpx.AsyncClient, key: str, sid: str) -> str:
+    """The session's status as the gateway shows it (AgentState's)."""
+    answer = await http.get(f"/v1/sessions/{sid}", headers=bearer(key))
+    status: str = answer.json()["session"]["status"]
+    return status
+
+
 @asynccontextmanager
 async def gateway_http(
     stack: StackEndpoints,

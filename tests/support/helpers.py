@@ -157,6 +157,12 @@ async def items_of(res: Resources, tenant: str, session_id: str) -> list[ItemRow
     return items
 
 
+async def status_of(res: Resources, tenant: str, session_id: str) -> str:
+    """The session's status in AgentState."""
+    async with agent_state(res.sessions, tenant) as st:
+        return (await st.sessions.get(uuid.UUID(session_id))).status
+
+
 async def artifact_count(res: Resources, tenant: str, sha256: str | None = None) -> int:
     async with res.sessions() as db:
         stmt = select(func.count()).select_from(ArtifactRow).where(ArtifactRow.tenant_id == tenant)

@@ -104,8 +104,3 @@ async def set_aside_rows(res: Resources, tenant: str, session_id: str) -> list[I
             )
         )
         return sorted(rows, key=lambda row: row.ordinal)
-
-
-async def status_of(res: Resources, tenant: str, session_id: str) -> str:
-    async with agent_state(res.sessions, tenant) as st:
-        return (await st.sessions.get(uuid.UUID(session_id))).status

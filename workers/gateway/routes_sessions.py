@@ -7,6 +7,7 @@ import asyncio
 import logging
 import re
 import uuid
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
@@ -51,6 +52,8 @@ router = APIRouter(prefix="/v1", tags=["read"])
 MAX_PAGE = 1000  # as agentctl's pages
 MAX_INBOX = 100
 INBOX_QUERY_SECONDS = 5.0
+# A running session with no item and no status for this long is asked for waiting calls too.
+QUIET_RUNNING = timedelta(seconds=60)
 
 
 @router.get("/me", response_model=Me)
@@ -111,9 +114,18 @@ async def inbox(
     parked at their budget, with what they spent."""
     async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
         rows = await st.sessions.listing(limit=limit, status=SessionStatus.WAITING_APPROVAL)
+        # AgentState may show a session running while its run waits for a call: the decision
+        # that moved it was recorded in a workflow task a stopped Temporal server lost
+        # (docs/how-it-works.md). One quiet that long is asked as well; its waiting calls
+        # are listed, nothing else of it.
+        quiet = await st.sessions.listing(
+            limit=limit, status=SessionStatus.RUNNING, unchanged_for=QUIET_RUNNING
+        )
     entries = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
+    stale = await asyncio.gather(*(_entry(gateway, principal, r) for r in quiet))
+    found = [e for e in stale if isinstance(e, InboxEntry) and e.pending]
     return Inbox(
-        entries=[e for e in entries if isinstance(e, InboxEntry) and e.pending],
+        entries=[e for e in entries if isinstance(e, InboxEntry) and e.pending] + found,
         budgets=await _parked_at_budget(gateway, principal, limit),
         unanswered=[e for e in entries if isinstance(e, str)],
     )
