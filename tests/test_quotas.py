@@ -39,7 +39,7 @@ QUOTA = 1_000
 
 
 async def _until(res: Resources, tenant: str, sid: str, status: str, within: float = 60) -> None:
-    async def fetch() -> str:
+    async def fetch() -> str | None:
         return await status_of(res, tenant, sid)
 
     await poll(fetch, lambda s: s == status, within_seconds=within)

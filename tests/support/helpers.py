@@ -157,10 +157,12 @@ async def items_of(res: Resources, tenant: str, session_id: str) -> list[ItemRow
     return items
 
 
-async def status_of(res: Resources, tenant: str, session_id: str) -> str:
-    """The session's status in AgentState."""
+async def status_of(res: Resources, tenant: str, session_id: str) -> str | None:
+    """The session's status in AgentState; None before a session is recorded (a plain
+    start's workflow records its own)."""
     async with agent_state(res.sessions, tenant) as st:
-        return (await st.sessions.get(uuid.UUID(session_id))).status
+        row = await st.sessions.find(uuid.UUID(session_id))
+    return None if row is None else row.status
 
 
 async def artifact_count(res: Resources, tenant: str, sha256: str | None = None) -> int:
