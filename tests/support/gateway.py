@@ -91,10 +91,15 @@ async def gateway_server(
 async def poll(
     fetch: Callable[[], Any], until: Callable[[Any], bool], within_seconds: float = 30
 ) -> Any:
-    """Call `fetch` until `until(result)`; the last result."""
-    async with asyncio.timeout(within_seconds):
-        while True:
-            result = await fetch()
-            if until(result):
-                return result
-            await asyncio.sleep(0.1)
+    """Call `fetch` until `until(result)`; the last result. Timed out, the error names the
+    last result seen."""
+    result: Any = None
+    try:
+        async with asyncio.timeout(within_seconds):
+            while True:
+                result = await fetch()
+                if until(result):
+                    return result
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise TimeoutError(f"not reached in {within_seconds:g} s; last seen: {result!r}") from None
