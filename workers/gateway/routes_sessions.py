@@ -121,13 +121,12 @@ async def inbox(
         quiet = await st.sessions.listing(
             limit=limit, status=SessionStatus.RUNNING, unchanged_for=QUIET_RUNNING
         )
-    entries = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
-    stale = await asyncio.gather(*(_entry(gateway, principal, r) for r in quiet))
-    found = [e for e in stale if isinstance(e, InboxEntry) and e.pending]
+    asked = await asyncio.gather(*(_entry(gateway, principal, r) for r in [*rows, *quiet]))
     return Inbox(
-        entries=[e for e in entries if isinstance(e, InboxEntry) and e.pending] + found,
+        entries=[e for e in asked if isinstance(e, InboxEntry) and e.pending],
         budgets=await _parked_at_budget(gateway, principal, limit),
-        unanswered=[e for e in entries if isinstance(e, str)],
+        # A quiet running session's workflow out of reach is no known wait.
+        unanswered=[e for e in asked[: len(rows)] if isinstance(e, str)],
     )
 
 
