@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, func, literal, select, tuple_, update
+from sqlalchemy import Table, and_, bindparam, func, literal, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -158,27 +158,35 @@ class SessionRepository:
         return list(rows)
 
     async def listing(
-        self,
-        *,
-        limit: int,
-        before: uuid.UUID | None = None,
-        status: str | None = None,
-        unchanged_for: timedelta | None = None,
+        self, *, limit: int, before: uuid.UUID | None = None, status: str | None = None
     ) -> list[SessionRow]:
         """A page of the tenant's sessions, newest first, starting after session `before`
-        (keyset paging: stable while new sessions arrive); optionally of one status, and
-        only those whose row (status, items) has not changed for `unchanged_for`."""
+        (keyset paging: stable while new sessions arrive); optionally of one status."""
         stmt = select(SessionRow).where(SessionRow.tenant_id == self._tenant)
         if status is not None:
             stmt = stmt.where(SessionRow.status == status)
-        if unchanged_for is not None:
-            stmt = stmt.where(SessionRow.updated_at < func.now() - unchanged_for)
         if before is not None:
             anchor = await self.get(before)
             stmt = stmt.where(
                 tuple_(SessionRow.created_at, SessionRow.id) < (anchor.created_at, anchor.id)
             )
         stmt = stmt.order_by(SessionRow.created_at.desc(), SessionRow.id.desc()).limit(limit)
+        return list(await self._db.scalars(stmt))
+
+    async def waiting_or_quiet(self, *, limit: int, quiet_for: timedelta) -> list[SessionRow]:
+        """The tenant's sessions waiting for approval, then the running ones whose row
+        (status, items) has not changed for `quiet_for`; each newest first, in one read."""
+        waiting = SessionRow.status == SessionStatus.WAITING_APPROVAL
+        quiet = and_(
+            SessionRow.status == SessionStatus.RUNNING,
+            SessionRow.updated_at < func.now() - quiet_for,
+        )
+        stmt = (
+            select(SessionRow)
+            .where(SessionRow.tenant_id == self._tenant, or_(waiting, quiet))
+            .order_by(waiting.desc(), SessionRow.created_at.desc(), SessionRow.id.desc())
+            .limit(limit)
+        )
         return list(await self._db.scalars(stmt))
 
     async def tree(self, root_id: uuid.UUID) -> list[SessionRow]:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
+from datetime import timedelta
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, update
 
 from durable_agents.storage.artifact_records import ArtifactRepository
 from durable_agents.storage.db import _alembic_config, migrate
@@ -198,6 +199,32 @@ async def test_page_returns_slices_after_the_cursor(resources: Resources, tenant
         assert [r.text for r in await items.page(sid, after_ordinal=8)] == ["m9", "m10"]
         assert [r.ordinal for r in await items.page(sid, after_ordinal=9, limit=5)] == [10]
         assert await items.page(sid, after_ordinal=10) == []
+
+
+async def test_waiting_or_quiet_lists_every_waiting_session_before_a_quiet_running_one(
+    resources: Resources, tenant: str
+) -> None:
+    """The approvals inbox's read (workers/gateway/routes_sessions.py): a running session
+    quiet for the window comes after every waiting one, however new; one changed within
+    it, or of another status, not at all."""
+    waiting = [await new_session(resources, tenant) for _ in range(2)]
+    quiet, busy, done = [await new_session(resources, tenant) for _ in range(3)]
+    async with resources.sessions() as db, db.begin():
+        sessions = SessionRepository(db, tenant)
+        for sid in waiting:
+            await sessions.set_status(sid, "waiting_approval")
+        for sid, status in ((quiet, "running"), (busy, "running"), (done, "completed")):
+            await sessions.set_status(sid, status)
+        old = func.now() - timedelta(minutes=5)
+        for sid in (quiet, done):
+            await db.execute(update(SessionRow).where(SessionRow.id == sid).values(updated_at=old))
+    async with resources.sessions() as db:
+        sessions = SessionRepository(db, tenant)
+        window = timedelta(seconds=60)
+        listed = [r.id for r in await sessions.waiting_or_quiet(limit=10, quiet_for=window)]
+        assert listed == [waiting[1], waiting[0], quiet]
+        first = await sessions.waiting_or_quiet(limit=2, quiet_for=window)
+        assert [r.id for r in first] == [waiting[1], waiting[0]]
 
 
 async def test_sessions_and_items_are_invisible_to_another_tenant(

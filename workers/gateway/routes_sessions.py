@@ -112,21 +112,19 @@ async def inbox(
 ) -> Inbox:
     """Sessions waiting for approval, with each call waiting and its arguments; and those
     parked at their budget, with what they spent."""
+    # AgentState may show a session running while its run waits for a call: the decision
+    # that moved it was recorded in a workflow task a stopped Temporal server lost
+    # (docs/how-it-works.md). One running and quiet for QUIET_RUNNING is asked as well
+    # (after every waiting one); only its waiting calls are listed, and its workflow out of
+    # reach is no known wait.
     async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
-        rows = await st.sessions.listing(limit=limit, status=SessionStatus.WAITING_APPROVAL)
-        # AgentState may show a session running while its run waits for a call: the decision
-        # that moved it was recorded in a workflow task a stopped Temporal server lost
-        # (docs/how-it-works.md). One quiet that long is asked as well; its waiting calls
-        # are listed, nothing else of it.
-        quiet = await st.sessions.listing(
-            limit=limit, status=SessionStatus.RUNNING, unchanged_for=QUIET_RUNNING
-        )
-    asked = await asyncio.gather(*(_entry(gateway, principal, r) for r in [*rows, *quiet]))
+        rows = await st.sessions.waiting_or_quiet(limit=limit, quiet_for=QUIET_RUNNING)
+    asked = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
+    waiting = [r.status == SessionStatus.WAITING_APPROVAL for r in rows]
     return Inbox(
         entries=[e for e in asked if isinstance(e, InboxEntry) and e.pending],
         budgets=await _parked_at_budget(gateway, principal, limit),
-        # A quiet running session's workflow out of reach is no known wait.
-        unanswered=[e for e in asked[: len(rows)] if isinstance(e, str)],
+        unanswered=[e for e, w in zip(asked, waiting, strict=True) if w and isinstance(e, str)],
     )
 
 
