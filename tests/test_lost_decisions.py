@@ -104,6 +104,11 @@ async def test_an_approval_after_a_lost_rejection_runs_the_call(
     assert (tmp_path / ARGS["path"]).read_text() == ARGS["content"]
     result = await result_of(resources, inp)
     assert "error_type" not in result
+    # Every read of the session (its pages, the model's context window) goes through the
+    # one filter: the lost rejection's result is not among them.
+    async with agent_state(resources.sessions, tenant) as st:
+        page = await st.items.page(uuid.UUID(inp.session_id))
+    assert [i.text for i in page if i.kind == "tool_result"] == [result["text"]]
     aside = await set_aside_rows(resources, tenant, inp.session_id)
     assert [(r.kind, r.data.get("error_type")) for r in aside] == [
         ("approval", None),

@@ -120,11 +120,14 @@ async def inbox(
     async with agent_state(gateway.resources.sessions, principal.tenant_id) as st:
         rows = await st.sessions.waiting_or_quiet(limit=limit, quiet_for=QUIET_RUNNING)
     asked = await asyncio.gather(*(_entry(gateway, principal, r) for r in rows))
-    waiting = [r.status == SessionStatus.WAITING_APPROVAL for r in rows]
     return Inbox(
         entries=[e for e in asked if isinstance(e, InboxEntry) and e.pending],
         budgets=await _parked_at_budget(gateway, principal, limit),
-        unanswered=[e for e, w in zip(asked, waiting, strict=True) if w and isinstance(e, str)],
+        unanswered=[
+            e
+            for r, e in zip(rows, asked, strict=True)
+            if r.status == SessionStatus.WAITING_APPROVAL and isinstance(e, str)
+        ],
     )
 
 
