@@ -46,9 +46,6 @@ async def test_a_click_held_across_a_refresh_of_the_list_opens_the_session(
         await expect(row).to_have_attribute("data-status", SessionStatus.CREATED)
         shown = await row.element_handle()
         assert shown is not None
-        # The start form above the list grows when the agent's tools arrive (two requests
-        # after sign-in): only then can the row's place settle.
-        await expect(page.get_by_test_id("approve-tool").first).to_be_visible()
         await row.scroll_into_view_if_needed()
         box = await _settled(row.locator(".title"))
 

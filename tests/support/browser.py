@@ -50,7 +50,11 @@ async def chromium() -> AsyncIterator[Browser]:
 
 
 async def sign_in(page: Page, base: str, key: str) -> None:
-    """Open the gateway's page at `base` and sign in with `key` (not waiting for the app)."""
+    """Open the gateway's page at `base` and sign in with `key`; return once the sign-in
+    was refused, or once the start form holds the agent's tools (the last thing above the
+    lists to arrive: a click placed before it can land on whatever it pushed down)."""
     await page.goto(base)
     await page.fill("#key", key)
     await page.click("#signin-form button[type=submit]")
+    settled = "[data-testid=approve-tool], #start-tools .muted, #signin-error:not(:empty)"
+    await expect(page.locator(settled).first).to_be_visible()
