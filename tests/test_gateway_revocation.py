@@ -65,12 +65,17 @@ async def _rest(events: AsyncIterator[dict[str, Any]], within: float) -> list[di
 
 
 async def _until_waiting(events: AsyncIterator[dict[str, Any]]) -> None:
+    """Until the stream has shown the waiting status and the call it waits on: items and
+    statuses reach it through separate notifications, so either may come first."""
+    waiting = called = False
     async with asyncio.timeout(60):
-        while True:
+        while not (waiting and called):
             event = await anext(events)
-            status = json.loads(event["data"]).get("status")
-            if event["event"] == "status" and status == "waiting_approval":
-                return
+            data = json.loads(event["data"])
+            waiting = waiting or (
+                event["event"] == "status" and data.get("status") == "waiting_approval"
+            )
+            called = called or (event["event"] == "item" and data.get("kind") == "tool_call")
 
 
 async def test_a_revoked_keys_open_stream_ends_within_5_s(
