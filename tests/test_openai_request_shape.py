@@ -237,7 +237,7 @@ def test_the_builtin_tools_strict_mode_accepts_are_the_closed_ones() -> None:
     from durable_agents.activities.tools.builtin import builtin_tools
 
     strict = sorted(t.spec.name for t in builtin_tools() if strict_compatible(t.spec.parameters))
-    assert strict == ["edit_file", "fetch_url", "write_file"]
+    assert strict == ["append_file", "edit_file", "fetch_url", "write_file"]
 
 
 CLOSED = {"type": "string"}

@@ -373,6 +373,7 @@ def test_builtin_policy() -> None:
         "read_file",
         "write_file",
         "edit_file",
+        "append_file",
         "list_dir",
         "search_files",
         "fetch_url",
@@ -385,7 +386,10 @@ def test_builtin_policy() -> None:
     assert tools["write_file"].default_policy == "always"
     # Asks when the file exists; on a missing file it fails without asking anybody.
     assert tools["edit_file"].default_policy == "exists:path"
-    assert tools["write_file"].effect == tools["edit_file"].effect == "effectful"
+    # Asks when the file exists; a missing file it creates unasked.
+    assert tools["append_file"].default_policy == "exists:path"
+    for name in ("write_file", "edit_file", "append_file"):
+        assert tools[name].effect == "effectful" and tools[name].reconcile is not None
     for name in ("read_file", "list_dir", "search_files", "fetch_url", "recall", "read_artifact"):
         assert not tools[name].needs_approval
         assert tools[name].effect == "read_only"

@@ -9,6 +9,7 @@ from durable_agents.activities.tools.base import (
     ToolOutput,
     ToolRegistry,
 )
+from durable_agents.activities.tools.file_append import append_file_tool
 from durable_agents.activities.tools.file_edits import edit_file_tool
 from durable_agents.activities.tools.files import (
     DEFAULT_READ_CAP_BYTES,
@@ -26,7 +27,14 @@ from durable_agents.activities.tools.web import fetch_url_tool
 WORKFLOW_TOOLS = frozenset({"delegate"})
 # What a task on the workspace's files needs, and no more: `builtin_tools(*FILE_TOOLS)`. A
 # small model offered fewer tools reads fewer schemas and picks among fewer names.
-FILE_TOOLS = ("list_dir", "read_file", "search_files", "write_file", "edit_file")
+FILE_TOOLS = (
+    "list_dir",
+    "read_file",
+    "search_files",
+    "write_file",
+    "edit_file",
+    "append_file",
+)
 
 
 # Idempotent: the loop starts the child workflow under an id derived from the call's key,
@@ -51,14 +59,15 @@ def builtin_tools(*names: str, read_cap_bytes: int = DEFAULT_READ_CAP_BYTES) -> 
     """Return the built-in tools (only those `names` names, when given), each with its
     effect and approval policy: `Agent(tools=[*builtin_tools("read_file"), my_tool])`.
 
-    Only write_file and edit_file change the workspace, so only they need approval:
-    write_file always, edit_file when its file exists (`exists:path`; on a missing file it
-    fails unasked).
+    Only write_file, edit_file and append_file change the workspace, so only they need
+    approval: write_file always, edit_file and append_file when their file exists
+    (`exists:path`; on a missing file edit_file fails unasked, append_file creates it).
     """
     every = [
         make_read_file_tool(read_cap_bytes),
         write_file_tool,
         edit_file_tool,
+        append_file_tool,
         list_dir_tool,
         search_files_tool,
         fetch_url_tool,

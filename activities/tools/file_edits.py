@@ -35,7 +35,14 @@ from durable_agents.activities.tools.typed import output_of, tool
 from durable_agents.activities.tools.workspace import WorkspacePath
 from durable_agents.activities.tools.workspace_probe import appeared
 
-__all__ = ["MAX_EDIT_BYTES", "edit_file", "edit_file_tool", "reconcile_edit_file"]
+__all__ = [
+    "MAX_EDIT_BYTES",
+    "edit_file",
+    "edit_file_tool",
+    "excerpt",
+    "reconcile_edit_file",
+    "text_of",
+]
 
 # The whole file is decoded and rewritten in memory; a text file past this is data, not
 # something to edit by quoting it.
@@ -114,13 +121,16 @@ def _only_occurrence(text: str, old: str, path: WorkspacePath) -> int:
     )
 
 
-def _text_of(dir_fd: int, path: WorkspacePath, *, suggest: bool = True) -> str:
+def text_of(
+    dir_fd: int, path: WorkspacePath, *, suggest: bool = True, tool_name: str = "edit_file"
+) -> str:
+    """The whole text of a file a tool (`tool_name`, for its errors) changes in memory."""
     fd = open_regular(dir_fd, path, suggest=suggest)
     try:
         if os.fstat(fd).st_size > MAX_EDIT_BYTES:
             raise ToolError(
                 "FileTooLarge",
-                f"{path.shown} is over the {MAX_EDIT_BYTES} byte limit of edit_file",
+                f"{path.shown} is over the {MAX_EDIT_BYTES} byte limit of {tool_name}",
             )
         data = read_limited(fd, MAX_EDIT_BYTES + 1)
     finally:
@@ -131,7 +141,7 @@ def _text_of(dir_fd: int, path: WorkspacePath, *, suggest: bool = True) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(
-            "NotText", f"{path.shown} is not UTF-8 text; edit_file edits text files only"
+            "NotText", f"{path.shown} is not UTF-8 text; {tool_name} changes text files only"
         ) from None
 
 
@@ -177,7 +187,7 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
     ):
         if "path" in ctx.must_be_new:
             _refuse_unasked(dir_fd, path)
-        text = _text_of(dir_fd, path)
+        text = text_of(dir_fd, path)
         at = _only_occurrence(text, old, path)
         if old == new:
             # The file already says it: nothing to write, and nothing for the model to fix.
@@ -194,7 +204,7 @@ def _current_text(ctx: ToolContext, path: WorkspacePath) -> str | None:
     with classified("read", path.shown), held_root(ctx.workspace) as root:
         try:
             with held_dir(root, path.parent, suggest=False) as dir_fd:
-                return _text_of(dir_fd, path, suggest=False)
+                return text_of(dir_fd, path, suggest=False)
         except ToolError as err:
             if err.error_type in ("FileNotFound", "NotADirectory"):
                 return None
