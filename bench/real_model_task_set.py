@@ -17,7 +17,12 @@ from pathlib import Path
 
 from durable_agents import FILE_TOOLS, builtin_tools
 from durable_agents.activities.agents import Agent
-from durable_agents.activities.checks.spec import Check, CheckCallable, CheckContext
+from durable_agents.activities.checks.spec import (
+    DEFAULT_CHECK_ATTEMPTS,
+    Check,
+    CheckCallable,
+    CheckContext,
+)
 from durable_agents.storage.models import ItemRow
 from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.run import DEMO_TASK
@@ -51,6 +56,8 @@ class Task:
     # write_file needs approval unless loosened; the bench approves every call that asks.
     write_approval: bool = False
     max_steps: int = 12
+    # Final answers its check reads: a task done file by file may answer after each file.
+    attempts: int = DEFAULT_CHECK_ATTEMPTS
 
     @property
     def agent_name(self) -> str:
@@ -65,7 +72,7 @@ class Task:
             self.agent_name,
             instructions,
             tools=builtin_tools(*FILE_TOOLS),
-            check=Check(call=self.goal),
+            check=Check(call=self.goal, attempts=self.attempts),
         )
 
     def seed(self, root: Path) -> list[str]:
@@ -137,13 +144,12 @@ async def per_file_summary(ctx: CheckContext) -> str | None:
     if not missing:
         return None
     shown = ", ".join(f"notes/{name}" for name in missing)
-    every = ", ".join(f"notes/{name}" for name in topics)
+    first = f"notes/{missing[0]}"
+    more = ", then the same for " + ", ".join(f"notes/{n}" for n in missing[1:])
     return (
         f"out/summary.md needs a line naming each file and its topic; missing: {shown}. "
-        f"Next, call read_file on notes/{missing[0]}"
-        + (", then on each of the others" if len(missing) > 1 else "")
-        + f"; then write out/summary.md again with write_file: a line for each of the "
-        f"{len(topics)} files ({every}), its name and its topic in words taken from it"
+        f"Call read_file on {first}, then append_file out/summary.md with one line on it: "
+        f"{first}, then its topic in words taken from it" + (more if len(missing) > 1 else "")
     )
 
 
@@ -208,6 +214,8 @@ TASKS = [
             "notes/c.md": "# Office move\n\nThe office moves to Dock Street on 1 May.\n",
         },
         per_file_summary,
+        attempts=6,
+        max_steps=16,
     ),
     Task(
         "refusal",

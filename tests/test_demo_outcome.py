@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_agents.activities.checks.runner import CHECK_READ_BYTES
+from durable_agents.activities.checks.runner import CHECK_READ_BYTES, MAX_REASON_CHARS
 from durable_agents.activities.checks.spec import CheckContext
 from durable_agents.workers.demo.outcome import check_report, survey_gaps, workspace_files
 from durable_agents.workers.demo.run import _prepare_dirs
@@ -143,19 +143,19 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
 
     ctx = CheckContext(answer="The report is written.", read_text=read_text, workspace=root)
     reason = await covers_each_file(ctx)
-    # The line that passed named, to be kept, and the next call named outright.
+    # The next calls named outright, one file at a time, each added to what is there.
     assert reason == (
-        "out/report.md does not name data/readings.csv, notes/standup.md (keep its lines on "
-        "README.md). Call read_file on data/readings.csv, then the others; then write_file "
-        "out/report.md with one line for each of the 3 files, its path first: what the file "
-        "holds, naming things in it (a title, column names, function names)"
+        "out/report.md does not name data/readings.csv, notes/standup.md. Call read_file on "
+        "data/readings.csv, then append_file out/report.md with one line on it: "
+        "data/readings.csv, then what it holds in your own words, naming things in it (a "
+        "title, column names, function names), then the same for the other file"
     )
     # Named without a word of their contents, or their contents pasted without their names.
     (root / REPORT).write_text("Three files: README.md, data/readings.csv, notes/standup.md.\n")
     assert (await covers_each_file(ctx) or "").startswith(
-        "out/report.md names nothing in README.md, data/readings.csv, notes/standup.md. "
-        "Call read_file on README.md, then the others; then write_file out/report.md with one "
-        "line for each of the 3 files"
+        "out/report.md names nothing in README.md, data/readings.csv, notes/standup.md (only "
+        "what follows a file's name, up to a blank line, counts). Call read_file on README.md, "
+        "then append_file out/report.md with one line on it: README.md, then"
     )
     (root / REPORT).write_text("# Weather station project\nStation B dropped readings.\n")
     assert (await covers_each_file(ctx) or "").startswith(
@@ -168,3 +168,25 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
         "notes/standup.md: a modem problem.\n"
     )
     assert await covers_each_file(ctx) is None
+
+
+async def test_the_survey_checks_longest_reason_on_the_demo_workspace_is_said_whole(
+    tmp_path: Path,
+) -> None:
+    # Every file named and none said: both faults and the most files to name. The loop cuts a
+    # reason past MAX_REASON_CHARS, and a cut reason loses the next call it names.
+    state, _, root = _prepare_dirs(uuid.uuid4())
+    try:
+        files = workspace_files(root)
+        (root / "out").mkdir()
+        (root / REPORT).write_text("Files: " + ", ".join(files) + "\n")
+
+        async def read_text(path: str) -> str | None:
+            return (root / path).read_text() if (root / path).is_file() else None
+
+        ctx = CheckContext(answer="", read_text=read_text, workspace=root)
+        reason = await covers_each_file(ctx) or ""
+    finally:
+        shutil.rmtree(state)
+    assert reason.startswith("out/report.md names nothing in") and len(files) == 4
+    assert len(reason) <= MAX_REASON_CHARS and reason.endswith("the same for the other 3 files")

@@ -16,11 +16,11 @@ from durable_agents.workers.demo.outcome import survey_gaps, unnamed_in
 SURVEY_AGENT = "survey"
 # The files a survey covers: at most this many, each read up to the check's own limit.
 _MAX_FILES = 50
-# A failure names the lines to keep while the workspace has at most this many files.
-_NAMED_FILES = 10
 # What a line on a file names from it: a report that could be written from names alone
 # does not pass (survey_gaps).
 _QUOTED = "a title, column names, function names"
+# Final answers the survey's check reads before the task ends check_failed.
+SURVEY_ATTEMPTS = 8
 
 
 async def covers_each_file(ctx: CheckContext) -> str | None:
@@ -36,7 +36,7 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
         return None
     # The next call named outright: told to "read each of them", a small model wrote
     # "This is the content of README.md" for each without reading one.
-    read = f"Call read_file on {gaps[0]}" + (", then the others" if len(gaps) > 1 else "")
+    first = gaps[0]
     # What is wrong, said as it is: an unnamed file and a named one without a word of its
     # contents need different fixes.
     unnamed = unnamed_in(report, files)
@@ -45,14 +45,17 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
         ([f"does not name {_names(unnamed)}"] if unnamed else [])
         + ([f"names nothing in {_names(quiet)}"] if quiet else [])
     )
-    # The lines that passed named, to be kept: told only what was missing, a small model
-    # wrote a report of those alone, each write replacing the last.
-    kept = [name for name in files if name not in gaps]
-    keep = f" (keep its lines on {_names(kept)})" if kept and len(files) <= _NAMED_FILES else ""
+    # Where it counts, said outright: a small model put a made-up title and a blank line
+    # between a file's name and what it pasted of it, and appended the same again.
+    where = " (only what follows a file's name, up to a blank line, counts)" if quiet else ""
+    # One file at a time, added to what is there: told to write the whole report again
+    # after reading the files, a small model pasted their contents over it.
+    others = "the other file" if len(gaps) == 2 else f"the other {len(gaps) - 1} files"
+    more = f", then the same for {others}" if len(gaps) > 1 else ""
     return (
-        f"{REPORT_PATH} {wrong}{keep}. {read}; then write_file {REPORT_PATH} with one line "
-        f"for each of the {len(files)} files, its path first: what the file holds, naming "
-        f"things in it ({_QUOTED})"
+        f"{REPORT_PATH} {wrong}{where}. Call read_file on {first}, then append_file {REPORT_PATH} "
+        f"with one line on it: {first}, then what it holds in your own words, naming things "
+        f"in it ({_QUOTED}){more}"
     )
 
 
@@ -71,9 +74,9 @@ def _workspace_files(root: Path) -> list[str]:
 # How a survey is done, after the worker's own instructions: a small model left to itself
 # writes the report from the listing, names and sizes, and never opens a file.
 SURVEY_STEPS = (
-    "A survey goes in three steps. First list every file (list_dir with recursive true). "
-    "Then read each file with read_file, one call per file. Only then write the report with "
-    "write_file: one line per file, its path and what it holds, in your own words."
+    "A survey goes file by file. First list every file (list_dir with recursive true). "
+    "Then, for each file in turn: read it with read_file, then add one line on it to the "
+    "report with append_file: its path and what it holds, in your own words."
 )
 
 
@@ -82,7 +85,12 @@ def survey_agent(instructions: str) -> Agent:
         SURVEY_AGENT,
         f"{instructions}\n\n{SURVEY_STEPS}",
         # A survey reads every file: search_files, of FILE_TOOLS, only draws a small model
-        # into searching for file names.
-        tools=builtin_tools("list_dir", "read_file", "write_file", "edit_file"),
-        check=Check(files=[REPORT_PATH], call=covers_each_file),
+        # into searching for file names. append_file adds a file's line to the report as
+        # soon as the file is read; write_file writes a report whole.
+        tools=builtin_tools("list_dir", "read_file", "append_file", "write_file"),
+        # The report is the task's own output: its lines go in unasked.
+        approvals={"append_file": "outside:out"},
+        # Made file by file, a survey may be answered after each file's line: a try for
+        # each of the demo's four files, and some to spare.
+        check=Check(files=[REPORT_PATH], call=covers_each_file, attempts=SURVEY_ATTEMPTS),
     )
