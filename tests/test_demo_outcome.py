@@ -146,16 +146,16 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     # The next calls named outright, one file at a time, each added to what is there.
     assert reason == (
         "out/report.md does not name data/readings.csv, notes/standup.md. Call read_file on "
-        "data/readings.csv, then append_file out/report.md with one line on it: "
-        "data/readings.csv, then what it holds in your own words, naming things in it (a "
-        "title, column names, function names), then the same for the other file"
+        "data/readings.csv, then add_to_report with path data/readings.csv and a summary of "
+        "what it holds in your own words, naming things in it (a title, column names, "
+        "function names), then the same for the other file"
     )
     # Named without a word of their contents, or their contents pasted without their names.
     (root / REPORT).write_text("Three files: README.md, data/readings.csv, notes/standup.md.\n")
     assert (await covers_each_file(ctx) or "").startswith(
         "out/report.md names nothing in README.md, data/readings.csv, notes/standup.md (only "
         "what follows a file's name, up to a blank line, counts). Call read_file on README.md, "
-        "then append_file out/report.md with one line on it: README.md, then"
+        "then add_to_report with path README.md and a summary"
     )
     (root / REPORT).write_text("# Weather station project\nStation B dropped readings.\n")
     assert (await covers_each_file(ctx) or "").startswith(

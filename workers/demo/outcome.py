@@ -52,6 +52,20 @@ def workspace_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
+# The files a survey covers: at most this many, each read up to the check's own limit.
+MAX_SURVEYED = 50
+
+
+def surveyed_files(root: Path) -> list[str]:
+    """The files a survey of `root` covers, as a task finds them: every regular file but
+    those under out/ (where the report goes) and symlinks, sorted."""
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.relative_to(root).parts[0] != "out"
+    )
+
+
 def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     """The files of `files` (path -> contents) that `report` does not name (by path or file
     name), or names without saying, where it names the file, a word the file holds that no

@@ -271,7 +271,7 @@ async def run_demo(
                 "default",
                 data_converter=data_converter_with_offload(res.store),
             )
-            agents = (survey_agent(settings.agent.system_prompt),)
+            agents = (survey_agent(settings.agent.system_prompt, by_line=local is not None),)
             acts = cloud_activities(settings, res, provider, default_registry(), agents=agents)
             worker = build_cloud_worker(
                 client,

@@ -5,17 +5,21 @@ file."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.checks.spec import Check, CheckContext
 from durable_agents.activities.providers.offline import REPORT_PATH
 from durable_agents.activities.tools.builtin import builtin_tools
-from durable_agents.workers.demo.outcome import survey_gaps, unnamed_in
+from durable_agents.activities.tools.files import write_file_tool
+from durable_agents.workers.demo.outcome import (
+    MAX_SURVEYED,
+    survey_gaps,
+    surveyed_files,
+    unnamed_in,
+)
+from durable_agents.workers.demo.report_lines import add_to_report_tool
 
 SURVEY_AGENT = "survey"
-# The files a survey covers: at most this many, each read up to the check's own limit.
-_MAX_FILES = 50
 # What a line on a file names from it: a report that could be written from names alone
 # does not pass (survey_gaps).
 _QUOTED = "a title, column names, function names"
@@ -29,7 +33,7 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     if report is None:
         return f"{REPORT_PATH} was not written"
     files: dict[str, str] = {}
-    for name in _workspace_files(ctx.workspace)[:_MAX_FILES]:
+    for name in surveyed_files(ctx.workspace)[:MAX_SURVEYED]:
         files[name] = await ctx.read_text(name) or ""
     gaps = survey_gaps(report, files)
     if not gaps:
@@ -53,9 +57,9 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     others = "the other file" if len(gaps) == 2 else f"the other {len(gaps) - 1} files"
     more = f", then the same for {others}" if len(gaps) > 1 else ""
     return (
-        f"{REPORT_PATH} {wrong}{where}. Call read_file on {first}, then append_file {REPORT_PATH} "
-        f"with one line on it: {first}, then what it holds in your own words, naming things "
-        f"in it ({_QUOTED}){more}"
+        f"{REPORT_PATH} {wrong}{where}. Call read_file on {first}, then add_to_report with "
+        f"path {first} and a summary of what it holds in your own words, naming things in it "
+        f"({_QUOTED}){more}"
     )
 
 
@@ -63,33 +67,28 @@ def _names(paths: Sequence[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-def _workspace_files(root: Path) -> list[str]:
-    return sorted(
-        p.relative_to(root).as_posix()
-        for p in root.rglob("*")
-        if p.is_file() and not p.is_symlink() and p.relative_to(root).parts[0] != "out"
-    )
-
-
 # How a survey is done, after the worker's own instructions: a small model left to itself
 # writes the report from the listing, names and sizes, and never opens a file.
 SURVEY_STEPS = (
     "A survey goes file by file. First list every file (list_dir with recursive true). "
-    "Then, for each file in turn: read it with read_file, then add one line on it to the "
-    "report with append_file: its path and what it holds, in your own words."
+    "Then, for each file in turn: read it with read_file, then call add_to_report with its "
+    "path and a summary of what it holds in your own words, naming things in it (" + _QUOTED + ")."
 )
 
 
-def survey_agent(instructions: str) -> Agent:
+def survey_agent(instructions: str, *, by_line: bool = True) -> Agent:
+    """The survey's agent. `by_line` (a real model): a line per file, added with
+    add_to_report as soon as the file is read; given write_file too, the 1.5B model wrote
+    the report over after each line, the names left out. Else (the offline model, which
+    writes the report whole from what it read, a write that asks a person first): write_file.
+    """
+    # A survey reads every file: search_files, of FILE_TOOLS, only draws a small model into
+    # searching for file names.
+    reads = builtin_tools("list_dir", "read_file")
     return Agent(
         SURVEY_AGENT,
-        f"{instructions}\n\n{SURVEY_STEPS}",
-        # A survey reads every file: search_files, of FILE_TOOLS, only draws a small model
-        # into searching for file names. append_file adds a file's line to the report as
-        # soon as the file is read; write_file writes a report whole.
-        tools=builtin_tools("list_dir", "read_file", "append_file", "write_file"),
-        # The report is the task's own output: its lines go in unasked.
-        approvals={"append_file": "outside:out"},
+        f"{instructions}\n\n{SURVEY_STEPS}" if by_line else instructions,
+        tools=[*reads, add_to_report_tool if by_line else write_file_tool],
         # Made file by file, a survey may be answered after each file's line: a try for
         # each of the demo's four files, and some to spare.
         check=Check(files=[REPORT_PATH], call=covers_each_file, attempts=SURVEY_ATTEMPTS),

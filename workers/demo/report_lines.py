@@ -1,0 +1,120 @@
+"""add_to_report: the survey's own tool, one line on one workspace file added to the report.
+
+A report line is `- PATH: WHAT IT HOLDS`, on one line: the file's path first, then the
+model's words. Given append_file, a small model put a made-up title and a blank line between
+a file's name and what it said of it, and the check (which counts only what follows a
+name, up to a blank line) could not tell which file those words were about. Taking the path
+and the words apart and writing the line itself, the tool makes that report impossible to
+write, and it refuses a path that names no file, as a line on a made-up file is no survey.
+Effects as append_file's: an interrupted call is settled from the report's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import replace
+from typing import Any
+
+from durable_agents.activities.providers.offline import REPORT_PATH
+from durable_agents.activities.tools.base import ToolContext, ToolError, ToolOutput
+from durable_agents.activities.tools.fd_walk import held_dir, held_root
+from durable_agents.activities.tools.file_append import append_file, reconcile_append_file
+from durable_agents.activities.tools.file_edits import MAX_EDIT_BYTES
+from durable_agents.activities.tools.files import file_path, open_regular, read_workspace_text
+from durable_agents.activities.tools.fs_errors import classified
+from durable_agents.activities.tools.typed import tool
+from durable_agents.workers.demo.outcome import MAX_SURVEYED, surveyed_files
+
+__all__ = ["MAX_SAID_CHARS", "add_to_report_tool", "report_line"]
+
+# What a line says of a file, at most (the demo's files are 174-425 bytes).
+MAX_SAID_CHARS = 600
+# Files without a line a result names, at most.
+_SHOWN_LEFT = 10
+
+
+def report_line(path: str, summary: str) -> str:
+    """The report's line on `path` (a workspace path as file_path gives it): its words on one
+    line, their runs of spaces and line breaks made one space."""
+    said = " ".join(summary.split())
+    if not said:
+        raise ToolError("InvalidArguments", "summary is empty: say what the file holds")
+    if len(said) > MAX_SAID_CHARS:
+        raise ToolError(
+            "InvalidArguments",
+            f"summary is {len(said)} characters; say what the file holds in at most "
+            f"{MAX_SAID_CHARS}, in your own words",
+        )
+    return f"- {path}: {said}\n"
+
+
+async def _left(ctx: ToolContext) -> dict[str, Any]:
+    """Which files of the workspace the report has no line on yet, and what to do next:
+    after its lines on all four files, a small model went on to add one on the report."""
+    report = await read_workspace_text(ctx.workspace, REPORT_PATH, MAX_EDIT_BYTES) or ""
+    lined = {line[2:].split(":", 1)[0] for line in report.splitlines() if line.startswith("- ")}
+    files = (await asyncio.to_thread(surveyed_files, ctx.workspace))[:MAX_SURVEYED]
+    left = [name for name in files if name not in lined]
+    if not left:
+        return {"files_without_a_line": [], "next": "every file has its line: answer now"}
+    return {
+        "files_without_a_line": left[:_SHOWN_LEFT],
+        "next": f"read_file {left[0]}, then add_to_report on it",
+    }
+
+
+def _surveyed(ctx: ToolContext, raw_path: str) -> str:
+    """`raw_path` as the report names it, once it is known to be a file of the workspace
+    other than the report."""
+    path = file_path(raw_path)
+    if path.rel == REPORT_PATH:
+        raise ToolError("InvalidArguments", f"{REPORT_PATH} is the report, not a file it covers")
+    with (
+        classified("read", path.shown),
+        held_root(ctx.workspace) as root,
+        held_dir(root, path.parent) as dir_fd,
+    ):
+        os.close(open_regular(dir_fd, path))
+    return path.rel
+
+
+def _appended(path: str, summary: str) -> dict[str, Any]:
+    return {"path": REPORT_PATH, "content": report_line(file_path(path).rel, summary)}
+
+
+async def _reconcile(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput | None:
+    path, summary = args.get("path"), args.get("summary")
+    if not isinstance(path, str) or not isinstance(summary, str):
+        raise ToolError("InvalidArguments", "add_to_report takes a string path and summary")
+    try:
+        appended = _appended(path, summary)
+    except ToolError:
+        return None  # never writes: running it again refuses again
+    return await reconcile_append_file(replace(ctx, must_be_new=frozenset()), appended)
+
+
+# Effectful and unasked: it only ever adds a line to the task's own report.
+@tool(effect="effectful", reconcile=_reconcile, name="add_to_report")
+async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> dict[str, Any]:
+    """Add one line on a workspace file you have read to the report (out/report.md): the
+    file's path, then what it holds. Returns JSON with the report's path, line, bytes,
+    sha256, already_applied, now_reads (the report's last lines), files_without_a_line and
+    next.
+
+    Args:
+        path: The file's path relative to the workspace root, e.g. 'src/app.py'.
+        summary: What the file holds, in your own words, naming things in it.
+    """
+    try:
+        rel = await asyncio.to_thread(_surveyed, ctx, path)
+    except ToolError as err:
+        # Said with what is left: a line on the report itself, or on a file that is not
+        # there, is a small model's way of going on after the last file.
+        left = await _left(ctx)
+        raise ToolError(err.error_type, f"{err.message}; next: {left['next']}") from None
+    # Its `path` names the surveyed file, never the report: no policy on it reaches the write.
+    done = await append_file(replace(ctx, must_be_new=frozenset()), _appended(rel, summary))
+    told: dict[str, Any] = json.loads(done.content)
+    return told | await _left(ctx)
