@@ -17,6 +17,7 @@ from durable_agents.workers.demo.run import _prepare_dirs
 from durable_agents.workers.demo.survey import covers_each_file
 
 REPORT = "out/report.md"
+DEMO = Path(__file__).resolve().parents[1] / "workers" / "demo" / "workspace"
 CONTENTS = {
     "README.md": "# Weather station project\n",
     "data/readings.csv": "station,temperature_c\nA,4.1\n",
@@ -190,3 +191,20 @@ async def test_the_survey_checks_longest_reason_on_the_demo_workspace_is_said_wh
         shutil.rmtree(state)
     assert reason.startswith("out/report.md names nothing in") and len(files) == 4
     assert len(reason) <= MAX_REASON_CHARS and reason.endswith("the same for the other 3 files")
+
+
+def test_a_line_guessed_from_the_other_files_words_does_not_cover_a_file() -> None:
+    # Every word of the guess is one the script holds, but other files hold it too: a model
+    # that never read the script wrote it from the README and the data file.
+    files = {p.relative_to(DEMO).as_posix(): p.read_text() for p in DEMO.rglob("*") if p.is_file()}
+    said = {
+        "README.md": "the weather station project",
+        "data/readings.csv": "temperature and humidity by station",
+        "notes/2026-11-24-standup.md": "the stand-up of 24 November",
+        "src/summary.py": "the summary code for the weather station project",
+    }
+    report = "".join(f"- {path}: {words}\n" for path, words in said.items())
+    assert survey_gaps(report, files) == ("src/summary.py",)
+    # A word only the script holds covers it; "humidity" says the data file's humidity_pct.
+    report += "- src/summary.py: hourly means of the readings, kept in a defaultdict\n"
+    assert survey_gaps(report, files) == ()

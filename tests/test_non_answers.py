@@ -77,8 +77,9 @@ def test_calls_shown_as_examples_are_no_answer(text: str) -> None:
         "<tools></tools>\n" + BARE_WRITE,
     ],
 )
-def test_bare_write_file_arguments_are_no_answer_and_name_write_file(text: str) -> None:
-    assert judged(text) == Judged(NonAnswer.BARE_ARGUMENTS, ("write_file",))
+def test_bare_write_file_arguments_are_no_answer_and_name_the_tools_they_fit(text: str) -> None:
+    # append_file takes the same path and content: the model is told of both.
+    assert judged(text) == Judged(NonAnswer.BARE_ARGUMENTS, ("write_file", "append_file"))
 
 
 @pytest.mark.parametrize(

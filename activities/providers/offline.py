@@ -55,11 +55,19 @@ def _last_assistant(messages: list[ChatMessage]) -> int | None:
     return None
 
 
+# What a source file defines, for its row: its first line may say nothing only it holds.
+_DEFINED = re.compile(
+    r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w{0,60})", re.MULTILINE
+)
+
+
 def _summarise(path: str, text: str) -> str:
     lines = text.splitlines()
     words = sum(len(line.split()) for line in lines)
     heading = next((ln.lstrip("# ").strip() for ln in lines if ln.strip()), "(empty)")
-    return f"| `{path}` | {len(lines)} | {words} | {heading[:60]} |"
+    defined = [m.group(1) for m in _DEFINED.finditer(text)][:3]
+    defines = f" (defines {', '.join(defined)})" if defined else ""
+    return f"| `{path}` | {len(lines)} | {words} | {heading[:60]}{defines} |"
 
 
 def _named_calls(task: str, tools: list[ToolSpec]) -> list[tuple[str, dict[str, Any]]]:

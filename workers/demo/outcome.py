@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -69,17 +70,29 @@ def surveyed_files(root: Path) -> list[str]:
 def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     """The files of `files` (path -> contents) that `report` does not name (by path or file
     name), or names without saying, where it names the file, a word the file holds that no
-    file's path does."""
+    file's path does, and no other file holds either when it has such words."""
     # A word of any file's path shows nothing of what a file holds: a list of names has it.
     names = {w.casefold() for path in files for w in _WORD.findall(path)}
     said = _said_of(report, files)
+    words = {path: _words_of(text) - names for path, text in files.items()}
+    held = Counter(w for own in words.values() for w in own)
     gaps = []
-    for path, text in files.items():
-        own = {w.casefold() for w in _WORD.findall(text)} - names
+    for path, own in words.items():
+        # A word another file holds too shows nothing of this one: a line guessed from the
+        # others ("the summary code for the weather station project", never read) has them.
+        # A file holding none of its own is judged by all its words.
+        own = {w for w in own if held[w] == 1} or own
         where = said[path]
         if where is None or not any(w in where for w in own):
             gaps.append(path)
     return tuple(gaps)
+
+
+def _words_of(text: str) -> set[str]:
+    """The words of `text` (casefolded), and the parts of those joined by "_" that are words
+    themselves: "temperature_c" is said by "temperature"."""
+    found = {w.casefold() for w in _WORD.findall(text)}
+    return found | {part for w in found if "_" in w for part in _WORD.findall(w.replace("_", " "))}
 
 
 def unnamed_in(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
