@@ -70,7 +70,7 @@ def surveyed_files(root: Path) -> list[str]:
 def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     """The files of `files` (path -> contents) that `report` does not name (by path or file
     name), or names without saying, where it names the file, a word the file holds that no
-    file's path does, and no other file holds either when it has such words."""
+    file's path does: one no other file holds, or two it shares (see _says)."""
     # A word of any file's path shows nothing of what a file holds: a list of names has it.
     names = {w.casefold() for path in files for w in _WORD.findall(path)}
     said = _said_of(report, files)
@@ -78,14 +78,22 @@ def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     held = Counter(w for own in words.values() for w in own)
     gaps = []
     for path, own in words.items():
-        # A word another file holds too shows nothing of this one: a line guessed from the
-        # others ("the summary code for the weather station project", never read) has them.
-        # A file holding none of its own is judged by all its words.
-        own = {w for w in own if held[w] == 1} or own
         where = said[path]
-        if where is None or not any(w in where for w in own):
+        if where is None or not _says(where, own, held):
             gaps.append(path)
     return tuple(gaps)
+
+
+def _says(where: str, own: set[str], held: Counter[str]) -> bool:
+    """Whether `where` says something of a file whose words are `own`: one word no other
+    file holds, or two it shares with others. One shared word is what a line guessed from
+    the other files holds ("the summary code for the weather station project", of a script
+    never read, has its "station"); a file holding no word of its own needs one of them."""
+    found = [w for w in own if w in where]
+    if any(held[w] == 1 for w in found):
+        return True
+    shared_only = all(held[w] > 1 for w in own)
+    return len(found) >= (1 if shared_only else 2)
 
 
 def _words_of(text: str) -> set[str]:
