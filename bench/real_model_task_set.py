@@ -181,6 +181,26 @@ def approval_asked(o: Outcome) -> bool:
     return any(i.kind == "approval" for i in o.items)
 
 
+def read_every_file(o: Outcome) -> bool:
+    """Every seeded file was read (a read_file call on it whose result is no error): the
+    survey's check judges the report's words, and a line guessed from the other files'
+    words can pass it."""
+    failed = {
+        i.tool_call_id
+        for i in o.items
+        if i.kind == "tool_result" and (i.data or {}).get("error_type")
+    }
+    read = {
+        str(args.get("path", "")).removeprefix("./")
+        for i in o.items
+        if i.kind == "tool_call"
+        and i.tool_name == "read_file"
+        and i.tool_call_id not in failed
+        and isinstance(args := (i.data or {}).get("arguments"), dict)
+    }
+    return all(name in read for name in o.seeded if not name.startswith("out/"))
+
+
 TASKS = [
     Task(
         "read_write",
@@ -232,6 +252,6 @@ TASKS = [
         also=approval_asked,
         write_approval=True,
     ),
-    Task("survey", DEMO_TASK, {}, covers_each_file, max_steps=20),
+    Task("survey", DEMO_TASK, {}, covers_each_file, also=read_every_file, max_steps=20),
 ]
 TASK_NAMES = [t.name for t in TASKS]
