@@ -14,12 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio import activity
 
 from durable_agents.activities.checks.runner import first_failure
-from durable_agents.activities.checks.spec import Check
+from durable_agents.activities.checks.spec import MAX_CALLS_SEEN, CallDone, Check
 from durable_agents.activities.errors import storage_errors_are_final
 from durable_agents.activities.tools.tool_identity import tool_identity
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.items import NewItem
-from durable_agents.storage.models import SessionRow
+from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.workspace_seed import seed_if_new
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.vocabulary.item_kinds import ItemKind
@@ -103,13 +103,18 @@ class AnswerCheckActivities:
                 return CheckVerdict(True, False, failures, attempts, told_reason)
             answer = await st.items.get(session_id, uuid.UUID(inp.answer_item_id))
             root = self._root(inp.tenant_id, session)
+            calls = (
+                [_done(row) for row in await st.items.calls_done(session_id, MAX_CALLS_SEEN)]
+                if any(c.call is not None for c in checks)
+                else []
+            )
         run_as = (
             tool_identity(self._tool_user, "a task's check command")
             if any(c.command for c in checks)
             else None
         )
         await seed_if_new(self._workspace, inp.tenant_id, session, root)
-        found = await first_failure(checks, root, answer.text if answer else "", run_as)
+        found = await first_failure(checks, root, answer.text if answer else "", run_as, calls)
         if found is None:
             return CheckVerdict(True, True, failures, attempts)
         reason = found.reason
@@ -144,3 +149,10 @@ class AnswerCheckActivities:
         if isinstance(self._workspace, WorkspaceLayout):
             return self._workspace.root_for(tenant_id, session)
         return self._workspace
+
+
+def _done(row: ItemRow) -> CallDone:
+    """A committed call as a check sees it: its tool's name and its arguments (none when
+    the model's were not a JSON object)."""
+    arguments = row.data.get("arguments")
+    return CallDone(row.tool_name or "", arguments if isinstance(arguments, dict) else {})

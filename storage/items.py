@@ -324,6 +324,25 @@ class ItemRepository:
         )
         return int(found or 0)
 
+    async def calls_done(self, session_id: uuid.UUID, limit: int) -> list[ItemRow]:
+        """The session's newest `limit` tool calls whose result is in and is no error (an
+        `error_type` in its data), oldest first."""
+        visible = await self.visible(session_id)
+        results = select(ItemRow.tool_call_id).where(visible, ItemRow.kind == ItemKind.TOOL_RESULT)
+        failed = results.where(ItemRow.data["error_type"].astext.is_not(None))
+        rows = await self._db.scalars(
+            select(ItemRow)
+            .where(
+                visible,
+                ItemRow.kind == ItemKind.TOOL_CALL,
+                ItemRow.tool_call_id.in_(results),
+                ItemRow.tool_call_id.not_in(failed),
+            )
+            .order_by(ItemRow.ordinal.desc())
+            .limit(limit)
+        )
+        return list(reversed(rows.all()))
+
     async def first_of_kind(
         self, session_id: uuid.UUID, kind: str, *, last: bool = False
     ) -> ItemRow | None:

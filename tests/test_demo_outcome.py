@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from durable_agents.activities.checks.runner import CHECK_READ_BYTES, MAX_REASON_CHARS
-from durable_agents.activities.checks.spec import CheckContext
+from durable_agents.activities.checks.spec import CallDone, CheckContext
 from durable_agents.workers.demo.outcome import check_report, survey_gaps, workspace_files
 from durable_agents.workers.demo.run import _prepare_dirs
 from durable_agents.workers.demo.survey import covers_each_file
@@ -142,7 +142,10 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     async def read_text(path: str) -> str | None:
         return (root / path).read_text() if (root / path).is_file() else None
 
-    ctx = CheckContext(answer="The report is written.", read_text=read_text, workspace=root)
+    every_read = [CallDone("read_file", {"path": name}) for name in CONTENTS]
+    ctx = CheckContext(
+        answer="The report is written.", read_text=read_text, workspace=root, calls=every_read
+    )
     reason = await covers_each_file(ctx)
     # The next calls named outright, one file at a time, each added to what is there.
     assert reason == (
@@ -185,7 +188,8 @@ async def test_the_survey_checks_longest_reason_on_the_demo_workspace_is_said_wh
         async def read_text(path: str) -> str | None:
             return (root / path).read_text() if (root / path).is_file() else None
 
-        ctx = CheckContext(answer="", read_text=read_text, workspace=root)
+        reads = [CallDone("read_file", {"path": name}) for name in files]
+        ctx = CheckContext(answer="", read_text=read_text, workspace=root, calls=reads)
         reason = await covers_each_file(ctx) or ""
     finally:
         shutil.rmtree(state)
@@ -208,3 +212,28 @@ def test_a_line_guessed_from_the_other_files_words_does_not_cover_a_file() -> No
     # A word only the script holds covers it; "humidity" says the data file's humidity_pct.
     report += "- src/summary.py: hourly means of the readings, kept in a defaultdict\n"
     assert survey_gaps(report, files) == ()
+
+
+async def test_a_line_on_a_file_the_task_never_read_does_not_pass(tmp_path: Path) -> None:
+    root, _ = _seeded(tmp_path)
+    (root / "out").mkdir()
+    (root / REPORT).write_text(
+        "- README.md: the weather station project\n- data/readings.csv: temperature_c per "
+        "station\n- notes/standup.md: a modem fault\n"
+    )
+
+    async def read_text(path: str) -> str | None:
+        return (root / path).read_text() if (root / path).is_file() else None
+
+    def ctx(*read: str) -> CheckContext:
+        calls = [CallDone("read_file", {"path": f"./{name}"}) for name in read]
+        # A failed read is not among a task's calls done; other tools' calls read nothing.
+        calls.append(CallDone("list_dir", {"path": "notes/standup.md"}))
+        return CheckContext(answer="", read_text=read_text, workspace=root, calls=calls)
+
+    reason = await covers_each_file(ctx("README.md", "data/readings.csv")) or ""
+    assert reason.startswith(
+        "out/report.md describes notes/standup.md, never read. Call read_file on "
+        "notes/standup.md, then add_to_report"
+    )
+    assert await covers_each_file(ctx(*CONTENTS)) is None

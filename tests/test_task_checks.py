@@ -17,7 +17,7 @@ from temporalio.client import Client
 
 from durable_agents.activities.agents import Agent
 from durable_agents.activities.checks.runner import MAX_REASON_CHARS, first_failure
-from durable_agents.activities.checks.spec import Check, CheckContext, CheckSpecError
+from durable_agents.activities.checks.spec import CallDone, Check, CheckContext, CheckSpecError
 from durable_agents.activities.policies.task_rules import InvalidTaskInput
 from durable_agents.activities.providers.errors import RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.scripted import ScriptedProvider
@@ -326,3 +326,44 @@ async def test_a_callables_reason_is_one_printable_line_bounded_for_the_history(
     assert found is not None and found.workspace_only
     assert len(found.reason) == MAX_REASON_CHARS and found.reason.endswith("...")
     assert found.reason.startswith("first line second [31m word word")
+
+
+SEEN: list[list[CallDone]] = []
+
+
+async def _records_calls(ctx: CheckContext) -> str | None:
+    SEEN.append(list(ctx.calls))
+    return None
+
+
+CALL_READER = Agent(
+    "call-reader", "Read alpha.txt.", tools=builtin_tools(), check=Check(call=_records_calls)
+)
+
+
+async def test_a_callable_check_sees_the_tasks_calls_that_returned_without_an_error(
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    sid = uuid.uuid4()
+    (session_root(workspace, tenant, sid) / "alpha.txt").write_text("Notes about pelicans")
+    reads = [
+        {"name": "read_file", "arguments": {"path": "alpha.txt"}},
+        {"name": "read_file", "arguments": {"path": "missing.txt"}},  # an error result
+    ]
+    listing = {"name": "list_dir", "arguments": {}}
+    model = ScriptedProvider.from_data(
+        [{"tool_calls": reads}, {"tool_calls": [listing]}, {"text": "Done."}]
+    )
+    SEEN.clear()
+    async with agent_worker(model, workspace, agents=(CALL_READER,)) as queue:
+        _, handle = await start(
+            client, resources, queue, tenant=tenant, session_id=sid, agent="call-reader"
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "completed"
+    (seen,) = SEEN  # one answer, checked once
+    assert seen == [CallDone("read_file", {"path": "alpha.txt"}), CallDone("list_dir", {})]

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from durable_agents.activities.checks.spec import Check, CheckContext
+from durable_agents.activities.checks.spec import CallDone, Check, CheckContext
 from durable_agents.activities.tools.fd_walk import open_root
 from durable_agents.activities.tools.files import read_workspace_text
 from durable_agents.activities.tools.tool_identity import RunAs
@@ -34,10 +34,14 @@ class CheckFailure:
 
 
 async def first_failure(
-    checks: Sequence[Check], workspace: Path, answer: str, run_as: RunAs | None
+    checks: Sequence[Check],
+    workspace: Path,
+    answer: str,
+    run_as: RunAs | None,
+    calls: Sequence[CallDone] = (),
 ) -> CheckFailure | None:
     for check in checks:
-        found = await _failure(check, workspace, answer, run_as)
+        found = await _failure(check, workspace, answer, run_as, calls)
         if found is not None:
             return CheckFailure(bounded(found.reason), found.workspace_only)
     return None
@@ -51,7 +55,7 @@ def bounded(reason: str) -> str:
 
 
 async def _failure(
-    check: Check, workspace: Path, answer: str, run_as: RunAs | None
+    check: Check, workspace: Path, answer: str, run_as: RunAs | None, calls: Sequence[CallDone]
 ) -> CheckFailure | None:
     async def read(path: str) -> str | None:
         return await read_workspace_text(workspace, path, CHECK_READ_BYTES)
@@ -60,7 +64,7 @@ async def _failure(
     if reason is not None:
         return CheckFailure(reason, workspace_only=True)
     if check.call is not None:
-        ctx = CheckContext(answer=answer, read_text=read, workspace=workspace)
+        ctx = CheckContext(answer=answer, read_text=read, workspace=workspace, calls=calls)
         said = await check.call(ctx)
         if said is not None:
             return CheckFailure(said, workspace_only=not ctx.answer_read)

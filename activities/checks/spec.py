@@ -35,19 +35,38 @@ class CheckSpecError(ValueError):
         self.field = field
 
 
+# The task's calls a callable check is shown, at most: its newest.
+MAX_CALLS_SEEN = 1000
+
+
+@dataclass(frozen=True)
+class CallDone:
+    """A tool call of the task whose result came back without an error."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+
 class CheckContext:
     """What a callable check sees: the task's workspace (read it with `read_text`, which
-    stays inside it) and the final answer the model gave (`answer`). A check that never
-    reads the answer judged the workspace alone (`answer_read` stays False): its failure
-    stands until a tool changes the workspace, so the model is held to tool calls until
-    one has (activities/context/call_expected.py)."""
+    stays inside it), the final answer the model gave (`answer`) and the task's tool calls
+    that returned without an error (`calls`, oldest first, the newest MAX_CALLS_SEEN): what
+    the task read, not only what it left. A check that never reads the answer judged the
+    workspace alone (`answer_read` stays False): its failure stands until a tool changes the
+    workspace, so the model is held to tool calls until one has
+    (activities/context/call_expected.py)."""
 
     def __init__(
-        self, answer: str, read_text: Callable[[str], Awaitable[str | None]], workspace: Path
+        self,
+        answer: str,
+        read_text: Callable[[str], Awaitable[str | None]],
+        workspace: Path,
+        calls: Sequence[CallDone] = (),
     ) -> None:
         self._answer = answer
         self.read_text = read_text
         self.workspace = workspace
+        self.calls = tuple(calls)
         self.answer_read = False
 
     @property

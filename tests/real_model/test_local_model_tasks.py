@@ -97,7 +97,11 @@ async def test_the_survey_task_writes_a_report_naming_every_file(
             client, resources, sid, handle, tenant, within_seconds=TASK_SECONDS
         )
     assert result.status == "completed"
-    report = (root / "out" / "report.md").read_text()
+    written = root / "out" / "report.md"
+    if not written.is_file():
+        items = await items_of(resources, tenant, sid)
+        pytest.fail(f"completed without out/report.md:\n{_transcript(items)}")
+    report = written.read_text()
     missing = [name for name in files if name not in report]
     assert not missing, f"out/report.md does not name {missing}:\n{report}"
 

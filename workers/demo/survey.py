@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from durable_agents.activities.agents import Agent
-from durable_agents.activities.checks.spec import Check, CheckContext
+from durable_agents.activities.checks.spec import CallDone, Check, CheckContext
 from durable_agents.activities.providers.offline import REPORT_PATH
+from durable_agents.activities.tools.base import ToolError
 from durable_agents.activities.tools.builtin import builtin_tools
-from durable_agents.activities.tools.files import write_file_tool
+from durable_agents.activities.tools.files import file_path, write_file_tool
 from durable_agents.workers.demo.outcome import (
     MAX_SURVEYED,
     survey_gaps,
@@ -35,7 +36,11 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     files: dict[str, str] = {}
     for name in surveyed_files(ctx.workspace)[:MAX_SURVEYED]:
         files[name] = await ctx.read_text(name) or ""
-    gaps = survey_gaps(report, files)
+    # A line on a file the task never read is a guess, however well it reads: a 1.5B run
+    # described the script from the other files' words without opening it.
+    read = _read_paths(ctx.calls)
+    unread = [name for name in files if name not in read]
+    gaps = [name for name in files if name in survey_gaps(report, files) or name in unread]
     if not gaps:
         return None
     # The next call named outright: told to "read each of them", a small model wrote
@@ -44,10 +49,13 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     # What is wrong, said as it is: an unnamed file and a named one without a word of its
     # contents need different fixes.
     unnamed = unnamed_in(report, files)
-    quiet = [name for name in gaps if name not in unnamed]
+    said = survey_gaps(report, files)
+    quiet = [name for name in said if name not in unnamed]
+    guessed = [name for name in gaps if name not in said]
     wrong = " and ".join(
         ([f"does not name {_names(unnamed)}"] if unnamed else [])
         + ([f"names nothing in {_names(quiet)}"] if quiet else [])
+        + ([f"describes {_names(guessed)}, never read"] if guessed else [])
     )
     # Where it counts, said outright: a small model put a made-up title and a blank line
     # between a file's name and what it pasted of it, and appended the same again.
@@ -61,6 +69,19 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
         f"path {first} and a summary of what it holds in your own words, naming things in it "
         f"({_QUOTED}){more}"
     )
+
+
+def _read_paths(calls: Sequence[CallDone]) -> set[str]:
+    """The workspace paths the task's read_file calls read."""
+    read = set()
+    for call in calls:
+        path = call.arguments.get("path")
+        if call.name == "read_file" and isinstance(path, str):
+            try:
+                read.add(file_path(path).rel)
+            except ToolError:
+                continue
+    return read
 
 
 def _names(paths: Sequence[str]) -> str:
