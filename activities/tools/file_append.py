@@ -10,7 +10,6 @@ settled from the file's end, never applied twice without saying so.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from typing import Any
 
 from durable_agents.activities.tools.atomic_write import write_at
@@ -22,7 +21,7 @@ from durable_agents.activities.tools.base import (
     ToolOutput,
 )
 from durable_agents.activities.tools.fd_walk import held_dir, held_root
-from durable_agents.activities.tools.file_edits import MAX_EDIT_BYTES, excerpt, text_of
+from durable_agents.activities.tools.file_edits import MAX_EDIT_BYTES, edit_result, text_of
 from durable_agents.activities.tools.files import file_path, utf8
 from durable_agents.activities.tools.fs_errors import classified
 from durable_agents.activities.tools.typed import output_of, tool
@@ -47,16 +46,10 @@ def _joined(current: str, added: str) -> str:
 def _appended(
     path: WorkspacePath, text: str, line: int, added: str, already_applied: bool
 ) -> dict[str, Any]:
-    """The result of an append whose file now reads ``text``, ``added`` from ``line``."""
+    """The result of an append whose file now reads ``text``, ``added`` from ``line``: an
+    edit's, its lines shown as they now read."""
     data = text.encode("utf-8")
-    return {
-        "path": path.rel,
-        "line": line,
-        "bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "already_applied": already_applied,
-        "now_reads": excerpt(text, line, added.count("\n")),
-    }
+    return edit_result(path, text, data, line, added.removesuffix("\n"), already_applied)
 
 
 def _first_line_of_end(text: str, added: str) -> int:

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_EDIT_BYTES",
     "edit_file",
     "edit_file_tool",
+    "edit_result",
     "excerpt",
     "reconcile_edit_file",
     "text_of",
@@ -145,7 +146,7 @@ def text_of(
         ) from None
 
 
-def _edited(
+def edit_result(
     path: WorkspacePath, text: str, data: bytes, line: int, new: str, already_applied: bool
 ) -> dict[str, Any]:
     """The result of an edit whose file now reads ``text`` (``data`` encoded), ``new`` put
@@ -192,12 +193,12 @@ def _edit_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict[str,
         if old == new:
             # The file already says it: nothing to write, and nothing for the model to fix.
             line = _line_of(text, at)
-            done = _edited(path, text, text.encode("utf-8"), line, new, already_applied=True)
+            done = edit_result(path, text, text.encode("utf-8"), line, new, already_applied=True)
             return {**done, "unchanged": True}
         after = text[:at] + new + text[at + len(old) :]
         data = after.encode("utf-8")
         write_at(dir_fd, path.name, data)
-    return _edited(path, after, data, _line_of(text, at), new, already_applied=False)
+    return edit_result(path, after, data, _line_of(text, at), new, already_applied=False)
 
 
 def _current_text(ctx: ToolContext, path: WorkspacePath) -> str | None:
@@ -244,7 +245,7 @@ def _reconcile_sync(ctx: ToolContext, raw_path: str, old: str, new: str) -> dict
         raise EffectInDoubt(f"{path.shown} reads as it would both before and after this edit")
     if landed:
         line = _line_of(current, landed[0])
-        return _edited(path, current, current.encode("utf-8"), line, new, already_applied=True)
+        return edit_result(path, current, current.encode("utf-8"), line, new, already_applied=True)
     # Not landed: running it applies it, or (old_text not there once) changes nothing.
     return None
 
