@@ -39,8 +39,8 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     # A line on a file the task never read is a guess, however well it reads: a 1.5B run
     # described the script from the other files' words without opening it.
     read = _read_paths(ctx.calls)
-    unread = [name for name in files if name not in read]
-    gaps = [name for name in files if name in survey_gaps(report, files) or name in unread]
+    unsaid = survey_gaps(report, files)
+    gaps = [name for name in files if name in unsaid or name not in read]
     if not gaps:
         return None
     # The next call named outright: told to "read each of them", a small model wrote
@@ -49,9 +49,8 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     # What is wrong, said as it is: an unnamed file and a named one without a word of its
     # contents need different fixes.
     unnamed = unnamed_in(report, files)
-    said = survey_gaps(report, files)
-    quiet = [name for name in said if name not in unnamed]
-    guessed = [name for name in gaps if name not in said]
+    quiet = [name for name in unsaid if name not in unnamed]
+    guessed = [name for name in gaps if name not in unsaid]
     wrong = " and ".join(
         ([f"does not name {_names(unnamed)}"] if unnamed else [])
         + ([f"names nothing in {_names(quiet)}"] if quiet else [])
