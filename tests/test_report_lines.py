@@ -97,3 +97,14 @@ async def test_after_the_last_file_it_says_to_answer_and_a_line_on_the_report_is
         "out/report.md is the report, not a file it covers; next: every file has its line: "
         "answer now"
     )
+
+
+async def test_the_same_line_again_is_not_added_and_says_so(root: Path) -> None:
+    await _add(root, "README.md", "the weather station project")
+    out = await add_to_report_tool.fn(
+        _ctx(root), {"path": "./README.md", "summary": "the weather  station project"}
+    )
+    told = json.loads(out.content)
+    assert not out.changed and told["unchanged"] is True
+    assert (root / REPORT).read_text() == "- README.md: the weather station project\n"
+    assert told["next"] == "read_file data/readings.csv, then add_to_report on it"

@@ -22,9 +22,14 @@ from durable_agents.activities.tools.base import ToolContext, ToolError, ToolOut
 from durable_agents.activities.tools.fd_walk import held_dir, held_root
 from durable_agents.activities.tools.file_append import append_file, reconcile_append_file
 from durable_agents.activities.tools.file_edits import MAX_EDIT_BYTES
-from durable_agents.activities.tools.files import file_path, open_regular, read_workspace_text
+from durable_agents.activities.tools.files import (
+    file_path,
+    open_regular,
+    read_workspace_text,
+    unchanged_output,
+)
 from durable_agents.activities.tools.fs_errors import classified
-from durable_agents.activities.tools.typed import tool
+from durable_agents.activities.tools.typed import output_of, tool
 from durable_agents.workers.demo.outcome import MAX_SURVEYED, surveyed_files
 
 __all__ = ["MAX_SAID_CHARS", "add_to_report_tool", "report_line"]
@@ -97,11 +102,11 @@ async def _reconcile(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput | Non
 
 # Effectful and unasked: it only ever adds a line to the task's own report.
 @tool(effect="effectful", reconcile=_reconcile, name="add_to_report")
-async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> dict[str, Any]:
+async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> ToolOutput:
     """Add one line on a workspace file you have read to the report (out/report.md): the
     file's path, then what it holds. Returns JSON with the report's path, line, bytes,
     sha256, already_applied, now_reads (the report's last lines), files_without_a_line and
-    next.
+    next; a line the report already holds is not added again (unchanged).
 
     Args:
         path: The file's path relative to the workspace root, e.g. 'src/app.py'.
@@ -114,7 +119,16 @@ async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> dict[
         # there, is a small model's way of going on after the last file.
         left = await _left(ctx)
         raise ToolError(err.error_type, f"{err.message}; next: {left['next']}") from None
+    appended = _appended(rel, summary)
+    report = await read_workspace_text(ctx.workspace, REPORT_PATH, MAX_EDIT_BYTES) or ""
+    if appended["content"] in report.splitlines(keepends=True):
+        # The same line again adds nothing: after a failed check, a small model read the
+        # file and added its line word for word, over and over.
+        left = await _left(ctx)
+        return unchanged_output(
+            "add_to_report", {"path": REPORT_PATH, "line": appended["content"].strip()} | left
+        )
     # Its `path` names the surveyed file, never the report: no policy on it reaches the write.
-    done = await append_file(replace(ctx, must_be_new=frozenset()), _appended(rel, summary))
+    done = await append_file(replace(ctx, must_be_new=frozenset()), appended)
     told: dict[str, Any] = json.loads(done.content)
-    return told | await _left(ctx)
+    return output_of("add_to_report", told | await _left(ctx))
