@@ -367,3 +367,26 @@ async def test_a_callable_check_sees_the_tasks_calls_that_returned_without_an_er
     assert result.status == "completed"
     (seen,) = SEEN  # one answer, checked once
     assert seen == [CallDone("read_file", {"path": "alpha.txt"}), CallDone("list_dir", {})]
+
+
+async def test_a_check_that_read_the_calls_does_not_hold_the_model_to_a_changed_workspace(
+    tmp_path: Path,
+) -> None:
+    # Its failure can clear with a call that changes no file (a read), so another answer
+    # after one must be checked again.
+    async def wants_a_read(ctx: CheckContext) -> str | None:
+        return None if ctx.calls else "read a file first"
+
+    async def wants_a_file(ctx: CheckContext) -> str | None:
+        return None if await ctx.read_text("out.txt") else "write out.txt"
+
+    read_first = await first_failure([Check(call=wants_a_read)], tmp_path, "", None)
+    file_first = await first_failure([Check(call=wants_a_file)], tmp_path, "", None)
+    assert read_first is not None and not read_first.workspace_only
+    assert file_first is not None and file_first.workspace_only
+    assert (
+        await first_failure(
+            [Check(call=wants_a_read)], tmp_path, "", None, [CallDone("read_file", {"path": "a"})]
+        )
+        is None
+    )

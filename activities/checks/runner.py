@@ -67,7 +67,7 @@ async def _failure(
         ctx = CheckContext(answer=answer, read_text=read, workspace=workspace, calls=calls)
         said = await check.call(ctx)
         if said is not None:
-            return CheckFailure(said, workspace_only=not ctx.answer_read)
+            return CheckFailure(said, workspace_only=not (ctx.answer_read or ctx.calls_read))
     return None
 
 

@@ -51,10 +51,11 @@ class CheckContext:
     """What a callable check sees: the task's workspace (read it with `read_text`, which
     stays inside it), the final answer the model gave (`answer`) and the task's tool calls
     that returned without an error (`calls`, oldest first, the newest MAX_CALLS_SEEN): what
-    the task read, not only what it left. A check that never reads the answer judged the
-    workspace alone (`answer_read` stays False): its failure stands until a tool changes the
-    workspace, so the model is held to tool calls until one has
-    (activities/context/call_expected.py)."""
+    the task read, not only what it left. A check that reads neither the answer nor the
+    calls judged the workspace alone (`answer_read` and `calls_read` stay False): its failure
+    stands until a tool changes the workspace, so the model is held to tool calls until one
+    has (activities/context/call_expected.py); one that read the calls may pass after a call
+    that changed nothing, a read."""
 
     def __init__(
         self,
@@ -66,13 +67,19 @@ class CheckContext:
         self._answer = answer
         self.read_text = read_text
         self.workspace = workspace
-        self.calls = tuple(calls)
+        self._calls = tuple(calls)
         self.answer_read = False
+        self.calls_read = False
 
     @property
     def answer(self) -> str:
         self.answer_read = True
         return self._answer
+
+    @property
+    def calls(self) -> tuple[CallDone, ...]:
+        self.calls_read = True
+        return self._calls
 
 
 # A callable check: None when the task is done, else the reason it is not, in words the
