@@ -386,8 +386,7 @@ def test_builtin_policy() -> None:
     assert tools["write_file"].default_policy == "always"
     # Asks when the file exists; on a missing file it fails without asking anybody.
     assert tools["edit_file"].default_policy == "exists:path"
-    # Asks when the file exists; a missing file it creates unasked.
-    assert tools["append_file"].default_policy == "exists:path"
+    assert tools["append_file"].default_policy == "exists:path"  # a missing one: unasked
     for name in ("write_file", "edit_file", "append_file"):
         assert tools[name].effect == "effectful" and tools[name].reconcile is not None
     for name in ("read_file", "list_dir", "search_files", "fetch_url", "recall", "read_artifact"):
