@@ -35,8 +35,9 @@ class CheckSpecError(ValueError):
         self.field = field
 
 
-# The task's calls a callable check is shown, at most: its newest.
-MAX_CALLS_SEEN = 1000
+# The task's calls a callable check is shown, at most: its newest (a call's arguments are
+# up to 256 KiB, so a check holds at most ~50 MiB of them).
+MAX_CALLS_SEEN = 200
 
 
 @dataclass(frozen=True)
