@@ -20,6 +20,7 @@ from durable_agents.activities.tools.base import ToolContext, ToolError
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.activities.tools.file_append import append_file
 from durable_agents.workers.resources import Resources
+from durable_agents.workflows.contracts import ToolOutcome, ToolRunInput
 from tests.conftest import AgentRunner
 from tests.support import verbs
 from tests.support.helpers import items_of, session_root, start, wait_for_pending
@@ -123,15 +124,23 @@ def _acts(res: Resources, root: Path) -> ToolActivities:
     return ToolActivities(res.sessions, res.store, default_registry(), workspace=root)
 
 
+async def _interrupted(
+    res: Resources, tenant: str, root: Path, there: str
+) -> tuple[ToolRunInput, ToolOutcome]:
+    """An approved append of SECOND to a report reading `there`, whose first attempt died
+    between its claim and its commit, run again."""
+    (root / "out").mkdir()
+    (root / REPORT).write_text(there)
+    inp = await new_call(res, tenant, "append_file", {"path": REPORT, "content": SECOND})
+    await approved(res, inp)
+    await claim(res, inp)
+    return inp, await run(_acts(res, root), inp)
+
+
 async def test_an_interrupted_append_that_landed_is_not_added_again(
     resources: Resources, tenant: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "out").mkdir()
-    (tmp_path / REPORT).write_text(f"{FIRST}\n{SECOND}\n")
-    inp = await new_call(resources, tenant, "append_file", {"path": REPORT, "content": SECOND})
-    await approved(resources, inp)
-    await claim(resources, inp)
-    outcome = await run(_acts(resources, tmp_path), inp)
+    inp, outcome = await _interrupted(resources, tenant, tmp_path, f"{FIRST}\n{SECOND}\n")
     assert not outcome.in_doubt and outcome.error_type is None
     assert (tmp_path / REPORT).read_text() == f"{FIRST}\n{SECOND}\n"
     assert json.loads((await result_of(resources, inp))["text"])["already_applied"] is True
@@ -144,12 +153,7 @@ async def test_an_interrupted_append_that_landed_is_not_added_again(
 async def test_an_interrupted_append_that_never_landed_runs(
     resources: Resources, tenant: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "out").mkdir()
-    (tmp_path / REPORT).write_text(f"{FIRST}\n")
-    inp = await new_call(resources, tenant, "append_file", {"path": REPORT, "content": SECOND})
-    await approved(resources, inp)
-    await claim(resources, inp)
-    outcome = await run(_acts(resources, tmp_path), inp)
+    inp, outcome = await _interrupted(resources, tenant, tmp_path, f"{FIRST}\n")
     assert not outcome.in_doubt and outcome.error_type is None
     assert (tmp_path / REPORT).read_text() == f"{FIRST}\n{SECOND}\n"
     assert await ledger_state(resources, inp) == ("completed", 2)
@@ -161,12 +165,7 @@ async def test_an_interrupted_append_whose_file_reads_the_same_before_and_after_
 ) -> None:
     # Its lines twice at the end, or a file of exactly them that was there to be asked
     # about: the append may have landed or not, and adding them again could double them.
-    (tmp_path / "out").mkdir()
-    (tmp_path / REPORT).write_text(there)
-    inp = await new_call(resources, tenant, "append_file", {"path": REPORT, "content": SECOND})
-    await approved(resources, inp)
-    await claim(resources, inp)
-    outcome = await run(_acts(resources, tmp_path), inp)
+    inp, outcome = await _interrupted(resources, tenant, tmp_path, there)
     assert outcome.in_doubt
     assert (tmp_path / REPORT).read_text() == there
     assert await ledger_state(resources, inp) == ("in_doubt", 2)
