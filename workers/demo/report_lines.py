@@ -1,11 +1,9 @@
 """add_to_report: the survey's own tool, one line on one workspace file added to the report.
 
 A report line is `- PATH: WHAT IT HOLDS`, on one line: the file's path first, then the
-model's words. Given append_file, a small model put a made-up title and a blank line between
-a file's name and what it said of it, and the check (which counts only what follows a
-name, up to a blank line) could not tell which file those words were about. Taking the path
-and the words apart and writing the line itself, the tool makes that report impossible to
-write, and it refuses a path that names no file, as a line on a made-up file is no survey.
+model's words. The tool writes the line itself, so no title or blank line can come between
+a name and its words (the check counts only what follows a name, up to a blank line), and
+it refuses a path that names no file, as a line on a made-up file is no survey.
 Effects as append_file's: an interrupted call is settled from the report's end.
 """
 

@@ -36,8 +36,8 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     files: dict[str, str] = {}
     for name in surveyed_files(ctx.workspace)[:MAX_SURVEYED]:
         files[name] = await ctx.read_text(name) or ""
-    # A line on a file the task never read is a guess, however well it reads: a 1.5B run
-    # described the script from the other files' words without opening it.
+    # A line on a file the task never read is a guess, however well it reads: the words of
+    # the files it did read can describe it.
     read = _read_paths(ctx.calls)
     unsaid = survey_gaps(report, files)
     gaps = [name for name in files if name in unsaid or name not in read]
