@@ -111,6 +111,36 @@ def test_a_word_counts_only_for_the_file_it_is_said_of(tmp_path: Path) -> None:
     assert check_report("completed", root, REPORT, files).done
 
 
+def test_a_line_led_by_a_files_name_is_said_of_that_file_alone(tmp_path: Path) -> None:
+    root, files = _seeded(tmp_path)
+    (root / "out").mkdir()
+    (root / "src").mkdir()
+    (root / "src/avg.py").write_text("def hourly_means(path):\n    return path\n")
+    files = workspace_files(root)
+    # As add_to_report writes it: another file named in a line's words does not cut them off.
+    (root / REPORT).write_text(
+        "- src/avg.py: reads data/readings.csv and returns hourly_means\n"
+        "- README.md: a weather station project\n"
+    )
+    goal = check_report("completed", root, REPORT, files)
+    # Nor does it say anything of the file named inside it: named there, never described.
+    assert goal.missing == ("data/readings.csv", "notes/standup.md")
+    # A name after a list mark and in bold leads too; another "NAME:" on the line ends it.
+    (root / REPORT).write_text(
+        "1. **src/avg.py**: from data/readings.csv, hourly_means\n"
+        "- README.md: weather. data/readings.csv: temperature_c\n"
+        "notes/standup.md: the modem\n"
+    )
+    assert check_report("completed", root, REPORT, files).done
+    # Not led (no colon after it): the name of the data file ends what is said of the script.
+    (root / REPORT).write_text(
+        "- src/avg.py reads data/readings.csv and returns hourly_means\n"
+        "- README.md: weather\n- notes/standup.md: the modem\n"
+    )
+    missing = check_report("completed", root, REPORT, files).missing
+    assert missing == ("data/readings.csv", "src/avg.py")
+
+
 # A bound orders of magnitude above a read in one pass (~0.2 s) and far below one that goes
 # back over the report for each name it finds (minutes for this report).
 @pytest.mark.timeout(30)

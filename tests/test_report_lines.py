@@ -1,7 +1,8 @@
 """The survey's add_to_report: a line `- PATH: WORDS` on a workspace file, one line whatever
 the model sends, added to out/report.md; a path naming no file of the workspace (or the
-report itself) and empty or overlong words are refused and nothing is written; an
-interrupted call is settled from the report's end."""
+report itself, or a file under out/), empty or overlong words and a line the survey's check
+would not count are refused, saying why, and nothing is written; an interrupted call is
+settled from the report's end."""
 
 from __future__ import annotations
 
@@ -37,46 +38,86 @@ async def _add(root: Path, path: str, summary: str) -> dict[str, object]:
 
 async def test_a_line_is_the_path_then_the_words_on_one_line(root: Path) -> None:
     await _add(root, "README.md", "The weather station project:\n\nthree rooftop stations.")
-    told = await _add(root, "./data/readings.csv", "  station, timestamp and\ttemperature_c  ")
+    told = await _add(root, "./data/readings.csv", "  station, timestamp and\thumidity_pct  ")
     assert (root / REPORT).read_text() == (
         "- README.md: The weather station project: three rooftop stations.\n"
-        "- data/readings.csv: station, timestamp and temperature_c\n"
+        "- data/readings.csv: station, timestamp and humidity_pct\n"
     )
     assert told["line"] == 2 and told["path"] == REPORT and told["already_applied"] is False
-    # What is left, and the next call: the files without a line, in the listing's order.
-    assert told["files_without_a_line"] == ["notes/2026-11-24-standup.md", "src/summary.py"]
+    # What is left, and the next call: the files not covered, in the listing's order.
+    assert told["files_left"] == ["notes/2026-11-24-standup.md", "src/summary.py"]
     assert told["next"] == "read_file notes/2026-11-24-standup.md, then add_to_report on it"
     # What the line says counts for its file: a blank line in the words cannot cut it off.
     gaps = survey_gaps((root / REPORT).read_text(), {"README.md": (root / "README.md").read_text()})
     assert gaps == ()
 
 
-async def test_a_made_up_path_the_report_itself_and_empty_or_long_words_write_nothing(
-    root: Path,
-) -> None:
+async def test_refused_lines_write_nothing_and_say_why(root: Path) -> None:
     (root / "out").mkdir()
-    (root / REPORT).write_text("- README.md: the weather station project\n")
+    (root / "out" / "draft.md").write_text("a draft of the weather report\n")
+    first = "- README.md: the weather station project\n"
+    (root / REPORT).write_text(first)
+    csv = "data/readings.csv"
     refused = {
-        ("notes/standup.md", "a stand-up"): "FileNotFound",
-        ("../etc/passwd", "users"): "PathOutsideWorkspace",
-        ("src", "the code"): "NotAFile",
-        (REPORT, "the report"): "InvalidArguments",
-        ("README.md", " \n\t "): "InvalidArguments",
-        ("README.md", "x" * (MAX_SAID_CHARS + 1)): "InvalidArguments",
+        ("notes/standup.md", "a stand-up"): ("FileNotFound", "standup.md"),
+        ("../etc/passwd", "users"): ("PathOutsideWorkspace", ""),
+        ("src", "the code"): ("NotAFile", ""),
+        (REPORT, "the report"): ("InvalidArguments", "is the report"),
+        ("out/draft.md", "a draft"): ("InvalidArguments", "under out/"),
+        (csv, " \n\t "): ("InvalidArguments", "summary is empty"),
+        (csv, "x" * (MAX_SAID_CHARS + 1)): ("InvalidArguments", "at most"),
+        # Words the other files hold too: a line a guess from them could write.
+        (csv, "the readings from the three rooftop stations"): (
+            "InvalidArguments",
+            "this line would not count for data/readings.csv: station is in other files too "
+            "(a line needs a word only its file holds, or two of its words). Call add_to_report "
+            "on data/readings.csv again, its summary naming what only that file holds, such as "
+            "humidity_pct",
+        ),
+        # Offered first, the names joined by "_" a file defines or heads its columns with.
+        ("src/summary.py", "the summary script"): (
+            "InvalidArguments",
+            "it holds no word of src/summary.py (a word of five letters or more written in the "
+            "file; a file's name does not count). Call add_to_report on src/summary.py again, "
+            "its summary naming what only that file holds, such as hourly_means, import,",
+        ),
+        # Only what a file's name says ("readings"): a list of names has it.
+        (csv, "the readings"): (
+            "InvalidArguments",
+            "this line would not count for data/readings.csv: it holds no word of "
+            "data/readings.csv",
+        ),
     }
-    for (path, summary), kind in refused.items():
+    for (path, summary), (kind, says) in refused.items():
         with pytest.raises(ToolError) as err:
             await _add(root, path, summary)
         assert err.value.error_type == kind, (path, err.value)
-    assert (root / REPORT).read_text() == "- README.md: the weather station project\n"
+        assert says in err.value.message, (says, err.value.message)
+    assert (root / REPORT).read_text() == first
+    # Two of the file's words count, and the line is added.
+    await _add(root, csv, "the readings of each station with a timestamp")
+    assert (root / REPORT).read_text().count("\n") == 2
+
+
+async def test_a_line_that_says_nothing_of_its_file_leaves_it_to_cover(root: Path) -> None:
+    (root / "out").mkdir()
+    # A line of an earlier writer, on README.md, that says nothing of it.
+    (root / REPORT).write_text("- README.md: a file\n")
+    told = await _add(root, "data/readings.csv", "the humidity readings")
+    assert told["files_left"] == [
+        "README.md",
+        "notes/2026-11-24-standup.md",
+        "src/summary.py",
+    ]
+    assert told["next"] == "read_file README.md, then add_to_report on it"
 
 
 async def test_an_interrupted_line_that_landed_is_not_added_again(root: Path) -> None:
-    args = {"path": "README.md", "summary": "the weather station project"}
+    args = {"path": "README.md", "summary": "the rooftop weather project"}
     assert add_to_report_tool.reconcile is not None
     # Not there yet: safe to run.
     assert await add_to_report_tool.reconcile(_ctx(root), args) is None
-    await _add(root, "data/readings.csv", "station readings")
+    await _add(root, "data/readings.csv", "station humidity readings")
     await _add(root, **args)
     done = await add_to_report_tool.reconcile(_ctx(root), args)
     assert done is not None and json.loads(done.content)["already_applied"] is True
@@ -86,10 +127,15 @@ async def test_an_interrupted_line_that_landed_is_not_added_again(root: Path) ->
 async def test_after_the_last_file_it_says_to_answer_and_a_line_on_the_report_is_refused(
     root: Path,
 ) -> None:
-    for path in ("README.md", "data/readings.csv", "notes/2026-11-24-standup.md"):
-        await _add(root, path, "words")
+    lines = {
+        "README.md": "a rooftop weather project",
+        "data/readings.csv": "humidity readings",
+        "notes/2026-11-24-standup.md": "a modem dropped readings",
+    }
+    for path, summary in lines.items():
+        await _add(root, path, summary)
     told = await _add(root, "src/summary.py", "hourly_means over the readings")
-    assert told["files_without_a_line"] == []
+    assert told["files_left"] == []
     assert told["next"] == "every file has its line: answer now"
     with pytest.raises(ToolError) as err:
         await _add(root, REPORT, "the report")

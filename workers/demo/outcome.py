@@ -55,15 +55,17 @@ def workspace_files(root: Path) -> list[str]:
 
 # The files a survey covers: at most this many, each read up to the check's own limit.
 MAX_SURVEYED = 50
+# Where the task writes (its report): no file under it is surveyed.
+OUT_DIR = "out"
 
 
 def surveyed_files(root: Path) -> list[str]:
     """The files a survey of `root` covers, as a task finds them: every regular file but
-    those under out/ (where the report goes) and symlinks, sorted."""
+    those under OUT_DIR (where the report goes) and symlinks, sorted."""
     return sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*")
-        if p.is_file() and not p.is_symlink() and p.relative_to(root).parts[0] != "out"
+        if p.is_file() and not p.is_symlink() and p.relative_to(root).parts[0] != OUT_DIR
     )
 
 
@@ -71,17 +73,60 @@ def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     """The files of `files` (path -> contents) that `report` does not name (by path or file
     name), or names without saying, where it names the file, a word the file holds that no
     file's path does: one no other file holds, or two it shares (see _says)."""
-    # A word of any file's path shows nothing of what a file holds: a list of names has it.
-    names = {w.casefold() for path in files for w in _WORD.findall(path)}
     said = _said_of(report, files)
-    words = {path: _words_of(text) - names for path, text in files.items()}
-    held = Counter(w for own in words.values() for w in own)
+    words, held = _own_words(files)
     gaps = []
     for path, own in words.items():
         where = said[path]
         if where is None or not _says(where, own, held):
             gaps.append(path)
     return tuple(gaps)
+
+
+def unsaid_reason(report: str, path: str, files: Mapping[str, str]) -> str | None:
+    """Why `report` does not cover `path` of `files` as survey_gaps judges (None: it does),
+    in words a model can act on: which of the file's words it has, and why they fall short."""
+    where = _said_of(report, files)[path]
+    if where is None:
+        return f"it does not name {path}"
+    words, held = _own_words(files)
+    own = words[path]
+    if _says(where, own, held):
+        return None
+    found = sorted(w for w in own if w in where)
+    if not found:
+        return (
+            f"it holds no word of {path} (a word of five letters or more written in the "
+            "file; a file's name does not count)"
+        )
+    # One shared word (two would have done): a guess from the other files holds as much.
+    return (
+        f"{found[0]} is in other files too (a line needs a word only its file holds, or two "
+        "of its words)"
+    )
+
+
+def distinct_words(path: str, files: Mapping[str, str], limit: int) -> list[str]:
+    """Up to `limit` words of `path` that no other file of `files` holds (nor any path), as
+    the file writes them: what a line on it can name. Names joined by "_" first (a column, a
+    function), then the rest, each in the order the file has them."""
+    words, held = _own_words(files)
+    own = {w for w in words[path] if held[w] == 1}
+    found: dict[str, str] = {}
+    for match in _WORD.finditer(files[path]):
+        word = match.group()
+        if word.casefold() in own:
+            found.setdefault(word.casefold(), word)
+    ordered = sorted(found.values(), key=lambda word: "_" not in word)
+    return ordered[:limit]
+
+
+def _own_words(files: Mapping[str, str]) -> tuple[dict[str, set[str]], Counter[str]]:
+    """Each file's words but those of any file's path (a list of names has those, which
+    shows nothing of what a file holds), and how many files hold each."""
+    names = {w.casefold() for path in files for w in _WORD.findall(path)}
+    words = {path: _words_of(text) - names for path, text in files.items()}
+    return words, Counter(w for own in words.values() for w in own)
 
 
 def _says(where: str, own: set[str], held: Counter[str]) -> bool:
@@ -139,17 +184,54 @@ def _said_of(report: str, files: Mapping[str, str]) -> dict[str, str | None]:
         if text.startswith("#", at + 1)
         or not text[at + 1 : newlines[k + 1] if k + 1 < len(newlines) else len(text)].strip()
     ]
+    labels = {n for n, (_, end, _) in enumerate(mentions) if _LABEL_AFTER.match(text, end)}
+    leads = _leads(text, mentions, newlines, labels)
     pieces: dict[str, list[str]] = {}
     for n, (start, _, paths) in enumerate(mentions):
         line = bisect.bisect_left(newlines, start)
         line_start = newlines[line - 1] + 1 if line else 0
         before = mentions[n - 1][1] if n else 0
         stop = mentions[n + 1][0] if n + 1 < len(mentions) else len(text)
+        if leads.get(line) == n:  # its line is its own, up to the next "NAME:" on it
+            line_end = newlines[line] if line < len(newlines) else len(text)
+            k = n + 1
+            while k < len(mentions) and mentions[k][0] < line_end and k not in labels:
+                k += 1
+            stop = mentions[k][0] if k < len(mentions) else len(text)
         paragraph = bisect.bisect_left(ends, start)
         stop = min(stop, ends[paragraph] if paragraph < len(ends) else len(text))
+        # A name inside a led line's words says nothing of its own file: it is named there.
+        inside = line in leads and leads[line] < n and n not in labels
+        said = "" if inside else blank[max(line_start, before) : stop]
         for path in paths:
-            pieces.setdefault(path, []).append(blank[max(line_start, before) : stop])
+            pieces.setdefault(path, []).append(said)
     return {path: " ".join(pieces[path]) if path in pieces else None for path in files}
+
+
+# A name followed by a colon labels what follows ("README.md: ..."); one that starts its
+# line so, after a list mark, leads the line ("- README.md: ...", "1. **README.md**: ...").
+_LABEL_AFTER = re.compile(r"[`*]*[ \t]*:")
+_LEAD_BEFORE = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])?[ \t]*[`*]*")
+
+
+def _leads(
+    text: str,
+    mentions: list[tuple[int, int, tuple[str, ...]]],
+    newlines: list[int],
+    labels: set[int],
+) -> dict[int, int]:
+    """The lines a name leads, as add_to_report writes them (`- PATH: WHAT IT HOLDS`): line
+    number -> the mention leading it. What follows is said of that file, up to the next
+    label on the line, names of other files in it included ("- src/summary.py: averages
+    readings.csv's temperature_c" is all said of the script)."""
+    leads: dict[int, int] = {}
+    for n in sorted(labels):
+        start = mentions[n][0]
+        line = bisect.bisect_left(newlines, start)
+        line_start = newlines[line - 1] + 1 if line else 0
+        if line not in leads and _LEAD_BEFORE.fullmatch(text, line_start, start):
+            leads[line] = n
+    return leads
 
 
 def check_report(status: str, root: Path, report: str, expected: list[str]) -> DemoOutcome:

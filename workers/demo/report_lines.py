@@ -2,8 +2,10 @@
 
 A report line is `- PATH: WHAT IT HOLDS`, on one line: the file's path first, then the
 model's words. The tool writes the line itself, so no title or blank line can come between
-a name and its words (the check counts only what follows a name, up to a blank line), and
-it refuses a path that names no file, as a line on a made-up file is no survey.
+a name and its words (the check counts only what follows a name, up to a blank line). It
+refuses a path that names no file (a line on a made-up file is no survey) and a line the
+survey's check would not count for its file, saying why, so the model learns it at the call
+rather than from a failed check after its answer.
 Effects as append_file's: an interrupted call is settled from the report's end.
 """
 
@@ -13,13 +15,14 @@ import asyncio
 import json
 import os
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any
 
+from durable_agents.activities.checks.runner import CHECK_READ_BYTES
 from durable_agents.activities.providers.offline import REPORT_PATH
 from durable_agents.activities.tools.base import ToolContext, ToolError, ToolOutput
 from durable_agents.activities.tools.fd_walk import held_dir, held_root
 from durable_agents.activities.tools.file_append import append_file, reconcile_append_file
-from durable_agents.activities.tools.file_edits import MAX_EDIT_BYTES
 from durable_agents.activities.tools.files import (
     file_path,
     open_regular,
@@ -28,7 +31,14 @@ from durable_agents.activities.tools.files import (
 )
 from durable_agents.activities.tools.fs_errors import classified
 from durable_agents.activities.tools.typed import output_of, tool
-from durable_agents.workers.demo.outcome import MAX_SURVEYED, surveyed_files
+from durable_agents.workers.demo.outcome import (
+    MAX_SURVEYED,
+    OUT_DIR,
+    distinct_words,
+    survey_gaps,
+    surveyed_files,
+    unsaid_reason,
+)
 
 __all__ = ["MAX_SAID_CHARS", "add_to_report_tool", "report_line"]
 
@@ -36,6 +46,8 @@ __all__ = ["MAX_SAID_CHARS", "add_to_report_tool", "report_line"]
 MAX_SAID_CHARS = 600
 # Files without a line a result names, at most.
 _SHOWN_LEFT = 10
+# Words a refusal offers that would make a line count, at most.
+_SHOWN_WORDS = 5
 
 
 def report_line(path: str, summary: str) -> str:
@@ -53,17 +65,46 @@ def report_line(path: str, summary: str) -> str:
     return f"- {path}: {said}\n"
 
 
-async def _left(ctx: ToolContext) -> dict[str, Any]:
-    """Which files of the workspace the report has no line on yet, and what to do next:
-    after its lines on all four files, a small model went on to add one on the report."""
-    report = await read_workspace_text(ctx.workspace, REPORT_PATH, MAX_EDIT_BYTES) or ""
-    lined = {line[2:].split(":", 1)[0] for line in report.splitlines() if line.startswith("- ")}
+async def _survey_texts(ctx: ToolContext) -> dict[str, str]:
+    """The files a survey covers, each read as the survey's check reads it."""
     files = (await asyncio.to_thread(surveyed_files, ctx.workspace))[:MAX_SURVEYED]
-    left = [name for name in files if name not in lined]
-    if not left:
-        return {"files_without_a_line": [], "next": "every file has its line: answer now"}
     return {
-        "files_without_a_line": left[:_SHOWN_LEFT],
+        name: await read_workspace_text(ctx.workspace, name, CHECK_READ_BYTES) or ""
+        for name in files
+    }
+
+
+def _judged(rel: str, line: str, texts: dict[str, str]) -> None:
+    """Refuses a line the survey's check would not count for its file, saying why and which
+    words would count: told only that its words were shared, the 1.5B model sent the same
+    vague line on a data file ("the readings from the three rooftop stations") until its
+    steps ran out, its columns never named."""
+    why = unsaid_reason(line, rel, texts)
+    if why is None:
+        return
+    # Said as the next call, the way `next` is: told the same as a fact, the 1.5B model went
+    # on to the next file and came back with the same line.
+    words = distinct_words(rel, texts, _SHOWN_WORDS)
+    such = f", such as {', '.join(words)}" if words else ""
+    raise ToolError(
+        "InvalidArguments",
+        f"this line would not count for {rel}: {why}. Call add_to_report on {rel} again, "
+        f"its summary naming what only that file holds{such}",
+    )
+
+
+async def _left(ctx: ToolContext, texts: dict[str, str] | None = None) -> dict[str, Any]:
+    """Which files the report does not cover yet (as the survey's check judges), and what to
+    do next: after its lines on all four files, a small model went on to add one on the
+    report."""
+    report = await read_workspace_text(ctx.workspace, REPORT_PATH, CHECK_READ_BYTES) or ""
+    if texts is None:
+        texts = await _survey_texts(ctx)
+    left = list(survey_gaps(report, texts))
+    if not left:
+        return {"files_left": [], "next": "every file has its line: answer now"}
+    return {
+        "files_left": left[:_SHOWN_LEFT],
         "next": f"read_file {left[0]}, then add_to_report on it",
     }
 
@@ -74,6 +115,12 @@ def _surveyed(ctx: ToolContext, raw_path: str) -> str:
     path = file_path(raw_path)
     if path.rel == REPORT_PATH:
         raise ToolError("InvalidArguments", f"{REPORT_PATH} is the report, not a file it covers")
+    if PurePosixPath(path.rel).parts[0] == OUT_DIR:
+        raise ToolError(
+            "InvalidArguments",
+            f"{path.rel} is under {OUT_DIR}/, where the task writes: a survey covers the "
+            "files outside it",
+        )
     with (
         classified("read", path.shown),
         held_root(ctx.workspace) as root,
@@ -103,8 +150,9 @@ async def _reconcile(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput | Non
 async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> ToolOutput:
     """Add one line on a workspace file you have read to the report (out/report.md): the
     file's path, then what it holds. Returns JSON with the report's path, line, bytes,
-    sha256, already_applied, now_reads (the report's last lines), files_without_a_line and
-    next; a line the report already holds is not added again (unchanged).
+    sha256, already_applied, now_reads (the report's last lines), files_left (the files the
+    report does not cover yet) and next; a line the report already holds is not added again
+    (unchanged).
 
     Args:
         path: The file's path relative to the workspace root, e.g. 'src/app.py'.
@@ -118,15 +166,20 @@ async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> ToolO
         left = await _left(ctx)
         raise ToolError(err.error_type, f"{err.message}; next: {left['next']}") from None
     appended = _appended(rel, summary)
-    report = await read_workspace_text(ctx.workspace, REPORT_PATH, MAX_EDIT_BYTES) or ""
+    texts = await _survey_texts(ctx)
+    if rel not in texts:  # past the survey's MAX_SURVEYED files: judged all the same
+        own = await read_workspace_text(ctx.workspace, rel, CHECK_READ_BYTES) or ""
+        texts = {**texts, rel: own}
+    _judged(rel, appended["content"], texts)
+    report = await read_workspace_text(ctx.workspace, REPORT_PATH, CHECK_READ_BYTES) or ""
     if appended["content"] in report.splitlines(keepends=True):
         # The same line again adds nothing: after a failed check, a small model read the
         # file and added its line word for word, over and over.
-        left = await _left(ctx)
+        left = await _left(ctx, texts)
         return unchanged_output(
             "add_to_report", {"path": REPORT_PATH, "line": appended["content"].strip()} | left
         )
     # Its `path` names the surveyed file, never the report: no policy on it reaches the write.
     done = await append_file(replace(ctx, must_be_new=frozenset()), appended)
     told: dict[str, Any] = json.loads(done.content)
-    return output_of("add_to_report", told | await _left(ctx))
+    return output_of("add_to_report", told | await _left(ctx, texts))

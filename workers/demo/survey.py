@@ -88,11 +88,15 @@ def _names(paths: Sequence[str]) -> str:
 
 
 # How a survey is done, after the worker's own instructions: a small model left to itself
-# writes the report from the listing, names and sizes, and never opens a file.
+# writes the report from the listing, names and sizes, and never opens a file. What a line
+# names, by the kind of file: told only "naming things in it", the 1.5B model described the
+# data file as "the readings from the three rooftop stations", its columns never named.
 SURVEY_STEPS = (
     "A survey goes file by file. First list every file (list_dir with recursive true). "
     "Then, for each file in turn: read it with read_file, then call add_to_report with its "
-    "path and a summary of what it holds in your own words, naming things in it (" + _QUOTED + ")."
+    "path and a summary of what it holds in your own words, naming things in it (" + _QUOTED + "): "
+    "for a table, its columns; for code, the functions it defines; for notes, what they say "
+    "happened."
 )
 
 
