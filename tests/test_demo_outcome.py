@@ -141,6 +141,28 @@ def test_a_line_led_by_a_files_name_is_said_of_that_file_alone(tmp_path: Path) -
     assert missing == ("data/readings.csv", "src/avg.py")
 
 
+def test_a_file_of_no_words_is_covered_by_its_name_and_one_of_shared_words_by_one(
+    tmp_path: Path,
+) -> None:
+    root, _ = _seeded(tmp_path)
+    (root / "out").mkdir()
+    (root / "data/empty.csv").write_text("")
+    (root / "data/ids.csv").write_text("1,2\n3,4\n")
+    (root / "notes/again.md").write_text("Station B dropped readings.\n")
+    files = workspace_files(root)
+    report = (
+        "- README.md: the weather project\n- data/readings.csv: temperature_c\n"
+        "- notes/standup.md: the modem\n- data/empty.csv: nothing\n- data/ids.csv: numbers\n"
+        "- notes/again.md: a note\n"
+    )
+    (root / REPORT).write_text(report)
+    # Nothing to say of the empty file and the numbers but their names; the note's words
+    # are all the stand-up's too, so one of them is enough.
+    assert check_report("completed", root, REPORT, files).missing == ("notes/again.md",)
+    (root / REPORT).write_text(report.replace("a note", "B dropped out"))
+    assert check_report("completed", root, REPORT, files).done
+
+
 # A bound orders of magnitude above a read in one pass (~0.2 s) and far below one that goes
 # back over the report for each name it finds (minutes for this report).
 @pytest.mark.timeout(30)

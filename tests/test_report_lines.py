@@ -66,27 +66,21 @@ async def test_refused_lines_write_nothing_and_say_why(root: Path) -> None:
         ("out/draft.md", "a draft"): ("InvalidArguments", "under out/"),
         (csv, " \n\t "): ("InvalidArguments", "summary is empty"),
         (csv, "x" * (MAX_SAID_CHARS + 1)): ("InvalidArguments", "at most"),
-        # Words the other files hold too: a line a guess from them could write.
+        # Words the other files hold too: a line a guess from them could write. Refused as
+        # the next call, naming words that would count.
         (csv, "the readings from the three rooftop stations"): (
             "InvalidArguments",
-            "this line would not count for data/readings.csv: station is in other files too "
-            "(a line needs a word only its file holds, or two of its words). Call add_to_report "
-            "on data/readings.csv again, its summary naming what only that file holds, such as "
-            "humidity_pct",
+            "this line would not count for data/readings.csv: it does not name anything only "
+            "that file holds. Write a different summary of data/readings.csv that names things "
+            "only it holds, such as humidity_pct, and call add_to_report with it",
         ),
         # Offered first, the names joined by "_" a file defines or heads its columns with.
         ("src/summary.py", "the summary script"): (
             "InvalidArguments",
-            "it holds no word of src/summary.py (a word of five letters or more written in the "
-            "file; a file's name does not count). Call add_to_report on src/summary.py again, "
-            "its summary naming what only that file holds, such as hourly_means, import,",
+            "names things only it holds, such as hourly_means, import, collections,",
         ),
         # Only what a file's name says ("readings"): a list of names has it.
-        (csv, "the readings"): (
-            "InvalidArguments",
-            "this line would not count for data/readings.csv: it holds no word of "
-            "data/readings.csv",
-        ),
+        (csv, "the readings"): ("InvalidArguments", "it does not name anything only that file"),
     }
     for (path, summary), (kind, says) in refused.items():
         with pytest.raises(ToolError) as err:
@@ -97,6 +91,16 @@ async def test_refused_lines_write_nothing_and_say_why(root: Path) -> None:
     # Two of the file's words count, and the line is added.
     await _add(root, csv, "the readings of each station with a timestamp")
     assert (root / REPORT).read_text().count("\n") == 2
+    # A file whose words the other files all hold: any one of them would count.
+    (root / "notes" / "again.md").write_text("Station B dropped readings.\n")
+    with pytest.raises(ToolError) as err:
+        await _add(root, "notes/again.md", "a note")
+    assert err.value.message == (
+        "this line would not count for notes/again.md: it does not name anything that file "
+        "holds. "
+        "Write a different summary of notes/again.md that names things in it, such as "
+        "Station, dropped, and call add_to_report with it"
+    )
 
 
 async def test_a_line_that_says_nothing_of_its_file_leaves_it_to_cover(root: Path) -> None:

@@ -83,42 +83,21 @@ def survey_gaps(report: str, files: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(gaps)
 
 
-def unsaid_reason(report: str, path: str, files: Mapping[str, str]) -> str | None:
-    """Why `report` does not cover `path` of `files` as survey_gaps judges (None: it does),
-    in words a model can act on: which of the file's words it has, and why they fall short."""
-    where = _said_of(report, files)[path]
-    if where is None:
-        return f"it does not name {path}"
+def words_that_count(path: str, files: Mapping[str, str], limit: int) -> tuple[list[str], bool]:
+    """Up to `limit` words of `path` that a line on it can name to count for it, as the file
+    writes them, and whether they are its own (no other file holds them): its own when it
+    has any, else its words (any one of which counts). Names joined by "_" first (a column,
+    a function), then the rest, each in the order the file has them."""
     words, held = _own_words(files)
-    own = words[path]
-    if _says(where, own, held):
-        return None
-    found = sorted(w for w in own if w in where)
-    if not found:
-        return (
-            f"it holds no word of {path} (a word of five letters or more written in the "
-            "file; a file's name does not count)"
-        )
-    # One shared word (two would have done): a guess from the other files holds as much.
-    return (
-        f"{found[0]} is in other files too (a line needs a word only its file holds, or two "
-        "of its words)"
-    )
-
-
-def distinct_words(path: str, files: Mapping[str, str], limit: int) -> list[str]:
-    """Up to `limit` words of `path` that no other file of `files` holds (nor any path), as
-    the file writes them: what a line on it can name. Names joined by "_" first (a column, a
-    function), then the rest, each in the order the file has them."""
-    words, held = _own_words(files)
-    own = {w for w in words[path] if held[w] == 1}
+    mine = {w for w in words[path] if held[w] == 1}
+    wanted = mine or words[path]
     found: dict[str, str] = {}
     for match in _WORD.finditer(files[path]):
         word = match.group()
-        if word.casefold() in own:
+        if word.casefold() in wanted:
             found.setdefault(word.casefold(), word)
     ordered = sorted(found.values(), key=lambda word: "_" not in word)
-    return ordered[:limit]
+    return ordered[:limit], bool(mine)
 
 
 def _own_words(files: Mapping[str, str]) -> tuple[dict[str, set[str]], Counter[str]]:
@@ -133,7 +112,10 @@ def _says(where: str, own: set[str], held: Counter[str]) -> bool:
     """Whether `where` says something of a file whose words are `own`: one word no other
     file holds, or two it shares with others. One shared word is what a line guessed from
     the other files holds ("the summary code for the weather station project", of a script
-    never read, has its "station"); a file holding no word of its own needs one of them."""
+    never read, has its "station"); a file holding no word of its own needs one of them,
+    and one holding no word at all (empty, or numbers) only its name."""
+    if not own:  # nothing to say of it (empty, or numbers): naming it is all there is
+        return True
     found = [w for w in own if w in where]
     if any(held[w] == 1 for w in found):
         return True

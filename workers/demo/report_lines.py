@@ -34,10 +34,9 @@ from durable_agents.activities.tools.typed import output_of, tool
 from durable_agents.workers.demo.outcome import (
     MAX_SURVEYED,
     OUT_DIR,
-    distinct_words,
     survey_gaps,
     surveyed_files,
-    unsaid_reason,
+    words_that_count,
 )
 
 __all__ = ["MAX_SAID_CHARS", "add_to_report_tool", "report_line"]
@@ -75,21 +74,21 @@ async def _survey_texts(ctx: ToolContext) -> dict[str, str]:
 
 
 def _judged(rel: str, line: str, texts: dict[str, str]) -> None:
-    """Refuses a line the survey's check would not count for its file, saying why and which
-    words would count: told only that its words were shared, the 1.5B model sent the same
-    vague line on a data file ("the readings from the three rooftop stations") until its
-    steps ran out, its columns never named."""
-    why = unsaid_reason(line, rel, texts)
-    if why is None:
+    """Refuses a line the survey's check would not count for its file, saying so as the next
+    call, with words of the file that would count. Told which of its words the other files
+    held too, or to add its line "again", the 1.5B model sent the same vague line on a data
+    file until the task ended stuck; asked for "a different summary" naming such words, it
+    named the columns."""
+    if rel not in survey_gaps(line, texts):
         return
-    # Said as the next call, the way `next` is: told the same as a fact, the 1.5B model went
-    # on to the next file and came back with the same line.
-    words = distinct_words(rel, texts, _SHOWN_WORDS)
+    words, own = words_that_count(rel, texts, _SHOWN_WORDS)
+    only = "only that file holds" if own else "that file holds"
     such = f", such as {', '.join(words)}" if words else ""
     raise ToolError(
         "InvalidArguments",
-        f"this line would not count for {rel}: {why}. Call add_to_report on {rel} again, "
-        f"its summary naming what only that file holds{such}",
+        f"this line would not count for {rel}: it does not name anything {only}. Write a "
+        f"different summary of {rel} that names things {'only it holds' if own else 'in it'}"
+        f"{such}, and call add_to_report with it",
     )
 
 
