@@ -188,8 +188,6 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     tmp_path: Path,
 ) -> None:
     root, _ = _seeded(tmp_path)
-    (root / "out").mkdir()
-    (root / REPORT).write_text("README.md: the weather station project.\n")
 
     async def read_text(path: str) -> str | None:
         return (root / path).read_text() if (root / path).is_file() else None
@@ -198,6 +196,13 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     ctx = CheckContext(
         answer="The report is written.", read_text=read_text, workspace=root, calls=every_read
     )
+    # No report yet: the first call is named too, as for a report that names no file.
+    assert (await covers_each_file(ctx) or "").startswith(
+        "out/report.md was not written. Call read_file on README.md, then add_to_report with "
+        "path README.md and a summary"
+    )
+    (root / "out").mkdir()
+    (root / REPORT).write_text("README.md: the weather station project.\n")
     reason = await covers_each_file(ctx)
     # The next calls named outright, one file at a time, each added to what is there.
     assert reason == (

@@ -30,9 +30,10 @@ SURVEY_ATTEMPTS = 8
 
 async def covers_each_file(ctx: CheckContext) -> str | None:
     """None when the report covers every file of the workspace (but itself and out/)."""
-    report = await ctx.read_text(REPORT_PATH)
-    if report is None:
-        return f"{REPORT_PATH} was not written"
+    # No report yet is a report naming no file: its reason names the first call to make
+    # (told only that the report did not exist, the 1.5B model read it, over and over).
+    written = await ctx.read_text(REPORT_PATH)
+    report = written or ""
     files: dict[str, str] = {}
     for name in surveyed_files(ctx.workspace)[:MAX_SURVEYED]:
         files[name] = await ctx.read_text(name) or ""
@@ -42,7 +43,7 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     unsaid = survey_gaps(report, files)
     gaps = [name for name in files if name in unsaid or name not in read]
     if not gaps:
-        return None
+        return None if written is not None else f"{REPORT_PATH} was not written"
     # The next call named outright: told to "read each of them", a small model wrote
     # "This is the content of README.md" for each without reading one.
     first = gaps[0]
@@ -52,7 +53,8 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     quiet = [name for name in unsaid if name not in unnamed]
     guessed = [name for name in gaps if name not in unsaid]
     wrong = " and ".join(
-        ([f"does not name {_names(unnamed)}"] if unnamed else [])
+        (["was not written"] if written is None else [])
+        + ([f"does not name {_names(unnamed)}"] if unnamed and written is not None else [])
         + ([f"names nothing in {_names(quiet)}"] if quiet else [])
         + ([f"describes {_names(guessed)}, never read"] if guessed else [])
     )
@@ -115,5 +117,5 @@ def survey_agent(instructions: str, *, by_line: bool = True) -> Agent:
         tools=[*reads, add_to_report_tool if by_line else write_file_tool],
         # Made file by file, a survey may be answered after each file's line: a try for
         # each of the demo's four files, and some to spare.
-        check=Check(files=[REPORT_PATH], call=covers_each_file, attempts=SURVEY_ATTEMPTS),
+        check=Check(call=covers_each_file, attempts=SURVEY_ATTEMPTS),
     )
