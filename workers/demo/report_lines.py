@@ -74,11 +74,9 @@ async def _survey_texts(ctx: ToolContext) -> dict[str, str]:
 
 
 def _judged(rel: str, line: str, texts: dict[str, str]) -> None:
-    """Refuses a line the survey's check would not count for its file, saying so as the next
-    call, with words of the file that would count. Told which of its words the other files
-    held too, or to add its line "again", the 1.5B model sent the same vague line on a data
-    file until the task ended stuck; asked for "a different summary" naming such words, it
-    named the columns."""
+    """Refuses a line the survey's check would not count for its file, asking for a
+    different summary and naming words of the file that would count: a small model told
+    only why its line fell short, or to send it "again", sends the same line word for word."""
     if rel not in survey_gaps(line, texts):
         return
     words, own = words_that_count(rel, texts, _SHOWN_WORDS)

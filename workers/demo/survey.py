@@ -31,7 +31,7 @@ SURVEY_ATTEMPTS = 8
 async def covers_each_file(ctx: CheckContext) -> str | None:
     """None when the report covers every file of the workspace (but itself and out/)."""
     # No report yet is a report naming no file: its reason names the first call to make
-    # (told only that the report did not exist, the 1.5B model read it, over and over).
+    # (told only that the report does not exist, a small model tries to read it).
     written = await ctx.read_text(REPORT_PATH)
     report = written or ""
     files: dict[str, str] = {}
@@ -91,8 +91,8 @@ def _names(paths: Sequence[str]) -> str:
 
 # How a survey is done, after the worker's own instructions: a small model left to itself
 # writes the report from the listing, names and sizes, and never opens a file. What a line
-# names, by the kind of file: told only "naming things in it", the 1.5B model described the
-# data file as "the readings from the three rooftop stations", its columns never named.
+# names is said by the kind of file: told only "naming things in it", a small model
+# describes a table by where its rows come from, never naming a column.
 SURVEY_STEPS = (
     "A survey goes file by file. First list every file (list_dir with recursive true). "
     "Then, for each file in turn: read it with read_file, then call add_to_report with its "
