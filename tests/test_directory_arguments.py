@@ -1,6 +1,6 @@
 """A directory argument of list_dir and search_files: "" names the workspace root, as "."
 does (a small model sends "" for "everything"); an empty file path is still refused, and an
-absolute directory is refused saying what names the root."""
+absolute path is refused naming the call to make instead, where one means a workspace path."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ async def test_an_empty_file_path_is_refused_and_a_placeholder_is_told_the_root(
         await list_dir(ctx(root), {"path": "/path/to/workspace"})
     assert err.value.error_type == "PathOutsideWorkspace"
     assert "absolute paths are not accepted, and '.' is the root" in err.value.message
+    assert err.value.message.endswith('cannot be read or written. Call list_dir with {"path": "."}')
     # A climb out is refused with no way in offered: offered one, the 1.5B model asked to read
     # ../../../etc/passwd tried again until stuck instead of saying it cannot.
     for tool, args in ((list_dir, {}), (read_file, {})):
@@ -58,3 +59,95 @@ async def test_an_empty_file_path_is_refused_and_a_placeholder_is_told_the_root(
             await tool(ctx(root), {**args, "path": "../../../etc/passwd"})
         assert err.value.message.endswith("a file outside it cannot be read or written")
         assert "'.'" not in err.value.message
+
+
+async def test_a_made_up_absolute_path_is_refused_naming_the_call_it_means(root: Path) -> None:
+    # Told only that absolute paths are refused, the 0.5B model sent the same call again.
+    async def refused(tool: Any, args: dict[str, Any]) -> str:
+        with pytest.raises(ToolError) as err:
+            await tool(ctx(root), args)
+        assert err.value.error_type == "PathOutsideWorkspace"
+        assert "absolute paths are not accepted" in err.value.message
+        return err.value.message.rsplit(". ", 1)[1]
+
+    # The longest tail naming what exists; the model's other arguments kept.
+    assert await refused(list_dir, {"path": "/path/to/workspace", "recursive": True}) == (
+        'Call list_dir with {"path": ".", "recursive": true}'
+    )
+    assert await refused(list_dir, {"path": "/workspace/docs/"}) == (
+        'Call list_dir with {"path": "docs"}'
+    )
+    assert await refused(read_file, {"path": "/workspace/docs/a.md", "max_bytes": 9}) == (
+        'Call read_file with {"path": "docs/a.md", "max_bytes": 9}'
+    )
+    assert await refused(search_files, {"text": "mascot", "path": "/ws/docs"}) == (
+        'Call search_files with {"text": "mascot", "path": "docs"}'
+    )
+    # A file no tail names: the listing that shows the paths.
+    listing = 'Call list_dir with {"path": ".", "recursive": true} to see the files\' paths'
+    assert await refused(read_file, {"path": "/etc/passwd"}) == listing
+    assert await refused(read_file, {"path": "/workspace/docs"}) == listing  # not a file
+
+
+async def test_an_absolute_path_is_offered_only_what_the_tools_could_reach(
+    root: Path, tmp_path: Path
+) -> None:
+    # Never a tail through a symlink (the tools follow none), in the reserved directory, or
+    # out of the root: an offer must tell nothing a listing would not.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s\n")
+    (root / "link").symlink_to(outside)
+    (root / ".agent").mkdir()
+    (root / ".agent" / "effects.json").write_text("{}\n")
+    listing = 'Call list_dir with {"path": ".", "recursive": true} to see the files\' paths'
+    for path in ("/w/link/secret.txt", "/w/.agent/effects.json", "/w/../outside/secret.txt"):
+        with pytest.raises(ToolError) as err:
+            await read_file(ctx(root), {"path": path})
+        assert err.value.message.endswith(listing), path
+    with pytest.raises(ToolError) as err:
+        await list_dir(ctx(root), {"path": "/w/link"})
+    assert err.value.message.endswith('Call list_dir with {"path": "."}')
+
+
+async def test_a_read_that_finds_no_file_names_the_call_to_make_instead(
+    root: Path, tmp_path: Path
+) -> None:
+    # The 0.5B model read "notes/" and "summary.py" (which is src/summary.py) by turns until
+    # stuck, told only "not a regular file" and "no such file".
+    async def refused(path: str, **more: Any) -> str:
+        with pytest.raises(ToolError) as err:
+            await read_file(ctx(root), {"path": path, **more})
+        return f"{err.value.error_type}: {err.value.message}"
+
+    assert await refused("docs/") == (
+        """NotAFile: 'docs' is a directory. Call list_dir with {"path": "docs"} to see its files"""
+    )
+    assert await refused("a.md", max_bytes=5) == (
+        """FileNotFound: no such file: 'a.md'. Call read_file with {"path": "docs/a.md", """
+        """"max_bytes": 5}"""
+    )
+    assert await refused("nowhere/a.md") == (
+        """FileNotFound: no such file: 'nowhere/a.md'. Call read_file with {"path": "docs/a.md"}"""
+    )
+    (root / "more").mkdir()
+    (root / "more" / "A.md").write_text("x\n")
+    assert await refused("a.md") == (
+        "FileNotFound: no such file: 'a.md'; files named 'a.md' are at 'docs/a.md', 'more/A.md'"
+    )
+    # A name found nowhere keeps the plain error, close names in its directory offered.
+    assert await refused("zz.txt") == "FileNotFound: no such file: 'zz.txt'"
+    assert await refused("b.tx") == "FileNotFound: no such file: 'b.tx' (did you mean 'b.txt'?)"
+    # A name in another case is that file.
+    assert await refused("B.TXT") == (
+        """FileNotFound: no such file: 'B.TXT'. Call read_file with {"path": "b.txt"}"""
+    )
+    # Nothing offered a listing would not show: not behind a symlink, not in .agent/.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s\n")
+    (root / "link").symlink_to(outside)
+    (root / ".agent").mkdir()
+    (root / ".agent" / "effects.json").write_text("{}\n")
+    assert await refused("secret.txt") == "FileNotFound: no such file: 'secret.txt'"
+    assert await refused("effects.json") == "FileNotFound: no such file: 'effects.json'"

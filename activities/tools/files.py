@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from durable_agents.activities.tools.absolute_paths import absolute_refused
 from durable_agents.activities.tools.atomic_write import write_at
 from durable_agents.activities.tools.base import (
     EffectInDoubt,
@@ -38,6 +39,7 @@ from durable_agents.activities.tools.listing import (
     list_dir,
     list_dir_tool,
 )
+from durable_agents.activities.tools.misread_files import misread
 from durable_agents.activities.tools.near_names import did_you_mean
 from durable_agents.activities.tools.typed import output_of, tool
 from durable_agents.activities.tools.workspace import WorkspacePath, parse_relative
@@ -142,12 +144,27 @@ def read_limited(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_sync(workspace: Path, raw_path: str, max_bytes: int | None, cap: int) -> ToolOutput:
-    path = file_path(raw_path)
+def _read_sync(
+    workspace: Path, raw_path: str, max_bytes: int | None, cap: int, *, suggest: bool = True
+) -> ToolOutput:
+    """read_file's work. ``suggest``: a path that names no file gets the call to make
+    instead (a probe whose errors nobody reads need not look for one)."""
+    asked = {"path": raw_path, **({"max_bytes": max_bytes} if max_bytes else {})}
+    try:
+        path = file_path(raw_path)
+    except ToolError as exc:
+        if not suggest:
+            raise
+        raise absolute_refused(exc, workspace, "read_file", asked, directory=False) from None
     limit = min(max_bytes or cap, cap)
     with classified("read", path.shown), held_root(workspace) as root:
-        with held_dir(root, path.parent) as dir_fd:
-            fd = open_regular(dir_fd, path)
+        try:
+            with held_dir(root, path.parent, suggest=suggest) as dir_fd:
+                fd = open_regular(dir_fd, path, suggest=suggest)
+        except ToolError as exc:
+            if not suggest:
+                raise
+            raise misread(exc, root, path, asked) from None
         try:
             size = os.fstat(fd).st_size
             if size > limit and max_bytes is None:
@@ -172,7 +189,7 @@ async def read_workspace_text(workspace: Path, raw_path: str, cap: int) -> str |
     as read_file reads: confined to the workspace, no symlinks. None when it is not there
     or cannot be read as a file (the reason is the model's to find out with its tools)."""
     try:
-        out = await asyncio.to_thread(_read_sync, workspace, raw_path, cap, cap)
+        out = await asyncio.to_thread(_read_sync, workspace, raw_path, cap, cap, suggest=False)
     except ToolError:
         return None
     return out.content.decode("utf-8", errors="replace")

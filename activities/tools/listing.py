@@ -8,7 +8,8 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from durable_agents.activities.tools.base import ToolContext, ToolFn
+from durable_agents.activities.tools.absolute_paths import absolute_refused
+from durable_agents.activities.tools.base import ToolContext, ToolError, ToolFn
 from durable_agents.activities.tools.fd_walk import DIR_FLAGS, held_root, open_dir
 from durable_agents.activities.tools.fs_errors import classified
 from durable_agents.activities.tools.typed import tool
@@ -121,7 +122,11 @@ def walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[An
 
 
 def _list_sync(workspace: Path, raw_path: str, recursive: bool) -> dict[str, Any]:
-    path = parse_directory(raw_path)
+    try:
+        path = parse_directory(raw_path)
+    except ToolError as exc:
+        asked = {"path": raw_path, **({"recursive": True} if recursive else {})}
+        raise absolute_refused(exc, workspace, "list_dir", asked, directory=True) from None
     with classified("list", path.shown), held_root(workspace) as root:
         top = open_dir(root, path)
         try:

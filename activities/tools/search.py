@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from durable_agents.activities.tools.absolute_paths import absolute_refused
 from durable_agents.activities.tools.base import ToolContext, ToolError, ToolFn
 from durable_agents.activities.tools.fd_walk import held_dir, held_root, open_dir
 from durable_agents.activities.tools.files import file_path, open_regular, read_limited
@@ -51,7 +52,11 @@ def _lines_with(data: bytes, needle: str, most: int) -> list[tuple[int, str]]:
 
 def _search_sync(workspace: Path, text: str, raw_path: str) -> dict[str, Any]:
     needle = text.casefold()
-    top_path = parse_directory(raw_path)
+    try:
+        top_path = parse_directory(raw_path)
+    except ToolError as exc:
+        asked = {"text": text, "path": raw_path}
+        raise absolute_refused(exc, workspace, "search_files", asked, directory=True) from None
     matches: list[dict[str, Any]] = []
     searched = skipped = 0
     budget = MAX_SEARCH_BYTES
