@@ -222,8 +222,9 @@ async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_a
     assert (await covers_each_file(ctx) or "").startswith(
         "out/report.md does not name README.md, data/readings.csv, notes/standup.md. "
     )
-    # It judges the workspace alone: its failure stands until a tool changes the files.
-    assert not ctx.answer_read
+    # The report alone decides these failures, so they stand until a tool changes the
+    # files: neither the answer nor the calls were read.
+    assert not ctx.answer_read and not ctx.calls_read
     (root / REPORT).write_text(
         "README.md: the weather station project. data/readings.csv: temperature by station. "
         "notes/standup.md: a modem problem.\n"
@@ -288,7 +289,10 @@ async def test_a_line_on_a_file_the_task_never_read_does_not_pass(tmp_path: Path
         calls.append(CallDone("list_dir", {"path": "notes/standup.md"}))
         return CheckContext(answer="", read_text=read_text, workspace=root, calls=calls)
 
-    reason = await covers_each_file(ctx("README.md", "data/readings.csv")) or ""
+    guessed = ctx("README.md", "data/readings.csv")
+    reason = await covers_each_file(guessed) or ""
+    # A read can mend this one: the calls were read, so answers are offered after a read.
+    assert guessed.calls_read
     assert reason.startswith(
         "out/report.md describes notes/standup.md, never read. Call read_file on "
         "notes/standup.md, then add_to_report"

@@ -37,10 +37,13 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     files: dict[str, str] = {}
     for name in surveyed_files(ctx.workspace)[:MAX_SURVEYED]:
         files[name] = await ctx.read_text(name) or ""
-    # A line on a file the task never read is a guess, however well it reads: the words of
-    # the files it did read can describe it.
-    read = _read_paths(ctx.calls)
     unsaid = survey_gaps(report, files)
+    # A line on a file the task never read is a guess, however well it reads: the words of
+    # the files it did read can describe it. The calls are looked at only once the report
+    # covers every file: a failure the report alone decides then stands until a tool
+    # changes the workspace (CheckContext), and the model is held to tool calls until one
+    # has; answers are not offered after a read that cannot mend it.
+    read = _read_paths(ctx.calls) if not unsaid else set(files)
     gaps = [name for name in files if name in unsaid or name not in read]
     if not gaps:
         return None if written is not None else f"{REPORT_PATH} was not written"
