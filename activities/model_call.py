@@ -228,6 +228,7 @@ class ModelActivities:
                 idempotency_key=key,
                 max_output_tokens=budget.reply_tokens,
                 call_required=call_required(context.call_asked, agent.registry, tools_of(config)),
+                withheld=context.withheld,
                 on_text=sink,
             )
             sent = request_fingerprint(request)

@@ -27,6 +27,7 @@ from durable_agents.activities.policies.text_limits import (
     TextLimits,
     oversized_arguments,
 )
+from durable_agents.activities.repeated_calls import REPEATED, last_call, repeated
 from durable_agents.activities.replays import replayed_by, serve_result
 from durable_agents.activities.tool_call_refs import unasked_new_args
 from durable_agents.activities.tools.args import check_allowed, check_args
@@ -54,6 +55,7 @@ from durable_agents.storage.tool_results import ToolResult, VerifiedArtifact, co
 from durable_agents.storage.workspace_lifecycle import restore_if_packed
 from durable_agents.storage.workspace_seed import seed_if_new
 from durable_agents.storage.workspaces import WorkspaceLayout
+from durable_agents.vocabulary.item_marks import FAILED_CALL_KEY, REPEATS_KEY
 from durable_agents.workflows.contracts import ArtifactRef, ToolOutcome, ToolRunInput
 
 # An UnknownTool error lists the real tools, so a model that guessed a name can pick one;
@@ -70,6 +72,8 @@ class _Result:
     effect: EffectState | None = None
     # A failed call's fingerprint (failed_call()), kept with its result to count repeats.
     failed_call: str | None = None
+    # The sha256 of the result a read-only call repeated (repeated_calls.py).
+    repeats: str | None = None
 
 
 class ToolActivities:
@@ -131,6 +135,7 @@ class ToolActivities:
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
                 known = registry.get(asked_for) is not None
+                last = await last_call(st, session_id, registry.get(inp.name))
                 replayed = replayed_by(replay_mark(session), asked_for, known)
                 # A re-run is a person's decision; any other call may have gone unasked.
                 new_args = frozenset[str]()
@@ -157,6 +162,9 @@ class ToolActivities:
                     inp, registry, args, agent_name, asked_for, root, new_args
                 )
                 trace.executed(result.error_type)
+                if result.output is not None:
+                    sha = repeated(last, asked_for, args, result.output.content)
+                    result = replace(result, output=REPEATED, repeats=sha) if sha else result
                 ref: ArtifactRef | None = None
                 if result.output is not None:
                     # Verified in the store before anything refers to it.
@@ -315,6 +323,8 @@ class ToolActivities:
             extra["rerun"] = inp.rerun  # context.py tells the model why it ran again
         if result.failed_call is not None:
             extra[FAILED_CALL_KEY] = result.failed_call
+        if result.repeats is not None:
+            extra[REPEATS_KEY] = result.repeats
         if ref is not None and result.output is not None:
             verified = VerifiedArtifact(ref, result.output.content)
         return await commit_tool_result(
@@ -335,8 +345,6 @@ class ToolActivities:
         )
 
 
-# The data key of a failed call's fingerprint on its tool_result item.
-FAILED_CALL_KEY = "failed_call"
 
 
 def failed_call(name: str, args: dict[str, Any]) -> str:

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from durable_agents.activities.context.assembly import SHOWN_RAW_CHARS, shown_arguments
-from durable_agents.activities.context.call_expected import CallAsked, call_asked, call_required
+from durable_agents.activities.context.call_expected import (
+    CallAsked,
+    call_asked,
+    call_required,
+    withheld_tools,
+)
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest, ToolSpec
 from durable_agents.activities.providers.errors import CUT_ARGUMENTS_KEY, RAW_ARGUMENTS_KEY
 from durable_agents.activities.providers.request_fingerprint import request_fingerprint
@@ -21,7 +26,9 @@ from durable_agents.vocabulary.item_marks import (
     CHECK_FAILED,
     CHECK_KEY,
     CHECK_STANDS_KEY,
+    FAILED_CALL_KEY,
     NUDGE_KEY,
+    REPEATS_KEY,
 )
 
 
@@ -109,6 +116,36 @@ def test_a_request_that_requires_a_call_has_its_own_fingerprint_and_no_other_cha
     assert request_fingerprint(replace(no_tools, call_required=True)) == request_fingerprint(
         no_tools
     )
+
+
+def test_a_tool_whose_call_came_to_nothing_new_is_withheld_from_the_next_reply_only() -> None:
+    def result(tool: str, **data: Any) -> ItemRow:
+        return ItemRow(kind="tool_result", tool_name=tool, data=data)
+
+    listed = result("list_dir")
+    # A repeat of the call before it is a note marked unchanged (activities/repeated_calls.py).
+    relisted = result("list_dir", unchanged=True, **{REPEATS_KEY: "ab" * 32})
+    reread = result("read_file", unchanged=True, **{REPEATS_KEY: "cd" * 32})
+    wrote_the_same = result("write_file", effect="completed", unchanged=True)
+    missing = result("read_file", error_type="FileNotFound", **{FAILED_CALL_KEY: "f1"})
+    other_missing = result("read_file", error_type="FileNotFound", **{FAILED_CALL_KEY: "f2"})
+    assert withheld_tools([TASK, REPLY, READ, listed, REPLY, READ, relisted]) == ("list_dir",)
+    assert withheld_tools([TASK, REPLY, READ, READ, reread, relisted, reread]) == (
+        "read_file",
+        "list_dir",
+    )
+    assert withheld_tools([TASK, REPLY, READ, wrote_the_same]) == ("write_file",)
+    # The same failing call as an earlier one; a first failure is the model's to act on.
+    assert withheld_tools([TASK, REPLY, READ, missing]) == ()
+    assert withheld_tools([TASK, REPLY, READ, missing, REPLY, READ, other_missing]) == ()
+    assert withheld_tools([TASK, REPLY, READ, missing, REPLY, READ, missing]) == ("read_file",)
+    # Only the latest reply's calls: one after it, or a turn after it, lifts it.
+    assert withheld_tools([TASK, REPLY, READ, relisted, REPLY, READ, listed]) == ()
+    assert withheld_tools([TASK, REPLY, READ, relisted, NUDGE]) == ()
+    assert withheld_tools([TASK, REPLY, READ, relisted, REPLY]) == ()
+    assert withheld_tools([TASK, REPLY, READ, listed]) == ()
+    base = ModelRequest("m", [ChatMessage("user", "Read.")], [ToolSpec("read_file", "", {})], "k")
+    assert request_fingerprint(replace(base, withheld=("read_file",))) != request_fingerprint(base)
 
 
 def test_raw_arguments_are_shown_again_whole_when_short_else_empty() -> None:

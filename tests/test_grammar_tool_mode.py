@@ -137,6 +137,41 @@ async def test_a_request_that_requires_a_call_leaves_the_answer_out_after_tool_r
     assert schema == grammar_tools([READ]).call_schema
 
 
+async def test_a_withheld_tool_is_left_out_of_the_schema_and_the_prompt_stays(
+    server: FakeOpenAI,
+) -> None:
+    listing = ToolSpec("list_dir", "List a directory.", {"type": "object", "properties": {}})
+    called = ProviderCall(id="c1", name="read_file", arguments={"path": "a.txt"})
+    after_a_result = [
+        *request().messages,
+        ChatMessage("assistant", "", tool_calls=(called,)),
+        ChatMessage("tool", "Nothing new", tool_call_id="c1", name="read_file"),
+    ]
+    provider = build_provider(settings(server, tool_mode="grammar"))
+    server.reply = constrained({"tool": "list_dir", "arguments": {}})
+    base = replace(request([READ, listing]), messages=after_a_result)
+    try:
+        for req in (base, replace(base, withheld=("read_file",))):
+            await provider.complete(req)
+        # Withheld from a reply that must call; every tool withheld leaves it as it was.
+        for req in (
+            replace(base, withheld=("read_file",), call_required=True),
+            replace(base, withheld=("read_file", "list_dir"), call_required=True),
+        ):
+            await provider.complete(req)
+    finally:
+        await provider.aclose()
+    bodies = [r.body for r in server.requests]
+    schemas = [b["response_format"]["json_schema"]["schema"]["anyOf"] for b in bodies]
+    full = grammar_tools([READ, listing])
+    assert schemas[0] == full.schema["anyOf"]  # type: ignore[index]
+    assert schemas[1] == [full.schema["anyOf"][1], full.schema["anyOf"][2]]  # type: ignore[index]
+    assert schemas[2] == [full.schema["anyOf"][1]]  # type: ignore[index]
+    assert schemas[3] == full.call_schema["anyOf"]  # type: ignore[index]
+    # The prompt still describes every tool: only the schema differs.
+    assert len({json.dumps(b["messages"]) for b in bodies}) == 1
+
+
 @pytest.mark.parametrize("stream", [True, False])
 async def test_an_answer_is_the_text_and_a_viewer_sees_only_its_words(
     server: FakeOpenAI, stream: bool
@@ -307,3 +342,48 @@ async def test_a_task_runs_the_tool_a_constrained_reply_called(
     assert "alpha-42" in second["messages"][-1]["content"]
     answers = [i.text for i in items if i.kind == "assistant_message"]
     assert answers[-1] == "a.txt says alpha-42."
+
+
+async def test_a_task_withholds_the_tool_whose_call_repeated_itself_for_one_reply(
+    server: FakeOpenAI,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    read = constrained({"tool": "read_file", "arguments": {"path": "a.txt"}})
+    server.queued = [
+        read,
+        read,  # the same call, the same result: "nothing new"
+        constrained({"tool": "list_dir", "arguments": {}}),
+        constrained({"answer": "a.txt says alpha-42."}),
+    ]
+    provider = build_provider(settings(server, tool_mode="grammar"))
+    try:
+        session_id = new_session_id()
+        (session_root(workspace, tenant, session_id) / "a.txt").write_text("alpha-42")
+        async with agent_worker(provider, workspace, name="m") as queue:
+            _, handle = await start(
+                client,
+                resources,
+                queue,
+                "What does a.txt say?",
+                tenant=tenant,
+                session_id=session_id,
+            )
+            result = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        await provider.aclose()
+    assert result.status == "completed"
+
+    def tools(body: dict[str, Any]) -> list[str]:
+        schema = body["response_format"]["json_schema"]["schema"]["anyOf"]
+        return [a["properties"]["tool"]["const"] for a in schema if "tool" in a["properties"]]
+
+    offered = [tools(r.body) for r in server.requests]
+    assert "read_file" in offered[0] and "read_file" in offered[1]
+    # Withheld from the reply after the repeat only.
+    assert "read_file" not in offered[2] and "list_dir" in offered[2]
+    assert "read_file" in offered[3]
+    assert "Nothing new" in server.requests[2].body["messages"][-1]["content"]

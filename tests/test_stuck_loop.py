@@ -5,6 +5,7 @@ a row without progress, end the task `stuck` with the reason, N from the task's 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from temporalio.client import Client
 
 from durable_agents.activities.agents import Agent, Limits
 from durable_agents.activities.providers.scripted import ScriptedProvider
+from durable_agents.activities.repeated_calls import REPEATED_NOTE
 from durable_agents.activities.tools.builtin import builtin_tools
+from durable_agents.vocabulary.item_marks import REPEATS_KEY
 from durable_agents.workers.client import tasks
 from durable_agents.workers.resources import Resources
 from durable_agents.workers.task_options import TaskOptions
@@ -81,6 +84,35 @@ async def test_writing_what_the_file_already_holds_again_and_again_ends_the_task
     assert result.last_error == "stuck: 3 replies in a row made no progress"
     wrote = [i for i in await items_of(resources, tenant, sid) if i.kind == "tool_result"]
     assert [bool(w.data.get("unchanged")) for w in wrote] == [False, True, True, True]
+
+
+async def test_reading_the_same_file_again_and_again_ends_the_task_stuck(
+    client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
+) -> None:
+    # Each read a success: the 0.5B model read one file 14 times and ran to its step limit.
+    script = [_read("here.txt")] * 2 + [_read("other.txt")] + [_read("here.txt")] * 10
+    model = ScriptedProvider.from_data([*script, {"text": "done"}])
+    sid = uuid.uuid4()
+    root = session_root(workspace, tenant, sid)
+    root.joinpath("here.txt").write_text("found")
+    root.joinpath("other.txt").write_text("other")
+    async with agent_worker(model, workspace) as queue:
+        _, handle = await start(
+            client, resources, queue, tenant=tenant, session_id=sid, stuck_after=3
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    # A read repeating the call just before it, result and all, is a note and no progress;
+    # one after another call is a read like any other.
+    assert (result.status, result.steps) == ("stuck", 7)
+    assert result.last_error == "stuck: 3 replies in a row made no progress"
+    reads = [i for i in await items_of(resources, tenant, str(sid)) if i.kind == "tool_result"]
+    assert [bool(r.data.get("unchanged")) for r in reads] == [False, True, False] + [False] + [
+        True
+    ] * 3
+    found = hashlib.sha256(b"found").hexdigest()
+    note = hashlib.sha256(REPEATED_NOTE.encode()).hexdigest()
+    assert [r.data.get(REPEATS_KEY) for r in reads] == [None, found, None, None] + [found] * 3
+    assert [r.data["artifact"]["sha256"] for r in reads if r.data.get("unchanged")] == [note] * 4
 
 
 def test_progress_counts_replies_and_repeats() -> None:

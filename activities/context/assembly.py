@@ -72,8 +72,10 @@ class AssembledContext:
     # what the session needs at least. Expansion is elastic (it fills whatever room is
     # left), so this, not input_tokens, says when a compaction is due.
     preview_tokens: int = 0
-    # What the turn answered asks of the reply (activities/context/call_expected.py).
+    # What the turn answered asks of the reply, and the tools it may not call
+    # (activities/context/call_expected.py).
     call_asked: CallAsked = CallAsked.NOTHING
+    withheld: tuple[str, ...] = ()
 
 
 @dataclass

@@ -11,7 +11,13 @@
   That holds only while the agent offers a tool that can change the workspace.
 - A nudge, a user's own message, a tool's own error: nothing; the model may answer them.
 
-A provider that can hold the reply to a call is asked to (ModelRequest.call_required)."""
+A provider that can hold the reply to a call is asked to (ModelRequest.call_required).
+
+Apart from what it asks: a tool whose call in the latest reply came to nothing new (it
+repeated the call before it, result and all: activities/repeated_calls.py; it wrote what
+the file held; it failed as the same call did before) is withheld from the next reply's
+choice (ModelRequest.withheld). Told "nothing new", the 0.5B model made the same call until
+stuck; offered the other tools, it called the next one the task needed."""
 
 from __future__ import annotations
 
@@ -24,7 +30,12 @@ from durable_agents.activities.tools.base import Tool, ToolRegistry
 from durable_agents.storage.models import ItemRow
 from durable_agents.storage.tool_effects import EffectState
 from durable_agents.vocabulary.item_kinds import ItemKind
-from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY, CHECK_STANDS_KEY
+from durable_agents.vocabulary.item_marks import (
+    CHECK_FAILED,
+    CHECK_KEY,
+    CHECK_STANDS_KEY,
+    FAILED_CALL_KEY,
+)
 from durable_agents.vocabulary.non_answers import CUT_FINISH_REASONS
 
 # An effectful call settled as one of these changed the workspace (or whatever it acts on).
@@ -67,6 +78,28 @@ def call_asked(rows: Sequence[ItemRow]) -> CallAsked:
             stands = data.get(CHECK_STANDS_KEY) and not changed
             return CallAsked.CHANGE if stands else CallAsked.NOTHING
     return CallAsked.NOTHING
+
+
+def withheld_tools(rows: Sequence[ItemRow]) -> tuple[str, ...]:
+    """The tools whose call in the latest reply of ``rows`` came to nothing new: a result
+    marked unchanged (a repeat of the call before it, a write of what the file held), or the
+    same failing call as an earlier one."""
+    start = len(rows)  # where the latest reply's items begin
+    while start and rows[start - 1].kind not in (ItemKind.ASSISTANT_MESSAGE, ItemKind.USER_MESSAGE):
+        start -= 1
+    latest = [row for row in rows[start:] if row.kind == ItemKind.TOOL_RESULT]
+    failed_before = {
+        (row.data or {}).get(FAILED_CALL_KEY)
+        for row in rows[:start]
+        if row.kind == ItemKind.TOOL_RESULT
+    } - {None}
+    withheld: list[str] = []
+    for row in latest:
+        data = row.data or {}
+        again = data.get("unchanged") or data.get(FAILED_CALL_KEY) in failed_before
+        if again and row.tool_name and row.tool_name not in withheld:
+            withheld.append(row.tool_name)
+    return tuple(withheld)
 
 
 def call_required(asked: CallAsked, registry: ToolRegistry, offered: Sequence[ToolSpec]) -> bool:

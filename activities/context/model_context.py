@@ -17,7 +17,7 @@ from durable_agents.activities.context.assembly import (
     ContextBudget,
     assemble_context,
 )
-from durable_agents.activities.context.call_expected import call_asked
+from durable_agents.activities.context.call_expected import call_asked, withheld_tools
 from durable_agents.activities.providers.base import ToolSpec
 from durable_agents.storage.agent_state import AgentState
 from durable_agents.storage.artifact_cache import ArtifactReadCache
@@ -220,4 +220,5 @@ async def assemble_for_step(
         fetch=fetch,
         pending=pending,
     )
-    return replace(context, call_asked=call_asked(rows)), compaction
+    asked = call_asked(rows)
+    return replace(context, call_asked=asked, withheld=withheld_tools(rows)), compaction

@@ -49,6 +49,10 @@ class ModelRequest:
     # The reply must call one of `tools` (the turn it answers asks for a call): sent as the
     # provider's "call a tool" choice, or as grammar mode's call-only schema.
     call_required: bool = False
+    # Tools of `tools` the reply may not call (its latest call of each repeated the one
+    # before it, result and all): grammar mode leaves them out of the reply's schema, the
+    # prompt unchanged; other providers are not asked.
+    withheld: tuple[str, ...] = ()
     # Given: the provider streams the reply and awaits this with each piece of its text, in
     # order, still returning the whole reply. The pieces are a preview only: the reply
     # returned (text-tool-call parsing, echo stripping applied) is the record.

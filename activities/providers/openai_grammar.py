@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONSchema
@@ -52,7 +53,9 @@ class GrammarMode:
         """``request`` in grammar mode; None to send it as is (native, or no tools)."""
         if not request.tools or not await self._uses_grammar():
             return None
-        shaped = grammar_request(request.messages, request.tools, request.call_required)
+        shaped = grammar_request(
+            request.messages, request.tools, request.call_required, request.withheld
+        )
         for tool in set(shaped.tools.left_out) - self._noted:
             # The operator's note (the model is not told of a tool it cannot call).
             logger.warning(
@@ -79,24 +82,42 @@ class GrammarRequest:
 
 
 def grammar_request(
-    messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], call_required: bool = False
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolSpec],
+    call_required: bool = False,
+    withheld: Sequence[str] = (),
 ) -> GrammarRequest:
     """The request's messages and reply schema in grammar mode.
 
     The reply must call a tool when ``call_required`` and until the conversation holds a
     tool result: a small model offered the answer first answers from the task's words alone
     (Qwen2.5-Coder 0.5B answered "mascot" to "find the mascot's name in docs/", without a
-    call, in most runs). Only the schema differs, so the prompt's cached prefix stays."""
+    call, in most runs). The ``withheld`` tools are left out of the schema, unless that would
+    leave a reply that must call nothing to call. Only the schema differs, so the prompt's
+    cached prefix stays."""
     offered = grammar_tools(tools)
     response_format: ResponseFormatJSONSchema | None = None
     may_answer = not call_required and any(m.role == "tool" for m in messages)
-    schema = offered.schema if may_answer else offered.call_schema
+    schema = without(offered.schema if may_answer else offered.call_schema, withheld)
     if schema is not None:
         response_format = {
             "type": "json_schema",
             "json_schema": {"name": SCHEMA_NAME, "schema": schema},
         }
     return GrammarRequest(grammar_messages(messages, offered.prompt), response_format, offered)
+
+
+def without(schema: dict[str, Any] | None, withheld: Sequence[str]) -> dict[str, Any] | None:
+    """``schema`` (each alternative a tool, or the answer) without the ``withheld`` tools'
+    alternatives; ``schema`` itself when that would leave none (a reply that must call)."""
+    if schema is None or not withheld:
+        return schema
+    kept = [a for a in schema["anyOf"] if _tool_of(a) not in withheld]
+    return {**schema, "anyOf": kept} if kept else schema
+
+
+def _tool_of(alternative: dict[str, Any]) -> object:
+    return alternative.get("properties", {}).get("tool", {}).get("const")
 
 
 def grammar_messages(

@@ -39,8 +39,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 
 def request_fingerprint(request: ModelRequest) -> str:
-    """The fingerprint of the request's model, messages, tool specs and whether it asks for
-    a call. The idempotency
+    """The fingerprint of the request's model, messages, tool specs, whether it asks for a
+    call and the tools it withholds. The idempotency
     key, the reply's token limit and the purpose are not part of it: they do not change
     what the model is asked."""
     body: dict[str, object] = {
@@ -50,5 +50,7 @@ def request_fingerprint(request: ModelRequest) -> str:
     }
     if request.call_required and request.tools:
         body["call_required"] = True  # absent otherwise: earlier fingerprints stay as made
+    if request.withheld and request.tools:
+        body["withheld"] = list(request.withheld)  # absent otherwise, as call_required
     digest = hashlib.sha256(_canonical(body).encode()).digest()[:16]
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()

@@ -1,5 +1,5 @@
 """The data keys that mark an item for what the loop wrote it as, spelled once: a failed
-check's user turn and a nudge's. No I/O here."""
+check's user turn, a nudge's, and a failed or repeated call's result. No I/O here."""
 
 from __future__ import annotations
 
@@ -12,3 +12,8 @@ CHECK_FAILED = "failed"
 CHECK_STANDS_KEY = "stands"
 # A nudge's item: data {NUDGE_KEY: the NonAnswer code, "step": ...}.
 NUDGE_KEY = "nudge"
+# A failed call's result: data {FAILED_CALL_KEY: the call's fingerprint}, to count repeats.
+FAILED_CALL_KEY = "failed_call"
+# Set on a read-only call's result that repeated the call just before it, result and all
+# (activities/repeated_calls.py): the sha256 of the result it repeated.
+REPEATS_KEY = "repeats"
