@@ -149,6 +149,18 @@ async def test_after_the_last_file_it_says_to_answer_and_a_line_on_the_report_is
     )
 
 
+async def test_a_line_on_the_report_names_the_path_its_line_should_have(root: Path) -> None:
+    # Told "read_file X, then add_to_report on it" right after reading X, the 1.5B model
+    # read X again and sent the same line on the report.
+    await _add(root, "README.md", "a rooftop weather project")
+    with pytest.raises(ToolError) as err:
+        await _add(root, REPORT, "the weather station project's report")
+    assert err.value.message == (
+        "out/report.md is the report, not a file it covers; next: add_to_report with path "
+        "data/readings.csv and a summary of what data/readings.csv holds"
+    )
+
+
 async def test_the_same_line_again_is_not_added_and_says_so(root: Path) -> None:
     await _add(root, "README.md", "the weather station project")
     out = await add_to_report_tool.fn(

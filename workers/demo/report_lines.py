@@ -160,8 +160,17 @@ async def add_to_report_tool(ctx: ToolContext, path: str, summary: str) -> ToolO
     except ToolError as err:
         # Said with what is left: a line on the report itself, or on a file that is not
         # there, is a small model's way of going on after the last file.
+        # The path is the file the line is about, named outright: told "read_file X, then
+        # add_to_report on it" right after reading X, a small model reads X again and sends
+        # the same line on the report.
         left = await _left(ctx)
-        raise ToolError(err.error_type, f"{err.message}; next: {left['next']}") from None
+        files = left["files_left"]
+        then = (
+            f"add_to_report with path {files[0]} and a summary of what {files[0]} holds"
+            if files
+            else left["next"]
+        )
+        raise ToolError(err.error_type, f"{err.message}; next: {then}") from None
     appended = _appended(rel, summary)
     texts = await _survey_texts(ctx)
     if rel not in texts:  # past the survey's MAX_SURVEYED files: judged all the same
