@@ -27,8 +27,8 @@ _SKIPPED_SUBDIR = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.ELOO
 
 
 def _scan(fd: int) -> list[os.DirEntry[str]]:
-    # scandir closes the fd it is given, so it gets a duplicate.
-    with os.scandir(os.dup(fd)) as it:
+    # scandir works on its own duplicate of the fd and leaves `fd` open for the caller.
+    with os.scandir(fd) as it:
         return sorted(it, key=lambda e: e.name)
 
 
@@ -113,6 +113,9 @@ def walk(top: int, top_parts: tuple[str, ...], recursive: bool) -> tuple[list[An
             except PermissionError:
                 os.close(sub)
                 continue
+            except BaseException:
+                os.close(sub)
+                raise
             stack.append((sub, here, iter(scanned)))
     finally:
         for fd, _, _ in stack:
