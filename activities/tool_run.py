@@ -345,8 +345,6 @@ class ToolActivities:
         )
 
 
-
-
 def failed_call(name: str, args: dict[str, Any]) -> str:
     """One fingerprint for every call of `name` with these arguments (their JSON, keys sorted)."""
     canonical = json.dumps([name, args], sort_keys=True, separators=(",", ":"), default=str)

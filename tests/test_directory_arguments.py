@@ -5,6 +5,7 @@ absolute path is refused naming the call to make instead, where one means a work
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -138,10 +139,11 @@ async def test_a_read_that_finds_no_file_names_the_call_to_make_instead(
     # A name found nowhere keeps the plain error, close names in its directory offered.
     assert await refused("zz.txt") == "FileNotFound: no such file: 'zz.txt'"
     assert await refused("b.tx") == "FileNotFound: no such file: 'b.tx' (did you mean 'b.txt'?)"
-    # A name in another case is that file.
-    assert await refused("B.TXT") == (
-        """FileNotFound: no such file: 'B.TXT'. Call read_file with {"path": "b.txt"}"""
+    # A name in another case in another directory is that file; in its own, a close name.
+    assert await refused("docs/B.TXT") == (
+        """FileNotFound: no such file: 'docs/B.TXT'. Call read_file with {"path": "b.txt"}"""
     )
+    assert await refused("B.TXT") == "FileNotFound: no such file: 'B.TXT' (did you mean 'b.txt'?)"
     # Nothing offered a listing would not show: not behind a symlink, not in .agent/.
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -151,3 +153,16 @@ async def test_a_read_that_finds_no_file_names_the_call_to_make_instead(
     (root / ".agent" / "effects.json").write_text("{}\n")
     assert await refused("secret.txt") == "FileNotFound: no such file: 'secret.txt'"
     assert await refused("effects.json") == "FileNotFound: no such file: 'effects.json'"
+
+
+async def test_listings_and_misses_leave_no_file_descriptor_open(root: Path) -> None:
+    # Each directory a listing scanned kept one descriptor open (a duplicate scandir never
+    # closed): a worker listing all day would run out of them.
+    (root / "docs" / "deep").mkdir()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        await list_dir(ctx(root), {"path": ".", "recursive": True})
+        await search_files(ctx(root), {"text": "mascot"})
+        with pytest.raises(ToolError):
+            await read_file(ctx(root), {"path": "a.md"})  # walks the workspace for it
+    assert len(os.listdir("/proc/self/fd")) <= before

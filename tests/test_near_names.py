@@ -56,7 +56,11 @@ async def test_a_missing_path_offers_the_close_names_beside_it(ws: Path) -> None
     assert await missing("notes/2026-10-24-standup.md") == (
         "no such file: 'notes/2026-10-24-standup.md' (did you mean 'notes/2026-11-24-standup.md'?)"
     )
-    assert await missing("note/todo.txt") == ("no such directory: 'note' (did you mean 'notes'?)")
+    # A file of that name elsewhere is the read to make (tests/test_directory_arguments.py).
+    assert await missing("note/todo.txt") == (
+        """no such file: 'note/todo.txt'. Call read_file with {"path": "notes/todo.txt"}"""
+    )
+    assert await missing("note/plan.txt") == "no such directory: 'note' (did you mean 'notes'?)"
     assert await missing("notes/unrelated.csv") == "no such file: 'notes/unrelated.csv'"
     # The reserved directory is never offered.
     assert await missing(".agen") == "no such file: '.agen'"

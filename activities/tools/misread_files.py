@@ -31,7 +31,10 @@ def misread(exc: ToolError, root: int, path: WorkspacePath, asked: Mapping[str, 
         return ToolError(exc.error_type, f"{path.shown} is a directory. {listing} to see its files")
     if exc.error_type != "FileNotFound" or not path.parts:
         return exc
-    found = named_elsewhere(root, path)
+    try:
+        found = named_elsewhere(root, path)
+    except OSError:  # an offer is a help: a walk that fails leaves the error as it was
+        return exc
     if not found:
         return exc
     if len(found) == 1:
@@ -46,8 +49,9 @@ def misread(exc: ToolError, root: int, path: WorkspacePath, asked: Mapping[str, 
 
 
 def named_elsewhere(root: int, path: WorkspacePath) -> list[WorkspacePath]:
-    """The files below ``root`` whose name is ``path``'s (ignoring case), shallowest first,
-    among what a recursive listing of the workspace holds."""
+    """The files below ``root`` outside ``path``'s directory whose name is ``path``'s
+    (ignoring case), shallowest first, among what a recursive listing of the workspace
+    holds."""
     entries, _, _ = walk(root, (), recursive=True)
     want = path.name.casefold()
     found = [
@@ -55,7 +59,9 @@ def named_elsewhere(root: int, path: WorkspacePath) -> list[WorkspacePath]:
         for e in entries
         if e["type"] == "file" and str(e["path"]).rsplit("/", 1)[-1].casefold() == want
     ]
-    return sorted((p for p in found if p != path), key=lambda p: (len(p.parts), p.parts))
+    # Its own directory's close names are did_you_mean's (near_names.py).
+    elsewhere = (p for p in found if p.parent != path.parent)
+    return sorted(elsewhere, key=lambda p: (len(p.parts), p.parts))
 
 
 def _is_dir(root: int, path: WorkspacePath) -> bool:
