@@ -392,8 +392,7 @@ class ModelActivities:
             return None
         root = self._workspace.root_for(tenant_id, session)
         seed = self._workspace.seed_for(tenant_id, session)
-        # Before its first tool call a seeded root is still to be made: the seed is what
-        # it will hold.
+        # Before its first tool call a seeded root is still to be made: it will hold the seed.
         return seed if seed is not None and not os.path.lexists(root) else root
 
 

@@ -62,6 +62,16 @@ async def test_an_empty_file_path_is_refused_and_a_placeholder_is_told_the_root(
         assert "'.'" not in err.value.message
 
 
+def _unreachable(root: Path, tmp_path: Path) -> None:
+    """What no tool reaches: secret.txt behind a symlink to outside, and .agent/'s file."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s\n")
+    (root / "link").symlink_to(outside)
+    (root / ".agent").mkdir()
+    (root / ".agent" / "effects.json").write_text("{}\n")
+
+
 async def test_a_made_up_absolute_path_is_refused_naming_the_call_it_means(root: Path) -> None:
     # Told only that absolute paths are refused, the 0.5B model sent the same call again.
     async def refused(tool: Any, args: dict[str, Any]) -> str:
@@ -95,12 +105,7 @@ async def test_an_absolute_path_is_offered_only_what_the_tools_could_reach(
 ) -> None:
     # Never a tail through a symlink (the tools follow none), in the reserved directory, or
     # out of the root: an offer must tell nothing a listing would not.
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("s\n")
-    (root / "link").symlink_to(outside)
-    (root / ".agent").mkdir()
-    (root / ".agent" / "effects.json").write_text("{}\n")
+    _unreachable(root, tmp_path)
     listing = 'Call list_dir with {"path": ".", "recursive": true} to see the files\' paths'
     for path in ("/w/link/secret.txt", "/w/.agent/effects.json", "/w/../outside/secret.txt"):
         with pytest.raises(ToolError) as err:
@@ -145,12 +150,7 @@ async def test_a_read_that_finds_no_file_names_the_call_to_make_instead(
     )
     assert await refused("B.TXT") == "FileNotFound: no such file: 'B.TXT' (did you mean 'b.txt'?)"
     # Nothing offered a listing would not show: not behind a symlink, not in .agent/.
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("s\n")
-    (root / "link").symlink_to(outside)
-    (root / ".agent").mkdir()
-    (root / ".agent" / "effects.json").write_text("{}\n")
+    _unreachable(root, tmp_path)
     assert await refused("secret.txt") == "FileNotFound: no such file: 'secret.txt'"
     assert await refused("effects.json") == "FileNotFound: no such file: 'effects.json'"
 

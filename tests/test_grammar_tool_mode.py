@@ -296,18 +296,16 @@ def test_an_agent_without_a_tool_mode_keeps_its_fingerprint() -> None:
     assert Agent(name="a", instructions="x", model=chosen).fingerprint() != agent.fingerprint()
 
 
-async def test_a_task_runs_the_tool_a_constrained_reply_called(
+async def _ask_about_a_txt(
     server: FakeOpenAI,
     client: Client,
     resources: Resources,
     agent_worker: AgentRunner,
     workspace: Path,
     tenant: str,
-) -> None:
-    server.queued = [
-        constrained({"tool": "read_file", "arguments": {"path": "a.txt"}}),
-        constrained({"answer": "a.txt says alpha-42."}),
-    ]
+) -> tuple[str, Any]:
+    """A task on the real stack asking what a.txt ("alpha-42") says, the model behind
+    `server` in grammar mode: its session id and result."""
     provider = build_provider(settings(server, tool_mode="grammar"))
     try:
         session_id = new_session_id()
@@ -321,9 +319,24 @@ async def test_a_task_runs_the_tool_a_constrained_reply_called(
                 tenant=tenant,
                 session_id=session_id,
             )
-            result = await asyncio.wait_for(handle.result(), 60)
+            return sid, await asyncio.wait_for(handle.result(), 60)
     finally:
         await provider.aclose()
+
+
+async def test_a_task_runs_the_tool_a_constrained_reply_called(
+    server: FakeOpenAI,
+    client: Client,
+    resources: Resources,
+    agent_worker: AgentRunner,
+    workspace: Path,
+    tenant: str,
+) -> None:
+    server.queued = [
+        constrained({"tool": "read_file", "arguments": {"path": "a.txt"}}),
+        constrained({"answer": "a.txt says alpha-42."}),
+    ]
+    sid, result = await _ask_about_a_txt(server, client, resources, agent_worker, workspace, tenant)
     assert result.status == "completed"
     first, second = (r.body for r in server.requests)
     for body in (first, second):
@@ -359,22 +372,7 @@ async def test_a_task_withholds_the_tool_whose_call_repeated_itself_for_one_repl
         constrained({"tool": "list_dir", "arguments": {}}),
         constrained({"answer": "a.txt says alpha-42."}),
     ]
-    provider = build_provider(settings(server, tool_mode="grammar"))
-    try:
-        session_id = new_session_id()
-        (session_root(workspace, tenant, session_id) / "a.txt").write_text("alpha-42")
-        async with agent_worker(provider, workspace, name="m") as queue:
-            _, handle = await start(
-                client,
-                resources,
-                queue,
-                "What does a.txt say?",
-                tenant=tenant,
-                session_id=session_id,
-            )
-            result = await asyncio.wait_for(handle.result(), 60)
-    finally:
-        await provider.aclose()
+    _, result = await _ask_about_a_txt(server, client, resources, agent_worker, workspace, tenant)
     assert result.status == "completed"
 
     def tools(body: dict[str, Any]) -> list[str]:
