@@ -1,5 +1,5 @@
-"""A read-only call that repeats the session's previous call, arguments and result alike:
-nothing new, said so instead of the same result again.
+"""A workspace read that repeats the session's previous call (in the order the model made
+them), arguments and result alike: nothing new, said so instead of the same result again.
 
 Held to tool calls until it changed the workspace, the 0.5B model read the same file with the
 same arguments 14 times, each a success, so it ran to the step limit instead of ending
@@ -26,6 +26,9 @@ REPEATED_NOTE = (
     "needs, not this one again."
 )
 REPEATED = ToolOutput(REPEATED_NOTE.encode(), changed=False)
+# The tools whose repeats are told so: the workspace's own reads, whose result is the
+# workspace as it is. Other read-only tools (an MCP server's status, say) may be polled.
+WORKSPACE_READS = frozenset({"read_file", "list_dir", "search_files"})
 
 
 @dataclass(frozen=True)
@@ -38,15 +41,27 @@ class LastCall:
     sha256: str | None
 
 
-async def last_call(st: AgentState, session_id: uuid.UUID, tool: Tool | None) -> LastCall | None:
-    """For a call of the read-only ``tool``, the session's latest call whose result is in;
-    None for any other tool, or when there is none."""
-    if tool is None or tool.effect != "read_only":
+async def last_call(
+    st: AgentState, session_id: uuid.UUID, tool: Tool | None, tool_call_id: str
+) -> LastCall | None:
+    """For a call of a workspace read (WORKSPACE_READS), the call just before it in the
+    session (by the order the model made them, not the order results came in) with its
+    result; None for any other tool, or when that call has no result or failed."""
+    if tool is None or tool.effect != "read_only" or tool.spec.name not in WORKSPACE_READS:
         return None
-    result = await st.items.first_of_kind(session_id, ItemKind.TOOL_RESULT, last=True)
-    if result is None or not result.tool_call_id or result.data.get("error_type"):
+    this = await st.items.tool_call(session_id, tool_call_id)
+    before = None if this is None else await st.items.call_before(session_id, this.ordinal)
+    if before is None or not before.tool_call_id:
         return None
-    call = await st.calls.effective(session_id, result.tool_call_id)
+    thread = await st.calls.thread(session_id, before.tool_call_id)
+    result = (
+        next((r for r in reversed(thread.others) if r.kind == ItemKind.TOOL_RESULT), None)
+        if thread is not None
+        else None
+    )
+    if result is None or result.data.get("error_type"):
+        return None
+    call = await st.calls.effective(session_id, before.tool_call_id)
     if call is None:
         return None
     # A repeat's result is the note: what it repeated is the result to compare.

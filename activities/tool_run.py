@@ -135,7 +135,7 @@ class ToolActivities:
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
                 known = registry.get(asked_for) is not None
-                last = await last_call(st, session_id, registry.get(inp.name))
+                last = await last_call(st, session_id, registry.get(inp.name), inp.tool_call_id)
                 replayed = replayed_by(replay_mark(session), asked_for, known)
                 # A re-run is a person's decision; any other call may have gone unasked.
                 new_args = frozenset[str]()

@@ -64,7 +64,9 @@ class Runaway:
         usage = Usage(*PER_REPLY)
         if self.answer_at is not None and len(self.keys) >= self.answer_at:
             return ModelReply(text="Enough reading.", usage=usage, model="runaway")
-        call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments={"path": "a.txt"})
+        # A little more of a.txt each time: the same read again would be a stuck loop.
+        more = {"path": "a.txt", "max_bytes": 1_000 + len(self.keys)}
+        call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments=more)
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls", usage=usage)
 
     async def aclose(self) -> None:

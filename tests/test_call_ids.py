@@ -123,7 +123,7 @@ async def test_calls_without_usable_ids_and_their_results_reach_the_next_prompt(
     provider = ScriptedProvider.from_data(
         [
             {"tool_calls": [_read("a.txt", ""), _read("b.txt", "x" * 300)]},
-            {"tool_calls": [_read("b.txt", "")]},
+            {"tool_calls": [_read("a.txt", "")]},
         ]
     )
     sid = await _seeded(workspace, tenant)
@@ -148,4 +148,4 @@ async def test_calls_without_usable_ids_and_their_results_reach_the_next_prompt(
     ]
     told = [m.content for m in _tool_messages(last)]
     assert len(told) == 3
-    assert "contents of A" in told[0] and "contents of B" in told[1] and "contents of B" in told[2]
+    assert "contents of A" in told[0] and "contents of B" in told[1] and "contents of A" in told[2]

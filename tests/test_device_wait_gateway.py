@@ -57,7 +57,9 @@ class PacedModel:
         if not tool_message(request, DEVICE_CALL).startswith("[pending"):
             return ModelReply(text="the notes are in")
         await asyncio.sleep(self.pace)
-        call = ProviderCall(f"cloud_{turn}", "list_dir", {"path": "."})
+        # By turns flat and recursive: the same listing twice in a row is "nothing new" and
+        # no progress (activities/repeated_calls.py), and this model is busy, not stuck.
+        call = ProviderCall(f"cloud_{turn}", "list_dir", {"path": ".", "recursive": turn % 2 == 0})
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls")
 
     async def aclose(self) -> None:

@@ -12,8 +12,9 @@ REPLY_TOKENS = sum(PER_REPLY)
 
 
 class SlowRunaway:
-    """Reads a.txt every step, `delay` seconds a reply (so tasks' steps interleave); once
-    `answering` is set, every reply is a final answer. `keys`: each call's idempotency key."""
+    """Reads a.txt every step (a little more each time), `delay` seconds a reply (so tasks'
+    steps interleave); once `answering` is set, every reply is a final answer. `keys`: each
+    call's idempotency key."""
 
     name = "runaway"
 
@@ -28,7 +29,11 @@ class SlowRunaway:
         usage = Usage(*PER_REPLY)
         if self.answering:
             return ModelReply(text="Enough reading.", usage=usage, model="runaway")
-        call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments={"path": "a.txt"})
+        # Each read asks a little more of a.txt: the same read twice in a row is "nothing
+        # new" and no progress (activities/repeated_calls.py), and this one is a runaway,
+        # not a stuck loop.
+        more = {"path": "a.txt", "max_bytes": 1_000 + len(self.keys)}
+        call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments=more)
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls", usage=usage)
 
     def calls_of(self, session_id: str) -> list[str]:
