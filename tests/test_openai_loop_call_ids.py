@@ -41,7 +41,7 @@ async def test_the_loop_sends_the_server_its_own_call_ids_back(
     conversation it is sent back is one it accepts, in its own ids where they are usable."""
     server.queued = [
         tool_call_reply('{"path": "a.txt"}', '{"path": "b.txt"}', ids=("call_0", None)),
-        tool_call_reply('{"path": "b.txt"}', ids=("call_0",)),
+        tool_call_reply('{"path": "a.txt"}', ids=("call_0",)),
     ]
     sid = uuid.uuid4()
     root = session_root(workspace, tenant, sid)
@@ -63,4 +63,4 @@ async def test_the_loop_sends_the_server_its_own_call_ids_back(
     # The reused id is the server's where first used; later ours stands in for it.
     assert asked == answered == ["call_0", "call_0_1", "call_1_0"]
     told = [m["content"] for m in last if m["role"] == "tool"]
-    assert "contents of A" in told[0] and "contents of B" in told[1] and "contents of B" in told[2]
+    assert "contents of A" in told[0] and "contents of B" in told[1] and "contents of A" in told[2]
