@@ -27,7 +27,7 @@ from durable_agents.activities.policies.text_limits import (
     TextLimits,
     oversized_arguments,
 )
-from durable_agents.activities.repeated_calls import REPEATED, last_call, repeated
+from durable_agents.activities.repeated_calls import repeat_output, repeated, turn_calls
 from durable_agents.activities.replays import replayed_by, serve_result
 from durable_agents.activities.tool_call_refs import unasked_new_args
 from durable_agents.activities.tools.args import check_allowed, check_args
@@ -45,9 +45,10 @@ from durable_agents.activities.tools.memory import SqlMemoryAccess
 from durable_agents.activities.tools.outcomes import failure_words, outcome_of
 from durable_agents.activities.tools.workspace_probe import refuse_if_named
 from durable_agents.activities.trajectory import ToolCallEvent, TrajectoryRecorder
-from durable_agents.storage.agent_state import AgentState, CallReads, agent_state
+from durable_agents.storage.agent_state import AgentState, agent_state
 from durable_agents.storage.artifact_cache import ArtifactReadCache
 from durable_agents.storage.artifacts import ArtifactStore
+from durable_agents.storage.call_reads import CallReads
 from durable_agents.storage.models import ItemRow, SessionRow
 from durable_agents.storage.replays import ReplayMark, replay_mark
 from durable_agents.storage.tool_effects import EffectState
@@ -135,7 +136,7 @@ class ToolActivities:
                 agent_name, root = session.agent_name, self._root(inp.tenant_id, session)
                 registry = self._registry_of(session)
                 known = registry.get(asked_for) is not None
-                last = await last_call(st, session_id, registry.get(inp.name), inp.tool_call_id)
+                earlier = await turn_calls(st, session_id, registry.get(inp.name), inp.tool_call_id)
                 replayed = replayed_by(replay_mark(session), asked_for, known)
                 # A re-run is a person's decision; any other call may have gone unasked.
                 new_args = frozenset[str]()
@@ -163,8 +164,10 @@ class ToolActivities:
                 )
                 trace.executed(result.error_type)
                 if result.output is not None:
-                    sha = repeated(last, asked_for, args, result.output.content)
-                    result = replace(result, output=REPEATED, repeats=sha) if sha else result
+                    of = repeated(earlier, asked_for, result.output.content)
+                    if of is not None:
+                        output = repeat_output(result.output, of)
+                        result = replace(result, output=output, repeats=of.sha256)
                 ref: ArtifactRef | None = None
                 if result.output is not None:
                     # Verified in the store before anything refers to it.

@@ -15,17 +15,16 @@ itself (storage.db.autocommit: reads, and single writes that need no partner).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from durable_agents.storage.admissions import AdmissionRepository
 from durable_agents.storage.artifact_records import ArtifactRepository
+from durable_agents.storage.call_reads import CallReads
 from durable_agents.storage.compactions import CompactionRepository
 from durable_agents.storage.context_configs import ContextConfigRepository
 from durable_agents.storage.db import autocommit as autocommitting
@@ -33,46 +32,13 @@ from durable_agents.storage.decision_requests import DecisionRequests
 from durable_agents.storage.device_calls import DeviceCallRepository
 from durable_agents.storage.devices import DeviceRepository
 from durable_agents.storage.external_items import ExternalItems
-from durable_agents.storage.items import CallThread, ItemRepository
+from durable_agents.storage.items import ItemRepository
 from durable_agents.storage.memories import MemoryRepository
 from durable_agents.storage.quotas import TenantControls
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.tool_effects import ToolEffectRepository
 from durable_agents.storage.turns import TurnRepository
 from durable_agents.storage.usage import UsageRepository
-from durable_agents.vocabulary.item_kinds import ItemKind
-
-
-@dataclass(frozen=True)
-class EffectiveCall:
-    """What a tool call runs with: the approver's last edit of its arguments, else the
-    model's, and the tool name the model used."""
-
-    tool_name: str
-    arguments: dict[str, Any]
-    edited: bool
-
-
-class CallReads:
-    """Read models of one tool call across its items (the call, decisions, edits, result)."""
-
-    def __init__(self, items: ItemRepository) -> None:
-        self._items = items
-
-    async def thread(self, session_id: uuid.UUID, tool_call_id: str) -> CallThread | None:
-        """The call's item and the other items committed for it, or None for no such call."""
-        return await self._items.call_thread(session_id, tool_call_id)
-
-    async def effective(self, session_id: uuid.UUID, tool_call_id: str) -> EffectiveCall | None:
-        """The arguments the call runs with (an approver's edit wins), or None for no call."""
-        thread = await self.thread(session_id, tool_call_id)
-        if thread is None:
-            return None
-        edits = [
-            r for r in thread.others if r.kind == ItemKind.APPROVAL and r.data.get("arguments")
-        ]
-        source = edits[-1].data["arguments"] if edits else thread.call.data.get("arguments", {})
-        return EffectiveCall(thread.call.tool_name or "", dict(source), bool(edits))
 
 
 @dataclass
@@ -145,7 +111,7 @@ class AgentState:
 
     @cached_property
     def calls(self) -> CallReads:
-        return CallReads(self.items)
+        return CallReads(self.db, self.items)
 
 
 @asynccontextmanager

@@ -233,19 +233,6 @@ class ItemRepository:
             .limit(1)
         )
 
-    async def call_before(self, session_id: uuid.UUID, ordinal: int) -> ItemRow | None:
-        """The session's latest tool_call item before `ordinal`."""
-        return await self._db.scalar(
-            select(ItemRow)
-            .where(
-                await self.visible(session_id),
-                ItemRow.kind == ItemKind.TOOL_CALL,
-                ItemRow.ordinal < ordinal,
-            )
-            .order_by(ItemRow.ordinal.desc())
-            .limit(1)
-        )
-
     async def call_thread(self, session_id: uuid.UUID, tool_call_id: str) -> CallThread | None:
         """The tool_call item of this call with the other items committed for it (approval
         decisions, edited arguments, its result), or None when the session has no such call."""

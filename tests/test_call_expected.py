@@ -118,12 +118,12 @@ def test_a_request_that_requires_a_call_has_its_own_fingerprint_and_no_other_cha
     )
 
 
-def test_a_tool_whose_call_came_to_nothing_new_is_withheld_from_the_next_reply_only() -> None:
+def test_a_tool_whose_call_came_to_nothing_new_is_withheld_until_a_reply_makes_progress() -> None:
     def result(tool: str, **data: Any) -> ItemRow:
         return ItemRow(kind="tool_result", tool_name=tool, data=data)
 
     listed = result("list_dir")
-    # A repeat of the call before it is a note marked unchanged (activities/repeated_calls.py).
+    # A repeat of a recent call is a note marked unchanged (activities/repeated_calls.py).
     relisted = result("list_dir", unchanged=True, **{REPEATS_KEY: "ab" * 32})
     reread = result("read_file", unchanged=True, **{REPEATS_KEY: "cd" * 32})
     wrote_the_same = result("write_file", effect="completed", unchanged=True)
@@ -139,10 +139,31 @@ def test_a_tool_whose_call_came_to_nothing_new_is_withheld_from_the_next_reply_o
     assert withheld_tools([TASK, REPLY, READ, missing]) == ()
     assert withheld_tools([TASK, REPLY, READ, missing, REPLY, READ, other_missing]) == ()
     assert withheld_tools([TASK, REPLY, READ, missing, REPLY, READ, missing]) == ("read_file",)
-    # Only the latest reply's calls: one after it, or a turn after it, lifts it.
+    # Every reply since the latest that made progress: the 0.5B model went round two tools
+    # that each came to nothing new when only the latest reply's were withheld.
+    assert withheld_tools([TASK, REPLY, READ, reread, REPLY, READ, relisted]) == (
+        "list_dir",
+        "read_file",
+    )
+    assert withheld_tools([TASK, REPLY, READ, relisted, REPLY, READ, other_missing]) == (
+        "list_dir",
+    )
+    assert withheld_tools(
+        [TASK, REPLY, READ, listed, REPLY, READ, reread, REPLY, READ, missing, REPLY, READ, missing]
+    ) == ("read_file",)
+    assert withheld_tools([TASK, REPLY, READ, reread, REPLY, READ, READ, listed, relisted]) == (
+        "list_dir",
+    )
+    # A reply that made progress, an answer or a turn after it lifts it.
     assert withheld_tools([TASK, REPLY, READ, relisted, REPLY, READ, listed]) == ()
     assert withheld_tools([TASK, REPLY, READ, relisted, NUDGE]) == ()
     assert withheld_tools([TASK, REPLY, READ, relisted, REPLY]) == ()
+    assert withheld_tools([TASK, REPLY, READ, reread, REPLY, CHECK, REPLY, READ, relisted]) == (
+        "list_dir",
+    )
+    assert withheld_tools([TASK, REPLY, READ, reread, REPLY, REPLY, READ, relisted]) == (
+        "list_dir",
+    )
     assert withheld_tools([TASK, REPLY, READ, listed]) == ()
     base = ModelRequest("m", [ChatMessage("user", "Read.")], [ToolSpec("read_file", "", {})], "k")
     assert request_fingerprint(replace(base, withheld=("read_file",))) != request_fingerprint(base)

@@ -153,7 +153,8 @@ async def test_a_withheld_tool_is_left_out_of_the_schema_and_the_prompt_stays(
     try:
         for req in (base, replace(base, withheld=("read_file",))):
             await provider.complete(req)
-        # Withheld from a reply that must call; every tool withheld leaves it as it was.
+        # Withheld from a reply that must call; with every tool withheld, they are taken out
+        # in their order while one is left.
         for req in (
             replace(base, withheld=("read_file",), call_required=True),
             replace(base, withheld=("read_file", "list_dir"), call_required=True),
@@ -167,7 +168,7 @@ async def test_a_withheld_tool_is_left_out_of_the_schema_and_the_prompt_stays(
     assert schemas[0] == full.schema["anyOf"]  # type: ignore[index]
     assert schemas[1] == [full.schema["anyOf"][1], full.schema["anyOf"][2]]  # type: ignore[index]
     assert schemas[2] == [full.schema["anyOf"][1]]  # type: ignore[index]
-    assert schemas[3] == full.call_schema["anyOf"]  # type: ignore[index]
+    assert schemas[3] == [full.call_schema["anyOf"][1]]  # type: ignore[index]
     # The prompt still describes every tool: only the schema differs.
     assert len({json.dumps(b["messages"]) for b in bodies}) == 1
 

@@ -7,13 +7,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from temporalio.client import Client
 
 from durable_agents.activities.agents import Agent, Limits
 from durable_agents.activities.providers.scripted import ScriptedProvider
-from durable_agents.activities.repeated_calls import REPEATED_NOTE
+from durable_agents.activities.repeated_calls import (
+    EarlierCall,
+    repeat_output,
+    repeated,
+    repeated_note,
+)
+from durable_agents.activities.tools.base import ToolOutput
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.vocabulary.item_marks import REPEATS_KEY
 from durable_agents.workers.client import tasks
@@ -24,8 +31,8 @@ from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start
 
 
-def _read(path: str) -> dict[str, object]:
-    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
+def _read(path: str, **more: object) -> dict[str, object]:
+    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path, **more}}]}
 
 
 async def test_the_same_failing_call_made_again_and_again_ends_the_task_stuck(
@@ -89,30 +96,73 @@ async def test_writing_what_the_file_already_holds_again_and_again_ends_the_task
 async def test_reading_the_same_file_again_and_again_ends_the_task_stuck(
     client: Client, resources: Resources, agent_worker: AgentRunner, workspace: Path, tenant: str
 ) -> None:
-    # Each read a success: the 0.5B model read one file 14 times and ran to its step limit.
-    script = [_read("here.txt")] * 2 + [_read("other.txt")] + [_read("here.txt")] * 10
-    model = ScriptedProvider.from_data([*script, {"text": "done"}])
+    # Each read a success: the 0.5B model read one file 14 times and ran to its step limit,
+    # then, told so of the call just before, went round a few reads.
+    others = [f"o{n}.txt" for n in range(4)]
+    # Told so, it read the same file again with another max_bytes: the same result.
+    script = [_read(p) for p in ["here.txt"] * 2 + ["other.txt"]]
+    script += [_read("here.txt", max_bytes=10**9), *[_read(p) for p in others], _read("here.txt")]
+    # A call of another tool between two reads: the read after it is no repeat, unless
+    # that call changed nothing (the same write again).
+    write = {
+        "tool_calls": [{"name": "write_file", "arguments": {"path": "out/r.md", "content": "x"}}]
+    }
+    script += [write, _read("here.txt"), write, *[_read("here.txt")] * 10, {"text": "done"}]
+    model = ScriptedProvider.from_data(script)
     sid = uuid.uuid4()
     root = session_root(workspace, tenant, sid)
-    root.joinpath("here.txt").write_text("found")
-    root.joinpath("other.txt").write_text("other")
+    for name in ["here.txt", "other.txt", *others]:
+        root.joinpath(name).write_text("found" if name == "here.txt" else name)
+    never = {"loosened_approvals": {"write_file": "never"}, "loosened_by": "test"}
     async with agent_worker(model, workspace) as queue:
         _, handle = await start(
-            client, resources, queue, tenant=tenant, session_id=sid, stuck_after=3
+            client,
+            resources,
+            queue,
+            tenant=tenant,
+            session_id=sid,
+            stuck_after=3,
+            **never,  # type: ignore[arg-type]
         )
         result = await asyncio.wait_for(handle.result(), 60)
-    # A read repeating the call just before it, result and all, is a note and no progress;
-    # one after another call is a read like any other.
-    assert (result.status, result.steps) == ("stuck", 7)
+    # A read with the same tool and result as one of the reads just before it is no
+    # progress: a note when it is the call just before, its content again when further back.
+    assert (result.status, result.steps) == ("stuck", 14)
     assert result.last_error == "stuck: 3 replies in a row made no progress"
-    reads = [i for i in await items_of(resources, tenant, str(sid)) if i.kind == "tool_result"]
-    assert [bool(r.data.get("unchanged")) for r in reads] == [False, True, False] + [False] + [
-        True
-    ] * 3
+    results = [i for i in await items_of(resources, tenant, str(sid)) if i.kind == "tool_result"]
+    assert [r.tool_name for r in results].count("write_file") == 2
+    assert [bool(r.data.get("unchanged")) for r in results if r.tool_name == "write_file"] == [
+        False,
+        True,
+    ]
+    reads = [r for r in results if r.tool_name == "read_file"]
+    repeats = [False, True, False, True] + [False] * 4 + [True, False, True, True]
+    assert [bool(r.data.get("unchanged")) for r in reads] == repeats
     found = hashlib.sha256(b"found").hexdigest()
-    note = hashlib.sha256(REPEATED_NOTE.encode()).hexdigest()
-    assert [r.data.get(REPEATS_KEY) for r in reads] == [None, found, None, None] + [found] * 3
-    assert [r.data["artifact"]["sha256"] for r in reads if r.data.get("unchanged")] == [note] * 4
+    said = repeated_note(EarlierCall("read_file", {"path": "here.txt"}, found, 1))
+    note = hashlib.sha256(said.encode()).hexdigest()
+    assert [r.data.get(REPEATS_KEY) for r in reads] == [found if r else None for r in repeats]
+    shas = [r.data["artifact"]["sha256"] for r in reads if r.data.get("unchanged")]
+    assert shas == [note, found, found, found, note]
+
+
+def test_a_repeat_is_the_same_tool_and_result_and_its_note_names_the_call_it_repeats() -> None:
+    found = hashlib.sha256(b"found").hexdigest()
+    read = EarlierCall("read_file", {"path": "a.txt"}, found, 1)
+    listed = EarlierCall("list_dir", {"path": "."}, found, 2)
+    assert repeated([listed, read], "read_file", b"found") == read
+    assert repeated([listed, read], "read_file", b"other") is None
+    assert repeated([listed], "read_file", b"found") is None
+    assert repeat_output(ToolOutput(b"found"), read) == ToolOutput(
+        repeated_note(read).encode(), changed=False
+    )
+    further = replace(read, back=2)
+    assert repeat_output(ToolOutput(b"found"), further) == ToolOutput(b"found", changed=False)
+    assert repeated_note(read).startswith(
+        'Nothing new: this result is the same as that of your call read_file {"path": "a.txt"},'
+    )
+    long = repeated_note(EarlierCall("search_files", {"pattern": "x" * 500}, found, 1))
+    assert '"xxx' in long and "x" * 200 not in long and "…" in long
 
 
 def test_progress_counts_replies_and_repeats() -> None:

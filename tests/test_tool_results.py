@@ -16,10 +16,13 @@ from durable_agents.activities.providers.base import ToolSpec
 from durable_agents.activities.session_state import SessionStateActivities
 from durable_agents.activities.tool_run import ToolActivities
 from durable_agents.activities.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from durable_agents.storage.agent_state import AgentState
+from durable_agents.storage.call_reads import effective_call
 from durable_agents.storage.items import ItemRepository, NewItem
 from durable_agents.storage.models import ItemRow
 from durable_agents.storage.sessions import SessionRepository
 from durable_agents.storage.tool_results import ToolResult
+from durable_agents.vocabulary.item_marks import CHECK_FAILED, CHECK_KEY, NUDGE_KEY
 from durable_agents.vocabulary.previews import PREVIEW_CHARS
 from durable_agents.vocabulary.tokens import count_tokens
 from durable_agents.workers.resources import Resources
@@ -155,6 +158,63 @@ async def test_the_tool_call_lookup_finds_the_calls_own_item_within_its_tenant(
         other = ItemRepository(db, f"{tenant}-b")
         assert await other.tool_call(sid, "c1") is None
         assert await other.call_thread(sid, "c1") is None
+
+
+async def test_the_calls_before_one_are_the_latest_of_its_turn_in_call_order_with_their_items(
+    resources: Resources, tenant: str
+) -> None:
+    calls = {f"c{n}": ("echo", {"text": str(n)}) for n in range(6)}
+    sid = await session_with_calls(resources, tenant, {"c0": calls.pop("c0")})
+    async with resources.sessions() as db, db.begin():
+        items = ItemRepository(db, tenant)
+        # A person's message begins a turn: c0 is the turn before. A failed check's and a
+        # nudge's (the loop's own words) do not.
+        await items.append(NewItem(sid, "user_message", "user", f"{sid}:u", text="Go on."))
+        for call_id, (name, arguments) in calls.items():
+            if call_id == "c2":
+                for mark in ({CHECK_KEY: CHECK_FAILED}, {NUDGE_KEY: "empty"}):
+                    said = NewItem(sid, "user_message", "user", f"{sid}:{mark}", data=mark)
+                    await items.append(said)
+            call = NewItem(
+                sid,
+                "tool_call",
+                "assistant",
+                f"{sid}:{call_id}",
+                tool_call_id=call_id,
+                tool_name=name,
+                data={"arguments": arguments},
+            )
+            await items.append(call)
+        # Results commit in another order than the calls were made; c3's arguments edited.
+        for call_id in ("c4", "c2", "c3"):
+            await items.append(
+                NewItem(sid, "tool_result", "tool", f"{sid}:r:{call_id}", tool_call_id=call_id)
+            )
+        edit = {"arguments": {"text": "edited"}}
+        await items.append(
+            NewItem(sid, "approval", "user", f"{sid}:a", tool_call_id="c3", data=edit)
+        )
+    async with resources.sessions() as db:
+        st = AgentState(db, tenant)
+        last = await st.items.tool_call(sid, "c5")
+        assert last is not None
+        threads = await st.calls.before(sid, last.ordinal, 3)
+        assert [t.call.tool_call_id for t in threads] == ["c4", "c3", "c2"]
+        assert [[r.kind for r in t.others] for t in threads] == [
+            ["tool_result"],
+            ["tool_result", "approval"],
+            ["tool_result"],
+        ]
+        assert [effective_call(t).arguments for t in threads] == [
+            {"text": "4"},
+            {"text": "edited"},
+            {"text": "2"},
+        ]
+        turn = await st.calls.before(sid, last.ordinal, 10)
+        assert [t.call.tool_call_id for t in turn] == ["c4", "c3", "c2", "c1"]
+        assert turn[-1].others == []  # no result yet
+        assert await st.calls.before(sid, last.ordinal, 0) == []
+        assert await AgentState(db, f"{tenant}-b").calls.before(sid, last.ordinal, 3) == []
 
 
 def test_a_tool_result_is_an_artifact_or_an_error() -> None:

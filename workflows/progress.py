@@ -4,8 +4,8 @@ Deterministic code only.
 
 A reply makes progress when it is an answer or one of its calls succeeded. A non-answer (an
 empty reply, a tool's bare arguments, example calls) and a reply whose every call failed, or
-found nothing to change (a write of what the file already held), or repeated the call just
-before it, result and all (activities/repeated_calls.py), do not. The limit is the
+found nothing to change (a write of what the file already held), or repeated a read made
+just before it, result and all (activities/repeated_calls.py), do not. The limit is the
 task's `stuck_after` (its agent's Limits, else DEFAULT_STUCK_AFTER).
 """
 

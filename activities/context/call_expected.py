@@ -13,11 +13,14 @@
 
 A provider that can hold the reply to a call is asked to (ModelRequest.call_required).
 
-Apart from what it asks: a tool whose call in the latest reply came to nothing new (it
-repeated the call before it, result and all: activities/repeated_calls.py; it wrote what
-the file held; it failed as the same call did before) is withheld from the next reply's
-choice (ModelRequest.withheld). Told "nothing new", the 0.5B model made the same call until
-stuck; offered the other tools, it called the next one the task needed."""
+Apart from what it asks: a tool whose call came to nothing new (a read with the same result
+as an earlier one of its turn: activities/repeated_calls.py; a write of what the file held;
+the same failing call as before) in the latest reply, or in any reply since the latest that made
+progress, is withheld from the next reply's choice (ModelRequest.withheld). Told "nothing
+new", the 0.5B model made the same call until stuck; offered the other tools, it called the
+next one the task needed. Withheld for one reply only, it went round between two tools that
+each came to nothing new; withheld both, it called the third (add_to_report, with a summary
+of the file it had read twice)."""
 
 from __future__ import annotations
 
@@ -81,25 +84,44 @@ def call_asked(rows: Sequence[ItemRow]) -> CallAsked:
 
 
 def withheld_tools(rows: Sequence[ItemRow]) -> tuple[str, ...]:
-    """The tools whose call in the latest reply of ``rows`` came to nothing new: a result
-    marked unchanged (a repeat of the call before it, a write of what the file held), or the
-    same failing call as an earlier one."""
-    start = len(rows)  # where the latest reply's items begin
-    while start and rows[start - 1].kind not in (ItemKind.ASSISTANT_MESSAGE, ItemKind.USER_MESSAGE):
-        start -= 1
-    latest = [row for row in rows[start:] if row.kind == ItemKind.TOOL_RESULT]
-    failed_before = {
-        (row.data or {}).get(FAILED_CALL_KEY)
-        for row in rows[:start]
-        if row.kind == ItemKind.TOOL_RESULT
-    } - {None}
+    """The tools whose calls came to nothing new in the replies of ``rows`` since the latest
+    that made progress (or the latest user message): a result marked unchanged (a repeated
+    read, a write of what the file held), or the same failing call as an earlier one. The
+    latest reply's come first: they are withheld first when not all can be."""
+    # Where each failing call (FAILED_CALL_KEY) first failed.
+    first_failed: dict[str, int] = {}
+    for at, row in enumerate(rows):
+        key = (row.data or {}).get(FAILED_CALL_KEY) if row.kind == ItemKind.TOOL_RESULT else None
+        if isinstance(key, str):
+            first_failed.setdefault(key, at)
     withheld: list[str] = []
-    for row in latest:
-        data = row.data or {}
-        again = data.get("unchanged") or data.get(FAILED_CALL_KEY) in failed_before
-        if again and row.tool_name and row.tool_name not in withheld:
-            withheld.append(row.tool_name)
-    return tuple(withheld)
+    end = len(rows)  # the replies are walked back from the latest
+    while True:
+        start = end  # where this reply's items begin
+        while start and rows[start - 1].kind not in (
+            ItemKind.ASSISTANT_MESSAGE,
+            ItemKind.USER_MESSAGE,
+        ):
+            start -= 1
+        progressed = called = False
+        for at in range(start, end):
+            row, data = rows[at], rows[at].data or {}
+            if row.kind != ItemKind.TOOL_RESULT:
+                continue
+            called = True
+            key = data.get(FAILED_CALL_KEY)
+            again = data.get("unchanged") or (
+                isinstance(key, str) and first_failed.get(key, at) < start
+            )
+            if again and row.tool_name and row.tool_name not in withheld:
+                withheld.append(row.tool_name)
+            progressed = progressed or not (again or data.get("error_type"))
+        # A reply that made progress ends the run of replies that made none; one that called
+        # nothing (an answer) and a user's message (a failed check, a nudge, a person's
+        # words) ask anew.
+        if progressed or not called or start < 1 or rows[start - 1].kind == ItemKind.USER_MESSAGE:
+            return tuple(withheld)
+        end = start - 1
 
 
 def call_required(asked: CallAsked, registry: ToolRegistry, offered: Sequence[ToolSpec]) -> bool:

@@ -109,11 +109,15 @@ def grammar_request(
 
 def without(schema: dict[str, Any] | None, withheld: Sequence[str]) -> dict[str, Any] | None:
     """``schema`` (each alternative a tool, or the answer) without the ``withheld`` tools'
-    alternatives; ``schema`` itself when that would leave none (a reply that must call)."""
+    alternatives, taken out in their order while one is left (a reply that must call has a
+    tool to call)."""
     if schema is None or not withheld:
         return schema
-    kept = [a for a in schema["anyOf"] if _tool_of(a) not in withheld]
-    return {**schema, "anyOf": kept} if kept else schema
+    kept = list(schema["anyOf"])
+    for tool in withheld:
+        left = [a for a in kept if _tool_of(a) != tool]
+        kept = left or kept
+    return {**schema, "anyOf": kept}
 
 
 def _tool_of(alternative: dict[str, Any]) -> object:
