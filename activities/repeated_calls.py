@@ -9,7 +9,7 @@ same arguments 14 times, each a success, so it ran to the step limit instead of 
 `stuck`; told so of the call just before, it went round instead (list a directory, read the
 README, list another, read a note, read it again, list the first...). Such a result is
 marked `unchanged`, which the loop counts as no progress (workflows/progress.py) and which
-withholds the tool from the next replies until one makes progress
+withholds the tool from the next replies until one brings something new
 (activities/context/call_expected.py), and `repeats` (the sha256 of the result it repeats).
 A read after another tool's call is never a repeat: the 1.5B model, its report line refused
 for naming nothing in a file, read the file again to write a better one. A repeat of the

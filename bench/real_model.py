@@ -9,8 +9,9 @@ context assembly): our overhead per step = (task wall - model wall) / steps.
 
     .venv/bin/python bench/real_model.py [--runs 3] [--model qwen2.5-coder-1.5b]
 
-Each run's outcome is checked as the real-model tests check it: the survey's report names
-every workspace file; the answer holds the fact only the file holds.
+The survey is the demo's own task, agent and check (`make demo-local`): it completes only
+when its report covers every workspace file, and the bench judges the outcome by the same
+goal (workers/demo/outcome.py); the answer must hold the fact only the file holds.
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ from typing import Any
 from throwaway_stack import bench_stack  # bench/ is on sys.path when run as a script
 from timing_proxy import Timed, TimingProxy, serving
 
+from durable_agents.activities.agents import DEFAULT_AGENT
 from durable_agents.activities.providers.factory import build_provider
+from durable_agents.activities.providers.offline import REPORT_PATH
 from durable_agents.activities.tools.builtin import default_registry
 from durable_agents.storage.workspaces import WorkspaceLayout
 from durable_agents.workers.client import tasks
+from durable_agents.workers.demo.outcome import check_report, workspace_files
 from durable_agents.workers.demo.run import DEMO_TASK
+from durable_agents.workers.demo.survey import SURVEY_AGENT, survey_agent
 from durable_agents.workers.process.cloud import build_cloud_worker, cloud_activities, running
 from durable_agents.workers.stack.llama import LlamaServer
 from durable_agents.workers.stack.local_model import DEFAULT_MODEL, model_named
@@ -49,17 +54,16 @@ def seed(root: Path, task: str) -> list[str]:
     """Put the task's files in its workspace; the names the survey must report."""
     if task == "survey":
         shutil.copytree(DEMO_FILES, root, dirs_exist_ok=True)
-        return sorted(p.name for p in root.rglob("*") if p.is_file())
+        return workspace_files(root)
     (root / "facts").mkdir(parents=True, exist_ok=True)
     (root / "facts" / "launch.md").write_text(f"The launch code word is {FACT}.\n")
     return []
 
 
-def outcome_ok(task: str, root: Path, answer: str, files: list[str]) -> bool:
+def outcome_ok(task: str, status: str, root: Path, answer: str, files: list[str]) -> bool:
     if task == "survey":
-        report = root / "out" / "report.md"
-        return report.is_file() and all(name in report.read_text() for name in files)
-    return FACT in answer
+        return check_report(status, root, REPORT_PATH, files).done
+    return status == "completed" and FACT in answer
 
 
 async def main(runs: int, model_key: str) -> None:
@@ -69,13 +73,17 @@ async def main(runs: int, model_key: str) -> None:
         proxy = TimingProxy(server.base_url)
         try:
             async with serving(proxy):
-                model = server.model_settings().model_copy(update={"base_url": proxy.url})
+                # Grammar, as `auto` picks on llama-server: the proxy relays only chat
+                # completions, so `auto` asking the server what it is would pick native.
+                grammar = server.model_settings("grammar")
+                model = grammar.model_copy(update={"base_url": proxy.url})
                 workspace = state / "workspace"
                 settings = ep.settings(workspace=workspace, task_queue=QUEUE, provider="offline")
                 settings = settings.model_copy(update={"model": model})
                 provider = build_provider(model)
                 client = await connect_client(ep.temporal_address, "default")
-                acts = cloud_activities(settings, res, provider, default_registry())
+                agents = (survey_agent(settings.agent.system_prompt),)
+                acts = cloud_activities(settings, res, provider, default_registry(), agents=agents)
                 rows = []
                 print(HEADER, flush=True)
                 async with running(build_cloud_worker(client, acts, task_queue=QUEUE)):
@@ -106,7 +114,8 @@ async def one_run(
             tenant_id=TENANT,
             task_queue=QUEUE,
             max_steps=20,
-            loosened_approvals={"write_file": "never"},
+            agent=SURVEY_AGENT if task == "survey" else DEFAULT_AGENT,
+            loosened_approvals=dict.fromkeys(("write_file", "edit_file", "append_file"), "never"),
             loosened_by="bench",
         ),
         session_id=sid,
@@ -120,8 +129,7 @@ async def one_run(
     steps = max(1, len(t.wall))
     return {
         "status": result.status,
-        "ok": result.status == "completed"
-        and outcome_ok(task, root, answers[-1].text if answers else "", files),
+        "ok": outcome_ok(task, result.status, root, answers[-1].text if answers else "", files),
         "steps": len(t.wall),
         "wall": wall,
         "model_wall": model_wall,

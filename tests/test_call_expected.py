@@ -118,7 +118,7 @@ def test_a_request_that_requires_a_call_has_its_own_fingerprint_and_no_other_cha
     )
 
 
-def test_a_tool_whose_call_came_to_nothing_new_is_withheld_until_a_reply_makes_progress() -> None:
+def test_a_tool_whose_call_came_to_nothing_new_is_withheld_until_a_reply_brings_something() -> None:
     def result(tool: str, **data: Any) -> ItemRow:
         return ItemRow(kind="tool_result", tool_name=tool, data=data)
 
@@ -139,15 +139,16 @@ def test_a_tool_whose_call_came_to_nothing_new_is_withheld_until_a_reply_makes_p
     assert withheld_tools([TASK, REPLY, READ, missing]) == ()
     assert withheld_tools([TASK, REPLY, READ, missing, REPLY, READ, other_missing]) == ()
     assert withheld_tools([TASK, REPLY, READ, missing, REPLY, READ, missing]) == ("read_file",)
-    # Every reply since the latest that made progress: the 0.5B model went round two tools
-    # that each came to nothing new when only the latest reply's were withheld.
+    # Every reply of a run that came to nothing new: the 0.5B model went round two tools that
+    # each came to nothing new when only the latest reply's were withheld.
     assert withheld_tools([TASK, REPLY, READ, reread, REPLY, READ, relisted]) == (
         "list_dir",
         "read_file",
     )
-    assert withheld_tools([TASK, REPLY, READ, relisted, REPLY, READ, other_missing]) == (
-        "list_dir",
-    )
+    # A new failure is something to act on: it ends the run.
+    assert withheld_tools([TASK, REPLY, READ, relisted, REPLY, READ, other_missing]) == ()
+    rerun = [TASK, REPLY, READ, relisted, REPLY, READ, missing, REPLY, READ, missing]
+    assert withheld_tools(rerun) == ("read_file",)
     assert withheld_tools(
         [TASK, REPLY, READ, listed, REPLY, READ, reread, REPLY, READ, missing, REPLY, READ, missing]
     ) == ("read_file",)

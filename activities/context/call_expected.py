@@ -14,9 +14,9 @@
 A provider that can hold the reply to a call is asked to (ModelRequest.call_required).
 
 Apart from what it asks: a tool whose call came to nothing new (a read with the same result
-as an earlier one of its turn: activities/repeated_calls.py; a write of what the file held;
-the same failing call as before) in the latest reply, or in any reply since the latest that made
-progress, is withheld from the next reply's choice (ModelRequest.withheld). Told "nothing
+as one just before it: activities/repeated_calls.py; a write of what the file held; the same
+failing call as before) in the latest reply, or in the replies before it that came to
+nothing new either, is withheld from the next reply's choice (ModelRequest.withheld). Told "nothing
 new", the 0.5B model made the same call until stuck; offered the other tools, it called the
 next one the task needed. Withheld for one reply only, it went round between two tools that
 each came to nothing new; withheld both, it called the third (add_to_report, with a summary
@@ -84,10 +84,10 @@ def call_asked(rows: Sequence[ItemRow]) -> CallAsked:
 
 
 def withheld_tools(rows: Sequence[ItemRow]) -> tuple[str, ...]:
-    """The tools whose calls came to nothing new in the replies of ``rows`` since the latest
-    that made progress (or the latest user message): a result marked unchanged (a repeated
-    read, a write of what the file held), or the same failing call as an earlier one. The
-    latest reply's come first: they are withheld first when not all can be."""
+    """The tools whose calls came to nothing new in the latest replies of ``rows`` that came
+    to nothing else: a result marked unchanged (a repeated read, a write of what the file
+    held), or the same failing call as an earlier one. The latest reply's come first: they
+    are withheld first when not all can be."""
     # Where each failing call (FAILED_CALL_KEY) first failed.
     first_failed: dict[str, int] = {}
     for at, row in enumerate(rows):
@@ -103,7 +103,7 @@ def withheld_tools(rows: Sequence[ItemRow]) -> tuple[str, ...]:
             ItemKind.USER_MESSAGE,
         ):
             start -= 1
-        progressed = called = False
+        fresh = called = False
         for at in range(start, end):
             row, data = rows[at], rows[at].data or {}
             if row.kind != ItemKind.TOOL_RESULT:
@@ -115,11 +115,13 @@ def withheld_tools(rows: Sequence[ItemRow]) -> tuple[str, ...]:
             )
             if again and row.tool_name and row.tool_name not in withheld:
                 withheld.append(row.tool_name)
-            progressed = progressed or not (again or data.get("error_type"))
-        # A reply that made progress ends the run of replies that made none; one that called
-        # nothing (an answer) and a user's message (a failed check, a nudge, a person's
-        # words) ask anew.
-        if progressed or not called or start < 1 or rows[start - 1].kind == ItemKind.USER_MESSAGE:
+            fresh = fresh or not again
+        # A reply with a result that was not nothing new (a success, or a failure the model
+        # had not met: something to act on) ends the run; so do one that called nothing (an
+        # answer) and a user's message (a failed check, a nudge, a person's words). Through
+        # a new failure, the 1.5B model, its repeated read withheld, made up artifact ids and
+        # delegated the task, the file tool it needed withheld all the while.
+        if fresh or not called or start < 1 or rows[start - 1].kind == ItemKind.USER_MESSAGE:
             return tuple(withheld)
         end = start - 1
 
