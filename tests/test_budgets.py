@@ -44,6 +44,7 @@ from durable_agents.workflows.contracts import BudgetFigures, RaiseBudgetInput, 
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root
+from tests.support.runaway import A_TXT
 from tests.support.verbs import raise_budget
 from tests.test_replay import HISTORIES
 
@@ -64,8 +65,9 @@ class Runaway:
         usage = Usage(*PER_REPLY)
         if self.answer_at is not None and len(self.keys) >= self.answer_at:
             return ModelReply(text="Enough reading.", usage=usage, model="runaway")
-        # A little more of a.txt each time: the same read again would be a stuck loop.
-        more = {"path": "a.txt", "max_bytes": 1_000 + len(self.keys)}
+        # One byte more of a.txt (A_TXT) each time: the same result again would be a stuck
+        # loop.
+        more = {"path": "a.txt", "max_bytes": len(self.keys)}
         call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments=more)
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls", usage=usage)
 
@@ -124,7 +126,7 @@ async def test_a_runaway_model_parks_at_its_budget_and_a_raise_continues_it_with
 ) -> None:
     model = Runaway()
     sid = uuid.uuid4()
-    (session_root(workspace, tenant, sid) / "a.txt").write_text("alpha")
+    (session_root(workspace, tenant, sid) / "a.txt").write_text(A_TXT)
     async with agent_worker(model, workspace) as queue:
         # 110 tokens a reply: after 3 replies (330) the budget of 250 is reached.
         _, handle = await start(
@@ -288,7 +290,7 @@ async def test_agentctl_starts_with_a_budget_shows_the_park_and_raises_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = Runaway()
-    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    (tenant_root(workspace, tenant) / "a.txt").write_text(A_TXT)
     async with agent_worker(model, workspace, workspace_scope="tenant") as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
         code, out, err = await agentctl(capsys, "start", "read", "--budget", "tool_calls=1")
@@ -328,7 +330,7 @@ async def test_the_python_api_starts_with_a_budget_and_raises_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = Runaway()
-    (tenant_root(workspace, tenant) / "a.txt").write_text("alpha")
+    (tenant_root(workspace, tenant) / "a.txt").write_text(A_TXT)
     async with agent_worker(model, workspace, workspace_scope="tenant") as queue:
         monkeypatch.setenv("AGENT_TASK_QUEUE", queue)
         get_settings.cache_clear()

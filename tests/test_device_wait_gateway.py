@@ -57,8 +57,6 @@ class PacedModel:
         if not tool_message(request, DEVICE_CALL).startswith("[pending"):
             return ModelReply(text="the notes are in")
         await asyncio.sleep(self.pace)
-        # By turns flat and recursive: the same listing twice in a row is "nothing new" and
-        # no progress (activities/repeated_calls.py), and this model is busy, not stuck.
         call = ProviderCall(f"cloud_{turn}", "list_dir", {"path": ".", "recursive": turn % 2 == 0})
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls")
 
@@ -113,6 +111,9 @@ async def test_the_loop_keeps_stepping_while_the_device_is_away_and_reads_its_la
             device_id=device_id,
             device_tools=["read_file"],
             max_steps=500,
+            # Listing the same workspace while it waits is no progress: this test is of a
+            # loop that keeps stepping, not of the stuck rule.
+            stuck_after=500,
         )
         await asyncio.sleep(AWAY_SECONDS)
         steps_while_away = len(model.requests)

@@ -33,7 +33,7 @@ from durable_agents.workers.stack import StackEndpoints
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, status_of
-from tests.support.runaway import REPLY_TOKENS, SlowRunaway
+from tests.support.runaway import A_TXT, REPLY_TOKENS, SlowRunaway
 
 QUOTA = 1_000
 
@@ -68,7 +68,7 @@ async def test_two_tasks_of_a_tenant_stop_at_its_daily_token_quota_within_the_st
     model = SlowRunaway(delay=0.05)
     sids = [uuid.uuid4(), uuid.uuid4()]
     for new in sids:
-        (session_root(workspace, tenant, new) / "a.txt").write_text("alpha")
+        (session_root(workspace, tenant, new) / "a.txt").write_text(A_TXT)
     await set_quotas(client, resources.sessions, tenant, {"tokens_per_day": QUOTA}, "ops")
     async with agent_worker(model, workspace) as queue:
         started = await asyncio.gather(

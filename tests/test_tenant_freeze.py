@@ -31,7 +31,7 @@ from tests.conftest import AgentRunner
 from tests.support.device_gateway import make_device_key
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, committed_rows, session_root, start
-from tests.support.runaway import SlowRunaway
+from tests.support.runaway import A_TXT, SlowRunaway
 from tests.test_plain_start_checks import _refusal
 from tests.test_quotas import _until
 from tests.test_replay import HISTORIES
@@ -61,7 +61,7 @@ async def test_a_frozen_tenants_tasks_park_within_a_step_starts_are_refused_and_
     model = SlowRunaway(delay=0.2)
     sids = [uuid.uuid4(), uuid.uuid4()]
     for new in sids:
-        (session_root(workspace, tenant, new) / "a.txt").write_text("alpha")
+        (session_root(workspace, tenant, new) / "a.txt").write_text(A_TXT)
     admin = await make_key(resources, tenant, "admin", user="ops")
     starter = await make_key(resources, tenant, "start")
     stranger = await make_key(resources, f"{tenant}-x", "admin")

@@ -8,6 +8,9 @@ import asyncio
 from durable_agents.activities.providers.base import ModelReply, ModelRequest, ProviderCall, Usage
 
 PER_REPLY = (100, 10)  # input and output tokens each reply reports
+# What a runaway's a.txt holds: each read asks for one byte more of it, so no read repeats
+# an earlier one's result (activities/repeated_calls.py) within its 1,200 bytes.
+A_TXT = "alpha " * 200
 REPLY_TOKENS = sum(PER_REPLY)
 
 
@@ -29,10 +32,10 @@ class SlowRunaway:
         usage = Usage(*PER_REPLY)
         if self.answering:
             return ModelReply(text="Enough reading.", usage=usage, model="runaway")
-        # Each read asks a little more of a.txt: the same read twice in a row is "nothing
-        # new" and no progress (activities/repeated_calls.py), and this one is a runaway,
-        # not a stuck loop.
-        more = {"path": "a.txt", "max_bytes": 1_000 + len(self.keys)}
+        # Each read asks one byte more of a.txt (A_TXT): a read with the same result as one
+        # just before it is no progress (activities/repeated_calls.py), and this one is a
+        # runaway, not a stuck loop.
+        more = {"path": "a.txt", "max_bytes": len(self.keys)}
         call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments=more)
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls", usage=usage)
 
