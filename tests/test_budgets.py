@@ -44,11 +44,9 @@ from durable_agents.workflows.contracts import BudgetFigures, RaiseBudgetInput, 
 from tests.conftest import AgentRunner
 from tests.support.gateway import bearer, gateway_http, make_key, poll
 from tests.support.helpers import agentctl, session_root, start, tenant_root
-from tests.support.runaway import A_TXT
+from tests.support.runaway import A_TXT, PER_REPLY
 from tests.support.verbs import raise_budget
 from tests.test_replay import HISTORIES
-
-PER_REPLY = (100, 10)  # input and output tokens each reply reports
 
 
 class Runaway:
@@ -65,8 +63,7 @@ class Runaway:
         usage = Usage(*PER_REPLY)
         if self.answer_at is not None and len(self.keys) >= self.answer_at:
             return ModelReply(text="Enough reading.", usage=usage, model="runaway")
-        # One byte more of a.txt (A_TXT) each time: the same result again would be a stuck
-        # loop.
+        # One byte more of a.txt (A_TXT) each time: the same result again is a stuck loop.
         more = {"path": "a.txt", "max_bytes": len(self.keys)}
         call = ProviderCall(id=f"c{len(self.keys)}", name="read_file", arguments=more)
         return ModelReply(text="", tool_calls=[call], finish_reason="tool_calls", usage=usage)
