@@ -47,7 +47,7 @@ class EarlierCall:
 
     name: str
     arguments: dict[str, Any]
-    sha256: str | None
+    sha256: str
     back: int
 
 

@@ -16,11 +16,11 @@ A provider that can hold the reply to a call is asked to (ModelRequest.call_requ
 Apart from what it asks: a tool whose call came to nothing new (a read with the same result
 as one just before it: activities/repeated_calls.py; a write of what the file held; the same
 failing call as before) in the latest reply, or in the replies before it that came to
-nothing new either, is withheld from the next reply's choice (ModelRequest.withheld). Told "nothing
-new", the 0.5B model made the same call until stuck; offered the other tools, it called the
-next one the task needed. Withheld for one reply only, it went round between two tools that
-each came to nothing new; withheld both, it called the third (add_to_report, with a summary
-of the file it had read twice)."""
+nothing new either, is withheld from the next reply's choice (ModelRequest.withheld). Told
+"nothing new", the 0.5B model made the same call until stuck; offered the other tools, it
+called the next one the task needed. Withheld for one reply only, it went round between two
+tools that each came to nothing new; withheld both, it called the third (add_to_report, with
+a summary of the file it had read twice)."""
 
 from __future__ import annotations
 

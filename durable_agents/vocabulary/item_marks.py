@@ -14,6 +14,6 @@ CHECK_STANDS_KEY = "stands"
 NUDGE_KEY = "nudge"
 # A failed call's result: data {FAILED_CALL_KEY: the call's fingerprint}, to count repeats.
 FAILED_CALL_KEY = "failed_call"
-# Set on a workspace read's result that repeated an earlier call of its turn, the same tool
-# and result (activities/repeated_calls.py): the sha256 of the result it repeated.
+# Set on a workspace read's result that repeated one of the reads just before it, the same
+# tool and result (activities/repeated_calls.py): the sha256 of the result it repeated.
 REPEATS_KEY = "repeats"
