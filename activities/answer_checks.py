@@ -104,7 +104,7 @@ class AnswerCheckActivities:
             answer = await st.items.get(session_id, uuid.UUID(inp.answer_item_id))
             root = self._root(inp.tenant_id, session)
             calls = (
-                [_done(row) for row in await st.items.calls_done(session_id, MAX_CALLS_SEEN)]
+                [call_done(row) for row in await st.items.calls_done(session_id, MAX_CALLS_SEEN)]
                 if any(c.call is not None for c in checks)
                 else []
             )
@@ -151,7 +151,7 @@ class AnswerCheckActivities:
         return self._workspace
 
 
-def _done(row: ItemRow) -> CallDone:
+def call_done(row: ItemRow) -> CallDone:
     """A committed call as a check sees it: its tool's name and its arguments (none when
     the model's were not a JSON object)."""
     arguments = row.data.get("arguments")

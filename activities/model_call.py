@@ -3,7 +3,6 @@ only the reply (an assistant item plus one tool_call item per requested call).""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, replace
@@ -14,6 +13,7 @@ from temporalio import activity
 
 from durable_agents.activities.agent_catalog import AgentCatalog, AgentRuntime, default_runtime
 from durable_agents.activities.answer_checks import declares_check
+from durable_agents.activities.check_guide import with_guide
 from durable_agents.activities.checks.spec import Check
 from durable_agents.activities.context.assembly import AssembledContext, ContextBudget, pending_note
 from durable_agents.activities.context.call_expected import call_required
@@ -97,8 +97,8 @@ class ModelActivities:
         saying so (a reply may ask for any number). `workspace`: where run_tool on this
         worker finds each session's files, which `exists:` approval policies look at
         (None: they ask). `agent_checks`: the check of each agent that declares one, as
-        check_answer has them; with them, an answer of a task that declares no check says
-        so (`unchecked`) and the loop skips the check activity (None: never said)."""
+        check_answer has them (those that guide run before each step); with them, an answer
+        of a task without a check says so (`unchecked`) and the loop skips the check."""
         self._workspace = workspace
         self._agent_checks = agent_checks
         self._sessions = sessions
@@ -236,8 +236,10 @@ class ModelActivities:
             try:
                 if played is not None:
                     return played
+                root = self._workspace_of(inp.tenant_id, session)
+                told = await with_guide(request, self._sessions, self._agent_checks, session, root)
                 # No transaction is held open across the provider call.
-                return await agent.provider.complete(request)
+                return await agent.provider.complete(told)
             finally:
                 if sink is not None:
                     # Before the reply commits: a listener hears every delta first.
@@ -390,10 +392,7 @@ class ModelActivities:
         (they ask) without a layout, or while archive holds the files packed."""
         if self._workspace is None or session.workspace_sha256 is not None:
             return None
-        root = self._workspace.root_for(tenant_id, session)
-        seed = self._workspace.seed_for(tenant_id, session)
-        # Before its first tool call a seeded root is still to be made: it will hold the seed.
-        return seed if seed is not None and not os.path.lexists(root) else root
+        return self._workspace.readable_root(tenant_id, session)
 
 
 def _uuid_or_none(value: str | None) -> uuid.UUID | None:

@@ -91,6 +91,13 @@ class WorkspaceLayout:
         own = self.session_root(tenant_id, session.root_id or session.id)
         return self.seed if self.root_for(tenant_id, session) == own else None
 
+    def readable_root(self, tenant_id: str, session: SessionLike) -> Path:
+        """Where ``session``'s files are read without making its root: the root, or while a
+        seeded root is still to be made (before its first tool call), the seed it will hold."""
+        root = self.root_for(tenant_id, session)
+        seed = self.seed_for(tenant_id, session)
+        return seed if seed is not None and not os.path.lexists(root) else root
+
     @property
     def per_session(self) -> bool:
         """Whether roots follow the session lifecycle (archived, restored, collected)."""

@@ -31,6 +31,7 @@ class CheckFailure:
     # The failing check judged the workspace alone (files, texts, a command, or a callable
     # that never read the answer): another answer cannot pass it, only a changed workspace.
     workspace_only: bool
+    answer_read: bool = False
 
 
 async def first_failure(
@@ -43,7 +44,7 @@ async def first_failure(
     for check in checks:
         found = await _failure(check, workspace, answer, run_as, calls)
         if found is not None:
-            return CheckFailure(bounded(found.reason), found.workspace_only)
+            return CheckFailure(bounded(found.reason), found.workspace_only, found.answer_read)
     return None
 
 
@@ -67,7 +68,9 @@ async def _failure(
         ctx = CheckContext(answer=answer, read_text=read, workspace=workspace, calls=calls)
         said = await check.call(ctx)
         if said is not None:
-            return CheckFailure(said, workspace_only=not (ctx.answer_read or ctx.calls_read))
+            return CheckFailure(
+                said, not (ctx.answer_read or ctx.calls_read), answer_read=ctx.answer_read
+            )
     return None
 
 

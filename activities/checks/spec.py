@@ -101,6 +101,10 @@ class Check:
     call: CheckCallable | None = None
     # How many final answers are checked before the task ends check_failed.
     attempts: int = DEFAULT_CHECK_ATTEMPTS
+    # Also run before each model step that follows tool results (activities/check_guide.py):
+    # while it fails, whatever the answer, the reply must call a tool, and the reason
+    # follows the latest result. Agent-declared, without a command (it would run each step).
+    guide: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "files", tuple(self.files))
@@ -118,6 +122,10 @@ class Check:
                 "check.command_seconds", f"command_seconds must be > 0, <= {MAX_COMMAND_SECONDS}"
             )
         _check_attempts(self.attempts)
+        if self.guide and self.command:
+            raise CheckSpecError(
+                "check.guide", "a check with a command does not guide: it would run every step"
+            )
         if not (self.files or self.contains or self.command or self.call):
             raise CheckSpecError("check", "a check names files, contains, a command or a call")
 
