@@ -1,9 +1,10 @@
 """A check that guides (`Check(guide=True)`): run before each model step that follows tool
 results, as it would judge an answer then. While it fails whatever the answer would be (it
 never read one), the reply must call a tool, and the check's reason follows the latest
-result: where a small model looks for what to do next. Told at a failed answer to read a
-file and then add its line, the 0.5B model read the file and followed the file's own
-pointer to another one; with the next call named after the result, it added the line.
+result as a turn of its own: where a small model looks for what to do next. Told at a
+failed answer to read a file and then add its line, the 0.5B model read the file and
+followed the file's own pointer to another one; with the next call named after the
+result, it added the line.
 
 The request's fingerprint is made before the guide is added (activities/model_call.py):
 the guide is read off the workspace, which a replay whose tools are replayed leaves as it
@@ -20,9 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from durable_agents.activities.answer_checks import call_done, checks_of
 from durable_agents.activities.checks.runner import CheckFailure, first_failure
 from durable_agents.activities.checks.spec import MAX_CALLS_SEEN, CallDone, Check
-from durable_agents.activities.providers.base import ModelRequest
+from durable_agents.activities.providers.base import ChatMessage, ModelRequest
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.models import SessionRow
+
+# Before the reason, so the model can tell whose words these are.
+GUIDE_LEAD = "The task's check: "
 
 
 async def with_guide(
@@ -67,13 +71,13 @@ async def guide_failure(
 
 
 def guided(request: ModelRequest, failure: CheckFailure | None) -> ModelRequest:
-    """`request` with the failure's reason after its latest tool result and a call
-    required; as it is without a failure, or when the request does not follow a tool
-    result."""
+    """`request` with the failure's reason as a user turn after its latest tool result, and
+    a call required; as it is without a failure, or when the request does not follow a tool
+    result. A turn of its own, not words added to the result: the 1.5B model, the reason
+    written after a file's contents, put it in its summary of the file."""
     if failure is None or not request.tools or not request.messages:
         return request
-    last = request.messages[-1]
-    if last.role != "tool":
+    if request.messages[-1].role != "tool":
         return request
-    told = replace(last, content=f"{last.content}\n{failure.reason}")
-    return replace(request, messages=[*request.messages[:-1], told], call_required=True)
+    told = ChatMessage(role="user", content=f"{GUIDE_LEAD}{failure.reason}")
+    return replace(request, messages=[*request.messages, told], call_required=True)

@@ -1,10 +1,11 @@
 """A check that guides (`Check(guide=True)`): before each model step that follows tool
 results it judges the workspace as it would an answer; while it fails, the reply must call
-a tool and the reason follows the latest result. Once it passes, nothing is added and the
-model may answer. A check that read the answer cannot guide (there is none yet), a check with
-a command may not (it would run every step), and a start's check never does. The reply's
-request fingerprint is that of the request before the guide: a replay whose tools are
-replayed, the workspace left as it was, finds its recorded reply."""
+a tool and the reason follows the latest result, as a user turn of our words. Once it
+passes, nothing is added and the model may answer. A check that read the answer cannot
+guide (there is none yet), a check with a command may not (it would run every step), and a
+start's check never does. The reply's request fingerprint is that of the request before
+the guide: a replay whose tools are replayed, the workspace left as it was, finds its
+recorded reply."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_agents.activities.agents import Agent
-from durable_agents.activities.check_guide import guided
+from durable_agents.activities.check_guide import GUIDE_LEAD, guided
 from durable_agents.activities.checks.runner import CheckFailure
 from durable_agents.activities.checks.spec import Check, CheckContext, CheckSpecError
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest
@@ -101,10 +102,10 @@ async def test_a_guide_holds_the_model_to_calls_with_the_reason_after_each_resul
     asked = model.requests
     # The first step follows the task, not a result: no guide there.
     assert [r.call_required for r in asked] == [False, True, True, False]
-    assert asked[0].messages[-1].role == "user"
-    assert asked[1].messages[-1].content == f"Notes about pelicans\n{REASON}"
-    assert asked[2].messages[-1].content.endswith(f"\n{REASON}")
-    assert REASON not in asked[3].messages[-1].content  # passed: nothing added
+    told = ChatMessage(role="user", content=f"{GUIDE_LEAD}{REASON}")
+    assert [r.messages[-1] == told for r in asked] == [False, True, True, False]
+    assert asked[1].messages[-2].content == "Notes about pelicans"  # the result, as it was
+    assert asked[3].messages[-1].role == "tool"  # passed: nothing added
     items = await items_of(resources, tenant, sid)
     # No answer was refused: nothing was written of the guide, and no attempt was spent.
     assert not [i for i in items if i.data.get(CHECK_KEY)]
@@ -112,9 +113,8 @@ async def test_a_guide_holds_the_model_to_calls_with_the_reason_after_each_resul
     # Each reply committed the fingerprint of its request as it was before the guide.
     replies_rows = [i for i in items if i.kind == "assistant_message"]
     for row, request in zip(replies_rows, asked, strict=True):
-        last = request.messages[-1]
-        said = last.content.removesuffix(f"\n{REASON}")
-        unguided = [*request.messages[:-1], replace(last, content=said)]
+        guided_here = request.messages[-1] == told
+        unguided = request.messages[:-1] if guided_here else request.messages
         before = replace(request, messages=unguided, call_required=False)
         assert row.data[REQUEST_KEY] == request_fingerprint(before)
 
@@ -142,7 +142,10 @@ def test_guided_adds_the_reason_only_after_a_tool_result_with_tools_offered() ->
     spec = builtin_tools("read_file")[0].spec
     offered = replace(base, tools=[spec])
     told = guided(offered, failure)
-    assert told.messages[-1].content == "42\ndo the next thing"
+    assert told.messages == [
+        *offered.messages,
+        ChatMessage("user", f"{GUIDE_LEAD}do the next thing"),
+    ]
     assert told.call_required
     assert guided(offered, None) == offered
     after_user = replace(offered, messages=[ChatMessage("user", "go")])
