@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from itertools import takewhile
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -24,6 +25,7 @@ from durable_agents.activities.checks.spec import MAX_CALLS_SEEN, CallDone, Chec
 from durable_agents.activities.providers.base import ChatMessage, ModelRequest
 from durable_agents.storage.agent_state import agent_state
 from durable_agents.storage.models import SessionRow
+from durable_agents.vocabulary.previews import ERROR_PREFIX
 
 # Before the reason, so the model can tell whose words these are.
 GUIDE_LEAD = "The task's check: "
@@ -74,10 +76,16 @@ def guided(request: ModelRequest, failure: CheckFailure | None) -> ModelRequest:
     """`request` with the failure's reason as a user turn after its latest tool result, and
     a call required; as it is without a failure, or when the request does not follow a tool
     result. A turn of its own, not words added to the result: the 1.5B model, the reason
-    written after a file's contents, put it in its summary of the file."""
+    written after a file's contents, put it in its summary of the file. Not after a reply
+    with a failed call, whose error says what to do: told by add_to_report which of the
+    file's words would count and then the check's general words, the 1.5B model sent the
+    same line again, four times."""
     if failure is None or not request.tools or not request.messages:
         return request
-    if request.messages[-1].role != "tool":
+    results = list(takewhile(lambda m: m.role == "tool", reversed(request.messages)))
+    if not results:
         return request
+    if any(m.content.startswith(ERROR_PREFIX) for m in results):
+        return replace(request, call_required=True)
     told = ChatMessage(role="user", content=f"{GUIDE_LEAD}{failure.reason}")
     return replace(request, messages=[*request.messages, told], call_required=True)

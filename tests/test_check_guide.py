@@ -30,6 +30,7 @@ from durable_agents.activities.providers.request_fingerprint import (
 from durable_agents.activities.providers.scripted import ScriptedProvider
 from durable_agents.activities.tools.builtin import builtin_tools
 from durable_agents.vocabulary.item_marks import CHECK_KEY
+from durable_agents.vocabulary.previews import error_preview
 from durable_agents.workers.resources import Resources
 from tests.conftest import AgentRunner
 from tests.support.helpers import items_of, session_root, start
@@ -148,6 +149,10 @@ def test_guided_adds_the_reason_only_after_a_tool_result_with_tools_offered() ->
     ]
     assert told.call_required
     assert guided(offered, None) == offered
+    # After a failed call its error says what to do: the call is still required, no words.
+    failed = ChatMessage(role="tool", content=error_preview("NotFound", "no x"), tool_call_id="c2")
+    after_error = replace(offered, messages=[*offered.messages, failed])
+    assert guided(after_error, failure) == replace(after_error, call_required=True)
     after_user = replace(offered, messages=[ChatMessage("user", "go")])
     assert guided(after_user, failure) == after_user
 
