@@ -184,7 +184,7 @@ def test_the_demo_workspace_is_what_the_report_must_name() -> None:
     assert REPORT not in files and len(files) == 4
 
 
-async def test_the_survey_check_names_the_next_call_from_the_reads_and_never_reads_the_answer(
+async def test_the_survey_agents_check_names_the_next_call_and_never_reads_the_answer(
     tmp_path: Path,
 ) -> None:
     root, _ = _seeded(tmp_path)
@@ -192,51 +192,44 @@ async def test_the_survey_check_names_the_next_call_from_the_reads_and_never_rea
     async def read_text(path: str) -> str | None:
         return (root / path).read_text() if (root / path).is_file() else None
 
-    def ctx(*read: str) -> CheckContext:
-        calls = [CallDone("read_file", {"path": name}) for name in read]
-        return CheckContext(answer="Done.", read_text=read_text, workspace=root, calls=calls)
-
-    # Nothing read, no report yet: the first call is named, as for a report naming no file.
-    assert await covers_each_file(ctx()) == (
-        "Next: read_file README.md, then add_to_report with path README.md and a summary of "
-        "what it holds in your own words, naming things in it (a title, column names, "
-        "function names), then the same for the other 2 files. (out/report.md was not "
-        "written.)"
+    every_read = [CallDone("read_file", {"path": name}) for name in CONTENTS]
+    ctx = CheckContext(
+        answer="The report is written.", read_text=read_text, workspace=root, calls=every_read
     )
-    # A file read and not yet in the report is next, the one read last first: no read again.
-    every_read = ctx(*CONTENTS)
-    assert (await covers_each_file(every_read) or "").startswith(
-        "Next: add_to_report with path notes/standup.md and a summary"
-    )
-    assert (await covers_each_file(ctx("data/readings.csv")) or "").startswith(
-        "Next: add_to_report with path data/readings.csv and a summary"
+    # No report yet: the first call is named too, as for a report that names no file.
+    assert (await covers_each_file(ctx) or "").startswith(
+        "out/report.md was not written. Call read_file on README.md, then add_to_report with "
+        "path README.md and a summary"
     )
     (root / "out").mkdir()
     (root / REPORT).write_text("README.md: the weather station project.\n")
-    # One file at a time, each added to what is there; then what is wrong.
-    assert await covers_each_file(ctx("README.md")) == (
-        "Next: read_file data/readings.csv, then add_to_report with path data/readings.csv "
-        "and a summary of what it holds in your own words, naming things in it (a title, "
-        "column names, function names), then the same for the other file. (out/report.md "
-        "does not name data/readings.csv, notes/standup.md.)"
+    reason = await covers_each_file(ctx)
+    # The next calls named outright, one file at a time, each added to what is there.
+    assert reason == (
+        "out/report.md does not name data/readings.csv, notes/standup.md. Call read_file on "
+        "data/readings.csv, then add_to_report with path data/readings.csv and a summary of "
+        "what it holds in your own words, naming things in it (a title, column names, "
+        "function names), then the same for the other file"
     )
     # Named without a word of their contents, or their contents pasted without their names.
     (root / REPORT).write_text("Three files: README.md, data/readings.csv, notes/standup.md.\n")
-    assert (await covers_each_file(every_read) or "").endswith(
-        "(out/report.md names nothing in README.md, data/readings.csv, notes/standup.md; only "
-        "what follows a file's name, up to a blank line, counts.)"
+    assert (await covers_each_file(ctx) or "").startswith(
+        "out/report.md names nothing in README.md, data/readings.csv, notes/standup.md (only "
+        "what follows a file's name, up to a blank line, counts). Call read_file on README.md, "
+        "then add_to_report with path README.md and a summary"
     )
     (root / REPORT).write_text("# Weather station project\nStation B dropped readings.\n")
-    assert (await covers_each_file(every_read) or "").endswith(
-        "(out/report.md does not name README.md, data/readings.csv, notes/standup.md.)"
+    assert (await covers_each_file(ctx) or "").startswith(
+        "out/report.md does not name README.md, data/readings.csv, notes/standup.md. "
     )
-    # The answer is never read: while the check fails, no answer can pass it.
-    assert not every_read.answer_read
+    # The report alone decides these failures, so they stand until a tool changes the
+    # files: neither the answer nor the calls were read.
+    assert not ctx.answer_read and not ctx.calls_read
     (root / REPORT).write_text(
         "README.md: the weather station project. data/readings.csv: temperature by station. "
         "notes/standup.md: a modem problem.\n"
     )
-    assert await covers_each_file(every_read) is None
+    assert await covers_each_file(ctx) is None
 
 
 async def test_the_survey_checks_longest_reason_on_the_demo_workspace_is_said_whole(
@@ -258,8 +251,8 @@ async def test_the_survey_checks_longest_reason_on_the_demo_workspace_is_said_wh
         reason = await covers_each_file(ctx) or ""
     finally:
         shutil.rmtree(state)
-    assert reason.startswith("Next: add_to_report with path ") and len(files) == 4
-    assert len(reason) <= MAX_REASON_CHARS and reason.endswith("up to a blank line, counts.)")
+    assert reason.startswith("out/report.md names nothing in") and len(files) == 4
+    assert len(reason) <= MAX_REASON_CHARS and reason.endswith("the same for the other 3 files")
 
 
 def test_a_line_guessed_from_the_other_files_words_does_not_cover_a_file() -> None:
@@ -300,6 +293,8 @@ async def test_a_line_on_a_file_the_task_never_read_does_not_pass(tmp_path: Path
     reason = await covers_each_file(guessed) or ""
     # A read can mend this one: the calls were read, so answers are offered after a read.
     assert guessed.calls_read
-    assert reason.startswith("Next: read_file notes/standup.md, then add_to_report")
-    assert reason.endswith("(out/report.md describes notes/standup.md, never read.)")
+    assert reason.startswith(
+        "out/report.md describes notes/standup.md, never read. Call read_file on "
+        "notes/standup.md, then add_to_report"
+    )
     assert await covers_each_file(ctx(*CONTENTS)) is None

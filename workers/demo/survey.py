@@ -39,17 +39,17 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
         files[name] = await ctx.read_text(name) or ""
     unsaid = survey_gaps(report, files)
     # A line on a file the task never read is a guess, however well it reads: the words of
-    # the files it did read can describe it.
-    read = _read_paths(ctx.calls)
-    gaps = [name for name in files if name in unsaid or (not unsaid and name not in read)]
+    # the files it did read can describe it. The calls are looked at only once the report
+    # covers every file: a failure the report alone decides then stands until a tool
+    # changes the workspace (CheckContext), and the model is held to tool calls until one
+    # has; answers are not offered after a read that cannot mend it.
+    read = _read_paths(ctx.calls) if not unsaid else set(files)
+    gaps = [name for name in files if name in unsaid or name not in read]
     if not gaps:
         return None if written is not None else f"{REPORT_PATH} was not written"
-    # The next call named outright, for the file the task read last of those the report
-    # lacks: told to "read each of them", a small model wrote "This is the content of
-    # README.md" for each without reading one; told, after reading a file, to read one and
-    # add its line, it read the file again.
-    unlined = [name for name in reversed(read) if name in unsaid]
-    first = unlined[0] if unlined else gaps[0]
+    # The next call named outright: told to "read each of them", a small model wrote
+    # "This is the content of README.md" for each without reading one.
+    first = gaps[0]
     # What is wrong, said as it is: an unnamed file and a named one without a word of its
     # contents need different fixes.
     unnamed = unnamed_in(report, files)
@@ -63,32 +63,28 @@ async def covers_each_file(ctx: CheckContext) -> str | None:
     )
     # Where it counts, said outright: a small model put a made-up title and a blank line
     # between a file's name and what it pasted of it, and appended the same again.
-    where = "; only what follows a file's name, up to a blank line, counts" if quiet else ""
+    where = " (only what follows a file's name, up to a blank line, counts)" if quiet else ""
     # One file at a time, added to what is there: told to write the whole report again
     # after reading the files, a small model pasted their contents over it.
     others = "the other file" if len(gaps) == 2 else f"the other {len(gaps) - 1} files"
     more = f", then the same for {others}" if len(gaps) > 1 else ""
-    add = (
-        f"add_to_report with path {first} and a summary of what it holds in your own words, "
-        f"naming things in it ({_QUOTED})"
+    return (
+        f"{REPORT_PATH} {wrong}{where}. Call read_file on {first}, then add_to_report with "
+        f"path {first} and a summary of what it holds in your own words, naming things in it "
+        f"({_QUOTED}){more}"
     )
-    step = add if first in unlined else f"read_file {first}, then {add}"
-    return f"Next: {step}{more}. ({REPORT_PATH} {wrong}{where}.)"
 
 
-def _read_paths(calls: Sequence[CallDone]) -> list[str]:
-    """The workspace paths the task's read_file calls read, the latest read last."""
-    read: list[str] = []
+def _read_paths(calls: Sequence[CallDone]) -> set[str]:
+    """The workspace paths the task's read_file calls read."""
+    read = set()
     for call in calls:
         path = call.arguments.get("path")
         if call.name == "read_file" and isinstance(path, str):
             try:
-                rel = file_path(path).rel
+                read.add(file_path(path).rel)
             except ToolError:
                 continue
-            if rel in read:
-                read.remove(rel)
-            read.append(rel)
     return read
 
 
@@ -123,9 +119,6 @@ def survey_agent(instructions: str, *, by_line: bool = True) -> Agent:
         f"{instructions}\n\n{SURVEY_STEPS}" if by_line else instructions,
         tools=[*reads, add_to_report_tool if by_line else write_file_tool],
         # Made file by file, a survey may be answered after each file's line: a try for
-        # each of the demo's four files, and some to spare. A real model is guided: the
-        # check's next call follows each result (the 0.5B model, told it only at a failed
-        # answer, read the file named and then the one that file pointed to). The offline
-        # model reads each result as data, so nothing is added to it.
-        check=Check(call=covers_each_file, attempts=SURVEY_ATTEMPTS, guide=by_line),
+        # each of the demo's four files, and some to spare.
+        check=Check(call=covers_each_file, attempts=SURVEY_ATTEMPTS),
     )
